@@ -1,0 +1,37 @@
+# make run: the main job (a demo workload on the embedded SQLite store).
+# make test: lint, type-check, layer contract, then the whole suite.
+# Both create the virtual environment on first use; re-running is cheap.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test check bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "corral needs Python 3.11 or newer")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --editable '.[test]'
+	@touch $(STAMP)
+
+run: setup
+	$(VENV)/bin/python examples/demo.py
+
+check: setup
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: check
+	$(VENV)/bin/pytest
+
+bench: setup
+	$(VENV)/bin/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .corral .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,85 @@
+"""corral: a headless orchestrator for fleets of long-running workers.
+
+The public Python API. Everything here is tested to exist (tests/unit/test_public_api.py);
+anything not listed in `__all__` may change without notice.
+
+    import corral
+    with corral.open_store(".corral/corral.db") as store:
+        task = corral.enqueue(store, corral.NewTask(title="Fix the login bug", kind="code"))
+        beat = corral.register(store, corral.NewWorker(name="w1", kinds=("code",)))
+        claim = corral.claim_next(store, beat.worker.id)
+        corral.complete(store, claim.task_id, token=claim.token)
+"""
+
+from corral.clock import Clock, FakeClock, SystemClock
+from corral.diagnosis import Diagnosis, why
+from corral.errors import (
+    CorralError,
+    InvalidInput,
+    InvalidTransition,
+    LimitReached,
+    NotFound,
+    Refused,
+    SchemaTooNew,
+    StaleToken,
+    StoreError,
+    WorkerUnavailable,
+)
+from corral.events import Event, EventFilter
+from corral.leases import Claim, ClaimStatus
+from corral.queue import cancel, claim, claim_next, complete, enqueue, fail, release, renew, retry
+from corral.reconciler import ReconcileReport, reconcile_once
+from corral.registry import Beat, deregister, drain, heartbeat, register
+from corral.settings import Settings, load_settings
+from corral.store import Store, open_store
+from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
+from corral.workers import NewWorker, Worker, WorkerStatus
+
+__all__ = [
+    "Beat",
+    "Claim",
+    "ClaimStatus",
+    "Clock",
+    "CorralError",
+    "Diagnosis",
+    "Event",
+    "EventFilter",
+    "FakeClock",
+    "InvalidInput",
+    "InvalidTransition",
+    "LimitReached",
+    "NewTask",
+    "NewWorker",
+    "NotFound",
+    "ReconcileReport",
+    "Refused",
+    "SchemaTooNew",
+    "Settings",
+    "StaleToken",
+    "Store",
+    "StoreError",
+    "SystemClock",
+    "Task",
+    "TaskFilter",
+    "TaskStatus",
+    "Worker",
+    "WorkerStatus",
+    "WorkerUnavailable",
+    "cancel",
+    "claim",
+    "claim_next",
+    "complete",
+    "deregister",
+    "drain",
+    "enqueue",
+    "fail",
+    "heartbeat",
+    "load_settings",
+    "open_store",
+    "reconcile_once",
+    "register",
+    "release",
+    "renew",
+    "retry",
+    "why",
+]

@@ -1,0 +1,39 @@
+"""Store-wide commands: init, reconcile."""
+
+from __future__ import annotations
+
+import argparse
+
+from corral import reconciler
+from corral.cli.context import Context
+
+
+def cmd_init(ctx: Context) -> int:
+    """Create (or migrate) the store and say where it is."""
+    version, _ = ctx.store.schema_version()
+    ctx.emit(
+        {"db": ctx.db, "schema_version": version},
+        f"corral store ready at {ctx.db} (schema v{version})",
+    )
+    return 0
+
+
+def cmd_reconcile(ctx: Context) -> int:
+    """One reconcile pass; prints what it found and fixed."""
+    report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
+    counts = report.to_dict()
+    found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
+    ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
+    return 0
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add the store-wide commands to the parser."""
+    p = sub.add_parser(
+        "init", parents=[common], help="create the store (.corral/corral.db by default)"
+    )
+    p.set_defaults(handler=cmd_init)
+    p = sub.add_parser("reconcile", parents=[common], help="one reconcile pass")
+    p.set_defaults(handler=cmd_reconcile)

@@ -1,0 +1,138 @@
+"""Claim commands: claim, claim:next, claim:renew, claim:release, done, fail.
+
+`--token` defaults to `CORRAL_CLAIM_TOKEN`; with neither, the command acts as an operator
+on whatever claim is active (docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from corral import queue
+from corral.cli import parsing
+from corral.cli.context import Context
+from corral.durations import iso
+from corral.leases import Claim
+
+
+def _claim_line(claim: Claim) -> str:
+    return (
+        f"claimed {claim.task_id} for {claim.worker_id}: token {claim.token}, "
+        f"lease until {iso(claim.lease_expires_at)}"
+    )
+
+
+def cmd_claim(ctx: Context) -> int:
+    """Claim one task by id."""
+    a = ctx.args
+    lease_s = parsing.positive_duration("lease", a.lease)
+    claim = queue.claim(ctx.store, a.id, a.worker, lease_s=lease_s, settings=ctx.settings)
+    ctx.emit(claim.to_dict(), _claim_line(claim))
+    return 0
+
+
+def cmd_claim_next(ctx: Context) -> int:
+    """Claim the best ready task the worker may run; prints `null` (JSON) when there is none."""
+    a = ctx.args
+    claim = queue.claim_next(
+        ctx.store,
+        a.worker,
+        kinds=tuple(a.kind or ()),
+        queues=tuple(a.queue or ()),
+        lease_s=parsing.positive_duration("lease", a.lease),
+        settings=ctx.settings,
+    )
+    if claim is None:
+        ctx.emit(None, "no task to claim")
+        return 0
+    ctx.emit(claim.to_dict(), _claim_line(claim))
+    return 0
+
+
+def cmd_renew(ctx: Context) -> int:
+    """Extend a lease."""
+    a = ctx.args
+    claim = queue.renew(
+        ctx.store,
+        a.id,
+        worker_id=a.worker,
+        token=ctx.token(),
+        lease_s=parsing.positive_duration("lease", a.lease),
+        settings=ctx.settings,
+    )
+    ctx.emit(claim.to_dict(), f"renewed {claim.task_id}: lease until {iso(claim.lease_expires_at)}")
+    return 0
+
+
+def cmd_release(ctx: Context) -> int:
+    """Give a task back to the queue without counting the attempt."""
+    a = ctx.args
+    task = queue.release(ctx.store, a.id, worker_id=a.worker, token=ctx.token(), reason=a.reason)
+    ctx.emit(task.to_dict(), f"released {task.id}: {task.status}")
+    return 0
+
+
+def cmd_done(ctx: Context) -> int:
+    """Report success."""
+    a = ctx.args
+    result = parsing.json_value("result", a.result)
+    task = queue.complete(ctx.store, a.id, token=ctx.token(), result=result)
+    ctx.emit(task.to_dict(), f"{task.id} {task.status}")
+    return 0
+
+
+def cmd_fail(ctx: Context) -> int:
+    """Report failure; the retry policy decides what happens next."""
+    a = ctx.args
+    task = queue.fail(ctx.store, a.id, error=a.error, token=ctx.token(), settings=ctx.settings)
+    after = f", retry after {iso(task.run_after)}" if task.status == "ready" else ""
+    ctx.emit(task.to_dict(), f"{task.id} {task.status}{after}")
+    return 0
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add the claim commands to the parser."""
+    p = sub.add_parser(
+        "claim", parents=[common], help="claim a task for a worker (prints the lease)"
+    )
+    p.add_argument("id")
+    p.add_argument("worker")
+    p.add_argument("--lease", metavar="DURATION", help="lease length (default lease_s)")
+    p.set_defaults(handler=cmd_claim)
+
+    p = sub.add_parser(
+        "claim:next", parents=[common], help="pick and claim the next task, atomically"
+    )
+    p.add_argument("worker")
+    p.add_argument("--kind", nargs="+", help="only these kinds (within the worker's)")
+    p.add_argument("--queue", nargs="+", help="only these queues (within the worker's)")
+    p.add_argument("--lease", metavar="DURATION")
+    p.set_defaults(handler=cmd_claim_next)
+
+    for name, handler, text in (
+        ("claim:renew", cmd_renew, "extend a lease"),
+        ("claim:release", cmd_release, "give a task back to the queue"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=text)
+        p.add_argument("id")
+        p.add_argument("worker")
+        p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
+        if name == "claim:renew":
+            p.add_argument("--lease", metavar="DURATION")
+        else:
+            p.add_argument("--reason")
+        p.set_defaults(handler=handler)
+
+    p = sub.add_parser("done", parents=[common], help="report success")
+    p.add_argument("id")
+    p.add_argument("--result", metavar="JSON")
+    p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
+    p.set_defaults(handler=cmd_done)
+
+    p = sub.add_parser("fail", parents=[common], help="report failure")
+    p.add_argument("id")
+    p.add_argument("--error", required=True)
+    p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
+    p.set_defaults(handler=cmd_fail)

@@ -1,0 +1,90 @@
+"""What every command needs: where the store is, the settings, and how to print.
+
+The store is opened on first use, so `--help` and usage errors never touch a database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from corral.errors import InvalidInput
+from corral.settings import Settings, load_settings
+from corral.store import Store, open_store
+
+DEFAULT_DIR = ".corral"
+DB_NAME = "corral.db"
+
+
+def find_db(cwd: str) -> str:
+    """The nearest `.corral/corral.db` from `cwd` upwards, else `./.corral/corral.db`."""
+    here = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(here, DEFAULT_DIR, DB_NAME)
+        if os.path.exists(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
+    return os.path.join(cwd, DEFAULT_DIR, DB_NAME)
+
+
+class Context:
+    """Resolved options of one command invocation."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.json = bool(getattr(args, "json", False))
+        self._db: str | None = getattr(args, "db", None) or os.environ.get("CORRAL_DB")
+        self._store: Store | None = None
+        self._settings: Settings | None = None
+
+    @property
+    def db(self) -> str:
+        """The store URL in force."""
+        if self._db is None:
+            self._db = find_db(os.getcwd())
+        return self._db
+
+    @property
+    def settings(self) -> Settings:
+        """Defaults < `config.toml` beside the database < `CORRAL_*` variables."""
+        if self._settings is None:
+            folder = os.path.dirname(os.path.abspath(self.db)) if "://" not in self.db else "."
+            self._settings = load_settings(config_path=os.path.join(folder, "config.toml"))
+        return self._settings
+
+    @property
+    def store(self) -> Store:
+        """The store, opened (and migrated) on first use."""
+        if self._store is None:
+            self._store = open_store(self.db)
+        return self._store
+
+    def token(self) -> int | None:
+        """`--token`, else `CORRAL_CLAIM_TOKEN`, else None (act as an operator)."""
+        raw = getattr(self.args, "token", None) or os.environ.get("CORRAL_CLAIM_TOKEN") or None
+        if raw is None:
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise InvalidInput("token", "a whole number (the claim's fencing token)", raw) from None
+
+    def emit(self, data: Any, human: str) -> None:
+        """Print `data` as JSON with --json, else the human text."""
+        if self.json:
+            json.dump(data, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        elif human:
+            print(human)
+
+    def close(self) -> None:
+        """Close the store if it was opened."""
+        if self._store is not None:
+            self._store.close()

@@ -1,0 +1,67 @@
+"""Turning argument strings into values, each failure a one-line error naming the field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from corral.durations import parse_duration_s
+from corral.errors import InvalidInput
+
+
+def whole(field: str, raw: str | None, minimum: int | None = None) -> int | None:
+    """An integer (negative allowed unless `minimum` says otherwise), or None."""
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(field, "a whole number", raw) from None
+    if minimum is not None and value < minimum:
+        raise InvalidInput(field, f"a whole number of at least {minimum}", raw)
+    return value
+
+
+def duration(field: str, raw: str | None) -> float | None:
+    """Seconds from `90s`, `30m`, `2h`, `1d`, or None."""
+    return None if raw is None else parse_duration_s(field, raw)
+
+
+def positive_duration(field: str, raw: str | None) -> float | None:
+    """Like `duration`, but zero is refused."""
+    value = duration(field, raw)
+    if value is not None and value <= 0:
+        raise InvalidInput(field, "a duration greater than zero, such as 30m", raw)
+    return value
+
+
+def json_value(field: str, raw: str | None) -> Any:
+    """Parsed JSON text, or None."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(field, f"valid JSON ({exc.msg} at character {exc.pos})", raw) from None
+
+
+def json_object(field: str, raw: str | None) -> dict[str, Any]:
+    """A JSON object, or {} when absent."""
+    value = json_value(field, raw)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(field, 'a JSON object such as {"key": "value"}', raw)
+    return value
+
+
+def labels(field: str, items: Sequence[str] | None) -> dict[str, str]:
+    """`k=v` pairs as a dict."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(field, "key=value", item)
+        out[key] = value
+    return out

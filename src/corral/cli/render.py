@@ -1,0 +1,111 @@
+"""Human renderings: aligned tables and `key: value` blocks. JSON needs none of this."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from corral.durations import format_duration
+from corral.events import Event
+from corral.tasks import Task
+from corral.workers import Worker
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns; the last column is not padded."""
+    if not rows:
+        return ""
+    cells = [[str(h) for h in headers], *[["" if c is None else str(c) for c in r] for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers) - 1)]
+    lines = []
+    for row in cells:
+        padded = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join([*padded, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def task_table(tasks: Sequence[Task]) -> str:
+    """The columns people scan: id, status, priority, queue, kind, attempts, worker, title."""
+    return table(
+        ["ID", "STATUS", "PRI", "QUEUE", "KIND", "TRIES", "WORKER", "TITLE"],
+        [
+            [
+                t.id,
+                t.status,
+                t.priority,
+                t.queue,
+                t.kind,
+                f"{t.attempts}/{t.max_attempts}",
+                t.worker_id or "-",
+                t.title,
+            ]
+            for t in tasks
+        ],
+    )
+
+
+def task_detail(task: Task) -> str:
+    """Every field worth reading, one per line."""
+    data = task.to_dict()
+    order = [
+        "id",
+        "title",
+        "status",
+        "queue",
+        "kind",
+        "priority",
+        "attempts",
+        "max_attempts",
+        "crashes",
+        "depends_on",
+        "assignee",
+        "worker_id",
+        "token",
+        "lease_expires_at",
+        "run_after",
+        "timeout_s",
+        "requires_review",
+        "last_error",
+        "failure_reason",
+        "result",
+        "payload",
+        "labels",
+        "description",
+        "created_at",
+        "updated_at",
+        "finished_at",
+    ]
+    return "\n".join(
+        f"{key + ':':18}{data[key]}" for key in order if data[key] not in (None, "", [], {})
+    )
+
+
+def worker_table(workers: Sequence[Worker], now: datetime) -> str:
+    """One line per worker, with how long ago it was last heard from."""
+    return table(
+        ["ID", "NAME", "STATUS", "ACTIVE", "DONE", "FAILED", "SEEN", "HOST", "PID", "KINDS"],
+        [
+            [
+                w.id,
+                w.name,
+                w.status,
+                f"{w.active}/{w.max_concurrent}",
+                w.completed_total,
+                w.failed_total,
+                format_duration((now - w.last_heartbeat_at).total_seconds()) + " ago",
+                w.hostname,
+                w.pid,
+                ",".join(w.kinds) or "*",
+            ]
+            for w in workers
+        ],
+    )
+
+
+def event_line(event: Event) -> str:
+    """`time  name  subject  from -> to  (reason)`."""
+    subject = " ".join(x for x in (event.task_id, event.worker_id) if x)
+    move = f"{event.from_status or ''} -> {event.to_status}" if event.to_status else ""
+    why = f"  ({event.reason})" if event.reason else ""
+    stamp = event.at.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{stamp}  {event.name:22} {subject:26} {move}{why}".rstrip()

@@ -1,0 +1,121 @@
+"""Worker commands: worker register | heartbeat | deregister | drain | list | status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from corral import registry
+from corral.cli import parsing, render
+from corral.cli.context import Context
+from corral.durations import format_duration
+from corral.errors import InvalidInput
+from corral.workers import NewWorker, WorkerStatus
+
+STATUSES = [str(s) for s in WorkerStatus]
+
+
+def cmd_register(ctx: Context) -> int:
+    """Register a worker and print its id."""
+    a = ctx.args
+    spec = NewWorker(
+        name=a.name,
+        kinds=tuple(a.kind or ()),
+        queues=tuple(a.queue or ()),
+        max_concurrent=parsing.whole("max_concurrent", a.max_concurrent, minimum=1) or 1,
+        labels=parsing.labels("label", a.label),
+        version=a.version or "",
+        pid=parsing.whole("pid", a.pid, minimum=1) if a.pid else os.getppid(),
+    )
+    beat = registry.register(ctx.store, spec, settings=ctx.settings)
+    ctx.emit(beat.to_dict() | {"worker": beat.worker.to_dict()}, beat.worker.id)
+    return 0
+
+
+def cmd_heartbeat(ctx: Context) -> int:
+    """Heartbeat; answers the interval to keep and whether to drain."""
+    beat = registry.heartbeat(ctx.store, ctx.args.id, settings=ctx.settings)
+    drain = "; drain requested" if beat.drain else ""
+    every = format_duration(beat.heartbeat_interval_s)
+    human = f"{beat.worker.id} {beat.worker.status}; next heartbeat in {every}{drain}"
+    ctx.emit(beat.to_dict(), human)
+    return 0
+
+
+def cmd_deregister(ctx: Context) -> int:
+    """Take a worker offline, returning its unfinished tasks to the queue."""
+    worker = registry.deregister(ctx.store, ctx.args.id)
+    ctx.emit(worker.to_dict(), f"{worker.id} offline")
+    return 0
+
+
+def cmd_drain(ctx: Context) -> int:
+    """Ask a worker to finish what it holds and take nothing new."""
+    worker = registry.drain(ctx.store, ctx.args.id)
+    ctx.emit(worker.to_dict(), f"{worker.id} draining")
+    return 0
+
+
+def cmd_list(ctx: Context) -> int:
+    """List workers."""
+    status = ctx.args.status
+    if status is not None and status not in STATUSES:
+        raise InvalidInput("status", f"one of {', '.join(STATUSES)}", status)
+    workers = ctx.store.list_workers((WorkerStatus(status),) if status else ())
+    ctx.emit(
+        [w.to_dict() for w in workers],
+        render.worker_table(workers, ctx.store.now()) or "no workers",
+    )
+    return 0
+
+
+def cmd_status(ctx: Context) -> int:
+    """One worker in full, or every worker that is not offline."""
+    if ctx.args.id:
+        worker = ctx.store.get_worker(ctx.args.id)
+        data = worker.to_dict()
+        ctx.emit(
+            data,
+            "\n".join(f"{k + ':':20}{v}" for k, v in data.items() if v not in (None, "", [], {})),
+        )
+        return 0
+    live = [w for w in ctx.store.list_workers() if w.status is not WorkerStatus.OFFLINE]
+    ctx.emit(
+        [w.to_dict() for w in live], render.worker_table(live, ctx.store.now()) or "no live workers"
+    )
+    return 0
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add `corral worker ...` to the parser."""
+    group = sub.add_parser("worker", help="the worker registry")
+    wsub = group.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
+
+    p = wsub.add_parser("register", parents=[common], help="register a worker (prints its id)")
+    p.add_argument("--name", required=True)
+    p.add_argument("--kind", action="append", help="kind it runs, repeatable (default: any)")
+    p.add_argument("--queue", action="append", help="queue it serves, repeatable (default: any)")
+    p.add_argument("--max-concurrent", help="claims it may hold at once (default 1)")
+    p.add_argument("--label", action="append", metavar="K=V")
+    p.add_argument("--version")
+    p.add_argument("--pid", help="process id to record (default: this command's parent)")
+    p.set_defaults(handler=cmd_register)
+
+    for name, handler, text in (
+        ("heartbeat", cmd_heartbeat, "prove the worker lives; answers interval and drain"),
+        ("deregister", cmd_deregister, "take a worker offline"),
+        ("drain", cmd_drain, "stop giving a worker new claims"),
+    ):
+        p = wsub.add_parser(name, parents=[common], help=text)
+        p.add_argument("id")
+        p.set_defaults(handler=handler)
+
+    p = wsub.add_parser("list", parents=[common], help="list workers")
+    p.add_argument("--status", help=f"one of: {', '.join(STATUSES)}")
+    p.set_defaults(handler=cmd_list)
+
+    p = wsub.add_parser("status", parents=[common], help="one worker, or all live ones")
+    p.add_argument("id", nargs="?")
+    p.set_defaults(handler=cmd_status)

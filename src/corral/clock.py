@@ -1,0 +1,68 @@
+"""The only place that reads the wall clock or sleeps.
+
+Everything else is handed a `Clock`, so tests can move time by hand (`FakeClock`)
+instead of sleeping. Instants are aware UTC datetimes; durations are seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Wall time for records, monotonic time for intervals, and sleeping."""
+
+    def now(self) -> datetime:
+        """The current instant, aware and in UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back, for measuring intervals."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait for `seconds`."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> datetime:
+        """The current instant, aware and in UTC."""
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        """`time.monotonic()`."""
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """`time.sleep(seconds)`."""
+        time.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that moves only when told to; `sleep` advances it instead of waiting."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2030, 1, 1, tzinfo=UTC)
+        self._mono = 0.0
+
+    def now(self) -> datetime:
+        """The fake current instant."""
+        return self._now
+
+    def monotonic(self) -> float:
+        """Seconds advanced so far."""
+        return self._mono
+
+    def sleep(self, seconds: float) -> None:
+        """Advance by `seconds` at once."""
+        self.advance(seconds)
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward by `seconds`."""
+        self._now += timedelta(seconds=seconds)
+        self._mono += seconds

@@ -1,0 +1,124 @@
+"""`why`: the reasons a task is not running, each with a stable code and a sentence.
+
+Reads only. The reasons come in the order a person would check them: finished or
+blocked, then delayed, then who could run it, then the queue ahead of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from corral.durations import format_duration, iso
+from corral.settings import Settings
+from corral.store import Store
+from corral.tasks import Task, TaskStatus
+from corral.workers import CLAIMING, Worker
+
+DEFAULTS = Settings()
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One reason, e.g. code `blocked_by` with the message `blocked by t-… (failed)`."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnosis:
+    """A task and the reasons it is where it is."""
+
+    task: Task
+    reasons: list[Reason] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {
+            "task_id": self.task.id,
+            "status": str(self.task.status),
+            "reasons": [{"code": r.code, "message": r.message} for r in self.reasons],
+        }
+
+
+def why(store: Store, task_id: str, *, settings: Settings = DEFAULTS) -> Diagnosis:
+    """Explain why task `task_id` is not running (or what it is doing if it is)."""
+    task = store.get_task(task_id)
+    now = store.now()
+    if task.status is TaskStatus.RUNNING:
+        return Diagnosis(task=task, reasons=_running(store, task, now))
+    if task.status is TaskStatus.BLOCKED:
+        deps = [(d, s) for d, s in store.dependency_statuses(task_id) if s is not TaskStatus.DONE]
+        return Diagnosis(task=task, reasons=[_blocked_by(d, s) for d, s in deps])
+    if task.status is TaskStatus.READY:
+        return Diagnosis(task=task, reasons=_ready(store, task, now))
+    return Diagnosis(task=task, reasons=[_settled(task)])
+
+
+def _running(store: Store, task: Task, now: datetime) -> list[Reason]:
+    assert task.worker_id is not None and task.lease_expires_at is not None
+    worker = store.get_worker(task.worker_id)
+    seen_s = (now - worker.last_heartbeat_at).total_seconds()
+    left_s = (task.lease_expires_at - now).total_seconds()
+    lease = f"lease expires in {format_duration(left_s)}" if left_s > 0 else "lease has expired"
+    return [
+        Reason(
+            "held",
+            f"held by worker {worker.id} ({worker.name}, {worker.status}), "
+            f"last seen {format_duration(seen_s)} ago; {lease}",
+        )
+    ]
+
+
+def _blocked_by(dependency: str, status: TaskStatus) -> Reason:
+    if status in (TaskStatus.FAILED, TaskStatus.CANCELLED):
+        return Reason(
+            "dependency_dead",
+            f"blocked by {dependency}, which is {status}: retry it or cancel this task",
+        )
+    return Reason("blocked_by", f"blocked by {dependency} ({status})")
+
+
+def _ready(store: Store, task: Task, now: datetime) -> list[Reason]:
+    reasons = []
+    if task.run_after > now:
+        wait = format_duration((task.run_after - now).total_seconds())
+        reasons.append(Reason("delayed", f"delayed until {iso(task.run_after)} (in {wait})"))
+    workers = [w for w in store.list_workers(tuple(CLAIMING)) if _could_run(w, task)]
+    if not workers:
+        reasons.append(Reason("no_worker", _no_worker_message(task)))
+    elif all(w.active >= w.max_concurrent for w in workers):
+        reasons.append(
+            Reason("workers_busy", f"all {len(workers)} workers that could run it are busy")
+        )
+    ahead = store.count_ahead(task.id)
+    if ahead:
+        reasons.append(Reason("queued", f"{ahead} tasks ahead of it in queue {task.queue}"))
+    return reasons or [Reason("claimable", "ready: the next worker that asks will claim it")]
+
+
+def _could_run(worker: Worker, task: Task) -> bool:
+    return (
+        (not worker.kinds or task.kind in worker.kinds)
+        and (not worker.queues or task.queue in worker.queues)
+        and task.assignee in (None, worker.id, worker.name)
+    )
+
+
+def _no_worker_message(task: Task) -> str:
+    who = f"worker {task.assignee}" if task.assignee else "worker"
+    return f"no live {who} runs kind {task.kind!r} in queue {task.queue!r}"
+
+
+def _settled(task: Task) -> Reason:
+    if task.status is TaskStatus.FAILED:
+        error = task.last_error or "no error recorded"
+        return Reason(
+            "failed",
+            f"failed ({task.failure_reason}): {error}; `corral retry {task.id}` runs it again",
+        )
+    if task.status is TaskStatus.IN_REVIEW:
+        return Reason("in_review", "waiting for review")
+    return Reason(str(task.status), f"{task.status}: nothing more will run")

@@ -1,0 +1,72 @@
+"""Durations as people type them (`90s`, `30m`, `2h`, `1d`, `1h30m`) and instants (ISO 8601).
+
+Parsing lives here so the CLI, the config file and the environment accept the same forms.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from corral.errors import InvalidInput
+
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+EXPECTED = "a duration such as 90s, 30m, 2h or 1d"
+
+
+def parse_duration_s(field: str, text: str | float) -> float:
+    """Seconds in `text`; a bare number (from a config file) is already seconds."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return _non_negative(field, float(text))
+    if not isinstance(text, str):
+        raise InvalidInput(field, EXPECTED, text)
+    compact = text.strip().lower()
+    if not compact or _PART.sub("", compact):
+        raise InvalidInput(field, EXPECTED, text)
+    return _non_negative(field, sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(compact)))
+
+
+def _non_negative(field: str, seconds: float) -> float:
+    if seconds < 0:
+        raise InvalidInput(field, EXPECTED, seconds)
+    return seconds
+
+
+def parse_instant(field: str, text: str) -> datetime:
+    """An ISO 8601 instant; one without a zone is taken as UTC."""
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(field, "an ISO 8601 time such as 2030-01-31T09:00:00Z", text) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_delay_or_instant(field: str, text: str, now: datetime) -> float:
+    """Seconds from `now` until `text`, which is a duration (`10m`) or an instant (ISO 8601)."""
+    try:
+        return parse_duration_s(field, text)
+    except InvalidInput:
+        pass
+    try:
+        instant = parse_instant(field, text)
+    except InvalidInput:
+        raise InvalidInput(field, f"{EXPECTED}, or an ISO 8601 time", text) from None
+    return max(0.0, (instant - now).total_seconds())
+
+
+def format_duration(seconds: float) -> str:
+    """A short human form: `45s`, `12m`, `3h20m`, `2d`."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m" + (f"{s % 60}s" if s % 60 and s < 600 else "")
+    if s < 86400:
+        return f"{s // 3600}h" + (f"{s % 3600 // 60}m" if s % 3600 >= 60 else "")
+    return f"{s // 86400}d" + (f"{s % 86400 // 3600}h" if s % 86400 >= 3600 else "")
+
+
+def iso(instant: datetime | None) -> str | None:
+    """ISO 8601 in UTC, or None: the one format instants take in JSON."""
+    return None if instant is None else instant.isoformat()

@@ -1,0 +1,95 @@
+"""The one error root: every failure corral reports to a user is a `CorralError`.
+
+Each class knows its CLI exit code and its HTTP status, and its docstring is its
+default message. Driver errors are wrapped once, at the store boundary.
+
+    CorralError                         exit 1   HTTP 500
+    ├── InvalidInput                    exit 2   HTTP 400   a field is not what was expected
+    │   └── NotFound                    exit 2   HTTP 404   an id that names nothing
+    ├── Refused                         exit 1   HTTP 409   the current state does not allow it
+    │   ├── InvalidTransition                               names the current state
+    │   ├── StaleToken                                      the claim's fencing token is not current
+    │   ├── WorkerUnavailable                               dead, offline, draining or at capacity
+    │   └── LimitReached                                    a bound such as max_renewals
+    └── StoreError                      exit 3   HTTP 503   the store cannot be opened or used
+        └── SchemaTooNew                                    written by a newer corral
+"""
+
+from __future__ import annotations
+
+
+class CorralError(Exception):
+    """corral could not do what was asked."""
+
+    exit_code = 1
+    http_status = 500
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+    @property
+    def message(self) -> str:
+        """The one-line text shown to the user."""
+        return str(self.args[0])
+
+
+class InvalidInput(CorralError):
+    """The input is not valid."""
+
+    exit_code = 2
+    http_status = 400
+
+    def __init__(self, field: str, expected: str, got: object = None) -> None:
+        self.field = field
+        self.expected = expected
+        shown = "" if got is None else f", got {got!r}"
+        super().__init__(f"{field}: expected {expected}{shown}")
+
+
+class NotFound(InvalidInput):
+    """No such object."""
+
+    http_status = 404
+
+    def __init__(self, what: str, ident: str) -> None:
+        self.field = what
+        self.expected = f"an existing {what}"
+        CorralError.__init__(self, f"{what} {ident!r} not found")
+
+
+class Refused(CorralError):
+    """The current state does not allow this."""
+
+    exit_code = 1
+    http_status = 409
+
+
+class InvalidTransition(Refused):
+    """The task is not in a state that allows this."""
+
+    def __init__(self, task_id: str, action: str, current: str) -> None:
+        self.current = current
+        super().__init__(f"cannot {action} task {task_id}: it is {current}")
+
+
+class StaleToken(Refused):
+    """The claim's fencing token is no longer current."""
+
+
+class WorkerUnavailable(Refused):
+    """The worker cannot take work."""
+
+
+class LimitReached(Refused):
+    """A configured bound was reached."""
+
+
+class StoreError(CorralError):
+    """The store is unavailable."""
+
+    exit_code = 3
+    http_status = 503
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer version of corral."""

@@ -1,0 +1,56 @@
+"""Events: the append-only record of every state change (what, when, from, to, who, why).
+
+Names are stable and dotted (`task.claimed`, `worker.dead`); docs/state-machines.md
+lists them. `corral events` and, later, the dashboard read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from corral.durations import iso
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One state change."""
+
+    id: int
+    at: datetime
+    name: str
+    task_id: str | None
+    worker_id: str | None
+    token: int | None
+    from_status: str | None
+    to_status: str | None
+    actor: str
+    reason: str | None
+    data: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {
+            "id": self.id,
+            "at": iso(self.at),
+            "name": self.name,
+            "task_id": self.task_id,
+            "worker_id": self.worker_id,
+            "token": self.token,
+            "from_status": self.from_status,
+            "to_status": self.to_status,
+            "actor": self.actor,
+            "reason": self.reason,
+            "data": self.data,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventFilter:
+    """Which events `list_events` returns: the newest `limit` after `after_id`."""
+
+    task_id: str | None = None
+    worker_id: str | None = None
+    after_id: int = 0
+    limit: int = 50

@@ -1,0 +1,21 @@
+"""Identifiers: a kind prefix and ten random base-32 characters (`t-7k2m9x4qab`).
+
+Ten characters give 32**10 (about 1e15) values: a collision among a million tasks has a
+chance of about 5e-4, and then the insert fails (a unique index) rather than overwrite. The alphabet
+leaves out i, l, o and u so ids survive being read aloud or copied by hand.
+"""
+
+from __future__ import annotations
+
+import os
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_LENGTH = 10
+TASK_PREFIX = "t-"
+WORKER_PREFIX = "w-"
+
+
+def new_id(prefix: str) -> str:
+    """A fresh random id with `prefix`."""
+    raw = os.urandom(_LENGTH)
+    return prefix + "".join(_ALPHABET[b & 31] for b in raw)

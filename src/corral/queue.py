@@ -1,0 +1,136 @@
+"""Use cases of the task queue: enqueue, claim, renew, release, complete, fail, cancel, retry.
+
+Plain functions over a `Store`: each decides what policy says (lease length, renewal
+bound, retry backoff) and hands the store one atomic change. `token` is the claim's
+fencing token; without one the caller acts as an operator on whatever claim is active.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from corral.backoff import Outcome, after_failure
+from corral.leases import Claim
+from corral.settings import Settings
+from corral.store import Store
+from corral.tasks import NewTask, Task
+
+OPERATOR = "operator"
+DEFAULTS = Settings()
+
+
+def _actor(token: int | None, worker_id: str | None = None) -> str:
+    if worker_id:
+        return worker_id
+    return f"token:{token}" if token is not None else OPERATOR
+
+
+def enqueue(store: Store, spec: NewTask, *, settings: Settings = DEFAULTS) -> Task:
+    """Add a task; attempts and backoff default from `settings` when the spec leaves them."""
+    return store.enqueue(
+        spec,
+        max_attempts=settings.max_attempts,
+        retry_base_s=settings.retry_base_s,
+        actor=OPERATOR,
+    )
+
+
+def claim(
+    store: Store,
+    task_id: str,
+    worker_id: str,
+    *,
+    lease_s: float | None = None,
+    settings: Settings = DEFAULTS,
+) -> Claim:
+    """Claim one named task for a worker; exactly one of several racing callers wins."""
+    return store.claim(task_id, worker_id, lease_s=lease_s or settings.lease_s, actor=worker_id)
+
+
+def claim_next(
+    store: Store,
+    worker_id: str,
+    *,
+    kinds: tuple[str, ...] = (),
+    queues: tuple[str, ...] = (),
+    lease_s: float | None = None,
+    settings: Settings = DEFAULTS,
+) -> Claim | None:
+    """Pick and claim the best ready task the worker may run, in one step; None if none."""
+    return store.claim_next(
+        worker_id, kinds=kinds, queues=queues, lease_s=lease_s or settings.lease_s, actor=worker_id
+    )
+
+
+def renew(
+    store: Store,
+    task_id: str,
+    *,
+    worker_id: str | None = None,
+    token: int | None = None,
+    lease_s: float | None = None,
+    settings: Settings = DEFAULTS,
+) -> Claim:
+    """Extend a lease; refused past `max_renewals` so hung work cannot hold a task forever."""
+    return store.renew(
+        task_id,
+        worker_id=worker_id,
+        token=token,
+        lease_s=lease_s or settings.lease_s,
+        max_renewals=settings.max_renewals,
+        actor=_actor(token, worker_id),
+    )
+
+
+def release(
+    store: Store,
+    task_id: str,
+    *,
+    worker_id: str | None = None,
+    token: int | None = None,
+    reason: str | None = None,
+) -> Task:
+    """Give a claimed task back to the queue; the attempt is not counted."""
+    return store.release(
+        task_id, worker_id=worker_id, token=token, reason=reason, actor=_actor(token, worker_id)
+    )
+
+
+def complete(store: Store, task_id: str, *, token: int | None = None, result: Any = None) -> Task:
+    """Report success: done, or in_review when the task requires review."""
+    return store.complete(task_id, token=token, result=result, actor=_actor(token))
+
+
+def fail(
+    store: Store,
+    task_id: str,
+    *,
+    error: str,
+    token: int | None = None,
+    settings: Settings = DEFAULTS,
+    rng: random.Random | None = None,
+) -> Task:
+    """Report failure: ready again after a backoff while attempts remain, else failed."""
+    chance = rng or random.Random()
+
+    def decide(task: Task) -> Outcome:
+        return after_failure(
+            attempts=task.attempts,
+            max_attempts=task.max_attempts,
+            base_s=task.retry_base_s,
+            policy=settings.retry,
+            rng=chance,
+        )
+
+    return store.fail(task_id, token=token, error=error, decide=decide, actor=_actor(token))
+
+
+def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
+    """Cancel a task that has not finished; a worker holding it finds its token stale."""
+    return store.cancel(task_id, reason=reason, actor=OPERATOR)
+
+
+def retry(store: Store, task_id: str) -> Task:
+    """Put a failed or cancelled task back in the queue with a fresh attempt budget."""
+    return store.retry(task_id, actor=OPERATOR)

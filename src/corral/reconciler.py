@@ -1,0 +1,96 @@
+"""One reconcile pass: `reconcile_once(store) -> ReconcileReport`.
+
+Read a snapshot, decide with the pure `plan_recovery`, apply with compare-and-set, and
+count what took effect. Loops belong to the runtime (`corral reconcile --loop` later,
+the orchestrator); this function never sleeps. Two passes at once repair each thing once.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from corral.backoff import GiveUp
+from corral.recovery import (
+    CloseClaim,
+    ExpireClaim,
+    FixWorkerStatus,
+    MarkWorker,
+    Recovery,
+    RequeueOrphan,
+    plan_recovery,
+)
+from corral.settings import Settings
+from corral.store import Store
+from corral.workers import WorkerStatus
+
+DEFAULTS = Settings()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReconcileReport:
+    """What one pass found and fixed; every field is a count of applied repairs."""
+
+    workers_stale: int = 0
+    workers_dead: int = 0
+    claims_expired: int = 0
+    crashes: int = 0
+    orphans_requeued: int = 0
+    tasks_failed: int = 0
+    tasks_quarantined: int = 0
+    claims_closed: int = 0
+    workers_fixed: int = 0
+
+    @property
+    def total(self) -> int:
+        """All repairs made."""
+        return sum(self.to_dict().values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def reconcile_once(
+    store: Store, *, settings: Settings = DEFAULTS, rng: random.Random | None = None
+) -> ReconcileReport:
+    """Mark silent workers stale or dead, expire their claims, requeue orphans, fix drift."""
+    snapshot = store.reconcile_snapshot()
+    plan = plan_recovery(snapshot, settings, rng or random.Random())
+    return summarize(store.apply_recoveries(plan))
+
+
+def summarize(applied: list[Recovery]) -> ReconcileReport:
+    """Count applied decisions by kind."""
+    counts: dict[str, int] = dict.fromkeys(ReconcileReport.__dataclass_fields__, 0)
+    for decision in applied:
+        for key in _keys(decision):
+            counts[key] += 1
+    return ReconcileReport(**counts)
+
+
+def _keys(decision: Recovery) -> list[str]:
+    match decision:
+        case MarkWorker(to=WorkerStatus.DEAD):
+            return ["workers_dead"]
+        case MarkWorker():
+            return ["workers_stale"]
+        case ExpireClaim():
+            return [
+                "claims_expired",
+                *(["crashes"] if decision.crash else []),
+                *_given_up(decision),
+            ]
+        case RequeueOrphan():
+            return ["orphans_requeued", *_given_up(decision)]
+        case CloseClaim():
+            return ["claims_closed"]
+        case FixWorkerStatus():
+            return ["workers_fixed"]
+
+
+def _given_up(decision: ExpireClaim | RequeueOrphan) -> list[str]:
+    if not isinstance(decision.outcome, GiveUp):
+        return []
+    return ["tasks_quarantined" if decision.outcome.reason == "poison" else "tasks_failed"]

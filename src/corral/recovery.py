@@ -1,0 +1,193 @@
+"""What the reconciler decides, as pure data: `plan_recovery(snapshot, settings, rng)`.
+
+The store takes a `Snapshot` of what may need repair, this module decides, and the store
+applies each decision with a compare-and-set on what the snapshot saw, so two reconcile
+passes at once repair each thing once. Decisions:
+
+- `MarkWorker`: a silent worker becomes stale, then dead.
+- `ExpireClaim`: a claim whose lease ran out, or whose holder is dead or gone, ends; its
+  task retries or fails as the outcome says. A lease lost under a dead holder is a crash.
+- `RequeueOrphan`: a running task with no active claim goes back to ready (or fails).
+- `CloseClaim`: an active claim on a task that is no longer running ends.
+- `FixWorkerStatus`: idle/busy disagrees with the worker's active claims.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime
+
+from corral.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
+from corral.settings import Settings
+from corral.tasks import TaskStatus
+from corral.workers import GONE, WorkerStatus, liveness, working_status
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerView:
+    """A worker the reconciler watches."""
+
+    id: str
+    status: WorkerStatus
+    last_heartbeat_at: datetime
+    active: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimView:
+    """An active claim with what deciding its fate needs."""
+
+    token: int
+    task_id: str
+    worker_id: str
+    worker_status: WorkerStatus | None
+    lease_expires_at: datetime
+    task_status: TaskStatus
+    attempts: int
+    max_attempts: int
+    crashes: int
+    retry_base_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanView:
+    """A running task with no active claim."""
+
+    task_id: str
+    attempts: int
+    max_attempts: int
+    retry_base_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """Everything one reconcile pass looks at, read at the store's `now`."""
+
+    now: datetime
+    workers: tuple[WorkerView, ...]
+    claims: tuple[ClaimView, ...]
+    orphans: tuple[OrphanView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkWorker:
+    """Move worker `worker_id` from `seen` to `to` if its heartbeat is still `seen_heartbeat_at`."""
+
+    worker_id: str
+    seen: WorkerStatus
+    seen_heartbeat_at: datetime
+    to: WorkerStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireClaim:
+    """End claim `token` (still active) and apply `outcome` to its task."""
+
+    token: int
+    task_id: str
+    worker_id: str
+    crash: bool
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueOrphan:
+    """Return running task `task_id`, which has no active claim, per `outcome`."""
+
+    task_id: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class CloseClaim:
+    """End active claim `token` whose task is no longer running."""
+
+    token: int
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class FixWorkerStatus:
+    """Set worker `worker_id` from `seen` to `to` (idle or busy) to match its claims."""
+
+    worker_id: str
+    seen: WorkerStatus
+    to: WorkerStatus
+
+
+Recovery = MarkWorker | ExpireClaim | RequeueOrphan | CloseClaim | FixWorkerStatus
+
+
+def plan_recovery(snapshot: Snapshot, settings: Settings, rng: random.Random) -> list[Recovery]:
+    """Every repair the snapshot calls for, workers first so their claims follow them."""
+    marks = list(_mark_workers(snapshot, settings))
+    dead = {m.worker_id for m in marks if m.to is WorkerStatus.DEAD}
+    plan: list[Recovery] = [*marks]
+    plan += _expire_claims(snapshot, dead, settings, rng)
+    plan += [_requeue(o, settings, rng) for o in snapshot.orphans]
+    plan += _fix_worker_statuses(snapshot, dead)
+    return plan
+
+
+def _mark_workers(snapshot: Snapshot, settings: Settings) -> list[MarkWorker]:
+    marks = []
+    for worker in snapshot.workers:
+        silent_s = (snapshot.now - worker.last_heartbeat_at).total_seconds()
+        verdict = liveness(silent_s, settings.liveness)
+        if verdict is not None and verdict is not worker.status:
+            marks.append(MarkWorker(worker.id, worker.status, worker.last_heartbeat_at, verdict))
+    return marks
+
+
+def _expire_claims(
+    snapshot: Snapshot, dead: set[str], settings: Settings, rng: random.Random
+) -> list[Recovery]:
+    plan: list[Recovery] = []
+    for claim in snapshot.claims:
+        if claim.task_status is not TaskStatus.RUNNING:
+            plan.append(CloseClaim(claim.token, claim.task_id))
+            continue
+        holder_gone = claim.worker_id in dead or claim.worker_status in GONE | {None}
+        if holder_gone or claim.lease_expires_at <= snapshot.now:
+            outcome = _claim_outcome(claim, crash=holder_gone, settings=settings, rng=rng)
+            plan.append(
+                ExpireClaim(claim.token, claim.task_id, claim.worker_id, holder_gone, outcome)
+            )
+    return plan
+
+
+def _claim_outcome(
+    claim: ClaimView, *, crash: bool, settings: Settings, rng: random.Random
+) -> Outcome:
+    if crash:
+        return after_crash(
+            attempts=claim.attempts,
+            max_attempts=claim.max_attempts,
+            crashes=claim.crashes,
+            max_crashes=settings.max_crashes,
+            base_s=claim.retry_base_s,
+            policy=settings.retry,
+            rng=rng,
+        )
+    if claim.attempts >= claim.max_attempts:
+        return GiveUp("lease_expired")
+    return Retry(delay_s(claim.attempts, claim.retry_base_s, settings.retry, rng))
+
+
+def _requeue(orphan: OrphanView, settings: Settings, rng: random.Random) -> RequeueOrphan:
+    if orphan.attempts >= orphan.max_attempts:
+        return RequeueOrphan(orphan.task_id, GiveUp("orphaned"))
+    delay = delay_s(orphan.attempts, orphan.retry_base_s, settings.retry, rng)
+    return RequeueOrphan(orphan.task_id, Retry(delay))
+
+
+def _fix_worker_statuses(snapshot: Snapshot, dead: set[str]) -> list[FixWorkerStatus]:
+    fixes = []
+    for worker in snapshot.workers:
+        if worker.id in dead or worker.status not in (WorkerStatus.IDLE, WorkerStatus.BUSY):
+            continue
+        expected = working_status(worker.active)
+        if expected is not worker.status:
+            fixes.append(FixWorkerStatus(worker.id, worker.status, expected))
+    return fixes

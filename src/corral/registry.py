@@ -1,0 +1,72 @@
+"""Use cases of the worker registry: register, heartbeat, drain, deregister.
+
+The store answers with the worker; these functions add what policy says: the heartbeat
+interval the worker should keep, and whether it should drain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from corral.settings import Settings
+from corral.store import Store
+from corral.workers import NewWorker, Worker, WorkerStatus
+
+DEFAULTS = Settings()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Beat:
+    """What a worker learns from registering or heartbeating."""
+
+    worker: Worker
+    heartbeat_interval_s: float
+    drain: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {
+            "id": self.worker.id,
+            "status": str(self.worker.status),
+            "heartbeat_interval_s": self.heartbeat_interval_s,
+            "drain": self.drain,
+        }
+
+
+def _beat(worker: Worker, settings: Settings) -> Beat:
+    return Beat(
+        worker=worker,
+        heartbeat_interval_s=settings.heartbeat_interval_s,
+        drain=worker.status is WorkerStatus.DRAINING,
+    )
+
+
+def register(store: Store, spec: NewWorker, *, settings: Settings = DEFAULTS) -> Beat:
+    """Add a worker to the registry; it is `starting` until its first heartbeat."""
+    return _beat(store.register_worker(spec, actor=spec.name), settings)
+
+
+def heartbeat(
+    store: Store,
+    worker_id: str,
+    *,
+    cpu_percent: float | None = None,
+    rss_bytes: int | None = None,
+    settings: Settings = DEFAULTS,
+) -> Beat:
+    """Prove the worker lives: extends its leases; answers the interval and whether to drain."""
+    worker = store.heartbeat(
+        worker_id, cpu_percent=cpu_percent, rss_bytes=rss_bytes, actor=worker_id
+    )
+    return _beat(worker, settings)
+
+
+def drain(store: Store, worker_id: str) -> Worker:
+    """Ask a worker to take no new claims and finish what it holds."""
+    return store.drain_worker(worker_id, actor="operator")
+
+
+def deregister(store: Store, worker_id: str, *, reason: str = "deregistered") -> Worker:
+    """Take a worker offline; its unfinished tasks go back to the queue, attempts uncounted."""
+    return store.deregister_worker(worker_id, reason=reason, actor=worker_id)

@@ -1,0 +1,79 @@
+"""What a database driver provides: transactions that run named queries.
+
+Every operation of the `Store` (store.py) is written once over this protocol, in the
+manner of River's driver interface; SQLite and PostgreSQL differ only in their driver
+and their `sql/<dialect>/` files. The contract a driver keeps:
+
+- `write()` is one atomic transaction. Reads made inside it are locking reads: no other
+  writer can change what they returned before the transaction ends (SQLite: BEGIN
+  IMMEDIATE takes the write lock up front; PostgreSQL: those queries say FOR UPDATE).
+- Every conditional UPDATE is a compare-and-set; RETURNING or the row count tells the
+  store whether it applied, and the store raises the precise error when it did not.
+- `tx.now` is the store's clock, read once at the start of the transaction, and every
+  query receives it as the parameter `now`.
+- Parameters arrive as Python values (str, int, float, None, datetime, list, tuple,
+  dict, frozenset of str); the driver encodes them for its dialect. Rows come back as
+  mappings by column name; `instant` and `json` decode a dialect's columns.
+- Driver errors leave the driver only as `corral.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+Row = Any  # a mapping-like row: row["column"]
+
+
+class Tx(Protocol):
+    """One open transaction."""
+
+    now: datetime
+
+    def one(self, query: str, /, **params: Any) -> Row | None:
+        """Run `query`; its first row, or None."""
+        ...
+
+    def all(self, query: str, /, **params: Any) -> list[Row]:
+        """Run `query`; all its rows."""
+        ...
+
+    def run(self, query: str, /, **params: Any) -> int:
+        """Run statement `query`; the number of rows it changed."""
+        ...
+
+
+class Driver(Protocol):
+    """A connection to one database, and how its columns decode."""
+
+    dialect: str
+    url: str
+
+    def read(self) -> AbstractContextManager[Tx]:
+        """A read-only transaction: one consistent snapshot."""
+        ...
+
+    def write(self) -> AbstractContextManager[Tx]:
+        """A write transaction (see the contract above)."""
+        ...
+
+    def now(self) -> datetime:
+        """The store's clock."""
+        ...
+
+    def instant(self, value: Any) -> datetime:
+        """Decode a non-null instant column."""
+        ...
+
+    def json(self, value: Any) -> Any:
+        """Decode a non-null JSON column."""
+        ...
+
+    def schema_version(self) -> tuple[int, int]:
+        """(the database's schema version, the newest this code knows)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...

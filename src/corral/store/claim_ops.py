@@ -1,0 +1,315 @@
+"""Store operations on claims: claim, claim the next task, renew, release, complete, fail.
+
+The claim queries filter by the worker's declared kinds and queues and by the task's
+assignee inside the UPDATE itself, so a worker never claims a task it cannot run and
+then gives it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from corral import errors
+from corral.backoff import GiveUp, Outcome, Retry
+from corral.durations import iso
+from corral.leases import Claim, ClaimStatus
+from corral.store import journal, rows
+from corral.store.base import Driver, Row, Tx
+from corral.store.lookups import held_claim, task_in, worker_in
+from corral.tasks import ALLOWED_FROM, Task, TaskStatus
+from corral.workers import CLAIMING, Worker
+
+
+class ClaimOps:
+    """Leases and the outcomes reported under them."""
+
+    _driver: Driver
+
+    def claim(self, task_id: str, worker_id: str, *, lease_s: float, actor: str) -> Claim:
+        """Claim task `task_id` for `worker_id`: one winner, whoever asks at once."""
+        with self._driver.write() as tx:
+            worker = _claiming_worker(tx, self._driver, worker_id, check_capacity=False)
+            if worker.active >= worker.max_concurrent:
+                task = task_in(tx, self._driver, task_id)
+                if task.status is not TaskStatus.READY:
+                    raise _claim_refusal(task, worker)
+                raise _at_capacity(worker)
+            row = tx.one(
+                "claim_task", task_id=task_id, allowed=ALLOWED_FROM["claim"], **_filters(worker, ())
+            )
+            if row is None:
+                raise _claim_refusal(task_in(tx, self._driver, task_id), worker)
+            return self._open_claim(tx, row, worker, lease_s, actor)
+
+    def claim_next(
+        self,
+        worker_id: str,
+        *,
+        kinds: tuple[str, ...],
+        queues: tuple[str, ...],
+        lease_s: float,
+        actor: str,
+    ) -> Claim | None:
+        """Claim the first ready task `worker_id` may run, or None if there is none."""
+        with self._driver.write() as tx:
+            worker = _claiming_worker(tx, self._driver, worker_id)
+            params = _filters(worker, kinds, queues)
+            if params["kinds"] == [] or params["queues"] == []:
+                return None
+            row = tx.one("claim_next_task", **params)
+            return None if row is None else self._open_claim(tx, row, worker, lease_s, actor)
+
+    def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Claim:
+        claim_row = tx.one(
+            "insert_claim",
+            task_id=row["id"],
+            worker_id=worker.id,
+            lease_s=lease_s,
+            timeout_s=row["timeout_s"],
+        )
+        assert claim_row is not None  # an INSERT ... RETURNING always returns its row
+        claim = rows.claim(self._driver, claim_row)
+        tx.run("worker_after_claim", worker_id=worker.id, completed=0, failed=0)
+        journal.record(
+            tx,
+            "task.claimed",
+            actor=actor,
+            task_id=claim.task_id,
+            worker_id=worker.id,
+            token=claim.token,
+            from_status=TaskStatus.READY,
+            to_status=TaskStatus.RUNNING,
+            data={"lease_expires_at": iso(claim.lease_expires_at)},
+        )
+        return claim
+
+    def active_claim(self, task_id: str) -> Claim | None:
+        """The task's active claim, if any."""
+        with self._driver.read() as tx:
+            row = tx.one("active_claim", task_id=task_id)
+            return None if row is None else rows.claim(self._driver, row)
+
+    def renew(
+        self,
+        task_id: str,
+        *,
+        worker_id: str | None,
+        token: int | None,
+        lease_s: float,
+        max_renewals: int,
+        actor: str,
+    ) -> Claim:
+        """Extend the lease to now + lease_s (never past the task's deadline)."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="renew", token=token, worker_id=worker_id
+            )
+            if claim.renewals >= max_renewals:
+                raise errors.LimitReached(
+                    f"the claim on task {task_id} was renewed {claim.renewals} times, "
+                    f"the limit (max_renewals={max_renewals})"
+                )
+            row = tx.one("renew_claim", token=claim.token, lease_s=lease_s)
+            assert row is not None  # held_claim saw it active inside this transaction
+            renewed = rows.claim(self._driver, row)
+            journal.record(
+                tx,
+                "task.renewed",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=claim.token,
+                data={"lease_expires_at": iso(renewed.lease_expires_at)},
+            )
+            return renewed
+
+    def release(
+        self,
+        task_id: str,
+        *,
+        worker_id: str | None,
+        token: int | None,
+        reason: str | None,
+        actor: str,
+    ) -> Task:
+        """Give the task back to the queue without counting the attempt."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="release", token=token, worker_id=worker_id
+            )
+            _end(tx, claim, ClaimStatus.RELEASED)
+            tx.run("release_task", task_id=task_id, allowed=ALLOWED_FROM["release"])
+            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=0, failed=0)
+            journal.record(
+                tx,
+                "task.released",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=claim.token,
+                from_status=TaskStatus.RUNNING,
+                to_status=TaskStatus.READY,
+                reason=reason,
+            )
+            return task_in(tx, self._driver, task_id)
+
+    def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
+        """Mark the task done (or in_review when it requires review); unblock dependents."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="complete", token=token, worker_id=None
+            )
+            _end(tx, claim, ClaimStatus.COMPLETED)
+            row = tx.one(
+                "complete_task", task_id=task_id, result=result, allowed=ALLOWED_FROM["complete"]
+            )
+            assert row is not None  # the active claim implies running
+            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=1, failed=0)
+            journal.record(
+                tx,
+                "task.completed",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=claim.token,
+                from_status=TaskStatus.RUNNING,
+                to_status=row["status"],
+            )
+            if row["status"] == TaskStatus.DONE:
+                unblock_dependents(tx, task_id, actor)
+            return task_in(tx, self._driver, task_id)
+
+    def fail(
+        self,
+        task_id: str,
+        *,
+        token: int | None,
+        error: str,
+        decide: Callable[[Task], Outcome],
+        actor: str,
+    ) -> Task:
+        """Report a failure; `decide` (a pure policy) says retry after a delay or give up."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="fail", token=token, worker_id=None
+            )
+            outcome = decide(task_in(tx, self._driver, task_id))
+            _end(tx, claim, ClaimStatus.COMPLETED)
+            apply_outcome(tx, task_id, outcome, error=error, crash=False)
+            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=0, failed=1)
+            record_outcome(
+                tx,
+                task_id,
+                worker_id=claim.worker_id,
+                token=claim.token,
+                outcome=outcome,
+                error=error,
+                actor=actor,
+            )
+            return task_in(tx, self._driver, task_id)
+
+
+def _claiming_worker(tx: Tx, driver: Driver, worker_id: str, check_capacity: bool = True) -> Worker:
+    worker = worker_in(tx, driver, worker_id)
+    if worker.status not in CLAIMING:
+        raise errors.WorkerUnavailable(f"worker {worker_id} is {worker.status}: it takes no claims")
+    if check_capacity and worker.active >= worker.max_concurrent:
+        raise _at_capacity(worker)
+    return worker
+
+
+def _at_capacity(worker: Worker) -> errors.WorkerUnavailable:
+    return errors.WorkerUnavailable(
+        f"worker {worker.id} is at capacity ({worker.active} of {worker.max_concurrent} claims)"
+    )
+
+
+def _narrow(declared: tuple[str, ...], asked: tuple[str, ...]) -> list[str] | None:
+    """The names to filter on: None means any; [] means nothing can match."""
+    if not declared:
+        return list(asked) or None
+    return [n for n in declared if n in asked] if asked else list(declared)
+
+
+def _filters(
+    worker: Worker, kinds: tuple[str, ...], queues: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    return {
+        "worker_id": worker.id,
+        "worker_name": worker.name,
+        "kinds": _narrow(worker.kinds, kinds),
+        "queues": _narrow(worker.queues, queues),
+    }
+
+
+def _claim_refusal(task: Task, worker: Worker) -> errors.CorralError:
+    """Why task `task` could not be claimed by `worker`, as the error to raise."""
+    if task.status is not TaskStatus.READY:
+        held = f" (held by worker {task.worker_id})" if task.worker_id else ""
+        return errors.Refused(f"cannot claim task {task.id}: it is {task.status}{held}")
+    if task.assignee not in (None, worker.id, worker.name):
+        return errors.Refused(f"task {task.id} is assigned to {task.assignee}")
+    if worker.kinds and task.kind not in worker.kinds:
+        return errors.Refused(f"worker {worker.id} does not run kind {task.kind!r}")
+    if worker.queues and task.queue not in worker.queues:
+        return errors.Refused(f"worker {worker.id} does not serve queue {task.queue!r}")
+    return errors.Refused(f"task {task.id} is delayed until {iso(task.run_after)}")
+
+
+def _end(tx: Tx, claim: Claim, status: ClaimStatus) -> None:
+    tx.run("end_claim", token=claim.token, status=status)
+
+
+def apply_outcome(
+    tx: Tx, task_id: str, outcome: Outcome, *, error: str, crash: bool, action: str = "fail"
+) -> None:
+    """Send a running task back to ready after the delay, or fail it for good."""
+    retry = isinstance(outcome, Retry)
+    tx.run(
+        "fail_task",
+        task_id=task_id,
+        to_status=TaskStatus.READY if retry else TaskStatus.FAILED,
+        delay_s=outcome.delay_s if isinstance(outcome, Retry) else 0.0,
+        reason=outcome.reason if isinstance(outcome, GiveUp) else None,
+        error=error,
+        crash=int(crash),
+        allowed=ALLOWED_FROM[action],
+    )
+
+
+def record_outcome(
+    tx: Tx, task_id: str, *, worker_id: str, token: int, outcome: Outcome, error: str, actor: str
+) -> None:
+    """The event for a failure: `task.retry_scheduled` or `task.failed`."""
+    data: dict[str, Any]
+    if isinstance(outcome, Retry):
+        name, to, data = "task.retry_scheduled", TaskStatus.READY, {"delay_s": outcome.delay_s}
+    else:
+        name, to, data = "task.failed", TaskStatus.FAILED, {"failure_reason": outcome.reason}
+    journal.record(
+        tx,
+        name,
+        actor=actor,
+        task_id=task_id,
+        worker_id=worker_id,
+        token=token,
+        from_status=TaskStatus.RUNNING,
+        to_status=to,
+        reason=error,
+        data=data,
+    )
+
+
+def unblock_dependents(tx: Tx, task_id: str, actor: str) -> None:
+    """Move tasks whose last pending dependency was `task_id` from blocked to ready."""
+    for row in tx.all("unblock_dependents", task_id=task_id, allowed=ALLOWED_FROM["unblock"]):
+        journal.record(
+            tx,
+            "task.unblocked",
+            actor=actor,
+            task_id=row["id"],
+            from_status=TaskStatus.BLOCKED,
+            to_status=TaskStatus.READY,
+            reason=f"{task_id} done",
+        )

@@ -1,0 +1,56 @@
+"""Reads inside a write transaction that either find their object or raise the right error.
+
+Inside `Driver.write()` these are locking reads (base.py), so what they return holds
+until the transaction ends.
+"""
+
+from __future__ import annotations
+
+from corral import errors
+from corral.leases import Claim
+from corral.store import rows
+from corral.store.base import Driver, Tx
+from corral.tasks import Task
+from corral.workers import Worker
+
+
+def task_in(tx: Tx, driver: Driver, task_id: str) -> Task:
+    """Task `task_id`, or NotFound."""
+    row = tx.one("get_task", task_id=task_id)
+    if row is None:
+        raise errors.NotFound("task", task_id)
+    return rows.task(driver, row)
+
+
+def worker_in(tx: Tx, driver: Driver, worker_id: str) -> Worker:
+    """Worker `worker_id`, or NotFound."""
+    row = tx.one("get_worker", worker_id=worker_id)
+    if row is None:
+        raise errors.NotFound("worker", worker_id)
+    return rows.worker(driver, row)
+
+
+def held_claim(
+    tx: Tx, driver: Driver, task_id: str, *, action: str, token: int | None, worker_id: str | None
+) -> Claim:
+    """The task's active claim, checked against `token` and `worker_id` when they are given.
+
+    A token that is not the active claim's is stale; with no token the caller acts as an
+    operator on whatever claim is active.
+    """
+    row = tx.one("active_claim", task_id=task_id)
+    if row is None:
+        task = task_in(tx, driver, task_id)
+        if token is not None:
+            raise errors.StaleToken(
+                f"token {token} is stale: task {task_id} has no active claim (it is {task.status})"
+            )
+        raise errors.InvalidTransition(task_id, action, task.status)
+    claim = rows.claim(driver, row)
+    if token is not None and claim.token != token:
+        raise errors.StaleToken(
+            f"token {token} is stale: task {task_id} is now held under token {claim.token}"
+        )
+    if worker_id is not None and claim.worker_id != worker_id:
+        raise errors.Refused(f"task {task_id} is held by worker {claim.worker_id}, not {worker_id}")
+    return claim

@@ -1,0 +1,115 @@
+"""Rows to records: the one place that knows the column names of the views.
+
+Each function takes the driver for decoding, because SQLite keeps instants as epoch
+seconds and JSON as text while PostgreSQL hands back datetimes and decoded JSON.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from corral.events import Event
+from corral.leases import Claim, ClaimStatus
+from corral.store.base import Driver, Row
+from corral.tasks import Task, TaskStatus
+from corral.workers import Worker, WorkerStatus
+
+
+def _maybe_instant(driver: Driver, value: Any) -> datetime | None:
+    return None if value is None else driver.instant(value)
+
+
+def _maybe_json(driver: Driver, value: Any) -> Any:
+    return None if value is None else driver.json(value)
+
+
+def task(driver: Driver, row: Row) -> Task:
+    """A `task_view` row."""
+    return Task(
+        id=row["id"],
+        title=row["title"],
+        description=row["description"],
+        queue=row["queue"],
+        kind=row["kind"],
+        priority=row["priority"],
+        status=TaskStatus(row["status"]),
+        payload=driver.json(row["payload"]),
+        labels=driver.json(row["labels"]),
+        depends_on=tuple(driver.json(row["depends_on"]) or ()),
+        assignee=row["assignee"],
+        parent_id=row["parent_id"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        crashes=row["crashes"],
+        retry_base_s=row["retry_base_s"],
+        timeout_s=row["timeout_s"],
+        run_after=driver.instant(row["run_after"]),
+        requires_review=bool(row["requires_review"]),
+        branch=row["branch"],
+        result=_maybe_json(driver, row["result"]),
+        last_error=row["last_error"],
+        failure_reason=row["failure_reason"],
+        worker_id=row["worker_id"],
+        token=row["token"],
+        lease_expires_at=_maybe_instant(driver, row["lease_expires_at"]),
+        created_at=driver.instant(row["created_at"]),
+        updated_at=driver.instant(row["updated_at"]),
+        finished_at=_maybe_instant(driver, row["finished_at"]),
+    )
+
+
+def claim(driver: Driver, row: Row) -> Claim:
+    """A `claims` row."""
+    return Claim(
+        token=row["token"],
+        task_id=row["task_id"],
+        worker_id=row["worker_id"],
+        status=ClaimStatus(row["status"]),
+        lease_s=row["lease_s"],
+        claimed_at=driver.instant(row["claimed_at"]),
+        lease_expires_at=driver.instant(row["lease_expires_at"]),
+        deadline_at=_maybe_instant(driver, row["deadline_at"]),
+        renewals=row["renewals"],
+    )
+
+
+def worker(driver: Driver, row: Row) -> Worker:
+    """A `worker_view` row."""
+    return Worker(
+        id=row["id"],
+        name=row["name"],
+        hostname=row["hostname"],
+        pid=row["pid"],
+        version=row["version"],
+        queues=tuple(driver.json(row["queues"])),
+        kinds=tuple(driver.json(row["kinds"])),
+        max_concurrent=row["max_concurrent"],
+        labels=driver.json(row["labels"]),
+        status=WorkerStatus(row["status"]),
+        registered_at=driver.instant(row["registered_at"]),
+        last_heartbeat_at=driver.instant(row["last_heartbeat_at"]),
+        active=row["active"],
+        completed_total=row["completed_total"],
+        failed_total=row["failed_total"],
+        offline_reason=row["offline_reason"],
+        cpu_percent=row["cpu_percent"],
+        rss_bytes=row["rss_bytes"],
+    )
+
+
+def event(driver: Driver, row: Row) -> Event:
+    """An `events` row."""
+    return Event(
+        id=row["id"],
+        at=driver.instant(row["at"]),
+        name=row["name"],
+        task_id=row["task_id"],
+        worker_id=row["worker_id"],
+        token=row["token"],
+        from_status=row["from_status"],
+        to_status=row["to_status"],
+        actor=row["actor"],
+        reason=row["reason"],
+        data=_maybe_json(driver, row["data"]),
+    )

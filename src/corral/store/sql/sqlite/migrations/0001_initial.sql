@@ -1,0 +1,121 @@
+-- Version 1: tasks, dependencies, workers, claims (leases) and events.
+-- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
+
+CREATE TABLE tasks (
+    seq             INTEGER PRIMARY KEY,  -- insertion order: FIFO among equal priorities
+    id              TEXT    NOT NULL UNIQUE,
+    title           TEXT    NOT NULL,
+    description     TEXT    NOT NULL DEFAULT '',
+    queue           TEXT    NOT NULL,
+    kind            TEXT    NOT NULL,
+    priority        INTEGER NOT NULL DEFAULT 0,
+    status          TEXT    NOT NULL CHECK (status IN
+                        ('blocked', 'ready', 'running', 'in_review', 'done', 'failed', 'cancelled')),
+    payload         TEXT    NOT NULL DEFAULT '{}',
+    labels          TEXT    NOT NULL DEFAULT '{}',
+    assignee        TEXT,
+    parent_id       TEXT,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    max_attempts    INTEGER NOT NULL,
+    crashes         INTEGER NOT NULL DEFAULT 0,
+    retry_base_s    REAL    NOT NULL,
+    timeout_s       REAL,
+    run_after       REAL    NOT NULL,
+    requires_review INTEGER NOT NULL DEFAULT 0,
+    branch          TEXT,
+    result          TEXT,
+    last_error      TEXT,
+    failure_reason  TEXT,
+    created_at      REAL    NOT NULL,
+    updated_at      REAL    NOT NULL,
+    finished_at     REAL
+);
+
+-- The claim query walks this index in claim order and stops at the first match.
+CREATE INDEX tasks_ready_order ON tasks (priority DESC, seq) WHERE status = 'ready';
+CREATE INDEX tasks_by_status ON tasks (status, seq);
+
+CREATE TABLE task_deps (
+    task_id    TEXT NOT NULL REFERENCES tasks (id),
+    depends_on TEXT NOT NULL REFERENCES tasks (id),
+    PRIMARY KEY (task_id, depends_on)
+) WITHOUT ROWID;
+
+CREATE INDEX task_deps_by_dependency ON task_deps (depends_on);
+
+CREATE TABLE workers (
+    id                TEXT    PRIMARY KEY,
+    name              TEXT    NOT NULL,
+    hostname          TEXT    NOT NULL,
+    pid               INTEGER,
+    version           TEXT    NOT NULL DEFAULT '',
+    queues            TEXT    NOT NULL DEFAULT '[]',
+    kinds             TEXT    NOT NULL DEFAULT '[]',
+    max_concurrent    INTEGER NOT NULL DEFAULT 1,
+    labels            TEXT    NOT NULL DEFAULT '{}',
+    status            TEXT    NOT NULL CHECK (status IN
+                          ('starting', 'idle', 'busy', 'draining', 'stale', 'dead', 'offline')),
+    registered_at     REAL    NOT NULL,
+    last_heartbeat_at REAL    NOT NULL,
+    completed_total   INTEGER NOT NULL DEFAULT 0,
+    failed_total      INTEGER NOT NULL DEFAULT 0,
+    offline_reason    TEXT,
+    cpu_percent       REAL,
+    rss_bytes         INTEGER
+);
+
+CREATE INDEX workers_watched ON workers (status)
+    WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- token is the fencing token: AUTOINCREMENT never reuses a value, so tokens only grow.
+CREATE TABLE claims (
+    token            INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id          TEXT    NOT NULL REFERENCES tasks (id),
+    worker_id        TEXT    NOT NULL REFERENCES workers (id),
+    status           TEXT    NOT NULL CHECK (status IN ('active', 'released', 'expired', 'completed')),
+    lease_s          REAL    NOT NULL,
+    claimed_at       REAL    NOT NULL,
+    lease_expires_at REAL    NOT NULL,
+    deadline_at      REAL,
+    renewals         INTEGER NOT NULL DEFAULT 0,
+    ended_at         REAL
+);
+
+-- At most one active claim per task, enforced by the database.
+CREATE UNIQUE INDEX claims_one_active_per_task ON claims (task_id) WHERE status = 'active';
+CREATE INDEX claims_active_by_worker ON claims (worker_id) WHERE status = 'active';
+CREATE INDEX claims_by_task ON claims (task_id, token);
+
+CREATE TABLE events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at          REAL    NOT NULL,
+    name        TEXT    NOT NULL,
+    task_id     TEXT,
+    worker_id   TEXT,
+    token       INTEGER,
+    from_status TEXT,
+    to_status   TEXT,
+    actor       TEXT    NOT NULL,
+    reason      TEXT,
+    data        TEXT
+);
+
+CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
+CREATE INDEX events_by_worker ON events (worker_id, id) WHERE worker_id IS NOT NULL;
+
+-- A task with its active claim (if any) and its dependencies, as every read wants it.
+CREATE VIEW task_view AS
+SELECT t.*,
+       c.token AS token,
+       c.worker_id AS worker_id,
+       c.lease_expires_at AS lease_expires_at,
+       (SELECT json_group_array(d.depends_on) FROM task_deps d WHERE d.task_id = t.id)
+           AS depends_on
+FROM tasks t
+LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active';
+
+-- A worker with the number of its active claims.
+CREATE VIEW worker_view AS
+SELECT w.*,
+       (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active') AS active
+FROM workers w;

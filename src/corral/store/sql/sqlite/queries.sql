@@ -1,0 +1,251 @@
+-- Named queries of the SQLite store. Each block starts with `-- name: NAME`; the store
+-- runs them by name and nowhere else holds SQL. Parameters are :named. Status sets
+-- arrive as JSON arrays (:allowed) built from corral.tasks.ALLOWED_FROM, the one copy of
+-- the state machine. :now is the store clock, in seconds since the epoch.
+
+-- name: insert_task
+INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
+                   assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
+                   requires_review, created_at, updated_at)
+VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
+        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s, :now + :run_after_s,
+        :requires_review, :now, :now);
+
+-- name: insert_dependency
+INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
+
+-- name: task_statuses
+SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: get_task
+SELECT * FROM task_view WHERE id = :task_id;
+
+-- name: list_tasks
+SELECT * FROM task_view
+WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: ready_tasks
+SELECT * FROM task_view
+WHERE status = 'ready' AND run_after <= :now
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: dependency_statuses
+SELECT d.depends_on AS id, t.status AS status
+FROM task_deps d JOIN tasks t ON t.id = d.depends_on
+WHERE d.task_id = :task_id
+ORDER BY d.depends_on;
+
+-- name: count_ahead
+SELECT count(*) FROM tasks o, tasks t
+WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
+  AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
+
+-- name: claim_worker
+SELECT * FROM worker_view WHERE id = :worker_id;
+
+-- name: claim_task
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE id = :task_id
+  AND status IN (SELECT value FROM json_each(:allowed))
+  AND run_after <= :now
+  AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+RETURNING id, timeout_s;
+
+-- name: claim_next_task
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE seq = (
+    SELECT seq FROM tasks
+    WHERE status = 'ready' AND run_after <= :now
+      AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+      AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+    ORDER BY priority DESC, seq
+    LIMIT 1)
+RETURNING id, timeout_s;
+
+-- name: insert_claim
+INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
+                    deadline_at)
+VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
+        min(:now + :lease_s, coalesce(:now + :timeout_s, :now + :lease_s)),
+        :now + :timeout_s)
+RETURNING *;
+
+-- name: active_claim
+SELECT * FROM claims WHERE task_id = :task_id AND status = 'active';
+
+-- name: renew_claim
+UPDATE claims
+SET lease_expires_at = min(:now + :lease_s, coalesce(deadline_at, :now + :lease_s)),
+    lease_s = :lease_s,
+    renewals = renewals + 1
+WHERE token = :token AND status = 'active'
+RETURNING *;
+
+-- name: end_claim
+UPDATE claims SET status = :status, ended_at = :now
+WHERE token = :token AND status = 'active'
+RETURNING task_id, worker_id;
+
+-- name: release_task
+UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: complete_task
+UPDATE tasks
+SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+    result = :result,
+    updated_at = :now,
+    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING status;
+
+-- name: fail_task
+UPDATE tasks
+SET status = :to_status,
+    crashes = crashes + :crash,
+    last_error = coalesce(:error, last_error),
+    failure_reason = CASE WHEN :to_status = 'failed' THEN :reason END,
+    run_after = :now + :delay_s,
+    updated_at = :now,
+    finished_at = CASE WHEN :to_status = 'failed' THEN :now END
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: requeue_orphan
+UPDATE tasks
+SET status = :to_status,
+    last_error = :error,
+    failure_reason = CASE WHEN :to_status = 'failed' THEN :reason END,
+    run_after = :now + :delay_s,
+    updated_at = :now,
+    finished_at = CASE WHEN :to_status = 'failed' THEN :now END
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
+
+-- name: unblock_dependents
+UPDATE tasks SET status = 'ready', run_after = max(run_after, :now), updated_at = :now
+WHERE status IN (SELECT value FROM json_each(:allowed))
+  AND id IN (SELECT task_id FROM task_deps WHERE depends_on = :task_id)
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                  WHERE d.task_id = tasks.id AND p.status != 'done')
+RETURNING id;
+
+-- name: cancel_task
+UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
+                 last_error = coalesce(:reason, last_error)
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: retry_task
+UPDATE tasks
+SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                               WHERE d.task_id = tasks.id AND p.status != 'done')
+                  THEN 'blocked' ELSE 'ready' END,
+    attempts = 0, crashes = 0, failure_reason = NULL, finished_at = NULL,
+    run_after = :now, updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING status;
+
+-- name: insert_worker
+INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
+                     status, registered_at, last_heartbeat_at)
+VALUES (:id, :name, :hostname, :pid, :version, :queues, :kinds, :max_concurrent, :labels,
+        'starting', :now, :now);
+
+-- name: get_worker
+SELECT * FROM worker_view WHERE id = :worker_id;
+
+-- name: list_workers
+SELECT * FROM worker_view
+WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+ORDER BY registered_at, id;
+
+-- name: heartbeat_worker
+UPDATE workers
+SET last_heartbeat_at = :now,
+    cpu_percent = coalesce(:cpu_percent, cpu_percent),
+    rss_bytes = coalesce(:rss_bytes, rss_bytes),
+    status = CASE WHEN status = 'draining' THEN 'draining'
+                  WHEN EXISTS (SELECT 1 FROM claims c
+                               WHERE c.worker_id = workers.id AND c.status = 'active')
+                  THEN 'busy' ELSE 'idle' END
+WHERE id = :worker_id AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- name: extend_worker_leases
+UPDATE claims
+SET lease_expires_at = max(lease_expires_at,
+                           min(:now + lease_s, coalesce(deadline_at, :now + lease_s)))
+WHERE worker_id = :worker_id AND status = 'active';
+
+-- name: worker_after_claim
+UPDATE workers
+SET status = CASE WHEN status NOT IN ('starting', 'idle', 'busy') THEN status
+                  WHEN EXISTS (SELECT 1 FROM claims c
+                               WHERE c.worker_id = workers.id AND c.status = 'active')
+                  THEN 'busy' ELSE 'idle' END,
+    completed_total = completed_total + :completed,
+    failed_total = failed_total + :failed
+WHERE id = :worker_id;
+
+-- name: set_worker_status
+UPDATE workers SET status = :to_status, offline_reason = :reason
+WHERE id = :worker_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: mark_worker
+UPDATE workers SET status = :to_status, offline_reason = :reason
+WHERE id = :worker_id AND status = :seen AND last_heartbeat_at = :seen_heartbeat_at;
+
+-- name: active_claims_of_worker
+SELECT * FROM claims WHERE worker_id = :worker_id AND status = 'active' ORDER BY token;
+
+-- name: watched_workers
+SELECT * FROM worker_view
+WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- name: active_claims_to_check
+SELECT c.token, c.task_id, c.worker_id, w.status AS worker_status, c.lease_expires_at,
+       t.status AS task_status, t.attempts, t.max_attempts, t.crashes, t.retry_base_s
+FROM claims c
+JOIN tasks t ON t.id = c.task_id
+LEFT JOIN workers w ON w.id = c.worker_id
+WHERE c.status = 'active';
+
+-- name: orphaned_tasks
+SELECT t.id, t.attempts, t.max_attempts, t.retry_base_s
+FROM tasks t
+WHERE t.status = 'running'
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active');
+
+-- name: close_claim
+UPDATE claims SET status = 'released', ended_at = :now
+WHERE token = :token AND status = 'active'
+  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = claims.task_id AND t.status = 'running');
+
+-- name: fix_worker_status
+UPDATE workers SET status = :to_status
+WHERE id = :worker_id AND status = :seen
+  AND EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = workers.id AND c.status = 'active')
+      = (:to_status = 'busy');
+
+-- name: insert_event
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
+                    data)
+VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :actor, :reason,
+        :data);
+
+-- name: list_events
+SELECT * FROM events
+WHERE (:task_id IS NULL OR task_id = :task_id)
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+  AND id > :after_id
+ORDER BY id DESC
+LIMIT :limit;

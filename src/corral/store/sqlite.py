@@ -1,0 +1,225 @@
+"""The SQLite driver: the embedded default store, one file shared by local processes.
+
+Locking strategy:
+- WAL journal: readers never block the writer and always see a consistent snapshot.
+- Every write is one `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock
+  before its first read; the reads that decide a change and the change itself cannot
+  interleave with another writer. One lock per transaction means no lock ordering and
+  so no deadlock.
+- Writers first queue on an advisory `flock` on `<db>.lock`. SQLite's busy handler polls
+  with sleeps that grow to 100 ms, so under contention one process wins again and again
+  while another waits; the kernel wakes a flock waiter as soon as the lock is free.
+  SQLite's lock remains the guarantee (and `busy_timeout` guards writers that are not
+  corral); the flock is only a fair queue in front of it.
+- synchronous=NORMAL: a committed transaction survives the process being killed; a power
+  loss may take back the last few (SQLite's documented WAL trade-off).
+- Migrations run under the same flock, so processes that open a new database at once
+  apply them exactly once; a database newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from corral.clock import Clock
+from corral.errors import SchemaTooNew, StoreError
+from corral.store.queries import load_queries, migration_files, sql_path
+
+BUSY_TIMEOUT_S = 10.0
+_json_cache: dict[frozenset[str], str] = {}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, frozenset):
+        cached = _json_cache.get(value)
+        if cached is None:
+            cached = _json_cache[value] = json.dumps(sorted(value))
+        return cached
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+class _Tx:
+    """A transaction on the driver's connection."""
+
+    __slots__ = ("_conn", "_queries", "now")
+
+    def __init__(self, conn: sqlite3.Connection, queries: dict[str, str], now: datetime) -> None:
+        self._conn = conn
+        self._queries = queries
+        self.now = now
+
+    def _execute(self, query: str, params: dict[str, Any]) -> sqlite3.Cursor:
+        encoded = {k: _encode(v) for k, v in params.items()}
+        encoded["now"] = self.now.timestamp()
+        return self._conn.execute(self._queries[query], encoded)
+
+    def one(self, query: str, /, **params: Any) -> sqlite3.Row | None:
+        """First row of `query`, or None."""
+        rows: list[sqlite3.Row] = self._execute(query, params).fetchall()
+        return rows[0] if rows else None
+
+    def all(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
+        """All rows of `query`."""
+        rows: list[sqlite3.Row] = self._execute(query, params).fetchall()
+        return rows
+
+    def run(self, query: str, /, **params: Any) -> int:
+        """Rows changed by statement `query`."""
+        return self._execute(query, params).rowcount
+
+
+class SQLiteDriver:
+    """One connection to one SQLite file, safe to share between threads of a process."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str, clock: Clock) -> None:
+        self.path = path
+        self.url = path
+        self._clock = clock
+        self._queries = load_queries("sqlite")
+        self._mutex = threading.Lock()
+        self._conn = self._connect()
+        try:
+            self._lock_fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self._conn.close()
+            raise StoreError(
+                f"database {path}: cannot create its lock file: {exc.strerror}"
+            ) from None
+        self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        if os.path.isdir(self.path):
+            raise StoreError(f"database {self.path}: is a directory")
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise _wrap(self.path, exc) from None
+        return conn
+
+    def now(self) -> datetime:
+        """The local clock (the store's clock for SQLite)."""
+        return self._clock.now()
+
+    def instant(self, value: Any) -> datetime:
+        """Epoch seconds to an aware UTC datetime."""
+        return datetime.fromtimestamp(value, UTC)
+
+    def json(self, value: Any) -> Any:
+        """JSON text to Python."""
+        return json.loads(value)
+
+    @contextmanager
+    def _flock(self) -> Iterator[None]:
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _transaction(self, begin: str, exclusive: bool) -> Iterator[_Tx]:
+        with self._mutex:
+            if exclusive:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                self._conn.execute(begin)
+                yield _Tx(self._conn, self._queries, self._clock.now())
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _wrap(self.path, exc) from None
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                if exclusive:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def read(self) -> Any:
+        """A deferred transaction: one snapshot, no write lock."""
+        return self._transaction("BEGIN", exclusive=False)
+
+    def write(self) -> Any:
+        """An immediate transaction behind the fair flock queue."""
+        return self._transaction("BEGIN IMMEDIATE", exclusive=True)
+
+    def schema_version(self) -> tuple[int, int]:
+        """(this database's user_version, the newest migration this code has)."""
+        with self._mutex:
+            version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        return version, migration_files("sqlite")[-1][0]
+
+    def _migrate(self) -> None:
+        try:
+            current, latest = self.schema_version()
+            if current == latest:
+                return
+            with self._mutex, self._flock():
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                current = self._conn.execute("PRAGMA user_version").fetchone()[0]
+                self._upgrade(current, latest)
+        except sqlite3.Error as exc:
+            self._rollback()
+            self._conn.close()
+            raise _wrap(self.path, exc) from None
+
+    def _upgrade(self, current: int, latest: int) -> None:
+        if current > latest:
+            raise SchemaTooNew(
+                f"database {self.path} has schema version {current}, newer than this "
+                f"corral knows ({latest}): upgrade corral"
+            )
+        if current == 0:
+            self._run_script(sql_path("sqlite", "schema.sql"), latest)
+            return
+        for version, path in migration_files("sqlite"):
+            if version > current:
+                self._run_script(path, version)
+
+    def _run_script(self, path: str, version: int) -> None:
+        with open(path, encoding="utf-8") as handle:
+            body = handle.read()
+        # executescript commits first, so the transaction is part of the script itself.
+        self._conn.executescript(
+            f"BEGIN IMMEDIATE;\n{body}\nPRAGMA user_version = {int(version)};\nCOMMIT;"
+        )
+
+    def close(self) -> None:
+        """Close the connection and the lock file."""
+        with self._mutex:
+            self._conn.close()
+            os.close(self._lock_fd)
+
+
+def _wrap(path: str, exc: sqlite3.Error) -> StoreError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        text = f"locked by another process for more than {BUSY_TIMEOUT_S:g} s"
+    elif "readonly" in text:
+        text = "read-only (check the file's and its folder's permissions)"
+    elif "unable to open" in text:
+        text = "cannot open (does its folder exist, and may this user write there?)"
+    return StoreError(f"database {path}: {text}")

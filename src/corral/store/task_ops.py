@@ -1,0 +1,145 @@
+"""Store operations on tasks that hold no claim: enqueue, read, cancel, retry."""
+
+from __future__ import annotations
+
+from corral import errors
+from corral.events import Event, EventFilter
+from corral.ids import TASK_PREFIX, new_id
+from corral.store import journal, rows
+from corral.store.base import Driver, Tx
+from corral.store.lookups import task_in
+from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
+
+
+class TaskOps:
+    """Enqueue and query tasks; cancel and retry them."""
+
+    _driver: Driver
+
+    def enqueue(self, spec: NewTask, *, max_attempts: int, retry_base_s: float, actor: str) -> Task:
+        """Insert a task: `blocked` while a dependency is not done, else `ready`."""
+        with self._driver.write() as tx:
+            status = self._initial_status(tx, spec)
+            task_id = new_id(TASK_PREFIX)
+            tx.run(
+                "insert_task",
+                id=task_id,
+                title=spec.title,
+                description=spec.description,
+                queue=spec.queue,
+                kind=spec.kind,
+                priority=spec.priority,
+                status=status,
+                payload=spec.payload,
+                labels=spec.labels,
+                assignee=spec.assignee,
+                parent_id=spec.parent_id,
+                max_attempts=spec.max_attempts or max_attempts,
+                retry_base_s=spec.retry_base_s if spec.retry_base_s is not None else retry_base_s,
+                timeout_s=spec.timeout_s,
+                run_after_s=spec.run_after_s,
+                requires_review=spec.requires_review,
+            )
+            for dependency in spec.depends_on:
+                tx.run("insert_dependency", task_id=task_id, depends_on=dependency)
+            journal.record(tx, "task.created", actor=actor, task_id=task_id, to_status=status)
+            return task_in(tx, self._driver, task_id)
+
+    def _initial_status(self, tx: Tx, spec: NewTask) -> TaskStatus:
+        wanted = [*spec.depends_on, *([spec.parent_id] if spec.parent_id else [])]
+        found = {r["id"]: r["status"] for r in tx.all("task_statuses", ids=wanted)}
+        if spec.parent_id and spec.parent_id not in found:
+            raise errors.InvalidInput("parent", "the id of an existing task", spec.parent_id)
+        for dependency in spec.depends_on:
+            if dependency not in found:
+                raise errors.InvalidInput("depends_on", "ids of existing tasks", dependency)
+        waiting = any(found[d] != TaskStatus.DONE for d in spec.depends_on)
+        return TaskStatus.BLOCKED if waiting else TaskStatus.READY
+
+    def get_task(self, task_id: str) -> Task:
+        """Task `task_id`, or NotFound."""
+        with self._driver.read() as tx:
+            return task_in(tx, self._driver, task_id)
+
+    def list_tasks(self, flt: TaskFilter) -> list[Task]:
+        """Tasks matching `flt`, oldest first."""
+        with self._driver.read() as tx:
+            found = tx.all(
+                "list_tasks",
+                statuses=list(flt.statuses) or None,
+                queue=flt.queue,
+                kinds=list(flt.kinds) or None,
+                worker_id=flt.worker_id,
+                limit=flt.limit,
+            )
+            return [rows.task(self._driver, r) for r in found]
+
+    def ready_tasks(self, *, queue: str | None, kinds: tuple[str, ...], limit: int) -> list[Task]:
+        """Tasks claimable now, in claim order (priority, then oldest)."""
+        with self._driver.read() as tx:
+            found = tx.all("ready_tasks", queue=queue, kinds=list(kinds) or None, limit=limit)
+            return [rows.task(self._driver, r) for r in found]
+
+    def dependency_statuses(self, task_id: str) -> list[tuple[str, TaskStatus]]:
+        """(id, status) of each dependency of `task_id`."""
+        with self._driver.read() as tx:
+            found = tx.all("dependency_statuses", task_id=task_id)
+            return [(r["id"], TaskStatus(r["status"])) for r in found]
+
+    def count_ahead(self, task_id: str) -> int:
+        """Ready tasks of the same queue that would be claimed before `task_id`."""
+        with self._driver.read() as tx:
+            row = tx.one("count_ahead", task_id=task_id)
+            return int(row[0]) if row else 0
+
+    def cancel(self, task_id: str, *, reason: str | None, actor: str) -> Task:
+        """Cancel a task that is not final; an active claim ends and its token goes stale."""
+        with self._driver.write() as tx:
+            task = task_in(tx, self._driver, task_id)
+            if task.token is not None:
+                tx.run("end_claim", token=task.token, status="released")
+                tx.run("worker_after_claim", worker_id=task.worker_id, completed=0, failed=0)
+            if not tx.run(
+                "cancel_task", task_id=task_id, reason=reason, allowed=ALLOWED_FROM["cancel"]
+            ):
+                raise errors.InvalidTransition(task_id, "cancel", task.status)
+            journal.record(
+                tx,
+                "task.cancelled",
+                actor=actor,
+                task_id=task_id,
+                token=task.token,
+                from_status=task.status,
+                to_status=TaskStatus.CANCELLED,
+                reason=reason,
+            )
+            return task_in(tx, self._driver, task_id)
+
+    def retry(self, task_id: str, *, actor: str) -> Task:
+        """Return a failed or cancelled task to the queue with a fresh attempt budget."""
+        with self._driver.write() as tx:
+            task = task_in(tx, self._driver, task_id)
+            row = tx.one("retry_task", task_id=task_id, allowed=ALLOWED_FROM["retry"])
+            if row is None:
+                raise errors.InvalidTransition(task_id, "retry", task.status)
+            journal.record(
+                tx,
+                "task.retried",
+                actor=actor,
+                task_id=task_id,
+                from_status=task.status,
+                to_status=row["status"],
+            )
+            return task_in(tx, self._driver, task_id)
+
+    def list_events(self, flt: EventFilter) -> list[Event]:
+        """The newest `flt.limit` events matching `flt`, oldest first."""
+        with self._driver.read() as tx:
+            found = tx.all(
+                "list_events",
+                task_id=flt.task_id,
+                worker_id=flt.worker_id,
+                after_id=flt.after_id,
+                limit=flt.limit,
+            )
+            return [rows.event(self._driver, r) for r in reversed(found)]

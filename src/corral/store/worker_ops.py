@@ -1,0 +1,158 @@
+"""Store operations on workers: register, heartbeat, drain, deregister, read."""
+
+from __future__ import annotations
+
+from corral import errors
+from corral.ids import WORKER_PREFIX, new_id
+from corral.leases import ClaimStatus
+from corral.store import journal, rows
+from corral.store.base import Driver
+from corral.store.lookups import worker_in
+from corral.tasks import ALLOWED_FROM, TaskStatus
+from corral.workers import WATCHED, NewWorker, Worker, WorkerStatus
+
+_DRAINABLE = frozenset(
+    {WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STALE}
+)
+
+
+class WorkerOps:
+    """The worker registry."""
+
+    _driver: Driver
+
+    def register_worker(self, spec: NewWorker, *, actor: str) -> Worker:
+        """A new worker, `starting` until its first heartbeat."""
+        with self._driver.write() as tx:
+            worker_id = new_id(WORKER_PREFIX)
+            tx.run(
+                "insert_worker",
+                id=worker_id,
+                name=spec.name,
+                hostname=spec.hostname,
+                pid=spec.pid,
+                version=spec.version,
+                queues=list(spec.queues),
+                kinds=list(spec.kinds),
+                max_concurrent=spec.max_concurrent,
+                labels=spec.labels,
+            )
+            journal.record(
+                tx,
+                "worker.registered",
+                actor=actor,
+                worker_id=worker_id,
+                to_status=WorkerStatus.STARTING,
+                data={"name": spec.name, "hostname": spec.hostname, "pid": spec.pid},
+            )
+            return worker_in(tx, self._driver, worker_id)
+
+    def heartbeat(
+        self, worker_id: str, *, cpu_percent: float | None, rss_bytes: int | None, actor: str
+    ) -> Worker:
+        """Record that the worker lives and extend its active leases (one transaction)."""
+        with self._driver.write() as tx:
+            before = worker_in(tx, self._driver, worker_id)
+            if not tx.run(
+                "heartbeat_worker",
+                worker_id=worker_id,
+                cpu_percent=cpu_percent,
+                rss_bytes=rss_bytes,
+            ):
+                raise errors.WorkerUnavailable(
+                    f"worker {worker_id} is {before.status}: register a new worker"
+                )
+            tx.run("extend_worker_leases", worker_id=worker_id)
+            after = worker_in(tx, self._driver, worker_id)
+            if after.status is not before.status and before.status in (
+                WorkerStatus.STARTING,
+                WorkerStatus.STALE,
+            ):
+                name = (
+                    "worker.recovered" if before.status is WorkerStatus.STALE else "worker.started"
+                )
+                journal.record(
+                    tx,
+                    name,
+                    actor=actor,
+                    worker_id=worker_id,
+                    from_status=before.status,
+                    to_status=after.status,
+                )
+            return after
+
+    def drain_worker(self, worker_id: str, *, actor: str) -> Worker:
+        """Stop giving the worker new claims; it finishes what it holds."""
+        with self._driver.write() as tx:
+            before = worker_in(tx, self._driver, worker_id)
+            if before.status is WorkerStatus.DRAINING:
+                return before
+            if not tx.run(
+                "set_worker_status",
+                worker_id=worker_id,
+                to_status=WorkerStatus.DRAINING,
+                reason=None,
+                allowed=_DRAINABLE,
+            ):
+                raise errors.WorkerUnavailable(
+                    f"cannot drain worker {worker_id}: it is {before.status}"
+                )
+            journal.record(
+                tx,
+                "worker.draining",
+                actor=actor,
+                worker_id=worker_id,
+                from_status=before.status,
+                to_status=WorkerStatus.DRAINING,
+            )
+            return worker_in(tx, self._driver, worker_id)
+
+    def deregister_worker(self, worker_id: str, *, reason: str, actor: str) -> Worker:
+        """Take the worker offline; its unfinished claims go back to the queue uncounted."""
+        with self._driver.write() as tx:
+            before = worker_in(tx, self._driver, worker_id)
+            if before.status is WorkerStatus.OFFLINE:
+                raise errors.WorkerUnavailable(f"worker {worker_id} is already offline")
+            for row in tx.all("active_claims_of_worker", worker_id=worker_id):
+                claim = rows.claim(self._driver, row)
+                tx.run("end_claim", token=claim.token, status=ClaimStatus.RELEASED)
+                tx.run("release_task", task_id=claim.task_id, allowed=ALLOWED_FROM["release"])
+                journal.record(
+                    tx,
+                    "task.released",
+                    actor=actor,
+                    task_id=claim.task_id,
+                    worker_id=worker_id,
+                    token=claim.token,
+                    from_status=TaskStatus.RUNNING,
+                    to_status=TaskStatus.READY,
+                    reason="worker deregistered",
+                )
+            tx.run(
+                "set_worker_status",
+                worker_id=worker_id,
+                to_status=WorkerStatus.OFFLINE,
+                reason=reason,
+                allowed=WATCHED | {WorkerStatus.DEAD},
+            )
+            journal.record(
+                tx,
+                "worker.offline",
+                actor=actor,
+                worker_id=worker_id,
+                from_status=before.status,
+                to_status=WorkerStatus.OFFLINE,
+                reason=reason,
+            )
+            return worker_in(tx, self._driver, worker_id)
+
+    def get_worker(self, worker_id: str) -> Worker:
+        """Worker `worker_id`, or NotFound."""
+        with self._driver.read() as tx:
+            return worker_in(tx, self._driver, worker_id)
+
+    def list_workers(self, statuses: tuple[WorkerStatus, ...] = ()) -> list[Worker]:
+        """Workers, oldest registration first, optionally only those in `statuses`."""
+        with self._driver.read() as tx:
+            found = tx.all("list_workers", statuses=list(statuses) or None)
+            return [rows.worker(self._driver, r) for r in found]

@@ -1,0 +1,183 @@
+"""Tasks, their states, and the one transition table the stores enforce in SQL.
+
+    blocked ──(all dependencies done)──► ready ──claim──► running ──done──► done
+                                           ▲                 │   └─done, review required─► in_review
+                                           │                 │
+                                           └──── fail or lost lease, attempts left,
+                                                 after a backoff (run_after)
+                                                             │
+                          attempts used up, or lost leases ──┴──► failed   (reason: error, poison …)
+    blocked | ready | running | in_review ──cancel──► cancelled
+    failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
+
+A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
+`attempts` counts claims that reached an outcome: a claim adds one, a release gives it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from corral.durations import iso
+from corral.errors import InvalidInput
+
+
+class TaskStatus(StrEnum):
+    """Where a task is in its life."""
+
+    BLOCKED = "blocked"
+    READY = "ready"
+    RUNNING = "running"
+    IN_REVIEW = "in_review"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINAL = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED})
+
+# action -> the states it may start from. Stores pass these sets into their UPDATEs
+# (`WHERE status IN (...)`), so this table is the only copy of the state machine.
+ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
+    "claim": frozenset({TaskStatus.READY}),
+    "renew": frozenset({TaskStatus.RUNNING}),
+    "release": frozenset({TaskStatus.RUNNING}),
+    "complete": frozenset({TaskStatus.RUNNING}),
+    "fail": frozenset({TaskStatus.RUNNING}),
+    "recover": frozenset({TaskStatus.RUNNING}),
+    "unblock": frozenset({TaskStatus.BLOCKED}),
+    "cancel": frozenset(set(TaskStatus) - FINAL),
+    "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
+}
+
+MAX_TITLE_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewTask:
+    """What `enqueue` needs; validated on construction so the store never sees bad input."""
+
+    title: str
+    description: str = ""
+    queue: str = "default"
+    kind: str = "default"
+    priority: int = 0
+    payload: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()
+    assignee: str | None = None
+    parent_id: str | None = None
+    max_attempts: int | None = None
+    retry_base_s: float | None = None
+    timeout_s: float | None = None
+    run_after_s: float = 0.0
+    requires_review: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.title.strip():
+            raise InvalidInput("title", "a non-empty title")
+        if len(self.title) > MAX_TITLE_CHARS:
+            raise InvalidInput("title", f"at most {MAX_TITLE_CHARS} characters")
+        for name in ("queue", "kind"):
+            check_name(name, getattr(self, name))
+        if isinstance(self.priority, bool) or not isinstance(self.priority, int):
+            raise InvalidInput("priority", "a whole number", self.priority)
+        if not isinstance(self.payload, dict):
+            raise InvalidInput("payload", "a JSON object", self.payload)
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise InvalidInput("max_attempts", "a whole number of at least 1", self.max_attempts)
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise InvalidInput("timeout", "a duration greater than zero", self.timeout_s)
+        if len(set(self.depends_on)) != len(self.depends_on):
+            raise InvalidInput("depends_on", "each dependency once")
+
+
+def check_name(field_name: str, value: str) -> None:
+    """Queue, kind and worker names: short, printable, no spaces."""
+    if not value or len(value) > 100 or not value.isprintable() or " " in value:
+        raise InvalidInput(
+            field_name, "a name of 1 to 100 printable characters without spaces", value
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """A task as the store last saw it; `worker_id` and `token` name its active claim, if any."""
+
+    id: str
+    title: str
+    description: str
+    queue: str
+    kind: str
+    priority: int
+    status: TaskStatus
+    payload: dict[str, Any]
+    labels: dict[str, str]
+    depends_on: tuple[str, ...]
+    assignee: str | None
+    parent_id: str | None
+    attempts: int
+    max_attempts: int
+    crashes: int
+    retry_base_s: float
+    timeout_s: float | None
+    run_after: datetime
+    requires_review: bool
+    branch: str | None
+    result: Any
+    last_error: str | None
+    failure_reason: str | None
+    worker_id: str | None
+    token: int | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "status": str(self.status),
+            "queue": self.queue,
+            "kind": self.kind,
+            "priority": self.priority,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "crashes": self.crashes,
+            "payload": self.payload,
+            "labels": self.labels,
+            "depends_on": list(self.depends_on),
+            "assignee": self.assignee,
+            "parent_id": self.parent_id,
+            "timeout_s": self.timeout_s,
+            "retry_base_s": self.retry_base_s,
+            "run_after": iso(self.run_after),
+            "requires_review": self.requires_review,
+            "branch": self.branch,
+            "result": self.result,
+            "last_error": self.last_error,
+            "failure_reason": self.failure_reason,
+            "worker_id": self.worker_id,
+            "token": self.token,
+            "lease_expires_at": iso(self.lease_expires_at),
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+            "finished_at": iso(self.finished_at),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFilter:
+    """Which tasks `list` returns."""
+
+    statuses: tuple[TaskStatus, ...] = ()
+    queue: str | None = None
+    kinds: tuple[str, ...] = ()
+    worker_id: str | None = None
+    limit: int = 1000
