@@ -115,6 +115,10 @@ class Settings:
 
 def _coerce(field: str, raw: Any, unit: str) -> float | int:
     if unit == "s":
+        # A setting named *_s takes a bare number of seconds as well as "30m".
+        bare = raw.strip() if isinstance(raw, str) else None
+        if bare and bare.replace(".", "", 1).isdigit():
+            return float(bare)
         return parse_duration_s(field, raw)
     try:
         number = float(raw)

@@ -77,7 +77,9 @@ class _Tx:
 
     def run(self, query: str, /, **params: Any) -> int:
         """Rows changed by statement `query`."""
-        return self._execute(query, params).rowcount
+        cursor = self._execute(query, params)
+        cursor.fetchall()  # rowcount is final only once a RETURNING statement is drained
+        return cursor.rowcount
 
 
 class SQLiteDriver:

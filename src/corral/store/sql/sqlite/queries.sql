@@ -94,8 +94,7 @@ RETURNING *;
 
 -- name: end_claim
 UPDATE claims SET status = :status, ended_at = :now
-WHERE token = :token AND status = 'active'
-RETURNING task_id, worker_id;
+WHERE token = :token AND status = 'active';
 
 -- name: release_task
 UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
