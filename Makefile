@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --editable '.[test]'
+	@# An editable install compiles no bytecode; without it every CLI command recompiles corral.
+	$(PY) -m compileall -q src
 	@touch $(STAMP)
 
 run: setup

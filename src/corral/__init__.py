@@ -9,31 +9,102 @@ anything not listed in `__all__` may change without notice.
         beat = corral.register(store, corral.NewWorker(name="w1", kinds=("code",)))
         claim = corral.claim_next(store, beat.worker.id)
         corral.complete(store, claim.task_id, token=claim.token)
+
+Names load on first use (PEP 562), so `import corral` costs almost nothing: every CLI
+command is a fresh process, and its start-up time is part of the product.
 """
 
-from corral.clock import Clock, FakeClock, SystemClock
-from corral.diagnosis import Diagnosis, why
-from corral.errors import (
-    CorralError,
-    InvalidInput,
-    InvalidTransition,
-    LimitReached,
-    NotFound,
-    Refused,
-    SchemaTooNew,
-    StaleToken,
-    StoreError,
-    WorkerUnavailable,
-)
-from corral.events import Event, EventFilter
-from corral.leases import Claim, ClaimStatus
-from corral.queue import cancel, claim, claim_next, complete, enqueue, fail, release, renew, retry
-from corral.reconciler import ReconcileReport, reconcile_once
-from corral.registry import Beat, deregister, drain, heartbeat, register
-from corral.settings import Settings, load_settings
-from corral.store import Store, open_store
-from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
-from corral.workers import NewWorker, Worker, WorkerStatus
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_HOMES = {
+    "corral.clock": ["Clock", "FakeClock", "SystemClock"],
+    "corral.diagnosis": ["Diagnosis", "why"],
+    "corral.errors": [
+        "CorralError",
+        "InvalidInput",
+        "InvalidTransition",
+        "LimitReached",
+        "NotFound",
+        "Refused",
+        "SchemaTooNew",
+        "StaleToken",
+        "StoreError",
+        "WorkerUnavailable",
+    ],
+    "corral.events": ["Event", "EventFilter"],
+    "corral.leases": ["Claim", "ClaimStatus"],
+    "corral.queue": [
+        "cancel",
+        "claim",
+        "claim_next",
+        "complete",
+        "enqueue",
+        "fail",
+        "release",
+        "renew",
+        "retry",
+    ],
+    "corral.reconciler": ["ReconcileReport", "reconcile_once"],
+    "corral.registry": ["Beat", "deregister", "drain", "heartbeat", "register"],
+    "corral.settings": ["Settings", "load_settings"],
+    "corral.store": ["Store", "open_store"],
+    "corral.tasks": ["NewTask", "Task", "TaskFilter", "TaskStatus"],
+    "corral.workers": ["NewWorker", "Worker", "WorkerStatus"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module that defines `name` the first time it is asked for."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'corral' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME_OF])
+
+
+if TYPE_CHECKING:
+    from corral.clock import Clock, FakeClock, SystemClock
+    from corral.diagnosis import Diagnosis, why
+    from corral.errors import (
+        CorralError,
+        InvalidInput,
+        InvalidTransition,
+        LimitReached,
+        NotFound,
+        Refused,
+        SchemaTooNew,
+        StaleToken,
+        StoreError,
+        WorkerUnavailable,
+    )
+    from corral.events import Event, EventFilter
+    from corral.leases import Claim, ClaimStatus
+    from corral.queue import (
+        cancel,
+        claim,
+        claim_next,
+        complete,
+        enqueue,
+        fail,
+        release,
+        renew,
+        retry,
+    )
+    from corral.reconciler import ReconcileReport, reconcile_once
+    from corral.registry import Beat, deregister, drain, heartbeat, register
+    from corral.settings import Settings, load_settings
+    from corral.store import Store, open_store
+    from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
+    from corral.workers import NewWorker, Worker, WorkerStatus
 
 __all__ = [
     "Beat",

@@ -6,10 +6,13 @@ tasks failing together do not retry together.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from corral.settings import RetryPolicy
+if TYPE_CHECKING:  # annotations only: keeps these off the CLI's import path
+    import random
+
+    from corral.settings import RetryPolicy
 
 
 @dataclass(frozen=True, slots=True)

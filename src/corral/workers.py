@@ -16,11 +16,13 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.durations import iso
 from corral.errors import InvalidInput
-from corral.settings import LivenessPolicy
+
+if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
+    from corral.settings import LivenessPolicy
 
 
 class WorkerStatus(StrEnum):

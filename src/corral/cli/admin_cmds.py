@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from corral import reconciler
 from corral.cli.context import Context
 
 
@@ -20,6 +19,8 @@ def cmd_init(ctx: Context) -> int:
 
 def cmd_reconcile(ctx: Context) -> int:
     """One reconcile pass; prints what it found and fixed."""
+    from corral import reconciler
+
     report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
     counts = report.to_dict()
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from corral import queue
 from corral.cli import parsing
 from corral.cli.context import Context
 from corral.durations import iso
@@ -24,6 +23,8 @@ def _claim_line(claim: Claim) -> str:
 
 def cmd_claim(ctx: Context) -> int:
     """Claim one task by id."""
+    from corral import queue
+
     a = ctx.args
     lease_s = parsing.positive_duration("lease", a.lease)
     claim = queue.claim(ctx.store, a.id, a.worker, lease_s=lease_s, settings=ctx.settings)
@@ -33,6 +34,8 @@ def cmd_claim(ctx: Context) -> int:
 
 def cmd_claim_next(ctx: Context) -> int:
     """Claim the best ready task the worker may run; prints `null` (JSON) when there is none."""
+    from corral import queue
+
     a = ctx.args
     claim = queue.claim_next(
         ctx.store,
@@ -51,6 +54,8 @@ def cmd_claim_next(ctx: Context) -> int:
 
 def cmd_renew(ctx: Context) -> int:
     """Extend a lease."""
+    from corral import queue
+
     a = ctx.args
     claim = queue.renew(
         ctx.store,
@@ -66,6 +71,8 @@ def cmd_renew(ctx: Context) -> int:
 
 def cmd_release(ctx: Context) -> int:
     """Give a task back to the queue without counting the attempt."""
+    from corral import queue
+
     a = ctx.args
     task = queue.release(ctx.store, a.id, worker_id=a.worker, token=ctx.token(), reason=a.reason)
     ctx.emit(task.to_dict(), f"released {task.id}: {task.status}")
@@ -74,6 +81,8 @@ def cmd_release(ctx: Context) -> int:
 
 def cmd_done(ctx: Context) -> int:
     """Report success."""
+    from corral import queue
+
     a = ctx.args
     result = parsing.json_value("result", a.result)
     task = queue.complete(ctx.store, a.id, token=ctx.token(), result=result)
@@ -83,6 +92,8 @@ def cmd_done(ctx: Context) -> int:
 
 def cmd_fail(ctx: Context) -> int:
     """Report failure; the retry policy decides what happens next."""
+    from corral import queue
+
     a = ctx.args
     task = queue.fail(ctx.store, a.id, error=a.error, token=ctx.token(), settings=ctx.settings)
     after = f", retry after {iso(task.run_after)}" if task.status == "ready" else ""

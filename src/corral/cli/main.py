@@ -5,13 +5,34 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
 from typing import NoReturn
 
-from corral.cli import admin_cmds, claim_cmds, task_cmds, worker_cmds
 from corral.cli.context import Context
 from corral.errors import CorralError, InvalidInput
 
 USAGE_EXIT = 2
+# command -> the module that defines it. Only that module's parsers are built, because
+# building all of argparse's subparsers costs milliseconds on every command.
+COMMAND_MODULES = {
+    "init": "admin_cmds",
+    "reconcile": "admin_cmds",
+    "add": "task_cmds",
+    "ready": "task_cmds",
+    "list": "task_cmds",
+    "show": "task_cmds",
+    "cancel": "task_cmds",
+    "retry": "task_cmds",
+    "why": "task_cmds",
+    "events": "task_cmds",
+    "claim": "claim_cmds",
+    "claim:next": "claim_cmds",
+    "claim:renew": "claim_cmds",
+    "claim:release": "claim_cmds",
+    "done": "claim_cmds",
+    "fail": "claim_cmds",
+    "worker": "worker_cmds",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,8 +43,21 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(USAGE_EXIT)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command tree."""
+def _command_word(argv: list[str]) -> str | None:
+    """The first positional argument, skipping `--db VALUE`."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--db":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command tree: only `command`'s module when it is known, else every command."""
     common = _Parser(add_help=False)
     common.add_argument(
         "--db",
@@ -40,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    for module in (admin_cmds, task_cmds, claim_cmds, worker_cmds):
-        module.register(sub, common)
+    wanted = COMMAND_MODULES.get(command or "")
+    for name in dict.fromkeys(COMMAND_MODULES.values()):
+        if wanted in (None, name):
+            import_module(f"corral.cli.{name}").register(sub, common)
     return parser
 
 
@@ -61,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx: Context | None = None
     try:
         _check_utf8(args_list)
-        args = build_parser().parse_args(args_list)
+        args = build_parser(_command_word(args_list)).parse_args(args_list)
         ctx = Context(args)
         code: int = args.handler(ctx)
         return code

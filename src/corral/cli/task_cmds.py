@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from corral import diagnosis, queue
 from corral.cli import parsing, render
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
@@ -17,6 +16,8 @@ STATUSES = [str(s) for s in TaskStatus]
 
 def cmd_add(ctx: Context) -> int:
     """Enqueue a task and print its id."""
+    from corral import queue
+
     a = ctx.args
     run_after_s = 0.0
     if a.run_after is not None:
@@ -78,6 +79,8 @@ def cmd_show(ctx: Context) -> int:
 
 def cmd_cancel(ctx: Context) -> int:
     """Cancel a task that has not finished."""
+    from corral import queue
+
     task = queue.cancel(ctx.store, ctx.args.id, reason=ctx.args.reason)
     ctx.emit(task.to_dict(), f"{task.id} cancelled")
     return 0
@@ -85,6 +88,8 @@ def cmd_cancel(ctx: Context) -> int:
 
 def cmd_retry(ctx: Context) -> int:
     """Return a failed or cancelled task to the queue."""
+    from corral import queue
+
     task = queue.retry(ctx.store, ctx.args.id)
     ctx.emit(task.to_dict(), f"{task.id} {task.status}")
     return 0
@@ -92,6 +97,8 @@ def cmd_retry(ctx: Context) -> int:
 
 def cmd_why(ctx: Context) -> int:
     """Explain why a task is not running."""
+    from corral import diagnosis
+
     found = diagnosis.why(ctx.store, ctx.args.id, settings=ctx.settings)
     lines = [f"{found.task.id} is {found.task.status}:"] + [
         f"  - {r.message}" for r in found.reasons

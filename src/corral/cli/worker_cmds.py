@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from corral import registry
 from corral.cli import parsing, render
 from corral.cli.context import Context
 from corral.durations import format_duration
@@ -17,6 +16,8 @@ STATUSES = [str(s) for s in WorkerStatus]
 
 def cmd_register(ctx: Context) -> int:
     """Register a worker and print its id."""
+    from corral import registry
+
     a = ctx.args
     spec = NewWorker(
         name=a.name,
@@ -34,6 +35,8 @@ def cmd_register(ctx: Context) -> int:
 
 def cmd_heartbeat(ctx: Context) -> int:
     """Heartbeat; answers the interval to keep and whether to drain."""
+    from corral import registry
+
     beat = registry.heartbeat(ctx.store, ctx.args.id, settings=ctx.settings)
     drain = "; drain requested" if beat.drain else ""
     every = format_duration(beat.heartbeat_interval_s)
@@ -44,6 +47,8 @@ def cmd_heartbeat(ctx: Context) -> int:
 
 def cmd_deregister(ctx: Context) -> int:
     """Take a worker offline, returning its unfinished tasks to the queue."""
+    from corral import registry
+
     worker = registry.deregister(ctx.store, ctx.args.id)
     ctx.emit(worker.to_dict(), f"{worker.id} offline")
     return 0
@@ -51,6 +56,8 @@ def cmd_deregister(ctx: Context) -> int:
 
 def cmd_drain(ctx: Context) -> int:
     """Ask a worker to finish what it holds and take nothing new."""
+    from corral import registry
+
     worker = registry.drain(ctx.store, ctx.args.id)
     ctx.emit(worker.to_dict(), f"{worker.id} draining")
     return 0

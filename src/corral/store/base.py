@@ -11,9 +11,11 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   store whether it applied, and the store raises the precise error when it did not.
 - `tx.now` is the store's clock, read once at the start of the transaction, and every
   query receives it as the parameter `now`.
-- Parameters arrive as Python values (str, int, float, None, datetime, list, tuple,
-  dict, frozenset of str); the driver encodes them for its dialect. Rows come back as
-  mappings by column name; `instant` and `json` decode a dialect's columns.
+- Parameters arrive as Python values: str, int, float, bool, None, datetime; list,
+  tuple or frozenset of str for arrays (`IN` filters, kinds, queues); and `Json(value)`
+  for a JSON document column (payload, labels, result, event data). The driver encodes
+  each for its dialect. Rows come back as mappings by column name; `instant` and `json`
+  decode a dialect's columns.
 - Driver errors leave the driver only as `corral.errors.StoreError`.
 """
 
@@ -24,6 +26,15 @@ from datetime import datetime
 from typing import Any, Protocol
 
 Row = Any  # a mapping-like row: row["column"]
+
+
+class Json:
+    """A parameter to store as a JSON document, whatever its Python type (42 and "ok" too)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class Tx(Protocol):

@@ -15,7 +15,7 @@ from corral.backoff import GiveUp, Outcome, Retry
 from corral.durations import iso
 from corral.leases import Claim, ClaimStatus
 from corral.store import journal, rows
-from corral.store.base import Driver, Row, Tx
+from corral.store.base import Driver, Json, Row, Tx
 from corral.store.lookups import held_claim, task_in, worker_in
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 from corral.workers import CLAIMING, Worker
@@ -162,7 +162,10 @@ class ClaimOps:
             )
             _end(tx, claim, ClaimStatus.COMPLETED)
             row = tx.one(
-                "complete_task", task_id=task_id, result=result, allowed=ALLOWED_FROM["complete"]
+                "complete_task",
+                task_id=task_id,
+                result=Json(result),
+                allowed=ALLOWED_FROM["complete"],
             )
             assert row is not None  # the active claim implies running
             tx.run("worker_after_claim", worker_id=claim.worker_id, completed=1, failed=0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.store.base import Tx
+from corral.store.base import Json, Tx
 
 
 def record(
@@ -31,5 +31,5 @@ def record(
         to_status=to_status,
         actor=actor,
         reason=reason,
-        data=data,
+        data=Json(data),
     )

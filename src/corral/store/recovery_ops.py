@@ -7,25 +7,26 @@ to nothing. `apply_recoveries` returns only the decisions that took effect.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from corral.backoff import Retry
 from corral.leases import ClaimStatus
-from corral.recovery import (
-    ClaimView,
-    CloseClaim,
-    ExpireClaim,
-    FixWorkerStatus,
-    MarkWorker,
-    OrphanView,
-    Recovery,
-    RequeueOrphan,
-    Snapshot,
-    WorkerView,
-)
 from corral.store import journal
 from corral.store.base import Driver, Tx
 from corral.store.claim_ops import apply_outcome, record_outcome
 from corral.tasks import ALLOWED_FROM, TaskStatus
 from corral.workers import WorkerStatus
+
+if TYPE_CHECKING:
+    from corral.recovery import (
+        CloseClaim,
+        ExpireClaim,
+        FixWorkerStatus,
+        MarkWorker,
+        Recovery,
+        RequeueOrphan,
+        Snapshot,
+    )
 
 ACTOR = "reconciler"
 
@@ -37,6 +38,8 @@ class RecoveryOps:
 
     def reconcile_snapshot(self) -> Snapshot:
         """Watched workers, active claims and orphaned tasks, in one consistent read."""
+        from corral.recovery import ClaimView, OrphanView, Snapshot, WorkerView
+
         d = self._driver
         with d.read() as tx:
             workers = tuple(
@@ -85,6 +88,8 @@ class RecoveryOps:
 
 
 def _apply(tx: Tx, decision: Recovery) -> bool:
+    from corral.recovery import CloseClaim, ExpireClaim, FixWorkerStatus, MarkWorker, RequeueOrphan
+
     match decision:
         case MarkWorker():
             return _mark_worker(tx, decision)

@@ -31,6 +31,7 @@ from typing import Any
 
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
+from corral.store.base import Json
 from corral.store.queries import load_queries, migration_files, sql_path
 
 BUSY_TIMEOUT_S = 10.0
@@ -45,7 +46,9 @@ def _encode(value: Any) -> Any:
         if cached is None:
             cached = _json_cache[value] = json.dumps(sorted(value))
         return cached
-    if isinstance(value, list | tuple | dict):
+    if isinstance(value, Json):
+        return None if value.value is None else json.dumps(value.value, separators=(",", ":"))
+    if isinstance(value, list | tuple):
         return json.dumps(value, separators=(",", ":"))
     return value
 

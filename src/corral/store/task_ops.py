@@ -6,7 +6,7 @@ from corral import errors
 from corral.events import Event, EventFilter
 from corral.ids import TASK_PREFIX, new_id
 from corral.store import journal, rows
-from corral.store.base import Driver, Tx
+from corral.store.base import Driver, Json, Tx
 from corral.store.lookups import task_in
 from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
 
@@ -30,8 +30,8 @@ class TaskOps:
                 kind=spec.kind,
                 priority=spec.priority,
                 status=status,
-                payload=spec.payload,
-                labels=spec.labels,
+                payload=Json(spec.payload),
+                labels=Json(spec.labels),
                 assignee=spec.assignee,
                 parent_id=spec.parent_id,
                 max_attempts=spec.max_attempts or max_attempts,

@@ -6,7 +6,7 @@ from corral import errors
 from corral.ids import WORKER_PREFIX, new_id
 from corral.leases import ClaimStatus
 from corral.store import journal, rows
-from corral.store.base import Driver
+from corral.store.base import Driver, Json
 from corral.store.lookups import worker_in
 from corral.tasks import ALLOWED_FROM, TaskStatus
 from corral.workers import WATCHED, NewWorker, Worker, WorkerStatus
@@ -35,7 +35,7 @@ class WorkerOps:
                 queues=list(spec.queues),
                 kinds=list(spec.kinds),
                 max_concurrent=spec.max_concurrent,
-                labels=spec.labels,
+                labels=Json(spec.labels),
             )
             journal.record(
                 tx,
