@@ -13,23 +13,25 @@ from corral.errors import InvalidInput
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 EXPECTED = "a duration such as 90s, 30m, 2h or 1d"
+# The longest span any duration may have: instants past it could not be read back.
+MAX_SPAN_S = 100 * 365 * 86400.0
 
 
 def parse_duration_s(field: str, text: str | float) -> float:
     """Seconds in `text`; a bare number (from a config file) is already seconds."""
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return _non_negative(field, float(text))
+        return _in_range(field, float(text))
     if not isinstance(text, str):
         raise InvalidInput(field, EXPECTED, text)
     compact = text.strip().lower()
     if not compact or _PART.sub("", compact):
         raise InvalidInput(field, EXPECTED, text)
-    return _non_negative(field, sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(compact)))
+    return _in_range(field, sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(compact)))
 
 
-def _non_negative(field: str, seconds: float) -> float:
-    if seconds < 0:
-        raise InvalidInput(field, EXPECTED, seconds)
+def _in_range(field: str, seconds: float) -> float:
+    if not 0 <= seconds <= MAX_SPAN_S:  # written so that NaN fails too
+        raise InvalidInput(field, f"{EXPECTED}, at most 100 years", seconds)
     return seconds
 
 

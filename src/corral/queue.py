@@ -11,6 +11,8 @@ import random
 from typing import Any
 
 from corral.backoff import Outcome, after_failure
+from corral.durations import MAX_SPAN_S
+from corral.errors import InvalidInput
 from corral.leases import Claim
 from corral.settings import Settings
 from corral.store import Store
@@ -24,6 +26,15 @@ def _actor(token: int | None, worker_id: str | None = None) -> str:
     if worker_id:
         return worker_id
     return f"token:{token}" if token is not None else OPERATOR
+
+
+def _lease_s(lease_s: float | None, settings: Settings) -> float:
+    """The lease asked for, or the default; bounded so its expiry is a readable instant."""
+    if lease_s is None:
+        return settings.lease_s
+    if not 0 < lease_s <= MAX_SPAN_S:
+        raise InvalidInput("lease", "a duration greater than zero and at most 100 years", lease_s)
+    return lease_s
 
 
 def enqueue(store: Store, spec: NewTask, *, settings: Settings = DEFAULTS) -> Task:
@@ -45,7 +56,7 @@ def claim(
     settings: Settings = DEFAULTS,
 ) -> Claim:
     """Claim one named task for a worker; exactly one of several racing callers wins."""
-    return store.claim(task_id, worker_id, lease_s=lease_s or settings.lease_s, actor=worker_id)
+    return store.claim(task_id, worker_id, lease_s=_lease_s(lease_s, settings), actor=worker_id)
 
 
 def claim_next(
@@ -59,7 +70,11 @@ def claim_next(
 ) -> Claim | None:
     """Pick and claim the best ready task the worker may run, in one step; None if none."""
     return store.claim_next(
-        worker_id, kinds=kinds, queues=queues, lease_s=lease_s or settings.lease_s, actor=worker_id
+        worker_id,
+        kinds=kinds,
+        queues=queues,
+        lease_s=_lease_s(lease_s, settings),
+        actor=worker_id,
     )
 
 
@@ -77,7 +92,7 @@ def renew(
         task_id,
         worker_id=worker_id,
         token=token,
-        lease_s=lease_s or settings.lease_s,
+        lease_s=_lease_s(lease_s, settings),
         max_renewals=settings.max_renewals,
         actor=_actor(token, worker_id),
     )

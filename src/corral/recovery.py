@@ -105,6 +105,7 @@ class CloseClaim:
 
     token: int
     task_id: str
+    worker_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,10 @@ def _mark_workers(snapshot: Snapshot, settings: Settings) -> list[MarkWorker]:
     for worker in snapshot.workers:
         silent_s = (snapshot.now - worker.last_heartbeat_at).total_seconds()
         verdict = liveness(silent_s, settings.liveness)
+        # A draining worker is never marked stale: a stale worker that heartbeats again
+        # returns to idle and claims, which would forget the drain request.
+        if verdict is WorkerStatus.STALE and worker.status is WorkerStatus.DRAINING:
+            continue
         if verdict is not None and verdict is not worker.status:
             marks.append(MarkWorker(worker.id, worker.status, worker.last_heartbeat_at, verdict))
     return marks
@@ -146,7 +151,7 @@ def _expire_claims(
     plan: list[Recovery] = []
     for claim in snapshot.claims:
         if claim.task_status is not TaskStatus.RUNNING:
-            plan.append(CloseClaim(claim.token, claim.task_id))
+            plan.append(CloseClaim(claim.token, claim.task_id, claim.worker_id))
             continue
         holder_gone = claim.worker_id in dead or claim.worker_status in GONE | {None}
         if holder_gone or claim.lease_expires_at <= snapshot.now:

@@ -74,7 +74,7 @@ class Settings:
     def __post_init__(self) -> None:
         for name, (_, minimum, unit, _) in SPEC.items():
             value = getattr(self, name)
-            if value < minimum:
+            if not value >= minimum:  # written so that NaN (from a TOML file) fails too
                 raise InvalidInput(name, f"a value of at least {minimum:g} ({unit})", value)
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
@@ -118,7 +118,7 @@ def _coerce(field: str, raw: Any, unit: str) -> float | int:
         # A setting named *_s takes a bare number of seconds as well as "30m".
         bare = raw.strip() if isinstance(raw, str) else None
         if bare and bare.replace(".", "", 1).isdigit():
-            return float(bare)
+            return parse_duration_s(field, float(bare))
         return parse_duration_s(field, raw)
     try:
         number = float(raw)

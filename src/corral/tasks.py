@@ -21,7 +21,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from corral.durations import iso
+from corral.durations import MAX_SPAN_S, iso
 from corral.errors import InvalidInput
 
 
@@ -93,6 +93,25 @@ class NewTask:
             raise InvalidInput("timeout", "a duration greater than zero", self.timeout_s)
         if len(set(self.depends_on)) != len(self.depends_on):
             raise InvalidInput("depends_on", "each dependency once")
+        _check_ranges(self)
+
+
+# Bounds every store can hold: an INTEGER column in any dialect, and instants that stay
+# within the dates Python can read back (a task past them could never be claimed).
+MAX_WHOLE = 2**31 - 1
+
+
+def _check_ranges(spec: NewTask) -> None:
+    """Numbers within what the stores hold; the comparisons are written so NaN fails too."""
+    if not -MAX_WHOLE - 1 <= spec.priority <= MAX_WHOLE:
+        raise InvalidInput(
+            "priority", f"a whole number from {-MAX_WHOLE - 1} to {MAX_WHOLE}", spec.priority
+        )
+    if spec.max_attempts is not None and spec.max_attempts > MAX_WHOLE:
+        raise InvalidInput("max_attempts", f"at most {MAX_WHOLE}", spec.max_attempts)
+    for name, value in (("timeout", spec.timeout_s), ("run_after", spec.run_after_s)):
+        if value is not None and not value <= MAX_SPAN_S:
+            raise InvalidInput(name, "a duration of at most 100 years", value)
 
 
 def check_name(field_name: str, value: str) -> None:

@@ -182,6 +182,7 @@ def _requeue_orphan(tx: Tx, d: RequeueOrphan) -> bool:
 def _close_claim(tx: Tx, d: CloseClaim) -> bool:
     if not tx.run("close_claim", token=d.token):
         return False
+    tx.run("worker_after_claim", worker_id=d.worker_id, completed=0, failed=0)
     journal.record(
         tx,
         "claim.closed",
@@ -194,7 +195,7 @@ def _close_claim(tx: Tx, d: CloseClaim) -> bool:
 
 
 def _fix_worker(tx: Tx, d: FixWorkerStatus) -> bool:
-    if not tx.run("fix_worker_status", worker_id=d.worker_id, seen=d.seen):
+    if not tx.run("fix_worker_status", worker_id=d.worker_id, seen=d.seen, to_status=d.to):
         return False
     journal.record(
         tx,

@@ -48,9 +48,6 @@ SELECT count(*) FROM tasks o, tasks t
 WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
--- name: claim_worker
-SELECT * FROM worker_view WHERE id = :worker_id;
-
 -- name: claim_task
 UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
 WHERE id = :task_id

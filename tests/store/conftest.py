@@ -1,0 +1,74 @@
+"""Helpers for the store conformance suite: enqueue, register and read events in one call.
+
+Everything here goes through the use cases and the `Store` protocol only, so the suite
+runs unchanged on every dialect in `STORE_DIALECTS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import corral
+from corral import EventFilter, FakeClock, NewTask, NewWorker, Settings, Store, Task, Worker
+
+
+@pytest.fixture
+def add(store: Store, settings: Settings) -> Callable[..., Task]:
+    """Enqueue a task with the test settings; keyword arguments go to `NewTask`."""
+
+    def add(title: str = "a task", **fields: Any) -> Task:
+        return corral.enqueue(store, NewTask(title=title, **fields), settings=settings)
+
+    return add
+
+
+@pytest.fixture
+def worker(store: Store, settings: Settings) -> Callable[..., Worker]:
+    """Register a worker and, unless `beat=False`, heartbeat it once so it is idle."""
+
+    def make(
+        name: str = "w",
+        *,
+        kinds: tuple[str, ...] = (),
+        queues: tuple[str, ...] = (),
+        max_concurrent: int = 1,
+        beat: bool = True,
+    ) -> Worker:
+        spec = NewWorker(
+            name=name,
+            hostname="test-host",
+            pid=4242,
+            kinds=kinds,
+            queues=queues,
+            max_concurrent=max_concurrent,
+        )
+        registered = corral.register(store, spec, settings=settings).worker
+        if not beat:
+            return registered
+        return corral.heartbeat(store, registered.id, settings=settings).worker
+
+    return make
+
+
+@pytest.fixture
+def events(store: Store) -> Callable[..., list[str]]:
+    """Names of the events recorded so far, oldest first, optionally for one task or worker."""
+
+    def names(*, task_id: str | None = None, worker_id: str | None = None) -> list[str]:
+        flt = EventFilter(task_id=task_id, worker_id=worker_id, limit=10_000)
+        return [event.name for event in store.list_events(flt)]
+
+    return names
+
+
+@pytest.fixture
+def silence(clock: FakeClock, settings: Settings) -> Callable[[int], None]:
+    """Advance the clock until a silent worker has missed `n` heartbeats, and no further."""
+
+    def advance(missed: int) -> None:
+        clock.advance(settings.heartbeat_interval_s * (missed + 0.5))
+
+    return advance

@@ -1,0 +1,178 @@
+"""The SQL files agree with each other and with the store code (STYLE.md habit 1).
+
+- The numbered migrations, applied in order, build the same schema as `schema.sql`.
+- Every query name the store runs is defined in `queries.sql`, and every defined one is run.
+- Task queries guarded by `:allowed` are handed their state set from `tasks.ALLOWED_FROM`,
+  the one copy of the transition table.
+"""
+
+# SIM300: asserts read `expected == actual` (STYLE.md habit 10).
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
+from corral.tasks import ALLOWED_FROM, TaskStatus
+
+STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
+TX_METHODS = {"one", "all", "run"}
+DIALECTS = sorted(os.listdir(SQL_DIR))
+
+# Task queries that change a task's status without taking :allowed, each with its reason.
+LITERAL_GUARDS = {
+    # The claim query filters on `status = 'ready'` literally so that SQLite can walk the
+    # partial index tasks_ready_order; test_claim_literal_agrees_with_the_table ties it
+    # to ALLOWED_FROM["claim"].
+    "claim_next_task": "status = 'ready'",
+}
+
+
+def _objects(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return sorted((kind, name, table, _normalise(sql)) for kind, name, table, sql in rows)
+
+
+def _normalise(sql: str | None) -> str:
+    """SQL text without comments and with single spaces, as sqlite_master keeps it verbatim."""
+    if sql is None:  # automatic indexes (UNIQUE, PRIMARY KEY) have no SQL
+        return ""
+    without_comments = re.sub(r"--[^\n]*", "", sql)
+    return " ".join(without_comments.split()).replace("( ", "(").replace(" )", ")")
+
+
+def _apply(paths: list[str]) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    for path in paths:
+        conn.executescript(Path(path).read_text(encoding="utf-8"))
+    return conn
+
+
+def _store_calls() -> list[ast.Call]:
+    """Every `tx.one(...)`, `tx.all(...)` and `tx.run(...)` in the store's Python code."""
+    calls = []
+    for path in sorted(STORE_SRC.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in TX_METHODS
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "tx"
+            ):
+                calls.append(node)
+    return calls
+
+
+def _query_name(call: ast.Call) -> str:
+    first = call.args[0] if call.args else None
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        raise AssertionError(f"line {call.lineno}: query name is not a string literal")
+    return first.value
+
+
+def _used_names() -> set[str]:
+    return {_query_name(call) for call in _store_calls()}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_migrations_in_order_build_the_same_schema_as_schema_sql(dialect):
+    """Applying migrations/0001.. in order to an empty database yields schema.sql's objects."""
+    migrated = _apply([path for _, path in migration_files(dialect)])
+    fresh = _apply([sql_path(dialect, "schema.sql")])
+    try:
+        assert _objects(fresh) == _objects(migrated)
+    finally:
+        migrated.close()
+        fresh.close()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_migrations_are_numbered_from_one_without_gaps(dialect):
+    """Migration versions run 1, 2, ... so user_version names exactly which ones applied."""
+    versions = [version for version, _ in migration_files(dialect)]
+    assert list(range(1, len(versions) + 1)) == versions
+
+
+def test_the_store_code_names_query_names_by_literal():
+    """The store's tx calls were found and each names its query with a string literal."""
+    calls = _store_calls()
+    assert calls, "no tx.one/tx.all/tx.run calls found in src/corral/store"
+    assert len(calls) == len([_query_name(call) for call in calls])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_query_the_store_runs_is_defined(dialect):
+    """Every query name passed to tx.one/tx.all/tx.run exists in queries.sql."""
+    assert set() == _used_names() - set(load_queries(dialect))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_queries_sql_defines_no_unused_query(dialect):
+    """queries.sql holds no query the store never runs."""
+    assert set() == set(load_queries(dialect)) - _used_names()
+
+
+def test_every_dialect_defines_the_same_query_names():
+    """The SQLite and (later) PostgreSQL files define one set of names."""
+    names = {dialect: sorted(load_queries(dialect)) for dialect in DIALECTS}
+    assert {dialect: names[DIALECTS[0]] for dialect in DIALECTS} == names
+
+
+def _task_status_updates(dialect: str) -> dict[str, str]:
+    """Queries that update the tasks table's status column, name -> SQL."""
+    return {
+        name: sql
+        for name, sql in load_queries(dialect).items()
+        if re.match(r"UPDATE\s+tasks\b", sql) and re.search(r"\bstatus\s*=", sql.split("WHERE")[0])
+    }
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_task_status_updates_are_guarded_by_the_transition_table(dialect):
+    """Every UPDATE of a task's status takes :allowed, or is a listed literal guard."""
+    updates = _task_status_updates(dialect)
+    unguarded = {name for name, sql in updates.items() if ":allowed" not in sql}
+    assert set(LITERAL_GUARDS) == unguarded
+    for name, guard in LITERAL_GUARDS.items():
+        assert guard in updates[name]
+
+
+def test_claim_literal_agrees_with_the_table():
+    """The literal `status = 'ready'` in claim_next_task is what ALLOWED_FROM says of claim."""
+    assert frozenset({TaskStatus.READY}) == ALLOWED_FROM["claim"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_allowed_task_states_come_from_allowed_from(dialect):
+    """The store hands every :allowed task query a value of ALLOWED_FROM[...]."""
+    guarded = {
+        name
+        for name, sql in load_queries(dialect).items()
+        if ":allowed" in sql and re.match(r"UPDATE\s+tasks\b", sql)
+    }
+    seen = set()
+    for call in _store_calls():
+        name = _query_name(call)
+        if name not in guarded:
+            continue
+        seen.add(name)
+        allowed = [kw.value for kw in call.keywords if kw.arg == "allowed"]
+        assert [True] == [
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "ALLOWED_FROM"
+            for value in allowed
+        ], f"line {call.lineno}: {name} must get allowed=ALLOWED_FROM[...]"
+    assert guarded == seen
+
+
+def test_allowed_from_keys_name_real_transitions():
+    """Every action in ALLOWED_FROM starts from at least one state, all of them task states."""
+    assert all(states and states <= set(TaskStatus) for states in ALLOWED_FROM.values())

@@ -1,0 +1,74 @@
+"""The public API: exactly these names, each resolving."""
+
+# SIM300: asserts read `expected == actual` (STYLE.md habit 10).
+
+from __future__ import annotations
+
+import corral
+
+PUBLIC = [
+    "Beat",
+    "Claim",
+    "ClaimStatus",
+    "Clock",
+    "CorralError",
+    "Diagnosis",
+    "Event",
+    "EventFilter",
+    "FakeClock",
+    "InvalidInput",
+    "InvalidTransition",
+    "LimitReached",
+    "NewTask",
+    "NewWorker",
+    "NotFound",
+    "ReconcileReport",
+    "Refused",
+    "SchemaTooNew",
+    "Settings",
+    "StaleToken",
+    "Store",
+    "StoreError",
+    "SystemClock",
+    "Task",
+    "TaskFilter",
+    "TaskStatus",
+    "Worker",
+    "WorkerStatus",
+    "WorkerUnavailable",
+    "cancel",
+    "claim",
+    "claim_next",
+    "complete",
+    "deregister",
+    "drain",
+    "enqueue",
+    "fail",
+    "heartbeat",
+    "load_settings",
+    "open_store",
+    "reconcile_once",
+    "register",
+    "release",
+    "renew",
+    "retry",
+    "why",
+]
+
+
+def test_all_is_exactly_the_documented_surface() -> None:
+    """corral.__all__ lists exactly the public names, sorted; a change here is an API change."""
+    assert PUBLIC == corral.__all__
+    assert sorted(PUBLIC) == PUBLIC
+
+
+def test_every_public_name_resolves() -> None:
+    """Each name in __all__ is an attribute of the package."""
+    assert [] == [name for name in corral.__all__ if not hasattr(corral, name)]
+
+
+def test_star_import_gives_the_public_names() -> None:
+    """`from corral import *` binds exactly __all__."""
+    namespace: dict[str, object] = {}
+    exec("from corral import *", namespace)  # noqa: S102 -- the statement under test
+    assert set(PUBLIC) == set(namespace) - {"__builtins__"}

@@ -1,0 +1,178 @@
+"""The one settings record: defaults, validation, the config file and the environment."""
+
+# SIM300: asserts read `expected == actual` (STYLE.md habit 10).
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.errors import InvalidInput
+from corral.settings import SPEC, LeasePolicy, LivenessPolicy, RetryPolicy, Settings, load_settings
+
+
+def test_defaults_come_from_the_spec_table() -> None:
+    """Every field's default is the one the SPEC table documents."""
+    defaults = Settings()
+    assert {name: spec[0] for name, spec in SPEC.items()} == {
+        name: getattr(defaults, name) for name in SPEC
+    }
+
+
+def test_components_get_their_slice() -> None:
+    """retry, lease and liveness slices carry the matching fields."""
+    s = Settings(
+        lease_s=60,
+        max_renewals=2,
+        heartbeat_interval_s=5,
+        dead_after_missed=4,
+        max_attempts=7,
+        retry_base_s=1,
+        retry_max_s=30,
+        retry_jitter=0.1,
+    )
+    assert RetryPolicy(max_attempts=7, base_s=1, max_s=30, jitter=0.1) == s.retry
+    assert LeasePolicy(lease_s=60, max_renewals=2) == s.lease
+    assert LivenessPolicy(heartbeat_interval_s=5, dead_after_missed=4) == s.liveness
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("lease_s", 0),
+        ("max_renewals", -1),
+        ("heartbeat_interval_s", 0.01),
+        ("dead_after_missed", 0),
+        ("max_attempts", 0),
+        ("max_crashes", 0),
+        ("retry_base_s", -1),
+        ("retry_max_s", -1),
+        ("retry_jitter", -0.1),
+        ("retry_jitter", 1.5),
+        ("retry_jitter", float("nan")),
+        ("lease_s", float("nan")),
+    ],
+)
+def test_out_of_range_values_name_the_field(field: str, value: float) -> None:
+    """A value below its minimum (or a jitter above 1) is InvalidInput naming the field."""
+    with pytest.raises(InvalidInput, match=f"^{field}: expected") as caught:
+        Settings(**{field: value})  # type: ignore[arg-type]
+    assert field == caught.value.field
+
+
+def test_with_values_coerces_text_by_unit() -> None:
+    """Durations accept 30m, counts whole numbers, fractions decimals."""
+    s = Settings().with_values(
+        {"lease_s": "30m", "max_renewals": "4", "retry_jitter": "0.5", "retry_base_s": 2},
+        "test",
+    )
+    assert (1800.0, 4, 0.5, 2.0) == (s.lease_s, s.max_renewals, s.retry_jitter, s.retry_base_s)
+    assert isinstance(s.max_renewals, int)
+
+
+@pytest.mark.parametrize(
+    ("values", "field", "expected"),
+    [
+        ({"bogus": 1}, "test: bogus", "one of"),
+        ({"max_renewals": "many"}, "test: max_renewals", "a number"),
+        ({"max_renewals": 2.5}, "test: max_renewals", "a whole number"),
+        ({"lease_s": "forever"}, "test: lease_s", "a duration"),
+        ({"retry_jitter": None}, "test: retry_jitter", "a number"),
+        ({"max_attempts": 0}, "max_attempts", "a value of at least 1"),
+    ],
+)
+def test_with_values_refuses_bad_values_naming_source_and_field(
+    values: dict[str, object], field: str, expected: str
+) -> None:
+    """Unknown names and unparsable values name where they came from; range errors the field."""
+    with pytest.raises(InvalidInput, match=expected) as caught:
+        Settings().with_values(values, "test")
+    assert field == caught.value.field
+
+
+def test_load_settings_without_file_or_environment_gives_defaults(tmp_path: Path) -> None:
+    """No config file and no CORRAL_* variables: the defaults."""
+    missing = str(tmp_path / "nope.toml")
+    assert Settings() == load_settings(environ={"CORRAL_DB": "x.db"}, config_path=missing)
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_load_settings_reads_the_corral_table_of_the_config_file(tmp_path: Path) -> None:
+    """A [corral] table in config.toml sets values, durations as text or seconds."""
+    path = _write(tmp_path, '[corral]\nlease_s = "30m"\nmax_renewals = 5\nretry_base_s = 2.5\n')
+    s = load_settings(environ={}, config_path=path)
+    assert (1800.0, 5, 2.5) == (s.lease_s, s.max_renewals, s.retry_base_s)
+
+
+def test_load_settings_accepts_top_level_keys(tmp_path: Path) -> None:
+    """Without a [corral] table, top-level keys are the settings."""
+    path = _write(tmp_path, "max_attempts = 9\n")
+    assert 9 == load_settings(environ={}, config_path=path).max_attempts
+
+
+def test_the_environment_wins_over_the_file(tmp_path: Path) -> None:
+    """CORRAL_<NAME> overrides the same setting from the config file."""
+    path = _write(tmp_path, '[corral]\nlease_s = "30m"\nmax_attempts = 4\n')
+    s = load_settings(environ={"CORRAL_LEASE_S": "2h"}, config_path=path)
+    assert (7200.0, 4) == (s.lease_s, s.max_attempts)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("120", 120.0), ("1.5", 1.5), ("2m", 120.0)])
+def test_duration_settings_take_bare_seconds_or_units(text: str, seconds: float) -> None:
+    """A *_s variable accepts a bare number of seconds as well as a duration with units."""
+    assert seconds == load_settings(environ={"CORRAL_LEASE_S": text}).lease_s
+
+
+def test_nan_in_a_config_file_is_refused(tmp_path: Path) -> None:
+    """TOML's nan is not a valid setting: validation names the field."""
+    path = _write(tmp_path, "[corral]\nretry_jitter = nan\n")
+    with pytest.raises(InvalidInput, match=r"^retry_jitter: expected"):
+        load_settings(environ={}, config_path=path)
+
+
+def test_corral_config_names_the_file(tmp_path: Path) -> None:
+    """CORRAL_CONFIG points at the config file, ahead of the default path."""
+    path = _write(tmp_path, "max_crashes = 7\n")
+    s = load_settings(environ={"CORRAL_CONFIG": path}, config_path=str(tmp_path / "other.toml"))
+    assert 7 == s.max_crashes
+
+
+@pytest.mark.parametrize(
+    ("environ", "field"),
+    [
+        ({"CORRAL_MAX_ATTEMPTS": "many"}, "environment: max_attempts"),
+        ({"CORRAL_LEASE_S": "forever"}, "environment: lease_s"),
+        ({"CORRAL_MAX_RENEWALS": "1.5"}, "environment: max_renewals"),
+        ({"CORRAL_MAX_ATTEMPTS": "0"}, "max_attempts"),
+        ({"CORRAL_RETRY_JITTER": "2"}, "retry_jitter"),
+        ({"CORRAL_RETRY_JITTER": "nan"}, "retry_jitter"),
+    ],
+)
+def test_bad_environment_values_name_the_variable(environ: dict[str, str], field: str) -> None:
+    """A bad CORRAL_* value is InvalidInput naming the environment and the setting."""
+    with pytest.raises(InvalidInput) as caught:
+        load_settings(environ=environ)
+    assert field == caught.value.field
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("lease_s = ", "a readable TOML file"),
+        ("corral = 5\n", "a \\[corral\\] table"),
+        ("[corral]\nbogus = 1\n", "one of"),
+        ('[corral]\nlease_s = "soon"\n', "a duration"),
+    ],
+)
+def test_bad_config_files_name_the_file(tmp_path: Path, text: str, expected: str) -> None:
+    """A config file that does not parse, or holds bad values, is InvalidInput naming its path."""
+    path = _write(tmp_path, text)
+    with pytest.raises(InvalidInput, match=expected) as caught:
+        load_settings(environ={}, config_path=path)
+    assert caught.value.field.startswith(path)
