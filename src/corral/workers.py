@@ -42,6 +42,15 @@ CLAIMING = frozenset({WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUS
 WATCHED = CLAIMING | {WorkerStatus.DRAINING, WorkerStatus.STALE}
 GONE = frozenset({WorkerStatus.DEAD, WorkerStatus.OFFLINE})
 
+# Operator actions -> the states they may start from (the store passes these to its SQL).
+# Heartbeats, claims and the reconciler move workers by the rules in the diagram above.
+WORKER_ALLOWED_FROM: dict[str, frozenset[WorkerStatus]] = {
+    "drain": frozenset(
+        {WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STALE}
+    ),
+    "deregister": WATCHED | {WorkerStatus.DEAD},
+}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewWorker:

@@ -4,6 +4,7 @@ state, 2 usage or invalid input, 3 store unavailable (docs/cli.md)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import import_module
 from typing import NoReturn
@@ -106,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader closed early (`| head`): end quietly, as a Unix tool killed by SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     finally:
         if ctx is not None:
             ctx.close()

@@ -97,14 +97,28 @@ class SQLiteDriver:
         self._queries = load_queries("sqlite")
         self._mutex = threading.Lock()
         self._conn = self._connect()
+        self._lock_fd = -1
         try:
-            self._lock_fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
+            self._open_lock_file()
+            self._migrate()
+        except BaseException:
             self._conn.close()
+            if self._lock_fd >= 0:
+                os.close(self._lock_fd)
+            raise
+
+    def _open_lock_file(self) -> None:
+        """The flock queue's file, created only once the database is known to be one."""
+        try:
+            self._conn.execute("PRAGMA user_version").fetchone()
+        except sqlite3.Error as exc:
+            raise _wrap(self.path, exc) from None
+        try:
+            self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
             raise StoreError(
-                f"database {path}: cannot create its lock file: {exc.strerror}"
+                f"database {self.path}: cannot create its lock file: {exc.strerror}"
             ) from None
-        self._migrate()
 
     def _connect(self) -> sqlite3.Connection:
         if os.path.isdir(self.path):
@@ -188,7 +202,6 @@ class SQLiteDriver:
                 self._upgrade(current, latest)
         except sqlite3.Error as exc:
             self._rollback()
-            self._conn.close()
             raise _wrap(self.path, exc) from None
 
     def _upgrade(self, current: int, latest: int) -> None:

@@ -9,11 +9,7 @@ from corral.store import journal, rows
 from corral.store.base import Driver, Json
 from corral.store.lookups import worker_in
 from corral.tasks import ALLOWED_FROM, TaskStatus
-from corral.workers import WATCHED, NewWorker, Worker, WorkerStatus
-
-_DRAINABLE = frozenset(
-    {WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STALE}
-)
+from corral.workers import WORKER_ALLOWED_FROM, NewWorker, Worker, WorkerStatus
 
 
 class WorkerOps:
@@ -92,7 +88,7 @@ class WorkerOps:
                 worker_id=worker_id,
                 to_status=WorkerStatus.DRAINING,
                 reason=None,
-                allowed=_DRAINABLE,
+                allowed=WORKER_ALLOWED_FROM["drain"],
             ):
                 raise errors.WorkerUnavailable(
                     f"cannot drain worker {worker_id}: it is {before.status}"
@@ -133,7 +129,7 @@ class WorkerOps:
                 worker_id=worker_id,
                 to_status=WorkerStatus.OFFLINE,
                 reason=reason,
-                allowed=WATCHED | {WorkerStatus.DEAD},
+                allowed=WORKER_ALLOWED_FROM["deregister"],
             )
             journal.record(
                 tx,
