@@ -4,7 +4,7 @@ The public Python API. Everything here is tested to exist (tests/unit/test_publi
 anything not listed in `__all__` may change without notice.
 
     import corral
-    with corral.open_store(".corral/corral.db") as store:
+    with corral.open_store("corral.db") as store:
         task = corral.enqueue(store, corral.NewTask(title="Fix the login bug", kind="code"))
         beat = corral.register(store, corral.NewWorker(name="w1", kinds=("code",)))
         claim = corral.claim_next(store, beat.worker.id)

@@ -90,12 +90,16 @@ def _ready(store: Store, task: Task, now: datetime) -> list[Reason]:
     if not workers:
         reasons.append(Reason("no_worker", _no_worker_message(task)))
     elif all(w.active >= w.max_concurrent for w in workers):
-        reasons.append(
-            Reason("workers_busy", f"all {len(workers)} workers that could run it are busy")
+        who = (
+            "the one worker that could run it is"
+            if len(workers) == 1
+            else (f"all {len(workers)} workers that could run it are")
         )
+        reasons.append(Reason("workers_busy", f"{who} busy"))
     ahead = store.count_ahead(task.id)
     if ahead:
-        reasons.append(Reason("queued", f"{ahead} tasks ahead of it in queue {task.queue}"))
+        noun = "task" if ahead == 1 else "tasks"
+        reasons.append(Reason("queued", f"{ahead} {noun} ahead of it in queue {task.queue}"))
     return reasons or [Reason("claimable", "ready: the next worker that asks will claim it")]
 
 

@@ -1,4 +1,5 @@
-"""Durations as people type them (`90s`, `30m`, `2h`, `1d`, `1h30m`) and instants (ISO 8601).
+"""Durations as people type them (`90s`, `30m`, `2h`, `1d`, `1h30m`, or bare seconds `90`)
+and instants (ISO 8601).
 
 Parsing lives here so the CLI, the config file and the environment accept the same forms.
 """
@@ -12,6 +13,7 @@ from corral.errors import InvalidInput
 
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_BARE = re.compile(r"\d+(?:\.\d+)?")  # a bare number is seconds
 EXPECTED = "a duration such as 90s, 30m, 2h or 1d"
 # The longest span any duration may have: instants past it could not be read back.
 MAX_SPAN_S = 100 * 365 * 86400.0
@@ -24,6 +26,8 @@ def parse_duration_s(field: str, text: str | float) -> float:
     if not isinstance(text, str):
         raise InvalidInput(field, EXPECTED, text)
     compact = text.strip().lower()
+    if _BARE.fullmatch(compact):
+        return _in_range(field, float(compact))
     if not compact or _PART.sub("", compact):
         raise InvalidInput(field, EXPECTED, text)
     return _in_range(field, sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(compact)))

@@ -61,15 +61,15 @@ SPEC: dict[str, tuple[float, float, str, str]] = {
 class Settings:
     """Every tunable of the core, flat so files and the environment can name each one."""
 
-    lease_s: float = SPEC["lease_s"][0]
+    lease_s: float = float(SPEC["lease_s"][0])
     max_renewals: int = int(SPEC["max_renewals"][0])
-    heartbeat_interval_s: float = SPEC["heartbeat_interval_s"][0]
+    heartbeat_interval_s: float = float(SPEC["heartbeat_interval_s"][0])
     dead_after_missed: int = int(SPEC["dead_after_missed"][0])
     max_attempts: int = int(SPEC["max_attempts"][0])
     max_crashes: int = int(SPEC["max_crashes"][0])
-    retry_base_s: float = SPEC["retry_base_s"][0]
-    retry_max_s: float = SPEC["retry_max_s"][0]
-    retry_jitter: float = SPEC["retry_jitter"][0]
+    retry_base_s: float = float(SPEC["retry_base_s"][0])
+    retry_max_s: float = float(SPEC["retry_max_s"][0])
+    retry_jitter: float = float(SPEC["retry_jitter"][0])
 
     def __post_init__(self) -> None:
         for name, (_, minimum, unit, _) in SPEC.items():
@@ -110,15 +110,14 @@ class Settings:
             if name not in known:
                 raise InvalidInput(f"{source}: {name}", f"one of {', '.join(sorted(known))}")
             changes[name] = _coerce(f"{source}: {name}", raw, SPEC[name][2])
-        return replace(self, **changes)
+        try:
+            return replace(self, **changes)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{source}: {exc.field}", exc.expected) from None
 
 
 def _coerce(field: str, raw: Any, unit: str) -> float | int:
     if unit == "s":
-        # A setting named *_s takes a bare number of seconds as well as "30m".
-        bare = raw.strip() if isinstance(raw, str) else None
-        if bare and bare.replace(".", "", 1).isdigit():
-            return parse_duration_s(field, float(bare))
         return parse_duration_s(field, raw)
     try:
         number = float(raw)
@@ -137,8 +136,11 @@ def load_settings(
     """Defaults, then the config file if it exists, then `CORRAL_*` variables."""
     environ = os.environ if environ is None else environ
     settings = Settings()
-    path = environ.get("CORRAL_CONFIG") or config_path
-    if path and os.path.exists(path):
+    named = environ.get("CORRAL_CONFIG")
+    if named and not os.path.isfile(named):
+        raise InvalidInput("CORRAL_CONFIG", "the path of an existing TOML file", named)
+    path = named or config_path
+    if path and os.path.isfile(path):
         settings = settings.with_values(_read_toml(path), path)
     from_env = {
         name: environ[f"CORRAL_{name.upper()}"]

@@ -44,7 +44,7 @@ def test_durations_parse_to_seconds(text: str | float, seconds: float) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "  ", "abc", "10", "10x", "-5s", "1h 30m", "m", "5 s", "h1", True, None, [1], -1],
+    ["", "  ", "abc", "10x", "-5s", "1h 30m", "m", "5 s", "h1", "1e3", True, None, [1], -1],
 )
 def test_bad_durations_raise_invalid_input_naming_the_field(text: object) -> None:
     """Anything that is not a duration is InvalidInput whose message starts with the field."""
@@ -125,3 +125,9 @@ def test_format_duration_is_short_and_readable(seconds: float, text: str) -> Non
 def test_iso_renders_utc_or_none() -> None:
     """iso gives ISO 8601 text for an instant and None for None."""
     assert ("2030-01-31T09:00:00+00:00", None) == (iso(NOW), iso(None))
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("10", 10.0), (" 90 ", 90.0), ("2.5", 2.5)])
+def test_a_bare_number_is_seconds(text: str, seconds: float) -> None:
+    """A bare number means seconds, as in settings named *_s, so `--lease 60` works."""
+    assert seconds == parse_duration_s("lease", text)

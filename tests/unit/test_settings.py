@@ -79,13 +79,13 @@ def test_with_values_coerces_text_by_unit() -> None:
         ({"max_renewals": 2.5}, "test: max_renewals", "a whole number"),
         ({"lease_s": "forever"}, "test: lease_s", "a duration"),
         ({"retry_jitter": None}, "test: retry_jitter", "a number"),
-        ({"max_attempts": 0}, "max_attempts", "a value of at least 1"),
+        ({"max_attempts": 0}, "test: max_attempts", "a value of at least 1"),
     ],
 )
 def test_with_values_refuses_bad_values_naming_source_and_field(
     values: dict[str, object], field: str, expected: str
 ) -> None:
-    """Unknown names and unparsable values name where they came from; range errors the field."""
+    """Every bad value names where it came from and the setting."""
     with pytest.raises(InvalidInput, match=expected) as caught:
         Settings().with_values(values, "test")
     assert field == caught.value.field
@@ -130,9 +130,9 @@ def test_duration_settings_take_bare_seconds_or_units(text: str, seconds: float)
 
 
 def test_nan_in_a_config_file_is_refused(tmp_path: Path) -> None:
-    """TOML's nan is not a valid setting: validation names the field."""
+    """TOML's nan is not a valid setting: validation names the file and the field."""
     path = _write(tmp_path, "[corral]\nretry_jitter = nan\n")
-    with pytest.raises(InvalidInput, match=r"^retry_jitter: expected"):
+    with pytest.raises(InvalidInput, match=r"config.toml: retry_jitter: expected"):
         load_settings(environ={}, config_path=path)
 
 
@@ -149,9 +149,9 @@ def test_corral_config_names_the_file(tmp_path: Path) -> None:
         ({"CORRAL_MAX_ATTEMPTS": "many"}, "environment: max_attempts"),
         ({"CORRAL_LEASE_S": "forever"}, "environment: lease_s"),
         ({"CORRAL_MAX_RENEWALS": "1.5"}, "environment: max_renewals"),
-        ({"CORRAL_MAX_ATTEMPTS": "0"}, "max_attempts"),
-        ({"CORRAL_RETRY_JITTER": "2"}, "retry_jitter"),
-        ({"CORRAL_RETRY_JITTER": "nan"}, "retry_jitter"),
+        ({"CORRAL_MAX_ATTEMPTS": "0"}, "environment: max_attempts"),
+        ({"CORRAL_RETRY_JITTER": "2"}, "environment: retry_jitter"),
+        ({"CORRAL_RETRY_JITTER": "nan"}, "environment: retry_jitter"),
     ],
 )
 def test_bad_environment_values_name_the_variable(environ: dict[str, str], field: str) -> None:
@@ -176,3 +176,9 @@ def test_bad_config_files_name_the_file(tmp_path: Path, text: str, expected: str
     with pytest.raises(InvalidInput, match=expected) as caught:
         load_settings(environ={}, config_path=path)
     assert caught.value.field.startswith(path)
+
+
+def test_a_named_config_file_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    """CORRAL_CONFIG naming a missing file is refused rather than silently ignored."""
+    with pytest.raises(InvalidInput, match=r"^CORRAL_CONFIG: expected the path of an existing"):
+        load_settings(environ={"CORRAL_CONFIG": str(tmp_path / "missing.toml")})

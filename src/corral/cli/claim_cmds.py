@@ -117,8 +117,12 @@ def register(
         "claim:next", parents=[common], help="pick and claim the next task, atomically"
     )
     p.add_argument("worker")
-    p.add_argument("--kind", nargs="+", help="only these kinds (within the worker's)")
-    p.add_argument("--queue", nargs="+", help="only these queues (within the worker's)")
+    p.add_argument(
+        "--kind", action="append", help="only this kind (within the worker's), repeatable"
+    )
+    p.add_argument(
+        "--queue", action="append", help="only this queue (within the worker's), repeatable"
+    )
     p.add_argument("--lease", metavar="DURATION")
     p.set_defaults(handler=cmd_claim_next)
 

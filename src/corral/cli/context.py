@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from corral.errors import InvalidInput
+from corral.errors import InvalidInput, StoreError
 from corral.settings import Settings, load_settings
 from corral.store import Store, open_store
 
@@ -19,8 +19,8 @@ DEFAULT_DIR = ".corral"
 DB_NAME = "corral.db"
 
 
-def find_db(cwd: str) -> str:
-    """The nearest `.corral/corral.db` from `cwd` upwards, else `./.corral/corral.db`."""
+def find_db(cwd: str) -> str | None:
+    """The nearest `.corral/corral.db` from `cwd` upwards, as git finds `.git`."""
     here = os.path.abspath(cwd)
     while True:
         candidate = os.path.join(here, DEFAULT_DIR, DB_NAME)
@@ -28,10 +28,8 @@ def find_db(cwd: str) -> str:
             return candidate
         parent = os.path.dirname(here)
         if parent == here:
-            break
+            return None
         here = parent
-    os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
-    return os.path.join(cwd, DEFAULT_DIR, DB_NAME)
 
 
 class Context:
@@ -46,16 +44,27 @@ class Context:
 
     @property
     def db(self) -> str:
-        """The store URL in force."""
+        """`--db`, else CORRAL_DB, else the nearest `.corral/corral.db`; `init` creates one here."""
         if self._db is None:
-            self._db = find_db(os.getcwd())
+            cwd = os.getcwd()
+            found = find_db(cwd)
+            if found is None:
+                if self.args.command != "init":
+                    raise StoreError(
+                        f"no corral store in {cwd} or above it: run `corral init`, "
+                        "or name one with --db or CORRAL_DB"
+                    )
+                os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
+                found = os.path.join(cwd, DEFAULT_DIR, DB_NAME)
+            self._db = found
         return self._db
 
     @property
     def settings(self) -> Settings:
         """Defaults < `config.toml` beside the database < `CORRAL_*` variables."""
         if self._settings is None:
-            folder = os.path.dirname(os.path.abspath(self.db)) if "://" not in self.db else "."
+            path = self.db.removeprefix("sqlite:///")
+            folder = os.path.dirname(os.path.abspath(path)) if "://" not in path else "."
             self._settings = load_settings(config_path=os.path.join(folder, "config.toml"))
         return self._settings
 
@@ -63,6 +72,7 @@ class Context:
     def store(self) -> Store:
         """The store, opened (and migrated) on first use."""
         if self._store is None:
+            self.settings  # noqa: B018 - every command reports a bad config the same way
             self._store = open_store(self.db)
         return self._store
 

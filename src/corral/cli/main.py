@@ -72,6 +72,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="corral", description="A headless orchestrator for fleets of long-running workers."
     )
     parser.add_argument("--db", help="store path or URL (default $CORRAL_DB or .corral/corral.db)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )

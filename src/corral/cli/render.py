@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -75,8 +76,16 @@ def task_detail(task: Task) -> str:
         "updated_at",
         "finished_at",
     ]
+    return key_values({key: data[key] for key in order})
+
+
+def key_values(data: dict[str, object]) -> str:
+    """`key:  value` lines for the fields that are set; lists, dicts and booleans as JSON."""
+    width = max(len(k) for k in data) + 2
     return "\n".join(
-        f"{key + ':':18}{data[key]}" for key in order if data[key] not in (None, "", [], {})
+        f"{key + ':':{width}}{value if isinstance(value, str) else json.dumps(value)}"
+        for key, value in data.items()
+        if value not in (None, "", [], {})
     )
 
 

@@ -48,7 +48,10 @@ def cmd_ready(ctx: Context) -> int:
     """List tasks claimable now, in claim order."""
     a = ctx.args
     limit = parsing.whole("limit", a.limit, minimum=1) or 100
-    tasks = ctx.store.ready_tasks(queue=a.queue, kinds=tuple(a.kind or ()), limit=limit)
+    worker = ctx.store.get_worker(a.worker) if a.worker else None
+    tasks = ctx.store.ready_tasks(
+        queue=a.queue, kinds=tuple(a.kind or ()), limit=limit, worker=worker
+    )
     ctx.emit([t.to_dict() for t in tasks], render.task_table(tasks) or "no ready tasks")
     return 0
 
@@ -133,7 +136,13 @@ def register(
     p.add_argument("--priority", help="whole number; higher runs first (default 0)")
     p.add_argument("--payload", help="JSON object handed to the worker")
     p.add_argument("--label", action="append", metavar="K=V", help="label, repeatable")
-    p.add_argument("--depends-on", nargs="+", metavar="ID", help="tasks that must be done first")
+    p.add_argument(
+        "--depends-on",
+        action="extend",
+        nargs="+",
+        metavar="ID",
+        help="tasks that must be done first",
+    )
     p.add_argument(
         "--assignee", metavar="WORKER", help="only this worker (id or name) may claim it"
     )
@@ -148,11 +157,16 @@ def register(
     p = sub.add_parser("ready", parents=[common], help="tasks claimable now, in claim order")
     p.add_argument("--limit")
     p.add_argument("--queue")
-    p.add_argument("--kind", action="append")
+    p.add_argument("--kind", action="append", help="only this kind, repeatable")
+    p.add_argument(
+        "--worker", metavar="ID", help="only tasks this worker may claim (kinds, queues, assignee)"
+    )
     p.set_defaults(handler=cmd_ready)
 
     p = sub.add_parser("list", parents=[common], help="list tasks")
-    p.add_argument("--status", nargs="+", metavar="S", help=f"any of: {', '.join(STATUSES)}")
+    p.add_argument(
+        "--status", action="extend", nargs="+", metavar="S", help=f"any of: {', '.join(STATUSES)}"
+    )
     p.add_argument("--queue")
     p.add_argument("--kind", action="append")
     p.add_argument("--limit")

@@ -14,6 +14,34 @@ from corral.workers import NewWorker, WorkerStatus
 STATUSES = [str(s) for s in WorkerStatus]
 
 
+def caller_pid() -> int:
+    """The process that ran this command, above the subshells bash forks for `$(...)`.
+
+    A forked subshell keeps its parent's command line, so walk up while that holds; the
+    recorded pid then names the worker loop itself, not a process that is already gone.
+    """
+    pid = os.getppid()
+    try:
+        while pid > 1:
+            parent = _parent_pid(pid)
+            if parent <= 1 or _cmdline(parent) != _cmdline(pid):
+                return pid
+            pid = parent
+    except OSError:  # no /proc (not Linux) or the process ended: the direct parent will do
+        pass
+    return pid
+
+
+def _parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return int(handle.read().rsplit(b")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> bytes:
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read()
+
+
 def cmd_register(ctx: Context) -> int:
     """Register a worker and print its id."""
     from corral import registry
@@ -26,7 +54,7 @@ def cmd_register(ctx: Context) -> int:
         max_concurrent=parsing.whole("max_concurrent", a.max_concurrent, minimum=1) or 1,
         labels=parsing.labels("label", a.label),
         version=a.version or "",
-        pid=parsing.whole("pid", a.pid, minimum=1) if a.pid else os.getppid(),
+        pid=parsing.whole("pid", a.pid, minimum=1) if a.pid else caller_pid(),
     )
     beat = registry.register(ctx.store, spec, settings=ctx.settings)
     ctx.emit(beat.to_dict() | {"worker": beat.worker.to_dict()}, beat.worker.id)
@@ -81,10 +109,7 @@ def cmd_status(ctx: Context) -> int:
     if ctx.args.id:
         worker = ctx.store.get_worker(ctx.args.id)
         data = worker.to_dict()
-        ctx.emit(
-            data,
-            "\n".join(f"{k + ':':20}{v}" for k, v in data.items() if v not in (None, "", [], {})),
-        )
+        ctx.emit(data, render.key_values(data))
         return 0
     live = [w for w in ctx.store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     ctx.emit(
@@ -97,7 +122,7 @@ def register(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """Add `corral worker ...` to the parser."""
-    group = sub.add_parser("worker", help="the worker registry")
+    group = sub.add_parser("worker", parents=[common], help="the worker registry")
     wsub = group.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
 
     p = wsub.add_parser("register", parents=[common], help="register a worker (prints its id)")
@@ -107,7 +132,7 @@ def register(
     p.add_argument("--max-concurrent", help="claims it may hold at once (default 1)")
     p.add_argument("--label", action="append", metavar="K=V")
     p.add_argument("--version")
-    p.add_argument("--pid", help="process id to record (default: this command's parent)")
+    p.add_argument("--pid", help="process id to record (default: the calling script)")
     p.set_defaults(handler=cmd_register)
 
     for name, handler, text in (
@@ -123,6 +148,6 @@ def register(
     p.add_argument("--status", help=f"one of: {', '.join(STATUSES)}")
     p.set_defaults(handler=cmd_list)
 
-    p = wsub.add_parser("status", parents=[common], help="one worker, or all live ones")
+    p = wsub.add_parser("status", parents=[common], help="one worker, or every one not offline")
     p.add_argument("id", nargs="?")
     p.set_defaults(handler=cmd_status)

@@ -16,6 +16,7 @@ from corral.durations import iso
 from corral.leases import Claim, ClaimStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
+from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.lookups import held_claim, task_in, worker_in
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 from corral.workers import CLAIMING, Worker
@@ -36,7 +37,10 @@ class ClaimOps:
                     raise _claim_refusal(task, worker)
                 raise _at_capacity(worker)
             row = tx.one(
-                "claim_task", task_id=task_id, allowed=ALLOWED_FROM["claim"], **_filters(worker, ())
+                "claim_task",
+                task_id=task_id,
+                allowed=ALLOWED_FROM["claim"],
+                **capability_filters(worker, (), ()),
             )
             if row is None:
                 raise _claim_refusal(task_in(tx, self._driver, task_id), worker)
@@ -54,8 +58,8 @@ class ClaimOps:
         """Claim the first ready task `worker_id` may run, or None if there is none."""
         with self._driver.write() as tx:
             worker = _claiming_worker(tx, self._driver, worker_id)
-            params = _filters(worker, kinds, queues)
-            if params["kinds"] == [] or params["queues"] == []:
+            params = capability_filters(worker, kinds, queues)
+            if matches_nothing(params):
                 return None
             row = tx.one("claim_next_task", **params)
             return None if row is None else self._open_claim(tx, row, worker, lease_s, actor)
@@ -226,24 +230,6 @@ def _at_capacity(worker: Worker) -> errors.WorkerUnavailable:
     return errors.WorkerUnavailable(
         f"worker {worker.id} is at capacity ({worker.active} of {worker.max_concurrent} claims)"
     )
-
-
-def _narrow(declared: tuple[str, ...], asked: tuple[str, ...]) -> list[str] | None:
-    """The names to filter on: None means any; [] means nothing can match."""
-    if not declared:
-        return list(asked) or None
-    return [n for n in declared if n in asked] if asked else list(declared)
-
-
-def _filters(
-    worker: Worker, kinds: tuple[str, ...], queues: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    return {
-        "worker_id": worker.id,
-        "worker_name": worker.name,
-        "kinds": _narrow(worker.kinds, kinds),
-        "queues": _narrow(worker.queues, queues),
-    }
 
 
 def _claim_refusal(task: Task, worker: Worker) -> errors.CorralError:

@@ -196,6 +196,8 @@ class SQLiteDriver:
             current, latest = self.schema_version()
             if current == latest:
                 return
+            if current > latest:
+                self._upgrade(current, latest)  # refuses, before anything is written
             with self._mutex, self._flock():
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 current = self._conn.execute("PRAGMA user_version").fetchone()[0]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from corral import errors
 from corral.events import Event, EventFilter
 from corral.ids import TASK_PREFIX, new_id
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Tx
+from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.lookups import task_in
 from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
+from corral.workers import Worker
 
 
 class TaskOps:
@@ -74,10 +78,19 @@ class TaskOps:
             )
             return [rows.task(self._driver, r) for r in found]
 
-    def ready_tasks(self, *, queue: str | None, kinds: tuple[str, ...], limit: int) -> list[Task]:
-        """Tasks claimable now, in claim order (priority, then oldest)."""
+    def ready_tasks(
+        self, *, queue: str | None, kinds: tuple[str, ...], limit: int, worker: Worker | None = None
+    ) -> list[Task]:
+        """Tasks claimable now, in claim order; with `worker`, only those it may claim."""
+        if worker is None:
+            params: dict[str, Any] = {"worker_id": None, "worker_name": None, "queues": None}
+            params["kinds"] = list(kinds) or None
+        else:
+            params = capability_filters(worker, kinds, ())
+            if matches_nothing(params):
+                return []
         with self._driver.read() as tx:
-            found = tx.all("ready_tasks", queue=queue, kinds=list(kinds) or None, limit=limit)
+            found = tx.all("ready_tasks", queue=queue, limit=limit, **params)
             return [rows.task(self._driver, r) for r in found]
 
     def dependency_statuses(self, task_id: str) -> list[tuple[str, TaskStatus]]:

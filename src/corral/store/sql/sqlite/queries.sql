@@ -34,6 +34,8 @@ SELECT * FROM task_view
 WHERE status = 'ready' AND run_after <= :now
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:worker_id IS NULL OR assignee IS NULL OR assignee IN (:worker_id, :worker_name))
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
@@ -168,6 +170,7 @@ ORDER BY registered_at, id;
 -- name: heartbeat_worker
 UPDATE workers
 SET last_heartbeat_at = :now,
+    offline_reason = NULL,
     cpu_percent = coalesce(:cpu_percent, cpu_percent),
     rss_bytes = coalesce(:rss_bytes, rss_bytes),
     status = CASE WHEN status = 'draining' THEN 'draining'

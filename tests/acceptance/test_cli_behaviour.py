@@ -1,0 +1,73 @@
+"""The CLI's conventions: finding the store, global flags, worker-aware listings, recorded pids."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import CORRAL
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    return subprocess.run(
+        [CORRAL, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_no_store_outside_a_project_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
+    """`corral list` where no store exists exits 3 with one line and leaves no .corral behind."""
+    result = _run("list", cwd=tmp_path)
+    assert (3, 1) == (result.returncode, len(result.stderr.splitlines()))
+    assert "run `corral init`" in result.stderr
+    assert [] == list(tmp_path.iterdir())
+
+
+def test_init_creates_the_store_and_subfolders_find_it(tmp_path: Path) -> None:
+    """After `corral init`, commands run in any folder below use that store, as git finds .git."""
+    assert 0 == _run("init", cwd=tmp_path).returncode
+    below = tmp_path / "a" / "b"
+    below.mkdir(parents=True)
+    task_id = _run("add", "found from below", cwd=below).stdout.strip()
+    listed = json.loads(_run("list", "--json", cwd=tmp_path).stdout)
+    assert [task_id] == [t["id"] for t in listed]
+    assert (tmp_path / ".corral" / "corral.db").exists()
+
+
+def test_json_may_come_before_the_command(cli) -> None:  # type: ignore[no-untyped-def]
+    """`corral --json list` prints JSON like `corral list --json`."""
+    cli("add", "one")
+    assert json.loads(cli("list", "--json").out) == json.loads(cli("--json", "list").out)
+
+
+def test_ready_for_a_worker_lists_only_what_it_may_claim(cli) -> None:  # type: ignore[no-untyped-def]
+    """`ready --worker W` leaves out other kinds and tasks assigned to someone else."""
+    worker = cli("worker", "register", "--name", "coder", "--kind", "code").out.strip()
+    mine = cli("add", "mine", "--kind", "code").out.strip()
+    cli("add", "a review", "--kind", "review")
+    cli("add", "someone else's", "--kind", "code", "--priority", "9", "--assignee", "other")
+    named = cli("add", "assigned by name", "--kind", "code", "--assignee", "coder").out.strip()
+    listed = json.loads(cli("ready", "--worker", worker, "--json").out)
+    assert [mine, named] == [t["id"] for t in listed]
+
+
+def test_a_bash_loop_registering_through_a_subshell_records_its_own_pid(
+    cli,  # type: ignore[no-untyped-def]
+) -> None:
+    """`$(corral worker register ...)` records the script's pid, not the short-lived subshell's."""
+    script = f'X=$({CORRAL} worker register --name a --json | jq -r .worker.pid); echo "$X $$"'
+    env = {**os.environ, "CORRAL_DB": cli.db}
+    out = subprocess.run(
+        ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert out[1] == out[0]
+
+
+def test_show_renders_structured_values_as_json(cli) -> None:  # type: ignore[no-untyped-def]
+    """`show` prints payloads and flags as JSON, not as Python reprs."""
+    task_id = cli("add", "x", "--payload", '{"steps": ["a", "b"]}', "--review").out.strip()
+    shown = cli("show", task_id).out
+    assert 'payload:          {"steps": ["a", "b"]}' in shown
+    assert "requires_review:  true" in shown
