@@ -48,21 +48,22 @@ def parse_instant(field: str, text: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def parse_delay_or_instant(field: str, text: str, now: datetime) -> float:
-    """Seconds from `now` until `text`, which is a duration (`10m`) or an instant (ISO 8601)."""
+def parse_delay_or_instant(field: str, text: str) -> float | datetime:
+    """A delay in seconds (`10m`) or an exact instant (ISO 8601), whichever `text` is."""
     try:
         return parse_duration_s(field, text)
     except InvalidInput:
         pass
     try:
-        instant = parse_instant(field, text)
+        return parse_instant(field, text)
     except InvalidInput:
         raise InvalidInput(field, f"{EXPECTED}, or an ISO 8601 time", text) from None
-    return max(0.0, (instant - now).total_seconds())
 
 
 def format_duration(seconds: float) -> str:
     """A short human form: `45s`, `12m`, `3h20m`, `2d`."""
+    if 0 < seconds < 1:
+        return f"{round(seconds * 1000)}ms"
     s = round(seconds)
     if s < 60:
         return f"{s}s"

@@ -42,6 +42,7 @@ class InvalidInput(CorralError):
     def __init__(self, field: str, expected: str, got: object = None) -> None:
         self.field = field
         self.expected = expected
+        self.got = got
         shown = "" if got is None else f", got {got!r}"
         super().__init__(f"{field}: expected {expected}{shown}")
 

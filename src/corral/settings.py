@@ -113,7 +113,9 @@ class Settings:
         try:
             return replace(self, **changes)
         except InvalidInput as exc:
-            raise InvalidInput(f"{source}: {exc.field}", exc.expected) from None
+            raise InvalidInput(
+                f"{source}: {exc.field}", exc.expected, values.get(exc.field)
+            ) from None
 
 
 def _coerce(field: str, raw: Any, unit: str) -> float | int:

@@ -74,6 +74,7 @@ class NewTask:
     retry_base_s: float | None = None
     timeout_s: float | None = None
     run_after_s: float = 0.0
+    run_at: datetime | None = None  # an exact instant; when given it wins over run_after_s
     requires_review: bool = False
 
     def __post_init__(self) -> None:
@@ -91,6 +92,8 @@ class NewTask:
             raise InvalidInput("max_attempts", "a whole number of at least 1", self.max_attempts)
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise InvalidInput("timeout", "a duration greater than zero", self.timeout_s)
+        if self.run_at is not None and self.run_at.tzinfo is None:
+            raise InvalidInput("run_at", "an aware datetime (with a time zone)", self.run_at)
         if len(set(self.depends_on)) != len(self.depends_on):
             raise InvalidInput("depends_on", "each dependency once")
         _check_ranges(self)

@@ -71,3 +71,12 @@ def test_show_renders_structured_values_as_json(cli) -> None:  # type: ignore[no
     shown = cli("show", task_id).out
     assert 'payload:          {"steps": ["a", "b"]}' in shown
     assert "requires_review:  true" in shown
+
+
+def test_init_in_a_subfolder_of_a_project_makes_a_store_there(tmp_path: Path) -> None:
+    """`corral init` always creates `./.corral/corral.db`, even below another project."""
+    assert 0 == _run("init", cwd=tmp_path).returncode
+    nested = tmp_path / "nested"
+    nested.mkdir()
+    assert str(nested / ".corral" / "corral.db") in _run("init", cwd=nested).stdout
+    assert (nested / ".corral" / "corral.db").exists()

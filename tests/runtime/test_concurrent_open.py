@@ -120,6 +120,7 @@ def test_a_database_from_a_newer_corral_is_refused_and_left_alone(newer_db):
     finally:
         conn.close()
     assert ["kept"] == titles
+    assert not os.path.exists(newer_db + ".lock")
 
 
 def test_the_cli_refuses_a_newer_database_with_exit_3_and_one_line(newer_db):

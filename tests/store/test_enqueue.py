@@ -236,3 +236,19 @@ def test_the_longest_timeout_and_delay_round_trip(
         claim.task_id,
         claim.deadline_at,
     )
+
+
+def test_run_at_is_kept_as_the_exact_instant(store: Store, add: Add, clock: FakeClock) -> None:
+    """An absolute run_at is stored as given, not as now plus a rounded delay."""
+    when = clock.now() + timedelta(hours=2, microseconds=7)
+    assert when == add("later", run_at=when).run_after
+
+
+def test_ready_for_a_worker_that_may_not_claim_is_empty(
+    store: Store, add: Add, worker: MakeWorker
+) -> None:
+    """A draining (or dead) worker's view of ready work is empty: it may claim nothing."""
+    add("something")
+    w = worker()
+    corral.drain(store, w.id)
+    assert [] == store.ready_tasks(queue=None, kinds=(), limit=10, worker=store.get_worker(w.id))

@@ -47,7 +47,7 @@ class Context:
         """`--db`, else CORRAL_DB, else the nearest `.corral/corral.db`; `init` creates one here."""
         if self._db is None:
             cwd = os.getcwd()
-            found = find_db(cwd)
+            found = None if self.args.command == "init" else find_db(cwd)
             if found is None:
                 if self.args.command != "init":
                     raise StoreError(

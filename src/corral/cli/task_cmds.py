@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 
 from corral.cli import parsing, render
 from corral.cli.context import Context
@@ -19,9 +20,7 @@ def cmd_add(ctx: Context) -> int:
     from corral import queue
 
     a = ctx.args
-    run_after_s = 0.0
-    if a.run_after is not None:
-        run_after_s = parse_delay_or_instant("run_after", a.run_after, ctx.store.now())
+    when = 0.0 if a.run_after is None else parse_delay_or_instant("run_after", a.run_after)
     spec = NewTask(
         title=a.title,
         description=a.desc or "",
@@ -36,7 +35,8 @@ def cmd_add(ctx: Context) -> int:
         max_attempts=parsing.whole("max_attempts", a.max_attempts, minimum=1),
         retry_base_s=parsing.duration("backoff", a.backoff),
         timeout_s=parsing.positive_duration("timeout", a.timeout),
-        run_after_s=run_after_s,
+        run_after_s=when if isinstance(when, float) else 0.0,
+        run_at=when if isinstance(when, datetime) else None,
         requires_review=a.review,
     )
     task = queue.enqueue(ctx.store, spec, settings=ctx.settings)

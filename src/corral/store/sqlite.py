@@ -108,11 +108,13 @@ class SQLiteDriver:
             raise
 
     def _open_lock_file(self) -> None:
-        """The flock queue's file, created only once the database is known to be one."""
+        """The flock queue's file, created only once the database is known to be one we can use."""
         try:
-            self._conn.execute("PRAGMA user_version").fetchone()
-        except sqlite3.Error as exc:
+            current, latest = self.schema_version()
+        except sqlite3.Error as exc:  # not a database, or unreadable
             raise _wrap(self.path, exc) from None
+        if current > latest:
+            self._upgrade(current, latest)  # refuses, before anything is written
         try:
             self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -196,8 +198,6 @@ class SQLiteDriver:
             current, latest = self.schema_version()
             if current == latest:
                 return
-            if current > latest:
-                self._upgrade(current, latest)  # refuses, before anything is written
             with self._mutex, self._flock():
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 current = self._conn.execute("PRAGMA user_version").fetchone()[0]

@@ -12,7 +12,7 @@ from corral.store.base import Driver, Json, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.lookups import task_in
 from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
-from corral.workers import Worker
+from corral.workers import CLAIMING, Worker
 
 
 class TaskOps:
@@ -42,6 +42,7 @@ class TaskOps:
                 retry_base_s=spec.retry_base_s if spec.retry_base_s is not None else retry_base_s,
                 timeout_s=spec.timeout_s,
                 run_after_s=spec.run_after_s,
+                run_at=spec.run_at,
                 requires_review=spec.requires_review,
             )
             for dependency in spec.depends_on:
@@ -87,7 +88,7 @@ class TaskOps:
             params["kinds"] = list(kinds) or None
         else:
             params = capability_filters(worker, kinds, ())
-            if matches_nothing(params):
+            if worker.status not in CLAIMING or matches_nothing(params):
                 return []
         with self._driver.read() as tx:
             found = tx.all("ready_tasks", queue=queue, limit=limit, **params)

@@ -8,7 +8,7 @@ INSERT INTO tasks (id, title, description, queue, kind, priority, status, payloa
                    assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
                    requires_review, created_at, updated_at)
 VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
-        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s, :now + :run_after_s,
+        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s, coalesce(:run_at, :now + :run_after_s),
         :requires_review, :now, :now);
 
 -- name: insert_dependency
