@@ -104,6 +104,7 @@ def newer_db(tmp_path: Path) -> str:
     conn = sqlite3.connect(db)
     conn.execute(f"PRAGMA user_version = {LATEST + 98}")
     conn.close()
+    os.remove(db + ".lock")  # so the test can see that a refusal creates nothing
     return db
 
 
