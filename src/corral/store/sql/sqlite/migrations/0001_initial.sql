@@ -31,9 +31,9 @@ CREATE TABLE tasks (
     finished_at     REAL
 );
 
--- The claim query walks this index in claim order and stops at the first match.
-CREATE INDEX tasks_ready_order ON tasks (priority DESC, seq) WHERE status = 'ready';
-CREATE INDEX tasks_by_status ON tasks (status, seq);
+-- The claim query seeks status = 'ready' here and walks in claim order (priority, then
+-- age), stopping at the first task that matches: no sort, whatever the queue's depth.
+CREATE INDEX tasks_claim_order ON tasks (status, priority DESC, seq);
 
 CREATE TABLE task_deps (
     task_id    TEXT NOT NULL REFERENCES tasks (id),
