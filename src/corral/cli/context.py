@@ -89,8 +89,7 @@ class Context:
     def emit(self, data: Any, human: str) -> None:
         """Print `data` as JSON with --json, else the human text."""
         if self.json:
-            json.dump(data, sys.stdout, indent=2)
-            sys.stdout.write("\n")
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
         elif human:
             print(human)
 

@@ -39,6 +39,10 @@ COMMAND_MODULES = {
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage dump) and exit code 2."""
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse would import shutil (and with it bz2, lzma, zlib) just to learn the width.
+        return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
+
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"corral: error: {message} (see `{self.prog} --help`)\n")
         sys.exit(USAGE_EXIT)
@@ -55,6 +59,13 @@ def _command_word(argv: list[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
+
+
+def _columns() -> int:
+    try:
+        return int(os.environ.get("COLUMNS", "")) or os.get_terminal_size().columns
+    except (ValueError, OSError):
+        return 80
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from corral.durations import format_duration
-from corral.events import Event
 from corral.tasks import Task
 from corral.workers import Worker
+
+if TYPE_CHECKING:
+    from corral.events import Event
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

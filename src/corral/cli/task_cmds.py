@@ -9,7 +9,6 @@ from corral.cli import parsing, render
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
 from corral.errors import InvalidInput
-from corral.events import EventFilter
 from corral.tasks import NewTask, TaskFilter, TaskStatus
 
 STATUSES = [str(s) for s in TaskStatus]
@@ -113,6 +112,8 @@ def cmd_why(ctx: Context) -> int:
 def cmd_events(ctx: Context) -> int:
     """Print the newest events, oldest first."""
     a = ctx.args
+    from corral.events import EventFilter
+
     flt = EventFilter(
         task_id=a.task, worker_id=a.worker, limit=parsing.whole("limit", a.limit, minimum=1) or 50
     )

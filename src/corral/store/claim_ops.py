@@ -8,18 +8,20 @@ then gives it back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import errors
-from corral.backoff import GiveUp, Outcome, Retry
 from corral.durations import iso
 from corral.leases import Claim, ClaimStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.lookups import held_claim, task_in, worker_in
+from corral.store.lookups import held_claim, read_task, task_in, worker_in
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 from corral.workers import CLAIMING, Worker
+
+if TYPE_CHECKING:
+    from corral.backoff import Outcome
 
 
 class ClaimOps:
@@ -156,7 +158,7 @@ class ClaimOps:
                 to_status=TaskStatus.READY,
                 reason=reason,
             )
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
     def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
         """Mark the task done (or in_review when it requires review); unblock dependents."""
@@ -185,7 +187,7 @@ class ClaimOps:
             )
             if row["status"] == TaskStatus.DONE:
                 unblock_dependents(tx, task_id, actor)
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
     def fail(
         self,
@@ -214,7 +216,7 @@ class ClaimOps:
                 error=error,
                 actor=actor,
             )
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
 
 def _claiming_worker(tx: Tx, driver: Driver, worker_id: str, check_capacity: bool = True) -> Worker:
@@ -254,6 +256,8 @@ def apply_outcome(
     tx: Tx, task_id: str, outcome: Outcome, *, error: str, crash: bool, action: str = "fail"
 ) -> None:
     """Send a running task back to ready after the delay, or fail it for good."""
+    from corral.backoff import GiveUp, Retry  # only failures need it: off the common path
+
     retry = isinstance(outcome, Retry)
     tx.run(
         "fail_task",
@@ -271,6 +275,8 @@ def record_outcome(
     tx: Tx, task_id: str, *, worker_id: str, token: int, outcome: Outcome, error: str, actor: str
 ) -> None:
     """The event for a failure: `task.retry_scheduled` or `task.failed`."""
+    from corral.backoff import Retry
+
     data: dict[str, Any]
     if isinstance(outcome, Retry):
         name, to, data = "task.retry_scheduled", TaskStatus.READY, {"delay_s": outcome.delay_s}

@@ -22,6 +22,16 @@ def task_in(tx: Tx, driver: Driver, task_id: str) -> Task:
     return rows.task(driver, row)
 
 
+def read_task(driver: Driver, task_id: str) -> Task:
+    """Task `task_id` read in its own snapshot: what write operations return, after COMMIT.
+
+    Reading the record after the write transaction, not inside it, keeps the write lock
+    for the writes alone (bench/claim_cycle.py: 4 processes then keep pace with 1).
+    """
+    with driver.read() as tx:
+        return task_in(tx, driver, task_id)
+
+
 def worker_in(tx: Tx, driver: Driver, worker_id: str) -> Worker:
     """Worker `worker_id`, or NotFound."""
     row = tx.one("get_worker", worker_id=worker_id)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.backoff import Retry
 from corral.leases import ClaimStatus
 from corral.store import journal
 from corral.store.base import Driver, Tx
@@ -154,6 +153,8 @@ def _expire_claim(tx: Tx, d: ExpireClaim) -> bool:
 
 
 def _requeue_orphan(tx: Tx, d: RequeueOrphan) -> bool:
+    from corral.backoff import Retry
+
     retry = isinstance(d.outcome, Retry)
     to = TaskStatus.READY if retry else TaskStatus.FAILED
     error = "running with no active claim"

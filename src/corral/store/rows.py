@@ -7,13 +7,15 @@ seconds and JSON as text while PostgreSQL hands back datetimes and decoded JSON.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.events import Event
 from corral.leases import Claim, ClaimStatus
 from corral.store.base import Driver, Row
 from corral.tasks import Task, TaskStatus
 from corral.workers import Worker, WorkerStatus
+
+if TYPE_CHECKING:
+    from corral.events import Event
 
 
 def _maybe_instant(driver: Driver, value: Any) -> datetime | None:
@@ -100,6 +102,8 @@ def worker(driver: Driver, row: Row) -> Worker:
 
 def event(driver: Driver, row: Row) -> Event:
     """An `events` row."""
+    from corral.events import Event  # only event listings need it: off the CLI's common path
+
     return Event(
         id=row["id"],
         at=driver.instant(row["at"]),

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import errors
-from corral.events import Event, EventFilter
 from corral.ids import TASK_PREFIX, new_id
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.lookups import task_in
+from corral.store.lookups import read_task, task_in
 from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
 from corral.workers import CLAIMING, Worker
+
+if TYPE_CHECKING:
+    from corral.events import Event, EventFilter
 
 
 class TaskOps:
@@ -48,7 +50,7 @@ class TaskOps:
             for dependency in spec.depends_on:
                 tx.run("insert_dependency", task_id=task_id, depends_on=dependency)
             journal.record(tx, "task.created", actor=actor, task_id=task_id, to_status=status)
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
     def _initial_status(self, tx: Tx, spec: NewTask) -> TaskStatus:
         wanted = [*spec.depends_on, *([spec.parent_id] if spec.parent_id else [])]
@@ -63,8 +65,7 @@ class TaskOps:
 
     def get_task(self, task_id: str) -> Task:
         """Task `task_id`, or NotFound."""
-        with self._driver.read() as tx:
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
     def list_tasks(self, flt: TaskFilter) -> list[Task]:
         """Tasks matching `flt`, oldest first."""
@@ -127,7 +128,7 @@ class TaskOps:
                 to_status=TaskStatus.CANCELLED,
                 reason=reason,
             )
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
     def retry(self, task_id: str, *, actor: str) -> Task:
         """Return a failed or cancelled task to the queue with a fresh attempt budget."""
@@ -144,7 +145,7 @@ class TaskOps:
                 from_status=task.status,
                 to_status=row["status"],
             )
-            return task_in(tx, self._driver, task_id)
+        return read_task(self._driver, task_id)
 
     def list_events(self, flt: EventFilter) -> list[Event]:
         """The newest `flt.limit` events matching `flt`, oldest first."""
