@@ -17,6 +17,8 @@ command is a fresh process, and its start-up time is part of the product.
 from __future__ import annotations
 
 from importlib import import_module
+
+__version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 _HOMES = {
@@ -41,6 +43,7 @@ _HOMES = {
         "claim",
         "claim_next",
         "complete",
+        "defer",
         "enqueue",
         "fail",
         "release",
@@ -49,6 +52,8 @@ _HOMES = {
     ],
     "corral.reconciler": ["ReconcileReport", "reconcile_once"],
     "corral.registry": ["Beat", "deregister", "drain", "heartbeat", "register"],
+    "corral.runtime.worker_api": ["run_worker"],
+    "corral.runs": ["NewRun", "Run", "RunOutcome"],
     "corral.settings": ["Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
     "corral.tasks": ["NewTask", "Task", "TaskFilter", "TaskStatus"],
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
         claim,
         claim_next,
         complete,
+        defer,
         enqueue,
         fail,
         release,
@@ -101,6 +107,8 @@ if TYPE_CHECKING:
     )
     from corral.reconciler import ReconcileReport, reconcile_once
     from corral.registry import Beat, deregister, drain, heartbeat, register
+    from corral.runs import NewRun, Run, RunOutcome
+    from corral.runtime.worker_api import run_worker
     from corral.settings import Settings, load_settings
     from corral.store import Store, open_store
     from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
@@ -119,11 +127,14 @@ __all__ = [
     "InvalidInput",
     "InvalidTransition",
     "LimitReached",
+    "NewRun",
     "NewTask",
     "NewWorker",
     "NotFound",
     "ReconcileReport",
     "Refused",
+    "Run",
+    "RunOutcome",
     "SchemaTooNew",
     "Settings",
     "StaleToken",
@@ -140,6 +151,7 @@ __all__ = [
     "claim",
     "claim_next",
     "complete",
+    "defer",
     "deregister",
     "drain",
     "enqueue",
@@ -152,5 +164,6 @@ __all__ = [
     "release",
     "renew",
     "retry",
+    "run_worker",
     "why",
 ]

@@ -6,6 +6,7 @@ instead of sleeping. Instants are aware UTC datetimes; durations are seconds.
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -26,6 +27,10 @@ class Clock(Protocol):
         """Wait for `seconds`."""
         ...
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Wait up to `seconds` for `event`; True if it is set."""
+        ...
+
 
 class SystemClock:
     """The real clock."""
@@ -41,6 +46,10 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         """`time.sleep(seconds)`."""
         time.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """`event.wait(seconds)`: wakes at once when the event is set."""
+        return event.wait(seconds)
 
 
 class FakeClock:
@@ -61,6 +70,12 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         """Advance by `seconds` at once."""
         self.advance(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Advance by `seconds` unless the event is already set."""
+        if not event.is_set():
+            self.advance(seconds)
+        return event.is_set()
 
     def advance(self, seconds: float) -> None:
         """Move time forward by `seconds`."""

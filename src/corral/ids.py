@@ -13,6 +13,7 @@ _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _LENGTH = 10
 TASK_PREFIX = "t-"
 WORKER_PREFIX = "w-"
+RUN_PREFIX = "r-"
 
 
 def new_id(prefix: str) -> str:

@@ -1,4 +1,5 @@
-"""Use cases of the task queue: enqueue, claim, renew, release, complete, fail, cancel, retry.
+"""Use cases of the task queue: enqueue, claim, renew, release, defer, complete, fail, cancel,
+retry.
 
 Plain functions over a `Store`: each decides what policy says (lease length, renewal
 bound, retry backoff) and hands the store one atomic change. `token` is the claim's
@@ -8,6 +9,7 @@ fencing token; without one the caller acts as an operator on whatever claim is a
 from __future__ import annotations
 
 import random
+from datetime import datetime
 from typing import Any
 
 from corral.backoff import Outcome, after_failure
@@ -109,6 +111,29 @@ def release(
     """Give a claimed task back to the queue; the attempt is not counted."""
     return store.release(
         task_id, worker_id=worker_id, token=token, reason=reason, actor=_actor(token, worker_id)
+    )
+
+
+def defer(
+    store: Store,
+    task_id: str,
+    *,
+    until: float | datetime,
+    token: int | None = None,
+    reason: str | None = None,
+) -> Task:
+    """Step aside without failing: the task is ready again `until` seconds from now (or at
+    that instant), and the attempt is not counted."""
+    if isinstance(until, datetime):
+        if until.tzinfo is None:
+            raise InvalidInput("until", "an aware datetime (with a time zone)", until)
+        delay_s, run_at = None, until
+    else:
+        if isinstance(until, bool) or not 0 <= until <= MAX_SPAN_S:  # NaN fails too
+            raise InvalidInput("until", "a delay of 0 s to 100 years, or an instant", until)
+        delay_s, run_at = float(until), None
+    return store.defer(
+        task_id, token=token, delay_s=delay_s, run_at=run_at, reason=reason, actor=_actor(token)
     )
 
 

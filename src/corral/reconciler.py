@@ -20,6 +20,7 @@ from corral.recovery import (
     Recovery,
     RequeueOrphan,
     plan_recovery,
+    plan_worker_death,
 )
 from corral.settings import Settings
 from corral.store import Store
@@ -58,6 +59,24 @@ def reconcile_once(
     """Mark silent workers stale or dead, expire their claims, requeue orphans, fix drift."""
     snapshot = store.reconcile_snapshot()
     plan = plan_recovery(snapshot, settings, rng or random.Random())
+    return summarize(store.apply_recoveries(plan))
+
+
+def recover_worker(
+    store: Store,
+    worker_id: str,
+    *,
+    reason: str,
+    settings: Settings = DEFAULTS,
+    rng: random.Random | None = None,
+) -> ReconcileReport:
+    """Declare a worker dead at once (its process is gone) and return its tasks to the queue.
+
+    The same decisions and compare-and-set as a reconcile pass, for one worker, without
+    waiting for its heartbeats to run out: crashes are counted, attempts are kept.
+    """
+    snapshot = store.reconcile_snapshot()
+    plan = plan_worker_death(snapshot, worker_id, reason, settings, rng or random.Random())
     return summarize(store.apply_recoveries(plan))
 
 

@@ -15,7 +15,7 @@ passes at once repair each thing once. Decisions:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from corral.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
@@ -78,6 +78,7 @@ class MarkWorker:
     seen: WorkerStatus
     seen_heartbeat_at: datetime
     to: WorkerStatus
+    reason: str = "missed heartbeats"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,18 @@ def plan_recovery(snapshot: Snapshot, settings: Settings, rng: random.Random) ->
     plan += [_requeue(o, settings, rng) for o in snapshot.orphans]
     plan += _fix_worker_statuses(snapshot, dead)
     return plan
+
+
+def plan_worker_death(
+    snapshot: Snapshot, worker_id: str, reason: str, settings: Settings, rng: random.Random
+) -> list[Recovery]:
+    """A worker known dead now (its process is gone): mark it and expire its claims as crashes."""
+    worker = next((w for w in snapshot.workers if w.id == worker_id), None)
+    if worker is None:
+        return []
+    mark = MarkWorker(worker.id, worker.status, worker.last_heartbeat_at, WorkerStatus.DEAD, reason)
+    mine = replace(snapshot, claims=tuple(c for c in snapshot.claims if c.worker_id == worker_id))
+    return [mark, *_expire_claims(mine, {worker_id}, settings, rng)]
 
 
 def _mark_workers(snapshot: Snapshot, settings: Settings) -> list[MarkWorker]:

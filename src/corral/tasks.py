@@ -7,11 +7,13 @@
                                                  after a backoff (run_after)
                                                              │
                           attempts used up, or lost leases ──┴──► failed   (reason: error, poison …)
+    running ──release, or defer (run_after set)──► ready   (the attempt is given back)
     blocked | ready | running | in_review ──cancel──► cancelled
     failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
 
 A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
-`attempts` counts claims that reached an outcome: a claim adds one, a release gives it back.
+`attempts` counts claims that reached an outcome: a claim adds one, a release or a defer
+gives it back.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "claim": frozenset({TaskStatus.READY}),
     "renew": frozenset({TaskStatus.RUNNING}),
     "release": frozenset({TaskStatus.RUNNING}),
+    "defer": frozenset({TaskStatus.RUNNING}),
     "complete": frozenset({TaskStatus.RUNNING}),
     "fail": frozenset({TaskStatus.RUNNING}),
     "recover": frozenset({TaskStatus.RUNNING}),

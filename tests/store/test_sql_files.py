@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from corral.runs import RunOutcome
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
 from corral.tasks import ALLOWED_FROM, TaskStatus
 
@@ -176,3 +177,28 @@ def test_allowed_task_states_come_from_allowed_from(dialect):
 def test_allowed_from_keys_name_real_transitions():
     """Every action in ALLOWED_FROM starts from at least one state, all of them task states."""
     assert all(states and states <= set(TaskStatus) for states in ALLOWED_FROM.values())
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_schemas_run_outcomes_are_run_outcome(dialect):
+    """The CHECK on runs.outcome lists exactly the values of corral.runs.RunOutcome."""
+    schema = Path(sql_path(dialect, "schema.sql")).read_text(encoding="utf-8")
+    check = re.search(r"outcome\s+TEXT\s+CHECK \(outcome IN \(([^)]*)\)\)", schema)
+    assert check is not None
+    assert sorted(RunOutcome) == sorted(re.findall(r"'(\w+)'", check.group(1)))
+
+
+def test_sqlite_refuses_any_change_to_a_finished_run():
+    """The trigger keeps a finished run immutable even for an UPDATE without the guard."""
+    conn = _apply([sql_path("sqlite", "schema.sql")])
+    try:
+        conn.execute(
+            "INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, cwd) "
+            "VALUES ('r-1', 't-1', 'w-1', 1, 1, 0, '/')"
+        )
+        conn.execute("UPDATE runs SET finished_at = 1, outcome = 'done' WHERE id = 'r-1'")
+        with pytest.raises(sqlite3.IntegrityError, match="run is finished"):
+            conn.execute("UPDATE runs SET error = 'rewritten' WHERE id = 'r-1'")
+        assert [("done", None)] == conn.execute("SELECT outcome, error FROM runs").fetchall()
+    finally:
+        conn.close()

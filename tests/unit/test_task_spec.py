@@ -79,6 +79,7 @@ def test_the_transition_table() -> None:
         "claim": {TaskStatus.READY},
         "renew": {TaskStatus.RUNNING},
         "release": {TaskStatus.RUNNING},
+        "defer": {TaskStatus.RUNNING},
         "complete": {TaskStatus.RUNNING},
         "fail": {TaskStatus.RUNNING},
         "recover": {TaskStatus.RUNNING},

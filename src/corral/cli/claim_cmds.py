@@ -1,4 +1,4 @@
-"""Claim commands: claim, claim:next, claim:renew, claim:release, done, fail.
+"""Claim commands: claim, claim:next, claim:renew, claim:release, defer, done, fail.
 
 `--token` defaults to `CORRAL_CLAIM_TOKEN`; with neither, the command acts as an operator
 on whatever claim is active (docs/cli.md).
@@ -10,7 +10,7 @@ import argparse
 
 from corral.cli import parsing
 from corral.cli.context import Context
-from corral.durations import iso
+from corral.durations import iso, parse_delay_or_instant
 from corral.leases import Claim
 
 
@@ -79,6 +79,17 @@ def cmd_release(ctx: Context) -> int:
     return 0
 
 
+def cmd_defer(ctx: Context) -> int:
+    """Step aside: back to ready until a delay or an instant, the attempt not counted."""
+    from corral import queue
+
+    a = ctx.args
+    until = parse_delay_or_instant("until", a.until)
+    task = queue.defer(ctx.store, a.id, until=until, token=ctx.token(), reason=a.reason)
+    ctx.emit(task.to_dict(), f"{task.id} deferred until {iso(task.run_after)}")
+    return 0
+
+
 def cmd_done(ctx: Context) -> int:
     """Report success."""
     from corral import queue
@@ -139,6 +150,17 @@ def register(
         else:
             p.add_argument("--reason")
         p.set_defaults(handler=handler)
+
+    p = sub.add_parser(
+        "defer", parents=[common], help="give a task back until later, the attempt not counted"
+    )
+    p.add_argument("id")
+    p.add_argument(
+        "--until", required=True, metavar="DURATION|ISO", help="delay (2h) or time (ISO 8601)"
+    )
+    p.add_argument("--reason", help="why (recorded in the event)")
+    p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
+    p.set_defaults(handler=cmd_defer)
 
     p = sub.add_parser("done", parents=[common], help="report success")
     p.add_argument("id")

@@ -14,22 +14,7 @@ from typing import Any
 from corral.errors import InvalidInput, StoreError
 from corral.settings import Settings, load_settings
 from corral.store import Store, open_store
-
-DEFAULT_DIR = ".corral"
-DB_NAME = "corral.db"
-
-
-def find_db(cwd: str) -> str | None:
-    """The nearest `.corral/corral.db` from `cwd` upwards, as git finds `.git`."""
-    here = os.path.abspath(cwd)
-    while True:
-        candidate = os.path.join(here, DEFAULT_DIR, DB_NAME)
-        if os.path.exists(candidate):
-            return candidate
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
+from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
 
 class Context:
@@ -38,7 +23,7 @@ class Context:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.json = bool(getattr(args, "json", False))
-        self._db: str | None = getattr(args, "db", None) or os.environ.get("CORRAL_DB")
+        self._db: str | None = getattr(args, "db", None) or os.environ.get("CORRAL_DB") or None
         self._store: Store | None = None
         self._settings: Settings | None = None
 
@@ -47,7 +32,7 @@ class Context:
         """`--db`, else CORRAL_DB, else the nearest `.corral/corral.db`; `init` creates one here."""
         if self._db is None:
             cwd = os.getcwd()
-            found = None if self.args.command == "init" else find_db(cwd)
+            found = None if self.args.command == "init" else resolve_db(None, {}, cwd)
             if found is None:
                 if self.args.command != "init":
                     raise StoreError(
@@ -63,9 +48,7 @@ class Context:
     def settings(self) -> Settings:
         """Defaults < `config.toml` beside the database < `CORRAL_*` variables."""
         if self._settings is None:
-            path = self.db.removeprefix("sqlite:///")
-            folder = os.path.dirname(os.path.abspath(path)) if "://" not in path else "."
-            self._settings = load_settings(config_path=os.path.join(folder, "config.toml"))
+            self._settings = load_settings(config_path=config_path(self.db))
         return self._settings
 
     @property

@@ -32,6 +32,10 @@ COMMAND_MODULES = {
     "claim:release": "claim_cmds",
     "done": "claim_cmds",
     "fail": "claim_cmds",
+    "defer": "claim_cmds",
+    "runs": "run_cmds",
+    "run": "run_cmds",
+    "logs": "run_cmds",
     "worker": "worker_cmds",
 }
 

@@ -13,6 +13,7 @@ from corral.workers import Worker
 
 if TYPE_CHECKING:
     from corral.events import Event
+    from corral.runs import Run
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -118,6 +119,40 @@ def event_line(event: Event) -> str:
     """`time  name  subject  from -> to  (reason)`."""
     subject = " ".join(x for x in (event.task_id, event.worker_id) if x)
     move = f"{event.from_status or ''} -> {event.to_status}" if event.to_status else ""
-    why = f"  ({event.reason})" if event.reason else ""
+    why = f"  ({' | '.join(event.reason.split(chr(10)))})" if event.reason else ""
     stamp = event.at.strftime("%Y-%m-%d %H:%M:%S")
     return f"{stamp}  {event.name:22} {subject:26} {move}{why}".rstrip()
+
+
+def run_table(runs: Sequence[Run], now: datetime) -> str:
+    """One line per run: when it started, how long it took (so far), and how it ended."""
+    return table(
+        ["RUN", "TASK", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT"],
+        [
+            [
+                r.id,
+                r.task_id,
+                r.worker_id,
+                r.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+                format_duration(((r.finished_at or now) - r.started_at).total_seconds()),
+                run_state(r),
+                "-" if r.exit_code is None else r.exit_code,
+            ]
+            for r in runs
+        ],
+    )
+
+
+def run_state(run: Run) -> str:
+    """The outcome of a finished run; `running` or `stalled` for one that is not."""
+    if run.outcome is not None:
+        return str(run.outcome)
+    return "stalled" if run.stalled_at is not None else "running"
+
+
+def run_detail(run: Run) -> str:
+    """Every field that is set, one per line; the prompt, often long, comes last."""
+    data = run.to_dict()
+    data["outcome"] = run_state(run)
+    data["prompt"] = data.pop("prompt")
+    return key_values(data)

@@ -118,6 +118,48 @@ def cmd_status(ctx: Context) -> int:
     return 0
 
 
+def cmd_start(ctx: Context) -> int:
+    """Run a worker in this process until it is stopped; its exit code is the command's."""
+    from corral.cli.worker_start import start_worker
+
+    return start_worker(ctx)
+
+
+def cmd_stop(ctx: Context) -> int:
+    """Signal a worker's runner: SIGTERM with --graceful, else SIGQUIT (stop now)."""
+    import signal
+
+    from corral.errors import Refused, WorkerUnavailable
+    from corral.workers import GONE
+
+    worker = ctx.store.get_worker(ctx.args.id)
+    if worker.status in GONE:
+        raise Refused(f"worker {worker.id} is already {worker.status}")
+    graceful = ctx.args.graceful
+    if worker.hostname != os.uname().nodename or worker.pid is None:
+        if not graceful:
+            raise WorkerUnavailable(
+                f"worker {worker.id} runs on {worker.hostname}: stop it there, "
+                "or use --graceful to drain it through the store"
+            )
+        from corral import registry
+
+        registry.drain(ctx.store, worker.id)
+        ctx.emit({"id": worker.id, "signal": None, "drain": True}, f"{worker.id} asked to drain")
+        return 0
+    sig = signal.SIGTERM if graceful else signal.SIGQUIT
+    try:
+        os.kill(worker.pid, sig)
+    except ProcessLookupError:
+        raise Refused(
+            f"process {worker.pid} of worker {worker.id} is not running; "
+            "`corral reconcile` returns its tasks to the queue"
+        ) from None
+    human = f"sent {sig.name} to {worker.id} (pid {worker.pid})"
+    ctx.emit({"id": worker.id, "signal": sig.name, "drain": False}, human)
+    return 0
+
+
 def register(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
@@ -143,6 +185,56 @@ def register(
         p = wsub.add_parser(name, parents=[common], help=text)
         p.add_argument("id")
         p.set_defaults(handler=handler)
+
+    p = wsub.add_parser("start", parents=[common], help="run a worker here until stopped")
+    p.add_argument("--name", required=True)
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument(
+        "--exec", metavar="CMD", help="command run per task (split like a shell, never run by one)"
+    )
+    how.add_argument("--call", metavar="MODULE:FUNCTION", help="Python function run per task")
+    p.add_argument("--kind", action="append", help="kind it runs, repeatable (default: any)")
+    p.add_argument("--queue", action="append", help="queue it serves, repeatable (default: any)")
+    p.add_argument("--label", action="append", metavar="K=V")
+    p.add_argument(
+        "--prompt-template", metavar="FILE", help="prompt template (${title}, ${description} ...)"
+    )
+    p.add_argument(
+        "--prompt-arg",
+        action="store_true",
+        help="pass the prompt as the last argument, not on stdin",
+    )
+    p.add_argument("--workdir", metavar="DIR", help="working directory of commands (default: here)")
+    p.add_argument("--timeout", metavar="DURATION", help="default task timeout (a task's own wins)")
+    p.add_argument("--concurrency", help="tasks run at once (default 1)")
+    p.add_argument("--max-tasks", help="exit after this many tasks")
+    p.add_argument("--once", action="store_true", help="run at most one task, then exit")
+    p.add_argument("--lease", metavar="DURATION", help="lease length (default lease_s)")
+    p.add_argument("--stall-timeout", metavar="DURATION", help="flag a command silent this long")
+    p.add_argument(
+        "--kill-stalled", action="store_true", help="and kill it (fails the run as stalled)"
+    )
+    p.add_argument(
+        "--grace", metavar="DURATION", help="SIGTERM to SIGKILL when killing a task (default 5s)"
+    )
+    p.add_argument(
+        "--shutdown-timeout",
+        metavar="DURATION",
+        help="how long SIGTERM waits for tasks (default 5m)",
+    )
+    p.add_argument(
+        "--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"
+    )
+    p.set_defaults(handler=cmd_start)
+
+    p = wsub.add_parser(
+        "stop", parents=[common], help="stop a worker's runner (now, or --graceful)"
+    )
+    p.add_argument("id")
+    p.add_argument(
+        "--graceful", action="store_true", help="finish the current task first (SIGTERM)"
+    )
+    p.set_defaults(handler=cmd_stop)
 
     p = wsub.add_parser("list", parents=[common], help="list workers")
     p.add_argument("--status", help=f"one of: {', '.join(STATUSES)}")

@@ -1,4 +1,4 @@
-"""Store operations on claims: claim, claim the next task, renew, release, complete, fail.
+"""Store operations on claims: claim, claim the next task, renew, release, defer, complete, fail.
 
 The claim queries filter by the worker's declared kinds and queues and by the task's
 assignee inside the UPDATE itself, so a worker never claims a task it cannot run and
@@ -8,6 +8,7 @@ then gives it back.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
@@ -157,6 +158,48 @@ class ClaimOps:
                 from_status=TaskStatus.RUNNING,
                 to_status=TaskStatus.READY,
                 reason=reason,
+            )
+        return read_task(self._driver, task_id)
+
+    def defer(
+        self,
+        task_id: str,
+        *,
+        token: int | None,
+        delay_s: float | None,
+        run_at: datetime | None,
+        reason: str | None,
+        actor: str,
+    ) -> Task:
+        """Give the task back to the queue until `run_at` (or now + `delay_s`), the attempt
+        not counted: the holder steps aside without failing (a usage limit, say)."""
+        if (delay_s is None) == (run_at is None):
+            raise errors.InvalidInput("until", "a delay or an instant, exactly one of them")
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="defer", token=token, worker_id=None
+            )
+            _end(tx, claim, ClaimStatus.RELEASED)
+            row = tx.one(
+                "defer_task",
+                task_id=task_id,
+                delay_s=delay_s,
+                run_at=run_at,
+                allowed=ALLOWED_FROM["defer"],
+            )
+            assert row is not None  # the active claim implies running
+            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=0, failed=0)
+            journal.record(
+                tx,
+                "task.deferred",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=claim.token,
+                from_status=TaskStatus.RUNNING,
+                to_status=TaskStatus.READY,
+                reason=reason,
+                data={"run_after": iso(self._driver.instant(row["run_after"]))},
             )
         return read_task(self._driver, task_id)
 

@@ -103,7 +103,7 @@ def _apply(tx: Tx, decision: Recovery) -> bool:
 
 
 def _mark_worker(tx: Tx, d: MarkWorker) -> bool:
-    reason = "missed heartbeats"
+    reason = d.reason
     if not tx.run(
         "mark_worker",
         worker_id=d.worker_id,

@@ -16,6 +16,7 @@ from corral.workers import Worker, WorkerStatus
 
 if TYPE_CHECKING:
     from corral.events import Event
+    from corral.runs import Run
 
 
 def _maybe_instant(driver: Driver, value: Any) -> datetime | None:
@@ -116,4 +117,33 @@ def event(driver: Driver, row: Row) -> Event:
         actor=row["actor"],
         reason=row["reason"],
         data=_maybe_json(driver, row["data"]),
+    )
+
+
+def run(driver: Driver, row: Row) -> Run:
+    """A `runs` row."""
+    from corral.runs import Run, RunOutcome  # only run commands need it: off the CLI's common path
+
+    return Run(
+        id=row["id"],
+        task_id=row["task_id"],
+        worker_id=row["worker_id"],
+        token=row["token"],
+        attempt=row["attempt"],
+        prompt=row["prompt"],
+        command=tuple(driver.json(row["command"])),
+        cwd=row["cwd"],
+        transcript_path=row["transcript_path"],
+        stderr_path=row["stderr_path"],
+        base_commit=row["base_commit"],
+        final_commit=row["final_commit"],
+        started_at=driver.instant(row["started_at"]),
+        finished_at=_maybe_instant(driver, row["finished_at"]),
+        exit_code=row["exit_code"],
+        outcome=None if row["outcome"] is None else RunOutcome(row["outcome"]),
+        error=row["error"],
+        usage=_maybe_json(driver, row["usage"]),
+        stalled_at=_maybe_instant(driver, row["stalled_at"]),
+        last_progress_at=_maybe_instant(driver, row["last_progress_at"]),
+        progress=row["progress"],
     )

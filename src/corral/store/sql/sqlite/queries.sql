@@ -99,6 +99,13 @@ WHERE token = :token AND status = 'active';
 UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 
+-- name: defer_task
+UPDATE tasks
+SET status = 'ready', attempts = attempts - 1,
+    run_after = coalesce(:run_at, :now + :delay_s), updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING run_after;
+
 -- name: complete_task
 UPDATE tasks
 SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
@@ -248,3 +255,42 @@ WHERE (:task_id IS NULL OR task_id = :task_id)
   AND id > :after_id
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: start_run
+INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
+                  base_commit, transcript_path, stderr_path)
+VALUES (:id, :task_id, :worker_id, :token, :attempt, :now, :prompt, :command, :cwd,
+        :base_commit, :transcript_path, :stderr_path)
+RETURNING *;
+
+-- name: finish_run
+UPDATE runs
+SET finished_at = :now, outcome = :outcome, exit_code = :exit_code, error = :error,
+    usage = :usage, final_commit = :final_commit
+WHERE id = :run_id AND finished_at IS NULL
+RETURNING *;
+
+-- name: mark_stalled
+UPDATE runs SET stalled_at = :now
+WHERE id = :run_id AND finished_at IS NULL AND stalled_at IS NULL
+RETURNING task_id, worker_id, token, last_progress_at;
+
+-- name: record_progress
+UPDATE runs SET last_progress_at = :now, progress = coalesce(:progress, progress),
+                stalled_at = NULL
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: get_run
+SELECT * FROM runs WHERE id = :run_id;
+
+-- name: list_runs
+-- Newest first; rowid breaks ties between runs started in the same instant.
+SELECT * FROM runs
+WHERE (:task_id IS NULL OR task_id = :task_id)
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+ORDER BY started_at DESC, rowid DESC
+LIMIT :limit;
+
+-- name: unfinished_runs
+SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
+ORDER BY started_at, rowid;

@@ -1,0 +1,106 @@
+"""Run commands: runs, run show, logs. A run is one attempt at a task (corral.runs)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import BinaryIO
+
+from corral.cli import parsing, render
+from corral.cli.context import Context
+from corral.errors import Refused
+
+# How often `logs --follow` looks for new output and for the end of the run.
+FOLLOW_POLL_S = 0.2
+_CHUNK_BYTES = 64 * 1024
+
+
+def cmd_runs(ctx: Context) -> int:
+    """List runs, newest first."""
+    a = ctx.args
+    limit = parsing.whole("limit", a.limit, minimum=1) or 50
+    runs = ctx.store.list_runs(task_id=a.task, worker_id=a.worker, limit=limit)
+    ctx.emit([r.to_dict() for r in runs], render.run_table(runs, ctx.store.now()) or "no runs")
+    return 0
+
+
+def cmd_run_show(ctx: Context) -> int:
+    """Show one run in full."""
+    run = ctx.store.get_run(ctx.args.id)
+    ctx.emit(run.to_dict(), render.run_detail(run))
+    return 0
+
+
+def cmd_logs(ctx: Context) -> int:
+    """Print a run's transcript (or stderr); with --follow, until the run ends."""
+    a = ctx.args
+    run = ctx.store.get_run(a.id)
+    what = "stderr" if a.stderr else "transcript"
+    path = run.stderr_path if a.stderr else run.transcript_path
+    if path is None:
+        raise Refused(f"run {run.id} recorded no {what} file")
+    copied = _follow(ctx, run.id, path) if a.follow else _copy_from(path, 0, sys.stdout.buffer)
+    if copied is None:
+        raise Refused(f"the {what} of run {run.id} is missing: {path} does not exist")
+    return 0
+
+
+def _follow(ctx: Context, run_id: str, path: str) -> int | None:
+    """Copy new bytes as they come until the run has finished and the file is drained.
+
+    The run is read before the file, so whatever it wrote before finishing is printed. A
+    file not created yet is waited for; None if the run finished without one.
+    """
+    from corral.clock import SystemClock
+
+    clock, offset = SystemClock(), None
+    while True:
+        finished = ctx.store.get_run(run_id).finished
+        copied = _copy_from(path, offset or 0, sys.stdout.buffer)
+        offset = offset if copied is None else copied
+        if finished:
+            return offset
+        clock.sleep(FOLLOW_POLL_S)
+
+
+def _copy_from(path: str, offset: int, out: BinaryIO) -> int | None:
+    """Write the file's bytes from `offset` on to `out`; the new offset, or None if no file."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the missing-file case
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise Refused(f"{path} is a directory, not a log file") from None
+    with handle:
+        handle.seek(offset, os.SEEK_SET)
+        while chunk := handle.read(_CHUNK_BYTES):
+            out.write(chunk)
+            offset += len(chunk)
+    out.flush()
+    return offset
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add the run commands to the parser."""
+    p = sub.add_parser("runs", parents=[common], help="list runs (attempts at tasks), newest first")
+    p.add_argument("--task", metavar="ID", help="only runs of this task")
+    p.add_argument("--worker", metavar="ID", help="only runs by this worker")
+    p.add_argument("--limit", help="at most N runs (default 50)")
+    p.set_defaults(handler=cmd_runs)
+
+    group = sub.add_parser("run", parents=[common], help="one run")
+    rsub = group.add_subparsers(dest="run_command", required=True, metavar="COMMAND")
+    p = rsub.add_parser("show", parents=[common], help="show a run in full")
+    p.add_argument("id", metavar="RUN_ID")
+    p.set_defaults(handler=cmd_run_show)
+
+    p = sub.add_parser("logs", parents=[common], help="print a run's transcript or stderr")
+    p.add_argument("id", metavar="RUN_ID")
+    p.add_argument("--stderr", action="store_true", help="the stderr file, not the transcript")
+    p.add_argument(
+        "--follow", action="store_true", help="keep printing new output until the run finishes"
+    )
+    p.set_defaults(handler=cmd_logs)

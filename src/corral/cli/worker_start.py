@@ -1,0 +1,81 @@
+"""`corral worker start`: turn flags into a runner configuration and run it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+import shutil
+from typing import Any
+
+from corral.cli import parsing
+from corral.cli.context import Context
+from corral.errors import InvalidInput
+from corral.store.location import runs_dir
+
+
+def start_worker(ctx: Context) -> int:
+    """Build the runner from the flags and run it; returns its exit code."""
+    from corral.runtime.runner import Runner, RunnerConfig
+
+    a = ctx.args
+    config = RunnerConfig(
+        name=a.name,
+        kinds=tuple(a.kind or ()),
+        queues=tuple(a.queue or ()),
+        labels=parsing.labels("label", a.label),
+        concurrency=parsing.whole("concurrency", a.concurrency, minimum=1) or 1,
+        max_tasks=parsing.whole("max_tasks", a.max_tasks, minimum=1),
+        once=a.once,
+        lease_s=parsing.positive_duration("lease", a.lease),
+        shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
+    )
+    job = _command_job(a, ctx.db) if a.exec else _python_job(a.call)
+    return Runner(ctx.store, config, job, settings=ctx.settings).run()
+
+
+def _duration(field: str, raw: str | None, default: float) -> float:
+    value = parsing.duration(field, raw)
+    return default if value is None else value
+
+
+def _command_job(a: argparse.Namespace, db: str) -> Any:
+    from corral.runtime.command_task import CommandJob
+    from corral.runtime.executor import CommandNotFound
+    from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template
+
+    try:
+        argv = tuple(shlex.split(a.exec))
+    except ValueError as exc:
+        raise InvalidInput("exec", "a command line with balanced quotes", str(exc)) from None
+    if not argv:
+        raise InvalidInput("exec", "a command to run")
+    if shutil.which(argv[0]) is None:
+        raise CommandNotFound(f"command not found: {argv[0]}")
+    return CommandJob(
+        argv=argv,
+        runs_dir=runs_dir(db),
+        template=load_template(a.prompt_template) if a.prompt_template else DEFAULT_TEMPLATE,
+        prompt_arg=a.prompt_arg,
+        workdir=a.workdir,
+        timeout_s=parsing.positive_duration("timeout", a.timeout),
+        stall_timeout_s=parsing.positive_duration("stall_timeout", a.stall_timeout),
+        kill_stalled=a.kill_stalled,
+        grace_s=_duration("grace", a.grace, 5.0),
+        defer_s=_duration("defer_delay", a.defer_delay, 900.0),
+    )
+
+
+def _python_job(target: str) -> Any:
+    from corral.runtime.runner import PythonJob
+
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise InvalidInput("call", "MODULE:FUNCTION, e.g. mypkg.tasks:handle", target)
+    try:
+        function = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidInput("call", "an importable MODULE:FUNCTION", f"{target} ({exc})") from None
+    if not callable(function):
+        raise InvalidInput("call", "a callable", target)
+    return PythonJob(execute=function)

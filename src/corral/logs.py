@@ -1,0 +1,35 @@
+"""Structured log lines with stable event names: `worker.started worker_id=w-… name=w1`.
+
+Only the runtime logs (a CLI command reports through its output and exit code). Lines
+go to stderr, which the pool supervisor (later) captures into per-worker log files.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+def logger(name: str) -> logging.Logger:
+    """A logger writing `time LEVEL event key=value ...` lines to stderr."""
+    log = logging.getLogger(name)
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(_FORMAT))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
+
+
+def event(log: logging.Logger, name: str, /, level: int = logging.INFO, **fields: object) -> None:
+    """Log event `name` with its fields as key=value pairs (values with spaces are quoted)."""
+    pairs = " ".join(f"{k}={_value(v)}" for k, v in fields.items() if v is not None)
+    log.log(level, "%s %s", name, pairs)
+
+
+def _value(value: object) -> str:
+    text = str(value)
+    return repr(text) if (" " in text or not text) else text

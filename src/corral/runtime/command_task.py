@@ -1,0 +1,153 @@
+"""Command tasks: the `--exec` command run once per task, through the executor.
+
+The command line is split with shlex once, when the runner starts; the prompt goes to
+the child's stdin, or as one extra argument with `prompt_arg`, so no task field is ever
+read by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
+`CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB`, so an agent
+can call `corral done` itself, fenced by its token. Exit status 0 is success, 75
+defers the task, anything else fails it with the tail of stderr. A last stdout line
+that is a JSON object with a `usage` object is recorded as the run's usage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.clock import Clock
+from corral.leases import Claim
+from corral.runtime.executor import CommandResult, CommandSpec, run_command
+from corral.runtime.outcome import DEFER_EXIT_CODE, Done, Ending
+from corral.runtime.prompts import DEFAULT_TEMPLATE, render_prompt
+from corral.tasks import Task
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandJob:
+    """How every task of this runner is run as a command."""
+
+    argv: tuple[str, ...]
+    runs_dir: str
+    template: str = DEFAULT_TEMPLATE
+    prompt_arg: bool = False
+    workdir: str | None = None
+    timeout_s: float | None = None
+    stall_timeout_s: float | None = None
+    kill_stalled: bool = False
+    grace_s: float = 5.0
+    defer_s: float = 900.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """One task's command, ready to start; what the run record keeps."""
+
+    spec: CommandSpec
+    prompt: str
+
+
+def prepare(job: CommandJob, task: Task, claim: Claim, run_id: str, db: str) -> Prepared:
+    """The argv, prompt, environment, working directory and capture paths for `task`."""
+    prompt = render_prompt(task, job.template)
+    argv = (*job.argv, prompt) if job.prompt_arg else job.argv
+    env = {
+        **os.environ,
+        **job.extra_env,
+        "CORRAL_TASK_ID": task.id,
+        "CORRAL_WORKER_ID": claim.worker_id,
+        "CORRAL_RUN_ID": run_id,
+        "CORRAL_CLAIM_TOKEN": str(claim.token),
+        "CORRAL_DB": db,
+    }
+    workdir = task.payload.get("workdir")
+    spec = CommandSpec(
+        argv=argv,
+        stdin_text=None if job.prompt_arg else prompt,
+        env=env,
+        cwd=workdir if isinstance(workdir, str) else (job.workdir or os.getcwd()),
+        transcript_path=os.path.join(job.runs_dir, f"{run_id}.jsonl"),
+        stderr_path=os.path.join(job.runs_dir, f"{run_id}.stderr"),
+        run_id=run_id,
+        timeout_s=task.timeout_s or job.timeout_s,
+        stall_timeout_s=job.stall_timeout_s,
+        kill_stalled=job.kill_stalled,
+        grace_s=job.grace_s,
+    )
+    return Prepared(spec=spec, prompt=prompt)
+
+
+def perform(
+    job: CommandJob,
+    prepared: Prepared,
+    *,
+    clock: Clock,
+    stop: Callable[[], str | None],
+    on_stall: Callable[[], None],
+) -> Done:
+    """Run the command to its end and describe it."""
+    os.makedirs(job.runs_dir, exist_ok=True)
+    reasons: list[str] = []
+
+    def stop_and_remember() -> str | None:
+        reason = stop()
+        if reason:
+            reasons.append(reason)
+        return reason
+
+    result = run_command(prepared.spec, clock=clock, stop=stop_and_remember, on_stall=on_stall)
+    return _done(job, prepared, result, reasons[-1] if reasons else None)
+
+
+def _done(
+    job: CommandJob, prepared: Prepared, result: CommandResult, stop_reason: str | None
+) -> Done:
+    ending = result.ending
+    code = result.exit_code
+    usage = last_usage(prepared.spec.transcript_path)
+    if ending is Ending.EXITED and code == DEFER_EXIT_CODE:
+        return Done(ending=ending, success=False, exit_code=code, usage=usage, defer_s=job.defer_s)
+    if ending is Ending.EXITED and code == 0:
+        return Done(ending=ending, success=True, exit_code=0, usage=usage)
+    return Done(
+        ending=ending,
+        success=False,
+        exit_code=code,
+        error=_error(ending, code, result, prepared.spec.timeout_s),
+        usage=usage,
+        stop_reason=stop_reason,
+    )
+
+
+def _error(ending: Ending, code: int | None, result: CommandResult, timeout_s: float | None) -> str:
+    tail = result.stderr_tail.strip()
+    if ending is Ending.TIMEOUT:
+        head = f"timed out after {timeout_s:g} s"
+    elif ending is Ending.STALLED:
+        head = "stalled: no output for the stall timeout"
+    elif ending is Ending.STOPPED:
+        head = "stopped by the runner"
+    else:
+        head = f"exited with status {code}"
+    return f"{head}: {tail}" if tail else head
+
+
+def last_usage(path: str, window: int = 65536) -> dict[str, Any] | None:
+    """The `usage` object of the transcript's last line, when that line is JSON."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - window))
+            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return None
+    if not lines:
+        return None
+    try:
+        last = json.loads(lines[-1])
+    except ValueError:
+        return None
+    usage = last.get("usage") if isinstance(last, dict) else None
+    return usage if isinstance(usage, dict) else None

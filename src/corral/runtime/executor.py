@@ -1,0 +1,357 @@
+"""One task command, run to completion in a session of its own; nothing about stores or claims.
+
+The model:
+- The command is started with `start_new_session=True`: it leads a new session and a new
+  process group whose id is its pid, so one `killpg` reaches it and every descendant that
+  stayed in the group. Nothing is run through a shell.
+- stdout goes to the transcript file and stderr to the stderr file, written by the OS as
+  the child prints; nothing passes through this process. The prompt is written to stdin
+  from a thread (a prompt larger than the pipe buffer must not block the watch), then
+  stdin is closed.
+- The watch polls, fast at first so that short commands return at once, then every
+  `poll_s` on the injected clock: the caller's `stop()` ends the run (STOPPED), then
+  `timeout_s` (TIMEOUT), then a stall: no growth of transcript + stderr for
+  `stall_timeout_s` calls `on_stall()` once per episode and, with `kill_stalled`, ends the
+  run (STALLED). An episode ends when the output grows again.
+- Exit is detected with `waitid(WNOWAIT)`, which does not reap: the child's pid, and so
+  its group id, cannot be reused by another process while the tree is being ended. The
+  child is reaped last, always.
+- Ending the tree, after a kill decision and after a normal exit alike ("no orphaned
+  grandchildren"): collect the targets first, while parents still link to their children
+  (the child's descendants, plus every process started since the child whose environment
+  says `CORRAL_RUN_ID=<run_id>`); SIGTERM the group and each target; wait up to `grace_s`;
+  SIGKILL the group and the survivors.
+- Why the environment scan: a grandchild that called `setsid` has left the group, and one
+  whose parent died was handed to init, so neither `killpg` nor a walk of the tree finds
+  it. The environment is inherited, so the run id marks every process the command started,
+  wherever it went, unless it cleared its environment: only a cgroup could catch that one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import IO
+
+# psutil ships no type information; its stubs (types-psutil) are not a dependency.
+import psutil
+
+from corral.clock import Clock
+from corral.errors import CorralError, InvalidInput
+from corral.runtime.outcome import Ending
+
+RUN_ID_ENV = "CORRAL_RUN_ID"
+STDERR_TAIL_BYTES = 2048
+# After SIGKILL, how long to wait for the processes to be gone before returning anyway.
+KILL_WAIT_S = 1.0
+FIRST_POLL_S = 0.0001  # short commands (`true`) end in under a millisecond
+
+
+class CommandNotFound(CorralError):
+    """The command's executable was not found."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandSpec:
+    """What to run, where, with what input and output, and the bounds on its run.
+
+    `env` is the child's whole environment; `CORRAL_RUN_ID=run_id` is set in it whatever
+    the caller gave, since it is how escaped descendants are found.
+    """
+
+    argv: tuple[str, ...]
+    stdin_text: str | None
+    env: dict[str, str]
+    cwd: str
+    transcript_path: str
+    stderr_path: str
+    run_id: str
+    timeout_s: float | None = None
+    stall_timeout_s: float | None = None
+    kill_stalled: bool = False
+    grace_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandResult:
+    """How a command ended, its exit code, and the tail of its stderr."""
+
+    ending: Ending
+    exit_code: int | None
+    duration_s: float
+    stalled: bool
+    stderr_tail: str
+    stop_reason: str | None = None
+
+
+@dataclass(slots=True)
+class _Watch:
+    """What the poll loop tracks between polls."""
+
+    started_at: float
+    output_size: int = -1
+    grown_at: float = 0.0
+    in_stall: bool = False
+    stalled: bool = False
+    stop_reason: str | None = None
+
+
+def run_command(
+    spec: CommandSpec,
+    *,
+    clock: Clock,
+    stop: Callable[[], str | None],
+    on_stall: Callable[[], None] | None = None,
+    poll_s: float = 0.05,
+) -> CommandResult:
+    """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it."""
+    watch = _Watch(started_at=clock.monotonic())
+    proc = _spawn(spec)
+    feeder = _start_feeder(proc.stdin, spec.stdin_text)
+    since = _create_time(proc.pid)
+    try:
+        ending = _supervise(
+            proc.pid, spec, watch, clock=clock, stop=stop, on_stall=on_stall, poll_s=poll_s
+        )
+    finally:
+        _end_tree(proc.pid, spec, since, clock, poll_s)
+        proc.wait()
+        if feeder is not None:
+            feeder.join(timeout=spec.grace_s)
+    return CommandResult(
+        ending=ending,
+        exit_code=proc.returncode,
+        duration_s=clock.monotonic() - watch.started_at,
+        stalled=watch.stalled,
+        stderr_tail=_tail(spec.stderr_path),
+        stop_reason=watch.stop_reason,
+    )
+
+
+def _spawn(spec: CommandSpec) -> subprocess.Popen[bytes]:
+    """Start the command in a new session, its output going straight to the files."""
+    if not spec.argv:
+        raise InvalidInput("argv", "a command to run", list(spec.argv))
+    if not os.path.isdir(spec.cwd):
+        raise InvalidInput("cwd", "an existing directory", spec.cwd)
+    stdin = subprocess.DEVNULL if spec.stdin_text is None else subprocess.PIPE
+    env = {**spec.env, RUN_ID_ENV: spec.run_id}  # the mark that finds escaped descendants
+    with open(spec.transcript_path, "wb") as out, open(spec.stderr_path, "wb") as err:
+        try:
+            # S603: argv is passed as a list, never to a shell.
+            return subprocess.Popen(  # noqa: S603
+                spec.argv,
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=spec.cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise _spawn_error(spec, exc) from exc
+
+
+def _spawn_error(spec: CommandSpec, exc: OSError) -> CorralError:
+    """The one-line error for a command that could not be started."""
+    if exc.filename == spec.cwd:  # the directory went away after the check above
+        return InvalidInput("cwd", "an existing directory", spec.cwd)
+    if isinstance(exc, FileNotFoundError):
+        return CommandNotFound(f"command not found: {spec.argv[0]}")
+    return CommandNotFound(f"cannot run {spec.argv[0]}: {exc.strerror}")
+
+
+def _start_feeder(pipe: IO[bytes] | None, text: str | None) -> threading.Thread | None:
+    """Write the prompt to the child's stdin from a thread, then close it."""
+    if pipe is None or text is None:
+        return None
+    feeder = threading.Thread(target=_feed, args=(pipe, text.encode()), daemon=True)
+    feeder.start()
+    return feeder
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write `data` and close; a child that exits without reading it all is not an error."""
+    with suppress(OSError):
+        pipe.write(data)
+    with suppress(OSError):
+        pipe.close()
+
+
+def _supervise(
+    pid: int,
+    spec: CommandSpec,
+    watch: _Watch,
+    *,
+    clock: Clock,
+    stop: Callable[[], str | None],
+    on_stall: Callable[[], None] | None,
+    poll_s: float,
+) -> Ending:
+    """Poll until the child exits or a reason to end it comes up."""
+    delay_s = min(FIRST_POLL_S, poll_s)
+    while not _has_exited(pid):
+        ending = _check(spec, watch, clock.monotonic(), stop, on_stall)
+        if ending is not None:
+            return ending
+        clock.sleep(delay_s)
+        delay_s = min(delay_s * 2, poll_s)
+    return Ending.EXITED
+
+
+def _check(
+    spec: CommandSpec,
+    watch: _Watch,
+    now: float,
+    stop: Callable[[], str | None],
+    on_stall: Callable[[], None] | None,
+) -> Ending | None:
+    """The reason to end the run now, if there is one; reports a new stall."""
+    watch.stop_reason = stop()
+    if watch.stop_reason is not None:
+        return Ending.STOPPED
+    if spec.timeout_s is not None and now - watch.started_at >= spec.timeout_s:
+        return Ending.TIMEOUT
+    if not _stall_began(spec, watch, now):
+        return None
+    if on_stall is not None:
+        on_stall()
+    return Ending.STALLED if spec.kill_stalled else None
+
+
+def _stall_began(spec: CommandSpec, watch: _Watch, now: float) -> bool:
+    """Whether a stall episode starts at this poll; growth of the output ends an episode."""
+    if spec.stall_timeout_s is None:
+        return False
+    size = _size(spec.transcript_path) + _size(spec.stderr_path)
+    if size != watch.output_size:
+        watch.output_size, watch.grown_at, watch.in_stall = size, now, False
+        return False
+    if watch.in_stall or now - watch.grown_at < spec.stall_timeout_s:
+        return False
+    watch.in_stall = watch.stalled = True
+    return True
+
+
+def _size(path: str) -> int:
+    """The file's size in bytes, 0 if it is gone."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the child has exited, without reaping it: its pid stays reserved."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped by someone else (SIGCHLD ignored)
+        return True
+
+
+def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: float) -> None:
+    """SIGTERM the child's group and every process of the run, wait `grace_s`, SIGKILL the rest."""
+    targets = _targets(pid, spec.run_id, since)
+    _signal_group(pid, signal.SIGTERM)
+    _signal_each(targets, signal.SIGTERM)
+    survivors = _wait_gone(pid, targets, clock.monotonic() + spec.grace_s, clock, poll_s)
+    _signal_group(pid, signal.SIGKILL)
+    with suppress(ProcessLookupError):  # the child may have moved to another group
+        os.kill(pid, signal.SIGKILL)
+    _signal_each(survivors, signal.SIGKILL)
+    _wait_gone(pid, survivors, clock.monotonic() + KILL_WAIT_S, clock, poll_s)
+
+
+def _targets(pid: int, run_id: str, since: float) -> list[psutil.Process]:
+    """The child's live descendants and every other process marked with the run id."""
+    found = {} if _has_exited(pid) else {p.pid: p for p in _descendants(pid)}
+    found.update((p.pid, p) for p in _marked(run_id, since) if p.pid != pid)
+    return list(found.values())
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    """The process's descendants, as far as they still link to it."""
+    try:
+        children: list[psutil.Process] = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    return children
+
+
+def _marked(run_id: str, since: float) -> list[psutil.Process]:
+    """Processes started since `since` whose environment has `CORRAL_RUN_ID=run_id`."""
+    me, found = os.getpid(), []
+    for proc in psutil.process_iter():
+        with suppress(psutil.Error):  # gone, a zombie, or not ours to read
+            if proc.pid != me and proc.create_time() >= since and _run_id_of(proc) == run_id:
+                found.append(proc)
+    return found
+
+
+def _run_id_of(proc: psutil.Process) -> str | None:
+    """The process's CORRAL_RUN_ID, as it was when it started."""
+    environ: dict[str, str] = proc.environ()
+    return environ.get(RUN_ID_ENV)
+
+
+def _create_time(pid: int) -> float:
+    """When the child was started, on the same scale as other processes' create times."""
+    try:
+        created: float = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return 0.0
+    return created
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Send `sig` to the child's process group, if anything is left in it."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _signal_each(procs: list[psutil.Process], sig: signal.Signals) -> None:
+    """Send `sig` to each process; one that is gone already is skipped."""
+    for proc in procs:
+        with suppress(psutil.Error):
+            proc.send_signal(sig)
+
+
+def _wait_gone(
+    pid: int, procs: list[psutil.Process], deadline: float, clock: Clock, poll_s: float
+) -> list[psutil.Process]:
+    """Wait until the child and `procs` have ended, or the deadline; the ones still alive."""
+    delay_s = min(FIRST_POLL_S, poll_s)
+    while True:
+        alive = [proc for proc in procs if _alive(proc)]
+        if (not alive and _has_exited(pid)) or clock.monotonic() >= deadline:
+            return alive
+        clock.sleep(delay_s)
+        delay_s = min(delay_s * 2, poll_s)
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Whether the process still runs (a zombie has ended)."""
+    try:
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def _tail(path: str) -> str:
+    """The last `STDERR_TAIL_BYTES` of the file, decoded; a character cut in half is dropped."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(max(0, os.fstat(file.fileno()).st_size - STDERR_TAIL_BYTES))
+            data = file.read()
+    except OSError:
+        return ""
+    if len(data) == STDERR_TAIL_BYTES:
+        data = data.lstrip(bytes(range(0x80, 0xC0)))  # continuation bytes of a cut character
+    return data.decode(errors="replace")

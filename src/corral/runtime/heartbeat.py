@@ -1,0 +1,134 @@
+"""The heartbeat thread: proves the runner lives, whatever its tasks are doing.
+
+It beats at the interval the store answers, from its own thread, so a task that keeps
+the runner busy (a long command, a CPU-bound Python function) does not make the worker
+look dead. Each beat extends the worker's leases (in the store) and then checks every
+claim the runner holds: a claim that is no longer active under its token (cancelled, or
+expired and claimed by someone else) is reported lost, and the runner stops that task.
+A store that is briefly unavailable is retried with growing waits; the task keeps
+running. A store that answers the worker is dead or offline ends the beats: its claims
+are gone, and the runner must stop.
+
+Limit: a Python task that holds the GIL in native code for longer than the dead window
+starves this thread too; command tasks run in their own processes and cannot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import psutil
+
+from corral import registry
+from corral.clock import Clock
+from corral.errors import StoreError, WorkerUnavailable
+from corral.logs import event
+from corral.settings import Settings
+from corral.store import Store
+
+MAX_RETRY_S = 5.0
+
+
+class Heartbeat:
+    """Beats for one worker until stopped; exposes drain, dead and lost claims."""
+
+    def __init__(
+        self, store: Store, worker_id: str, *, settings: Settings, clock: Clock, log: logging.Logger
+    ) -> None:
+        self._store = store
+        self._worker_id = worker_id
+        self._settings = settings
+        self._clock = clock
+        self._log = log
+        self.interval_s = settings.heartbeat_interval_s
+        self.drain = threading.Event()
+        self.dead = threading.Event()
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+        self._lost: set[str] = set()
+        self._process = psutil.Process()
+        self._thread = threading.Thread(target=self._run, name="corral-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        """Beat once now (so the worker is idle, not starting), then from the thread."""
+        self._beat()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the beats and wait for the thread."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def hold(self, task_id: str, token: int) -> None:
+        """Watch the claim `token` on `task_id` while its task runs."""
+        with self._lock:
+            self._held[task_id] = token
+            self._lost.discard(task_id)
+
+    def drop(self, task_id: str) -> None:
+        """Stop watching `task_id`."""
+        with self._lock:
+            self._held.pop(task_id, None)
+            self._lost.discard(task_id)
+
+    def lost(self, task_id: str) -> bool:
+        """True when the claim on `task_id` is no longer ours (or the worker is dead)."""
+        with self._lock:
+            return task_id in self._lost or self.dead.is_set()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            wait_s = self.interval_s if failures == 0 else min(MAX_RETRY_S, 0.1 * 2**failures)
+            if self._clock.wait(self._stopping, wait_s):
+                return
+            failures = 0 if self._beat() else failures + 1
+
+    def _beat(self) -> bool:
+        """One heartbeat and claim check; False when the store could not be reached."""
+        try:
+            beat = registry.heartbeat(
+                self._store,
+                self._worker_id,
+                cpu_percent=self._process.cpu_percent(None),
+                rss_bytes=self._process.memory_info().rss,
+                settings=self._settings,
+            )
+            self._check_claims()
+        except WorkerUnavailable as exc:
+            event(
+                self._log,
+                "worker.declared_gone",
+                logging.ERROR,
+                worker_id=self._worker_id,
+                reason=exc.message,
+            )
+            self.dead.set()
+            self._stopping.set()
+            return True
+        except StoreError as exc:
+            event(
+                self._log,
+                "heartbeat.failed",
+                logging.WARNING,
+                worker_id=self._worker_id,
+                error=exc.message,
+            )
+            return False
+        self.interval_s = beat.heartbeat_interval_s
+        if beat.drain and not self.drain.is_set():
+            event(self._log, "worker.drain_requested", worker_id=self._worker_id)
+            self.drain.set()
+        return True
+
+    def _check_claims(self) -> None:
+        with self._lock:
+            held = dict(self._held)
+        for task_id, token in held.items():
+            claim = self._store.active_claim(task_id)
+            if claim is None or claim.token != token:
+                with self._lock:
+                    self._lost.add(task_id)

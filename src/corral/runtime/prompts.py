@@ -1,0 +1,84 @@
+"""A task's prompt: a template file rendered from the task's fields.
+
+Templates use `${name}` placeholders (string.Template): `id`, `title`, `description`,
+`kind`, `queue`, `priority`, `attempt`, `payload` (the whole payload as JSON), and every
+top-level payload field by its name. Lists render as numbered lines, objects as JSON.
+The fields seed prompts use (`instructions`, `deliverables`, `steps`) have defaults, so
+a template may name them for any task; other unknown placeholders are left as written.
+Nothing here is ever interpreted by a shell: the prompt goes to stdin or one argv item.
+"""
+
+from __future__ import annotations
+
+import json
+from string import Template
+from typing import Any
+
+from corral.errors import InvalidInput
+from corral.tasks import Task
+
+DEFAULT_TEMPLATE = """\
+You are a worker agent assigned one task.
+
+Task ID: ${id}
+Title: ${title}
+Attempt: ${attempt}
+
+Description:
+${description}
+
+Instructions:
+${instructions}
+
+Deliverables:
+${deliverables}
+
+Steps:
+${steps}
+
+When you have finished, exit with status 0 (or run `corral done ${id}` yourself).
+To give up, exit with a non-zero status; to step aside for now, run
+`corral defer ${id} --until 30m` or exit with status 75.
+"""
+
+_DEFAULTS = {
+    "instructions": "Complete the task as described above.",
+    "deliverables": "A short summary of what was done.",
+    "steps": "(no specific steps)",
+}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(f"{n}. {_text(item)}" for n, item in enumerate(value, 1))
+    return json.dumps(value)
+
+
+def render_prompt(task: Task, template: str = DEFAULT_TEMPLATE) -> str:
+    """The prompt for `task`; placeholders that name nothing stay as written."""
+    fields: dict[str, str] = dict(_DEFAULTS)
+    fields.update({k: _text(v) for k, v in task.payload.items() if isinstance(k, str)})
+    fields.update(
+        id=task.id,
+        title=task.title,
+        description=task.description or "(none)",
+        kind=task.kind,
+        queue=task.queue,
+        priority=str(task.priority),
+        attempt=str(task.attempts),
+        payload=json.dumps(task.payload, indent=2),
+    )
+    return Template(template).safe_substitute(fields)
+
+
+def load_template(path: str) -> str:
+    """The template in `path`, or InvalidInput naming the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(
+            "prompt_template", "a readable UTF-8 text file", f"{path}: {exc}"
+        ) from None

@@ -1,0 +1,55 @@
+"""`run_worker`: the Python way to run a worker, with a function for the work."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from corral.errors import StoreError
+from corral.runtime.pytask import Execute
+from corral.runtime.runner import PythonJob, Runner, RunnerConfig
+from corral.settings import Settings, load_settings
+from corral.store import open_store
+from corral.store.location import config_path, resolve_db
+from corral.tasks import Task
+
+
+def run_worker(
+    execute: Execute,
+    *,
+    capture_io: Callable[[str, Task], dict[str, str]] | None = None,
+    context: dict[str, Any] | None = None,
+    kinds: tuple[str, ...] | list[str] = (),
+    queues: tuple[str, ...] | list[str] = (),
+    name: str | None = None,
+    db: str | None = None,
+    settings: Settings | None = None,
+    concurrency: int = 1,
+    max_tasks: int | None = None,
+    once: bool = False,
+    lease_s: float | None = None,
+    shutdown_timeout_s: float = 300.0,
+) -> int:
+    """Run a worker whose tasks are `execute(task, ctx)` calls; returns the exit code.
+
+    The store is `db`, else CORRAL_DB, else the nearest `.corral/corral.db`. It stops on
+    SIGTERM or SIGINT (from the main thread), when drained, or after `max_tasks` / `once`.
+    """
+    found = resolve_db(db, os.environ, os.getcwd())
+    if found is None:
+        raise StoreError("no corral store found: pass db=, set CORRAL_DB, or run `corral init`")
+    chosen = settings or load_settings(config_path=config_path(found))
+    config = RunnerConfig(
+        name=name or f"py-{os.getpid()}",
+        kinds=tuple(kinds),
+        queues=tuple(queues),
+        concurrency=concurrency,
+        max_tasks=max_tasks,
+        once=once,
+        lease_s=lease_s,
+        shutdown_timeout_s=shutdown_timeout_s,
+    )
+    job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
+    with open_store(found) as store:
+        return Runner(store, config, job, settings=chosen).run()

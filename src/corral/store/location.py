@@ -1,0 +1,45 @@
+"""Where the store is: `--db`, else CORRAL_DB, else the nearest `.corral/corral.db` upwards.
+
+The CLI and `run_worker` find the same store the same way, as git finds `.git`.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_DIR = ".corral"
+DB_NAME = "corral.db"
+
+
+def find_db(cwd: str) -> str | None:
+    """The nearest `.corral/corral.db` from `cwd` upwards, or None."""
+    here = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(here, DEFAULT_DIR, DB_NAME)
+        if os.path.exists(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def resolve_db(
+    explicit: str | None, environ: dict[str, str] | os._Environ[str], cwd: str
+) -> str | None:
+    """`explicit`, else CORRAL_DB, else the nearest store upwards, else None."""
+    return explicit or environ.get("CORRAL_DB") or find_db(cwd)
+
+
+def config_path(db: str) -> str:
+    """The config file read for store `db`: `config.toml` beside a SQLite file."""
+    path = db.removeprefix("sqlite:///")
+    folder = os.path.dirname(os.path.abspath(path)) if "://" not in path else "."
+    return os.path.join(folder, "config.toml")
+
+
+def runs_dir(db: str) -> str:
+    """Where run transcripts go: `runs/` beside a SQLite file, else `.corral/runs`."""
+    path = db.removeprefix("sqlite:///")
+    folder = os.path.dirname(os.path.abspath(path)) if "://" not in path else DEFAULT_DIR
+    return os.path.join(folder, "runs")

@@ -1,0 +1,180 @@
+"""Store operations on runs: start, finish, flag a stall, record progress, read.
+
+A run starts under its task's active claim: the token and the worker are checked as for
+any fenced operation, so a worker that lost its lease cannot start one. Finishing needs
+no live claim (a run whose lease was lost is still recorded) and is a compare-and-set on
+`finished_at IS NULL`: a run finishes once, and the database refuses any later change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from corral import errors
+from corral.durations import iso
+from corral.ids import RUN_PREFIX, new_id
+from corral.store import journal, rows
+from corral.store.base import Driver, Json, Tx
+from corral.store.lookups import held_claim
+
+if TYPE_CHECKING:
+    from corral.runs import NewRun, Run, RunOutcome
+
+
+class RunOps:
+    """The record of every attempt at a task."""
+
+    _driver: Driver
+
+    def start_run(self, spec: NewRun, *, run_id: str | None = None) -> Run:
+        """Record that `spec.worker_id` starts running the task under claim `spec.token`.
+
+        `run_id` lets a runner name the run's files and environment before it starts;
+        without one a fresh id (`r-...`) is drawn.
+        """
+        if run_id is not None and not run_id.startswith(RUN_PREFIX):
+            raise errors.InvalidInput("run_id", f"an id starting with {RUN_PREFIX!r}", run_id)
+        with self._driver.write() as tx:
+            held_claim(
+                tx,
+                self._driver,
+                spec.task_id,
+                action="run",
+                token=spec.token,
+                worker_id=spec.worker_id,
+            )
+            row = tx.one(
+                "start_run",
+                id=run_id or new_id(RUN_PREFIX),
+                task_id=spec.task_id,
+                worker_id=spec.worker_id,
+                token=spec.token,
+                attempt=spec.attempt,
+                prompt=spec.prompt,
+                command=Json(list(spec.command)),
+                cwd=spec.cwd,
+                base_commit=spec.base_commit,
+                transcript_path=spec.transcript_path,
+                stderr_path=spec.stderr_path,
+            )
+            assert row is not None  # an INSERT ... RETURNING always returns its row
+            run = rows.run(self._driver, row)
+            journal.record(
+                tx,
+                "run.started",
+                actor=run.worker_id,
+                task_id=run.task_id,
+                worker_id=run.worker_id,
+                token=run.token,
+                data={"run_id": run.id, "attempt": run.attempt},
+            )
+        return run
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        outcome: RunOutcome,
+        exit_code: int | None = None,
+        error: str | None = None,
+        usage: dict[str, Any] | None = None,
+        final_commit: str | None = None,
+    ) -> Run:
+        """End the run with `outcome`; a run already finished is refused and left as it was."""
+        ended = _outcome(outcome)
+        with self._driver.write() as tx:
+            row = tx.one(
+                "finish_run",
+                run_id=run_id,
+                outcome=ended,
+                exit_code=exit_code,
+                error=error,
+                usage=Json(usage),
+                final_commit=final_commit,
+            )
+            if row is None:
+                before = _run_in(tx, self._driver, run_id)
+                raise errors.Refused(f"run {run_id} is already finished ({before.outcome})")
+            run = rows.run(self._driver, row)
+            journal.record(
+                tx,
+                "run.finished",
+                actor=run.worker_id,
+                task_id=run.task_id,
+                worker_id=run.worker_id,
+                token=run.token,
+                reason=error,
+                data={"run_id": run.id, "outcome": str(ended), "exit_code": exit_code},
+            )
+        return run
+
+    def mark_stalled(self, run_id: str) -> None:
+        """Flag an unfinished run as stalled (event `task.stalled`); else change nothing.
+
+        A run already flagged stays flagged without a second event until
+        `record_progress` clears the flag.
+        """
+        with self._driver.write() as tx:
+            row = tx.one("mark_stalled", run_id=run_id)
+            if row is None:
+                _run_in(tx, self._driver, run_id)  # NotFound; finished or flagged: nothing to do
+                return
+            last = row["last_progress_at"]
+            journal.record(
+                tx,
+                "task.stalled",
+                actor=row["worker_id"],
+                task_id=row["task_id"],
+                worker_id=row["worker_id"],
+                token=row["token"],
+                data={
+                    "run_id": run_id,
+                    "last_progress_at": None if last is None else iso(self._driver.instant(last)),
+                },
+            )
+
+    def record_progress(self, run_id: str, note: str | None = None) -> None:
+        """The run shows signs of life now: clear any stall flag and keep `note` if given.
+
+        A finished run is left as it was, so a progress report racing the end is harmless.
+        """
+        with self._driver.write() as tx:
+            if not tx.run("record_progress", run_id=run_id, progress=note):
+                _run_in(tx, self._driver, run_id)  # NotFound; a finished run keeps its record
+
+    def get_run(self, run_id: str) -> Run:
+        """Run `run_id`, or NotFound."""
+        with self._driver.read() as tx:
+            return _run_in(tx, self._driver, run_id)
+
+    def list_runs(
+        self, *, task_id: str | None = None, worker_id: str | None = None, limit: int = 50
+    ) -> list[Run]:
+        """The newest `limit` runs, newest first, of one task or worker or of all."""
+        with self._driver.read() as tx:
+            found = tx.all("list_runs", task_id=task_id, worker_id=worker_id, limit=limit)
+            return [rows.run(self._driver, r) for r in found]
+
+    def unfinished_runs(self, worker_id: str) -> list[Run]:
+        """The worker's runs that have not finished, oldest first (a restart's leftovers)."""
+        with self._driver.read() as tx:
+            found = tx.all("unfinished_runs", worker_id=worker_id)
+            return [rows.run(self._driver, r) for r in found]
+
+
+def _run_in(tx: Tx, driver: Driver, run_id: str) -> Run:
+    """Run `run_id`, or NotFound."""
+    row = tx.one("get_run", run_id=run_id)
+    if row is None:
+        raise errors.NotFound("run", run_id)
+    return rows.run(driver, row)
+
+
+def _outcome(value: str) -> RunOutcome:
+    from corral.runs import RunOutcome
+
+    try:
+        return RunOutcome(value)
+    except ValueError:
+        expected = "one of " + ", ".join(RunOutcome)
+        raise errors.InvalidInput("outcome", expected, value) from None

@@ -1,0 +1,388 @@
+"""The worker runner as users run it: `corral worker start` in a real process, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from tests.conftest import CORRAL
+from tests.runtime.conftest import wait_until
+
+import corral
+from corral import EventFilter, NewTask, Store, TaskFilter, TaskStatus, open_store
+from corral.runs import RunOutcome
+
+BIN = str(Path(CORRAL).parent)
+
+
+class Harness:
+    """A store in a temporary folder, and runners started against it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.db = str(tmp_path / ".corral" / "corral.db")
+        (tmp_path / ".corral").mkdir()
+        self.store: Store = open_store(self.db)
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")},
+            "CORRAL_DB": self.db,
+            "CORRAL_HEARTBEAT_INTERVAL_S": "0.2",
+            "CORRAL_RETRY_BASE_S": "0",
+            "PATH": f"{BIN}:{os.environ['PATH']}",
+        }
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def add(self, title: str = "a task", **fields: object) -> str:
+        """Enqueue a task; its id."""
+        spec = NewTask(title=title, **fields)  # type: ignore[arg-type]
+        return corral.enqueue(self.store, spec, settings=corral.Settings(retry_base_s=0)).id
+
+    def script(self, name: str, body: str) -> str:
+        """An executable bash script in the temporary folder."""
+        path = self.tmp / name
+        path.write_text("#!/usr/bin/env bash\n" + body)
+        path.chmod(0o755)
+        return str(path)
+
+    def start(self, *args: str, name: str = "w1") -> subprocess.Popen[bytes]:
+        """`corral worker start --name NAME ARGS...` in its own session."""
+        with open(
+            self.tmp / f"{name}-{len(self.procs)}.log", "wb"
+        ) as log:  # the child keeps its own
+            proc = subprocess.Popen(
+                [CORRAL, "worker", "start", "--name", name, *args],
+                env=self.env,
+                cwd=self.tmp,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs.append(proc)
+        return proc
+
+    def log_has(self, text: str) -> bool:
+        """True once some runner's log contains `text`."""
+        return any(text in p.read_text(errors="replace") for p in self.tmp.glob("*.log"))
+
+    def task(self, task_id: str) -> corral.Task:
+        """The task as the store has it now."""
+        return self.store.get_task(task_id)
+
+    def runs(self, task_id: str) -> list[corral.Run]:
+        """The task's runs, oldest first."""
+        return list(reversed(self.store.list_runs(task_id=task_id)))
+
+    def wait_running(self, task_id: str) -> corral.Run:
+        """Wait until the task has an unfinished run; that run."""
+        wait_until(lambda: any(r.finished_at is None for r in self.runs(task_id)), 10)
+        return next(r for r in self.runs(task_id) if r.finished_at is None)
+
+    def close(self) -> None:
+        """Kill every runner and every task process they left, then close the store."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for run in self.store.list_runs(limit=1000):
+            _kill_run_processes(run.id)
+        self.store.close()
+
+
+def _processes_of_run(run_id: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if (
+                proc.environ().get("CORRAL_RUN_ID") == run_id
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _kill_run_processes(run_id: str) -> None:
+    for proc in _processes_of_run(run_id):
+        proc.kill()
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Iterator[Harness]:
+    """A harness whose processes are all gone after the test."""
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def _events(store: Store, task_id: str) -> list[str]:
+    return [e.name for e in store.list_events(EventFilter(task_id=task_id, limit=500))]
+
+
+def test_a_command_gets_the_prompt_and_environment_and_its_output_is_captured(h: Harness) -> None:
+    """The prompt arrives on stdin, CORRAL_* variables are set, output lands in the run's files."""
+    agent = h.script(
+        "agent.sh",
+        "prompt=$(cat)\n"
+        'jq -n -c --arg p "$prompt" \'{prompt: $p, task: env.CORRAL_TASK_ID,'
+        " worker: env.CORRAL_WORKER_ID, run: env.CORRAL_RUN_ID,"
+        " token: env.CORRAL_CLAIM_TOKEN, db: env.CORRAL_DB}'\n"
+        'echo "to stderr" >&2\n',
+    )
+    task_id = h.add("Write the docs", payload={"instructions": "be brief"})
+    assert 0 == h.start("--exec", agent, "--once").wait(30)
+    run = h.runs(task_id)[0]
+    seen = json.loads(Path(run.transcript_path or "").read_text())
+    claim_token = h.store.list_events(EventFilter(task_id=task_id, limit=50))[1].token
+    assert (task_id, run.worker_id, run.id, str(claim_token), h.db) == (
+        seen["task"],
+        seen["worker"],
+        seen["run"],
+        seen["token"],
+        seen["db"],
+    )
+    assert "Title: Write the docs" in seen["prompt"] and "be brief" in seen["prompt"]
+    assert (run.prompt or "").rstrip("\n") == seen["prompt"]  # $(cat) drops the last newline
+    assert "to stderr\n" == Path(run.stderr_path or "").read_text()
+    assert (TaskStatus.DONE, RunOutcome.DONE, 0) == (
+        h.task(task_id).status,
+        run.outcome,
+        run.exit_code,
+    )
+
+
+def test_a_failing_command_fails_the_task_with_its_stderr_and_once_exits_1(h: Harness) -> None:
+    """A non-zero exit fails the run; the task's error is the tail of stderr; --once exits 1."""
+    agent = h.script("fail.sh", 'echo "compiler said no" >&2\nexit 4\n')
+    task_id = h.add()
+    assert 1 == h.start("--exec", agent, "--once").wait(30)
+    task = h.task(task_id)
+    assert (TaskStatus.READY, 1) == (task.status, task.attempts)
+    assert "exited with status 4: compiler said no" == task.last_error
+    assert RunOutcome.FAILED == h.runs(task_id)[0].outcome
+
+
+def test_exit_status_75_defers_the_task_without_counting_an_attempt(h: Harness) -> None:
+    """Exit 75 returns the task to ready after the defer delay, attempts unchanged."""
+    task_id = h.add()
+    assert 0 == h.start(
+        "--exec", h.script("later.sh", "exit 75\n"), "--once", "--defer-delay", "1h"
+    ).wait(30)
+    task = h.task(task_id)
+    assert (TaskStatus.READY, 0) == (task.status, task.attempts)
+    assert task.run_after > h.store.now()
+    assert RunOutcome.DEFERRED == h.runs(task_id)[0].outcome
+    assert "task.deferred" in _events(h.store, task_id)
+
+
+def test_an_agent_that_reports_done_itself_is_completed_once(h: Harness) -> None:
+    """`corral done` from inside the task (fenced by its token) and exit 0 complete it once."""
+    agent = h.script(
+        "self.sh", 'corral done "$CORRAL_TASK_ID" --result \'"by the agent"\' >/dev/null\n'
+    )
+    task_id = h.add()
+    assert 0 == h.start("--exec", agent, "--once").wait(30)
+    task = h.task(task_id)
+    assert (TaskStatus.DONE, "by the agent") == (task.status, task.result)
+    assert 1 == _events(h.store, task_id).count("task.completed")
+    assert RunOutcome.DONE == h.runs(task_id)[0].outcome
+
+
+def test_sigterm_mid_task_lets_it_finish_then_the_worker_deregisters_and_exits_0(
+    h: Harness,
+) -> None:
+    """Graceful shutdown: no new claims, the running task completes, the worker goes offline."""
+    gate = h.tmp / "gate"
+    agent = h.script("wait.sh", f'while [ ! -e "{gate}" ]; do sleep 0.02; done\n')
+    first, second = h.add("first"), h.add("second")
+    runner = h.start("--exec", agent)
+    run = h.wait_running(first)
+    runner.send_signal(signal.SIGTERM)
+    wait_until(lambda: h.log_has("worker.signal"), 10)  # Python runs handlers in its main thread
+    gate.touch()
+    assert 0 == runner.wait(30)
+    assert (TaskStatus.DONE, TaskStatus.READY) == (h.task(first).status, h.task(second).status)
+    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(run.worker_id).status
+
+
+def test_a_second_signal_stops_the_task_now_and_releases_its_claim(h: Harness) -> None:
+    """Two SIGINTs: the task's process tree is killed, its claim released uncounted, exit 0."""
+    task_id = h.add()
+    runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    run = h.wait_running(task_id)
+    runner.send_signal(signal.SIGINT)
+    wait_until(lambda: h.log_has("worker.signal"), 10)  # signals sent at once can merge into one
+    runner.send_signal(signal.SIGINT)
+    assert 0 == runner.wait(30)
+    task = h.task(task_id)
+    assert (TaskStatus.READY, 0) == (task.status, task.attempts)
+    assert RunOutcome.SHUTDOWN == h.store.get_run(run.id).outcome
+    assert [] == _processes_of_run(run.id)
+
+
+def test_sigkill_of_the_runner_returns_its_task_after_a_reconcile_pass_with_a_crash(
+    h: Harness,
+) -> None:
+    """A runner killed with SIGKILL stops beating; the reconciler expires its claim as a crash."""
+    task_id = h.add()
+    runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    run = h.wait_running(task_id)
+    runner.kill()
+    runner.wait()
+    settings = corral.Settings(heartbeat_interval_s=0.2, retry_base_s=0)
+
+    def recovered() -> bool:
+        return corral.reconcile_once(h.store, settings=settings).crashes == 1
+
+    wait_until(recovered, 10, interval_s=0.1)
+    task = h.task(task_id)
+    assert (TaskStatus.READY, 1, 1) == (task.status, task.attempts, task.crashes)
+    assert corral.WorkerStatus.DEAD == h.store.get_worker(run.worker_id).status
+
+
+def test_a_runner_restarted_under_a_dead_name_releases_the_old_claims_at_once(h: Harness) -> None:
+    """Crash recovery: a new incarnation expires its dead predecessor's claim, then retakes it."""
+    gate = h.tmp / "gate"
+    agent = h.script("wait.sh", f'while [ ! -e "{gate}" ]; do sleep 0.02; done\n')
+    task_id = h.add()
+    first = h.start("--exec", agent)
+    old = h.wait_running(task_id)
+    first.kill()
+    first.wait()
+    _kill_run_processes(old.id)
+    gate.touch()
+    assert 0 == h.start("--exec", agent, "--once").wait(30)
+    task = h.task(task_id)
+    assert (TaskStatus.DONE, 1) == (task.status, task.crashes)
+    assert corral.WorkerStatus.DEAD == h.store.get_worker(old.worker_id).status
+
+
+def test_a_timeout_kills_the_whole_process_tree_and_fails_the_run(h: Harness) -> None:
+    """Past its timeout a task's command, its children and a setsid'd grandchild are all ended."""
+    agent = h.script("tree.sh", "sleep 300 &\nsetsid sleep 300 &\nsleep 300\n")
+    task_id = h.add(timeout_s=0.5)
+    assert 1 == h.start("--exec", agent, "--once", "--grace", "0.2").wait(30)
+    run = h.runs(task_id)[0]
+    assert (RunOutcome.TIMEOUT, []) == (run.outcome, _processes_of_run(run.id))
+    assert (h.task(task_id).last_error or "").startswith("timed out after 0.5 s")
+
+
+def test_the_token_of_a_timed_out_run_is_refused_once_the_task_is_claimed_again(h: Harness) -> None:
+    """Fencing across a timeout: the old run's token cannot complete the re-claimed task."""
+    task_id = h.add(timeout_s=0.3)
+    assert 1 == h.start(
+        "--exec", h.script("slow.sh", "sleep 300\n"), "--once", "--grace", "0.1"
+    ).wait(30)
+    old_token = h.runs(task_id)[0].token
+    worker = corral.register(h.store, corral.NewWorker(name="other")).worker
+    corral.claim(h.store, task_id, worker.id)
+    done = subprocess.run(
+        [CORRAL, "done", task_id, "--token", str(old_token)],
+        env=h.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (1, TaskStatus.RUNNING) == (done.returncode, h.task(task_id).status)
+    assert "stale" in done.stderr
+
+
+def test_cancelling_a_running_task_stops_its_command(h: Harness) -> None:
+    """The heartbeat notices the claim is gone and the runner ends the command (lease lost)."""
+    task_id = h.add()
+    runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    run = h.wait_running(task_id)
+    corral.cancel(h.store, task_id)
+    wait_until(lambda: h.store.get_run(run.id).finished_at is not None, 10)
+    assert RunOutcome.LEASE_LOST == h.store.get_run(run.id).outcome
+    assert [] == _processes_of_run(run.id)
+    runner.send_signal(signal.SIGTERM)
+    assert 0 == runner.wait(30)
+
+
+def test_a_drained_runner_finishes_and_exits_0(h: Harness) -> None:
+    """`corral worker drain` through the store: the idle runner deregisters and exits."""
+    runner = h.start("--exec", h.script("ok.sh", "true\n"))
+    wait_until(lambda: bool(h.store.list_workers((corral.WorkerStatus.IDLE,))), 10)
+    worker = h.store.list_workers((corral.WorkerStatus.IDLE,))[0]
+    corral.drain(h.store, worker.id)
+    assert 0 == runner.wait(30)
+    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(worker.id).status
+
+
+def test_a_silent_command_is_flagged_stalled_and_killed_with_kill_stalled(h: Harness) -> None:
+    """No output for the stall timeout: a task.stalled event, and the run ends as stalled."""
+    task_id = h.add()
+    runner = h.start(
+        "--exec",
+        h.script("quiet.sh", "sleep 300\n"),
+        "--once",
+        "--stall-timeout",
+        "0.3",
+        "--kill-stalled",
+        "--grace",
+        "0.1",
+    )
+    assert 1 == runner.wait(30)
+    assert RunOutcome.STALLED == h.runs(task_id)[0].outcome
+    assert "task.stalled" in _events(h.store, task_id)
+
+
+def test_worker_stop_sends_sigquit_and_the_task_is_released(h: Harness) -> None:
+    """`corral worker stop ID` stops the runner now; its task goes back to the queue."""
+    task_id = h.add()
+    runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    run = h.wait_running(task_id)
+    stop = subprocess.run(
+        [CORRAL, "worker", "stop", run.worker_id], env=h.env, capture_output=True, check=False
+    )
+    assert 0 == stop.returncode
+    assert 0 == runner.wait(30)
+    assert (TaskStatus.READY, 0) == (h.task(task_id).status, h.task(task_id).attempts)
+
+
+def test_a_missing_command_is_exit_3_and_registers_nothing(h: Harness) -> None:
+    """`--exec` naming no program fails at start with exit 3 and one line."""
+    proc = h.start("--exec", "no-such-agent --flag")
+    assert 3 == proc.wait(30)
+    assert [] == h.store.list_workers()
+
+
+def test_a_python_execute_that_raises_fails_its_task_and_the_runner_goes_on(h: Harness) -> None:
+    """run_worker: an exception fails that task with its message; the next task still runs."""
+    bad, good = h.add("bad", retry_base_s=60.0), h.add("good")
+    seen: list[str] = []
+
+    def execute(task: corral.Task, ctx: object) -> dict[str, object]:
+        seen.append(task.title)
+        if task.title == "bad":
+            raise ValueError("boom")
+        return {"success": True, "output": {"greeting": ctx.greeting}}  # type: ignore[attr-defined]
+
+    code = corral.run_worker(
+        execute,
+        db=h.db,
+        max_tasks=2,
+        context={"greeting": "hi"},
+        settings=corral.Settings(heartbeat_interval_s=0.2, retry_base_s=60),
+    )
+    assert (0, ["bad", "good"]) == (code, seen)
+    assert ("ValueError: boom", TaskStatus.READY) == (h.task(bad).last_error, h.task(bad).status)
+    assert {"greeting": "hi"} == h.task(good).result
+    done = h.store.list_tasks(TaskFilter(statuses=(TaskStatus.DONE,)))
+    assert [good] == [t.id for t in done]
+
+
+def test_the_python_api_runs_in_a_plain_interpreter(h: Harness) -> None:
+    """`from corral import run_worker` in a fresh process drains a task and exits 0."""
+    task_id = h.add()
+    code = "import corral, sys; sys.exit(corral.run_worker(lambda t, c: None, once=True))"
+    assert 0 == subprocess.run([sys.executable, "-c", code], env=h.env, check=False).returncode
+    assert TaskStatus.DONE == h.task(task_id).status
