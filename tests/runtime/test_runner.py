@@ -386,3 +386,39 @@ def test_the_python_api_runs_in_a_plain_interpreter(h: Harness) -> None:
     code = "import corral, sys; sys.exit(corral.run_worker(lambda t, c: None, once=True))"
     assert 0 == subprocess.run([sys.executable, "-c", code], env=h.env, check=False).returncode
     assert TaskStatus.DONE == h.task(task_id).status
+
+
+def test_concurrency_runs_several_tasks_at_once_under_one_worker(h: Harness) -> None:
+    """`--concurrency 2`: two tasks run side by side, both under the same worker."""
+    gate = h.tmp / "gate"
+    agent = h.script("wait.sh", f'while [ ! -e "{gate}" ]; do sleep 0.02; done\n')
+    first, second = h.add("first"), h.add("second")
+    runner = h.start("--exec", agent, "--concurrency", "2", "--max-tasks", "2")
+    a, b = h.wait_running(first), h.wait_running(second)
+    assert a.worker_id == b.worker_id
+    gate.touch()
+    assert 0 == runner.wait(30)
+    assert [TaskStatus.DONE, TaskStatus.DONE] == [h.task(first).status, h.task(second).status]
+
+
+def test_a_cpu_bound_python_task_does_not_make_its_worker_look_dead(h: Harness) -> None:
+    """Liveness comes from the runner's heartbeat thread: a busy task keeps its lease."""
+    task_id = h.add()
+    code = (
+        "import corral, sys, time\n"
+        "def spin(task, ctx):\n"
+        "    end = time.monotonic() + 2.0\n"
+        "    while time.monotonic() < end:\n"
+        "        sum(i * i for i in range(1000))\n"
+        "sys.exit(corral.run_worker(spin, once=True))\n"
+    )
+    worker = subprocess.Popen([sys.executable, "-c", code], env=h.env)
+    h.procs.append(worker)
+    settings = corral.Settings(heartbeat_interval_s=0.2, dead_after_missed=3)
+    run = h.wait_running(task_id)
+    while worker.poll() is None:  # reconcile all along, as the orchestrator would
+        corral.reconcile_once(h.store, settings=settings)
+    assert 0 == worker.returncode
+    assert (TaskStatus.DONE, 0) == (h.task(task_id).status, h.task(task_id).crashes)
+    names = [e.name for e in h.store.list_events(EventFilter(worker_id=run.worker_id, limit=500))]
+    assert "worker.dead" not in names

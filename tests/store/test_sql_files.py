@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from corral import open_store
 from corral.runs import RunOutcome
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
 from corral.tasks import ALLOWED_FROM, TaskStatus
@@ -202,3 +203,22 @@ def test_sqlite_refuses_any_change_to_a_finished_run():
         assert [("done", None)] == conn.execute("SELECT outcome, error FROM runs").fetchall()
     finally:
         conn.close()
+
+
+def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(tmp_path):
+    """A version-1 store with a task in it opens at the latest version with the task intact."""
+    path = str(tmp_path / "v1.db")
+    conn = _apply([migration_files("sqlite")[0][1]])
+    conn.execute(
+        "INSERT INTO tasks (id, title, queue, kind, status, max_attempts, retry_base_s,"
+        " run_after, created_at, updated_at)"
+        " VALUES ('t-fromv1', 'from version 1', 'default', 'default', 'ready', 3, 10, 0, 0, 0)"
+    )
+    conn.commit()
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(f"VACUUM INTO '{path}'")
+    conn.close()
+    with open_store(path) as store:
+        assert (migration_files("sqlite")[-1][0],) * 2 == store.schema_version()
+        assert "from version 1" == store.get_task("t-fromv1").title
+        assert [] == store.list_runs()

@@ -1,0 +1,98 @@
+"""Prompt rendering: task fields into a template, nothing ever read by a shell."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from corral.errors import InvalidInput
+from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template, render_prompt
+from corral.tasks import Task, TaskStatus
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def _task(**fields: object) -> Task:
+    base: dict[str, object] = {
+        "id": "t-1",
+        "title": "Fix the login bug",
+        "description": "It 500s.",
+        "queue": "default",
+        "kind": "code",
+        "priority": 5,
+        "status": TaskStatus.RUNNING,
+        "payload": {},
+        "labels": {},
+        "depends_on": (),
+        "assignee": None,
+        "parent_id": None,
+        "attempts": 2,
+        "max_attempts": 3,
+        "crashes": 0,
+        "retry_base_s": 10.0,
+        "timeout_s": None,
+        "run_after": NOW,
+        "requires_review": False,
+        "branch": None,
+        "result": None,
+        "last_error": None,
+        "failure_reason": None,
+        "worker_id": "w-1",
+        "token": 7,
+        "lease_expires_at": NOW,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "finished_at": None,
+    }
+    base.update(fields)
+    return Task(**base)  # type: ignore[arg-type]
+
+
+def test_task_fields_and_payload_fields_fill_the_template() -> None:
+    """${title}, ${attempt} and any top-level payload field by name are substituted."""
+    task = _task(payload={"repo": "web", "ticket": 42})
+    assert "web #42: Fix the login bug (attempt 2)" == render_prompt(
+        task, "${repo} #${ticket}: ${title} (attempt ${attempt})"
+    )
+
+
+def test_lists_render_as_numbered_lines_and_objects_as_json() -> None:
+    """Payload steps become `1. ...` lines; nested objects are JSON."""
+    task = _task(payload={"steps": ["reproduce", "fix"], "limits": {"files": 3}})
+    assert '1. reproduce\n2. fix | {"files": 3}' == render_prompt(task, "${steps} | ${limits}")
+
+
+def test_seed_fields_have_defaults_and_unknown_placeholders_stay() -> None:
+    """instructions/deliverables/steps default when absent; ${nope} is left as written."""
+    rendered = render_prompt(_task(), "${instructions} / ${steps} / ${nope}")
+    assert "Complete the task as described above. / (no specific steps) / ${nope}" == rendered
+
+
+def test_the_default_template_names_the_task_and_how_to_finish() -> None:
+    """The built-in prompt carries id, title, description and the completion contract."""
+    rendered = render_prompt(_task(payload={"instructions": "Add a test first."}), DEFAULT_TEMPLATE)
+    for expected in (
+        "Task ID: t-1",
+        "Title: Fix the login bug",
+        "It 500s.",
+        "Add a test first.",
+        "corral done t-1",
+        "status 75",
+    ):
+        assert expected in rendered
+
+
+def test_shell_syntax_in_task_fields_is_plain_text() -> None:
+    """A title full of shell syntax is copied verbatim into the prompt, not expanded."""
+    title = "$(rm -rf /); `id` && echo ${HOME}"
+    assert title == render_prompt(_task(title=title), "${title}")
+
+
+def test_an_unreadable_template_is_invalid_input_naming_the_file(tmp_path: Path) -> None:
+    """A missing template file is a one-line error naming the field and the path."""
+    with pytest.raises(
+        InvalidInput, match=r"^prompt_template: expected a readable UTF-8 text file"
+    ):
+        load_template(str(tmp_path / "missing.md"))
