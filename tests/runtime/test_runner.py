@@ -422,3 +422,29 @@ def test_a_cpu_bound_python_task_does_not_make_its_worker_look_dead(h: Harness) 
     assert (TaskStatus.DONE, 0) == (h.task(task_id).status, h.task(task_id).crashes)
     names = [e.name for e in h.store.list_events(EventFilter(worker_id=run.worker_id, limit=500))]
     assert "worker.dead" not in names
+
+
+def test_a_command_killed_from_outside_is_recorded_as_killed(h: Harness) -> None:
+    """A task process ended by a signal it did not ask for (an OOM kill, say) fails as killed."""
+    task_id = h.add()
+    assert 1 == h.start("--exec", h.script("oom.sh", "kill -9 $$\n"), "--once").wait(30)
+    run = h.runs(task_id)[0]
+    assert (RunOutcome.KILLED, -9) == (run.outcome, run.exit_code)
+    assert TaskStatus.READY == h.task(task_id).status
+
+
+def test_worker_start_call_runs_a_python_function_by_name(h: Harness) -> None:
+    """`--call module:function` imports the function and runs each task through it."""
+    (h.tmp / "handlers.py").write_text(
+        "def handle(task, ctx):\n    return {'success': True, 'output': task.title.upper()}\n"
+    )
+    task_id = h.add("shout")
+    h.env["PYTHONPATH"] = str(h.tmp)
+    assert 0 == h.start("--call", "handlers:handle", "--once").wait(30)
+    assert (TaskStatus.DONE, "SHOUT") == (h.task(task_id).status, h.task(task_id).result)
+
+
+def test_worker_start_call_with_a_bad_target_is_exit_2(h: Harness) -> None:
+    """An unimportable --call target is a one-line usage error before anything registers."""
+    assert 2 == h.start("--call", "no_such_module:handle").wait(30)
+    assert [] == h.store.list_workers()

@@ -426,7 +426,7 @@ class Runner:
         queue.fail(
             self._store, task.id, error=error, token=token, settings=self._settings, rng=self._rng
         )
-        return _FAILED.get(done.ending, RunOutcome.FAILED), error
+        return _failure_outcome(done), error
 
     # -- crash recovery ----------------------------------------------------------------
 
@@ -452,6 +452,13 @@ class Runner:
                 pid=worker.pid,
                 claims_expired=report.claims_expired,
             )
+
+
+def _failure_outcome(done: Done) -> RunOutcome:
+    """timeout and stalled as such; killed when a signal from outside ended the command."""
+    if done.ending is Ending.EXITED and done.exit_code is not None and done.exit_code < 0:
+        return RunOutcome.KILLED
+    return _FAILED.get(done.ending, RunOutcome.FAILED)
 
 
 def _process_alive(pid: int | None, registered_at_s: float) -> bool:
