@@ -448,3 +448,15 @@ def test_worker_start_call_with_a_bad_target_is_exit_2(h: Harness) -> None:
     """An unimportable --call target is a one-line usage error before anything registers."""
     assert 2 == h.start("--call", "no_such_module:handle").wait(30)
     assert [] == h.store.list_workers()
+
+
+def test_a_task_that_cannot_start_fails_alone_and_the_runner_goes_on(h: Harness) -> None:
+    """A task whose working directory does not exist fails with a clear error; the next one runs."""
+    broken = h.add("broken", payload={"workdir": str(h.tmp / "missing")}, retry_base_s=60.0)
+    fine = h.add("fine")
+    assert 0 == h.start("--exec", h.script("ok.sh", "true\n"), "--max-tasks", "2").wait(30)
+    assert TaskStatus.DONE == h.task(fine).status
+    failed = h.task(broken)
+    assert (TaskStatus.READY, 1) == (failed.status, failed.attempts)
+    assert "missing" in (failed.last_error or "")
+    assert RunOutcome.FAILED == h.runs(broken)[0].outcome

@@ -23,15 +23,17 @@ import os
 import random
 import signal
 import threading
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
 from corral import queue, reconciler, registry
 from corral.clock import Clock, SystemClock
-from corral.errors import InvalidTransition, StaleToken, StoreError
+from corral.errors import CorralError, InvalidTransition, StaleToken, StoreError
 from corral.ids import RUN_PREFIX, new_id
 from corral.leases import Claim
 from corral.logs import event, logger
@@ -47,6 +49,8 @@ from corral.tasks import Task, TaskStatus
 from corral.workers import WATCHED, NewWorker
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+REPORT_RETRIES = 5  # store calls after a run, tried again while the store is unavailable
+T = TypeVar("T")
 _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
 
 
@@ -280,30 +284,23 @@ class Runner:
 
     def _work(self, claim: Claim) -> None:
         assert self._heartbeat is not None
-        task = self._store.get_task(claim.task_id)
         run_id = new_id(RUN_PREFIX)
-        self._heartbeat.hold(task.id, claim.token)
+        self._heartbeat.hold(claim.task_id, claim.token)
         event(
             self._log,
             "task.started",
             worker_id=self.worker_id,
-            task_id=task.id,
+            task_id=claim.task_id,
             run_id=run_id,
             token=claim.token,
         )
         try:
-            done = self._perform(task, claim, run_id)
-            outcome, error = self._report(task, claim, done)
-            self._store.finish_run(
-                run_id,
-                outcome=outcome,
-                exit_code=done.exit_code,
-                error=error,
-                usage=done.usage,
-                final_commit=None,
-            )
+            outcome = self._attempt(claim, run_id)
+        except Exception as exc:  # one task's failure must not end the worker
+            self._log.exception("task.runner_error task_id=%s run_id=%s", claim.task_id, run_id)
+            outcome = self._give_up(claim, run_id, f"runner error: {type(exc).__name__}: {exc}")
         finally:
-            self._heartbeat.drop(task.id)
+            self._heartbeat.drop(claim.task_id)
         if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED):
             with self._lock:
                 self._unsuccessful += 1
@@ -311,10 +308,59 @@ class Runner:
             self._log,
             "task.finished",
             worker_id=self.worker_id,
-            task_id=task.id,
+            task_id=claim.task_id,
             run_id=run_id,
             outcome=outcome,
         )
+
+    def _attempt(self, claim: Claim, run_id: str) -> RunOutcome:
+        """Run the task and report it; store hiccups while reporting are retried."""
+        task = self._retrying(lambda: self._store.get_task(claim.task_id))
+        done = self._perform(task, claim, run_id)
+        outcome, error = self._retrying(lambda: self._report(task, claim, done))
+        self._retrying(
+            lambda: self._store.finish_run(
+                run_id,
+                outcome=outcome,
+                exit_code=done.exit_code,
+                error=error,
+                usage=done.usage,
+                final_commit=None,
+            )
+        )
+        return outcome
+
+    def _retrying(self, action: Callable[[], T]) -> T:
+        """`action()`, tried again with growing waits while the store is unavailable."""
+        for attempt in range(REPORT_RETRIES):
+            try:
+                return action()
+            except StoreError as exc:
+                event(
+                    self._log,
+                    "store.retry",
+                    logging.WARNING,
+                    worker_id=self.worker_id,
+                    attempt=attempt + 1,
+                    error=exc.message,
+                )
+                self._clock.sleep(min(5.0, 0.2 * 2**attempt))
+        return action()
+
+    def _give_up(self, claim: Claim, run_id: str, error: str) -> RunOutcome:
+        """After an unexpected error: fail the task under its token and close its run, if we can."""
+        with suppress(CorralError):
+            queue.fail(
+                self._store,
+                claim.task_id,
+                error=error,
+                token=claim.token,
+                settings=self._settings,
+                rng=self._rng,
+            )
+        with suppress(CorralError):  # absent if the run never started, final if it finished
+            self._store.finish_run(run_id, outcome=RunOutcome.FAILED, error=error)
+        return RunOutcome.FAILED
 
     def _perform(self, task: Task, claim: Claim, run_id: str) -> Done:
         def stop() -> str | None:
