@@ -460,3 +460,88 @@ def test_a_task_that_cannot_start_fails_alone_and_the_runner_goes_on(h: Harness)
     assert (TaskStatus.READY, 1) == (failed.status, failed.attempts)
     assert "missing" in (failed.last_error or "")
     assert RunOutcome.FAILED == h.runs(broken)[0].outcome
+
+
+def test_a_killed_runner_s_run_is_finished_as_killed_when_its_worker_is_declared_dead(
+    h: Harness,
+) -> None:
+    """The reconciler closes the run of a dead worker (outcome killed), so `logs --follow` ends."""
+    task_id = h.add()
+    runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    run = h.wait_running(task_id)
+    runner.kill()
+    runner.wait()
+    settings = corral.Settings(heartbeat_interval_s=0.2)
+    wait_until(lambda: corral.reconcile_once(h.store, settings=settings).workers_dead == 1, 10, 0.1)
+    assert RunOutcome.KILLED == h.store.get_run(run.id).outcome
+
+
+def test_a_restarted_runner_ends_the_command_its_dead_incarnation_left_running(
+    h: Harness,
+) -> None:
+    """Restart by name: the old run's processes (found by CORRAL_RUN_ID) are ended, not orphaned."""
+    task_id = h.add()
+    first = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    old = h.wait_running(task_id)
+    wait_until(lambda: bool(_processes_of_run(old.id)), 10)
+    first.kill()
+    first.wait()
+    second = h.start("--exec", h.script("ok.sh", "true\n"), "--once")
+    assert 0 == second.wait(30)
+    assert [] == _processes_of_run(old.id)
+    assert RunOutcome.KILLED == h.store.get_run(old.id).outcome
+
+
+def test_an_agent_that_defers_itself_gives_a_deferred_run_and_exit_0(h: Harness) -> None:
+    """`corral defer` from inside the task, then exit 0: the run says deferred, not lease lost."""
+    agent = h.script("defer.sh", 'corral defer "$CORRAL_TASK_ID" --until 1h >/dev/null\n')
+    task_id = h.add()
+    assert 0 == h.start("--exec", agent, "--once").wait(30)
+    assert RunOutcome.DEFERRED == h.runs(task_id)[0].outcome
+    assert (TaskStatus.READY, 0) == (h.task(task_id).status, h.task(task_id).attempts)
+
+
+def test_a_runner_deregistered_from_outside_stops_cleanly(h: Harness) -> None:
+    """`corral worker deregister` on a running idle runner: it stops claiming and exits 0."""
+    runner = h.start("--exec", h.script("ok.sh", "true\n"))
+    wait_until(lambda: bool(h.store.list_workers((corral.WorkerStatus.IDLE,))), 10)
+    worker = h.store.list_workers((corral.WorkerStatus.IDLE,))[0]
+    corral.deregister(h.store, worker.id)
+    assert 0 == runner.wait(30)
+    assert not h.log_has("Traceback")
+
+
+def test_sighup_is_a_graceful_stop(h: Harness) -> None:
+    """Closing the terminal (SIGHUP) deregisters the worker and exits 0."""
+    runner = h.start("--exec", h.script("ok.sh", "true\n"))
+    wait_until(lambda: bool(h.store.list_workers((corral.WorkerStatus.IDLE,))), 10)
+    worker = h.store.list_workers((corral.WorkerStatus.IDLE,))[0]
+    runner.send_signal(signal.SIGHUP)
+    assert 0 == runner.wait(30)
+    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(worker.id).status
+
+
+def test_relative_exec_and_db_work_for_tasks_in_other_directories(h: Harness) -> None:
+    """`--exec ./agent.sh --db .corral/corral.db` still work when a task's workdir is elsewhere."""
+    elsewhere = h.tmp / "elsewhere"
+    elsewhere.mkdir()
+    h.script("agent.sh", 'corral done "$CORRAL_TASK_ID" >/dev/null\n')
+    task_id = h.add(payload={"workdir": str(elsewhere)})
+    del h.env["CORRAL_DB"]
+    assert 0 == h.start("--exec", "./agent.sh", "--db", ".corral/corral.db", "--once").wait(30)
+    assert TaskStatus.DONE == h.task(task_id).status
+
+
+def test_an_empty_exec_is_a_usage_error(h: Harness) -> None:
+    """`--exec ''` is refused with exit 2 and no traceback."""
+    assert 2 == h.start("--exec", "").wait(30)
+    assert not h.log_has("Traceback")
+
+
+def test_output_after_a_stall_clears_the_stall_flag(h: Harness) -> None:
+    """A command that goes quiet, then speaks again, is no longer shown as stalled."""
+    agent = h.script("pause.sh", "echo start\nsleep 0.6\necho again\nsleep 0.1\n")
+    task_id = h.add()
+    assert 0 == h.start("--exec", agent, "--once", "--stall-timeout", "0.2").wait(30)
+    assert "task.stalled" in _events(h.store, task_id)
+    assert None is h.runs(task_id)[0].stalled_at

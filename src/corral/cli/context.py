@@ -42,6 +42,8 @@ class Context:
                 os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
                 found = os.path.join(cwd, DEFAULT_DIR, DB_NAME)
             self._db = found
+        if "://" not in self._db:  # absolute, so task commands in other folders find it too
+            self._db = os.path.abspath(self._db)
         return self._db
 
     @property

@@ -147,6 +147,13 @@ def cmd_stop(ctx: Context) -> int:
         registry.drain(ctx.store, worker.id)
         ctx.emit({"id": worker.id, "signal": None, "drain": True}, f"{worker.id} asked to drain")
         return 0
+    from corral.runtime.runner import process_alive
+
+    if not process_alive(worker.pid, worker.registered_at.timestamp()):
+        raise Refused(
+            f"process {worker.pid} of worker {worker.id} is not running; "
+            "`corral reconcile` returns its tasks to the queue"
+        )
     sig = signal.SIGTERM if graceful else signal.SIGQUIT
     try:
         os.kill(worker.pid, sig)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import shlex
 import shutil
+import sys
 from typing import Any
 
 from corral.cli import parsing
@@ -30,7 +32,7 @@ def start_worker(ctx: Context) -> int:
         lease_s=parsing.positive_duration("lease", a.lease),
         shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
     )
-    job = _command_job(a, ctx.db) if a.exec else _python_job(a.call)
+    job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
     return Runner(ctx.store, config, job, settings=ctx.settings).run()
 
 
@@ -50,10 +52,11 @@ def _command_job(a: argparse.Namespace, db: str) -> Any:
         raise InvalidInput("exec", "a command line with balanced quotes", str(exc)) from None
     if not argv:
         raise InvalidInput("exec", "a command to run")
-    if shutil.which(argv[0]) is None:
+    found = shutil.which(argv[0])
+    if found is None:
         raise CommandNotFound(f"command not found: {argv[0]}")
     return CommandJob(
-        argv=argv,
+        argv=(os.path.abspath(found), *argv[1:]),  # tasks may run in other working directories
         runs_dir=runs_dir(db),
         template=load_template(a.prompt_template) if a.prompt_template else DEFAULT_TEMPLATE,
         prompt_arg=a.prompt_arg,
@@ -72,6 +75,8 @@ def _python_job(target: str) -> Any:
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise InvalidInput("call", "MODULE:FUNCTION, e.g. mypkg.tasks:handle", target)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: modules beside the caller import
     try:
         function = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:

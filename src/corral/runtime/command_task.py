@@ -87,6 +87,7 @@ def perform(
     clock: Clock,
     stop: Callable[[], str | None],
     on_stall: Callable[[], None],
+    on_resume: Callable[[], None],
 ) -> Done:
     """Run the command to its end and describe it."""
     os.makedirs(job.runs_dir, exist_ok=True)
@@ -98,7 +99,9 @@ def perform(
             reasons.append(reason)
         return reason
 
-    result = run_command(prepared.spec, clock=clock, stop=stop_and_remember, on_stall=on_stall)
+    result = run_command(
+        prepared.spec, clock=clock, stop=stop_and_remember, on_stall=on_stall, on_resume=on_resume
+    )
     return _done(job, prepared, result, reasons[-1] if reasons else None)
 
 

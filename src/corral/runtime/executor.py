@@ -109,6 +109,7 @@ def run_command(
     clock: Clock,
     stop: Callable[[], str | None],
     on_stall: Callable[[], None] | None = None,
+    on_resume: Callable[[], None] | None = None,
     poll_s: float = 0.05,
 ) -> CommandResult:
     """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it."""
@@ -118,7 +119,14 @@ def run_command(
     since = _create_time(proc.pid)
     try:
         ending = _supervise(
-            proc.pid, spec, watch, clock=clock, stop=stop, on_stall=on_stall, poll_s=poll_s
+            proc.pid,
+            spec,
+            watch,
+            clock=clock,
+            stop=stop,
+            on_stall=on_stall,
+            on_resume=on_resume,
+            poll_s=poll_s,
         )
     finally:
         _end_tree(proc.pid, spec, since, clock, poll_s)
@@ -193,12 +201,13 @@ def _supervise(
     clock: Clock,
     stop: Callable[[], str | None],
     on_stall: Callable[[], None] | None,
+    on_resume: Callable[[], None] | None,
     poll_s: float,
 ) -> Ending:
     """Poll until the child exits or a reason to end it comes up."""
     delay_s = min(FIRST_POLL_S, poll_s)
     while not _has_exited(pid):
-        ending = _check(spec, watch, clock.monotonic(), stop, on_stall)
+        ending = _check(spec, watch, clock.monotonic(), stop, (on_stall, on_resume))
         if ending is not None:
             return ending
         clock.sleep(delay_s)
@@ -211,15 +220,19 @@ def _check(
     watch: _Watch,
     now: float,
     stop: Callable[[], str | None],
-    on_stall: Callable[[], None] | None,
+    hooks: tuple[Callable[[], None] | None, Callable[[], None] | None],
 ) -> Ending | None:
-    """The reason to end the run now, if there is one; reports a new stall."""
+    """The reason to end the run now, if there is one; reports a stall and its end."""
     watch.stop_reason = stop()
     if watch.stop_reason is not None:
         return Ending.STOPPED
     if spec.timeout_s is not None and now - watch.started_at >= spec.timeout_s:
         return Ending.TIMEOUT
+    on_stall, on_resume = hooks
+    was_stalled = watch.in_stall
     if not _stall_began(spec, watch, now):
+        if was_stalled and not watch.in_stall and on_resume is not None:
+            on_resume()
         return None
     if on_stall is not None:
         on_stall()
@@ -299,6 +312,22 @@ def _run_id_of(proc: psutil.Process) -> str | None:
     """The process's CORRAL_RUN_ID, as it was when it started."""
     environ: dict[str, str] = proc.environ()
     return environ.get(RUN_ID_ENV)
+
+
+def end_marked_processes(
+    run_id: str, *, clock: Clock, grace_s: float = 5.0, poll_s: float = 0.05
+) -> int:
+    """End every process marked with `run_id` (left by a runner that died); how many there were.
+
+    SIGTERM, up to `grace_s` for them to go, then SIGKILL: the same as a run's own tree.
+    """
+    targets = _marked(run_id, 0.0)
+    _signal_each(targets, signal.SIGTERM)
+    deadline = clock.monotonic() + grace_s
+    while any(_alive(p) for p in targets) and clock.monotonic() < deadline:
+        clock.sleep(poll_s)
+    _signal_each([p for p in targets if _alive(p)], signal.SIGKILL)
+    return len(targets)
 
 
 def _create_time(pid: int) -> float:

@@ -33,25 +33,39 @@ import psutil
 
 from corral import queue, reconciler, registry
 from corral.clock import Clock, SystemClock
-from corral.errors import CorralError, InvalidTransition, StaleToken, StoreError
+from corral.errors import (
+    CorralError,
+    InvalidTransition,
+    StaleToken,
+    StoreError,
+    WorkerUnavailable,
+)
 from corral.ids import RUN_PREFIX, new_id
 from corral.leases import Claim
 from corral.logs import event, logger
 from corral.runs import NewRun, RunOutcome
 from corral.runtime import command_task
 from corral.runtime.command_task import CommandJob
+from corral.runtime.executor import end_marked_processes
 from corral.runtime.heartbeat import Heartbeat
 from corral.runtime.outcome import Done, Ending
 from corral.runtime.pytask import Execute, TaskContext, run_callable
 from corral.settings import Settings
 from corral.store import Store
-from corral.tasks import Task, TaskStatus
+from corral.tasks import Task
 from corral.workers import WATCHED, NewWorker
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 REPORT_RETRIES = 5  # store calls after a run, tried again while the store is unavailable
 T = TypeVar("T")
 _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
+# What a task's own command may report under its token, and the run outcome each means.
+_AGENT_REPORTS = {
+    "task.completed": RunOutcome.DONE,
+    "task.deferred": RunOutcome.DEFERRED,
+    "task.retry_scheduled": RunOutcome.FAILED,
+    "task.failed": RunOutcome.FAILED,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +113,7 @@ class Runner:
         self._rng = rng or random.Random()
         self._log = log or logger("corral.worker")
         self._wake = threading.Event()
+        self._refused = threading.Event()
         self._lock = threading.Lock()
         self._shutdown_at: float | None = None
         self._immediate = False
@@ -130,9 +145,9 @@ class Runner:
         try:
             self._run_slots()
         finally:
-            self._restore_signal_handlers(previous)
             self._heartbeat.stop()
             self._deregister()
+            self._restore_signal_handlers(previous)  # after: a late signal cannot cut it short
         return self._exit_code()
 
     def stop(self, *, immediate: bool = False) -> None:
@@ -175,7 +190,7 @@ class Runner:
             return  # the store already took this worker's claims away
         try:
             registry.deregister(self._store, self.worker_id, reason="stopped")
-        except StoreError as exc:
+        except CorralError as exc:  # unavailable, or already offline or dead
             event(
                 self._log,
                 "worker.deregister_failed",
@@ -217,6 +232,7 @@ class Runner:
             self._shutdown_at is not None
             or self._heartbeat.drain.is_set()
             or self._heartbeat.dead.is_set()
+            or self._refused.is_set()
         )
 
     def _reserve(self) -> bool:
@@ -265,6 +281,10 @@ class Runner:
                 error=exc.message,
             )
             return None
+        except WorkerUnavailable as exc:  # drained, deregistered or declared dead between beats
+            event(self._log, "claim.refused", worker_id=self.worker_id, reason=exc.message)
+            self._refused.set()
+            return None
 
     # -- one task --------------------------------------------------------------------
 
@@ -301,7 +321,7 @@ class Runner:
             outcome = self._give_up(claim, run_id, f"runner error: {type(exc).__name__}: {exc}")
         finally:
             self._heartbeat.drop(claim.task_id)
-        if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED):
+        if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN):
             with self._lock:
                 self._unsuccessful += 1
         event(
@@ -385,6 +405,7 @@ class Runner:
                 clock=self._clock,
                 stop=stop,
                 on_stall=lambda: self._store.mark_stalled(run_id),
+                on_resume=lambda: self._store.record_progress(run_id, None),
             )
         paths = self._job.capture_io(run_id, task) if self._job.capture_io else {}
         name = getattr(self._job.execute, "__qualname__", repr(self._job.execute))
@@ -444,13 +465,23 @@ class Runner:
         try:
             return self._report_under_token(task, claim.token, done)
         except (StaleToken, InvalidTransition):
+            said = self._reported_by_agent(task.id, claim.token)
+            if said is not None:
+                return said, None  # the agent reported itself (`corral done/fail/defer`)
             current = self._store.get_task(task.id)
-            if done.success and current.status in (TaskStatus.DONE, TaskStatus.IN_REVIEW):
-                return RunOutcome.DONE, None  # the agent reported itself, with its token
             return (
                 RunOutcome.LEASE_LOST,
                 f"the claim ended while running (task is {current.status})",
             )
+
+    def _reported_by_agent(self, task_id: str, token: int) -> RunOutcome | None:
+        """What the task's own command reported under this run's token, if it did."""
+        from corral.events import EventFilter
+
+        for past in reversed(self._store.list_events(EventFilter(task_id=task_id, limit=20))):
+            if past.token == token and past.name in _AGENT_REPORTS and past.actor != "reconciler":
+                return _AGENT_REPORTS[past.name]
+        return None
 
     def _report_under_token(
         self, task: Task, token: int, done: Done
@@ -482,8 +513,11 @@ class Runner:
         for worker in self._store.list_workers(tuple(WATCHED)):
             if worker.name != self._config.name or worker.hostname != host:
                 continue
-            if _process_alive(worker.pid, worker.registered_at.timestamp()):
+            if process_alive(worker.pid, worker.registered_at.timestamp()):
                 continue
+            for run in self._store.unfinished_runs(worker.id):
+                ended = end_marked_processes(run.id, clock=self._clock)
+                event(self._log, "run.orphans_ended", run_id=run.id, processes=ended)
             report = reconciler.recover_worker(
                 self._store,
                 worker.id,
@@ -507,7 +541,7 @@ def _failure_outcome(done: Done) -> RunOutcome:
     return _FAILED.get(done.ending, RunOutcome.FAILED)
 
 
-def _process_alive(pid: int | None, registered_at_s: float) -> bool:
+def process_alive(pid: int | None, registered_at_s: float) -> bool:
     """True if `pid` runs and was started before the worker registered (not a reused pid)."""
     if pid is None:
         return True  # cannot tell: leave it to the reconciler

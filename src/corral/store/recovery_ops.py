@@ -113,6 +113,8 @@ def _mark_worker(tx: Tx, d: MarkWorker) -> bool:
         reason=reason,
     ):
         return False
+    if d.to is WorkerStatus.DEAD:
+        _finish_runs_of_dead_worker(tx, d.worker_id, reason)
     journal.record(
         tx,
         f"worker.{d.to}",
@@ -123,6 +125,22 @@ def _mark_worker(tx: Tx, d: MarkWorker) -> bool:
         reason=reason,
     )
     return True
+
+
+def _finish_runs_of_dead_worker(tx: Tx, worker_id: str, reason: str) -> None:
+    """A dead worker's runs will never report: they end as killed, so `logs --follow` ends too."""
+    error = f"worker {worker_id} died ({reason})"
+    for row in tx.all("finish_runs_of_worker", worker_id=worker_id, error=error):
+        journal.record(
+            tx,
+            "run.finished",
+            actor=ACTOR,
+            task_id=row["task_id"],
+            worker_id=worker_id,
+            token=row["token"],
+            reason=error,
+            data={"run_id": row["id"], "outcome": "killed", "exit_code": None},
+        )
 
 
 def _expire_claim(tx: Tx, d: ExpireClaim) -> bool:

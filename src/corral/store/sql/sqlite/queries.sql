@@ -270,6 +270,11 @@ SET finished_at = :now, outcome = :outcome, exit_code = :exit_code, error = :err
 WHERE id = :run_id AND finished_at IS NULL
 RETURNING *;
 
+-- name: finish_runs_of_worker
+UPDATE runs SET finished_at = :now, outcome = 'killed', error = :error
+WHERE worker_id = :worker_id AND finished_at IS NULL
+RETURNING id, task_id, token;
+
 -- name: mark_stalled
 UPDATE runs SET stalled_at = :now
 WHERE id = :run_id AND finished_at IS NULL AND stalled_at IS NULL
