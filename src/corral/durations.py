@@ -7,6 +7,7 @@ Parsing lives here so the CLI, the config file and the environment accept the sa
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from datetime import UTC, datetime
 
 from corral.errors import InvalidInput
@@ -50,10 +51,8 @@ def parse_instant(field: str, text: str) -> datetime:
 
 def parse_delay_or_instant(field: str, text: str) -> float | datetime:
     """A delay in seconds (`10m`) or an exact instant (ISO 8601), whichever `text` is."""
-    try:
+    with suppress(InvalidInput):
         return parse_duration_s(field, text)
-    except InvalidInput:
-        pass
     try:
         return parse_instant(field, text)
     except InvalidInput:

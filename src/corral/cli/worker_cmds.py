@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from contextlib import suppress
 
 from corral.cli import parsing, render
 from corral.cli.context import Context
@@ -21,14 +22,12 @@ def caller_pid() -> int:
     recorded pid then names the worker loop itself, not a process that is already gone.
     """
     pid = os.getppid()
-    try:
+    with suppress(OSError):  # no /proc (not Linux), or a process ended: stop where we are
         while pid > 1:
             parent = _parent_pid(pid)
             if parent <= 1 or _cmdline(parent) != _cmdline(pid):
-                return pid
+                break
             pid = parent
-    except OSError:  # no /proc (not Linux) or the process ended: the direct parent will do
-        pass
     return pid
 
 
