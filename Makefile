@@ -33,6 +33,8 @@ test: check
 	$(VENV)/bin/pytest
 
 bench: setup
+	@# huey is installed only for the benchmark that compares against it.
+	$(PY) -m pip install --quiet --editable '.[bench]'
 	$(VENV)/bin/python bench/run_all.py
 
 clean:

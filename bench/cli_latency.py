@@ -31,6 +31,7 @@ from measure import (
     Verdicts,
     banner,
     bulk_load,
+    fresh_process_env,
     ms,
     new_store,
     register_worker,
@@ -84,17 +85,6 @@ class Setup:
     env: dict[str, str]
     worker: str
     tasks: list[str]
-
-
-def fresh_process_env(db: str) -> dict[str, str]:
-    """The environment of every command: the store, and bytecode caching as users have it.
-
-    With PYTHONDONTWRITEBYTECODE set (as in some sandboxes), a source file edited since
-    `make setup` compiled it is compiled again by every command, which is not what users
-    pay; without it, the warm-up rounds refresh the stale caches once.
-    """
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, "CORRAL_DB": db}
 
 
 def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[float]]:

@@ -1,5 +1,6 @@
 """What every benchmark shares: spreads of timings, tables, verdicts, throwaway stores,
-bulk loading through the project's own SQL, and child processes that always get reaped.
+bulk loading through the project's own SQL, child processes that always get reaped, and
+a phase timer that says where a run's time goes.
 
 Timings are seconds from `time.perf_counter`; tables print milliseconds. The machine the
 figures come from is small and noisy, so every script prints ratios beside absolutes and
@@ -12,22 +13,29 @@ import itertools
 import json
 import multiprocessing
 import os
+import select
 import shutil
+import signal
 import sqlite3
+import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import corral
 from corral.ids import TASK_PREFIX, new_id
 from corral.queue import enqueue
 from corral.registry import heartbeat, register
 from corral.store import Store, open_store
 from corral.tasks import NewTask
-from corral.workers import NewWorker
+from corral.workers import NewWorker, Worker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
@@ -114,7 +122,8 @@ def banner(title: str, what: str) -> None:
     print(what)
     print(
         f"date {DATE} (figures are this run's); {os.cpu_count()} cores; "
-        f"Python {sys.version.split()[0]}; SQLite {sqlite3.sqlite_version}\n"
+        f"Python {sys.version.split()[0]}; SQLite {sqlite3.sqlite_version}; "
+        f"corral {corral.__version__} from {os.path.dirname(corral.__file__)}\n"
     )
 
 
@@ -180,6 +189,28 @@ def _insert(table: str, row: dict[str, Any]) -> str:
     return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"
 
 
+def fresh_process_env(db: str) -> dict[str, str]:
+    """The environment of a `corral` command: the store, and bytecode caching as users have it.
+
+    With PYTHONDONTWRITEBYTECODE set (as in some sandboxes), a source file edited since
+    `make setup` compiled it is compiled again by every command, which is not what users
+    pay; without it, the first command refreshes the stale caches once.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "CORRAL_DB": db}
+
+
+def count_tasks(path: str, status: str) -> int:
+    """How many tasks of the store at `path` have `status` (a plain read, no corral code)."""
+    conn = sqlite3.connect(path)
+    try:
+        return int(
+            conn.execute("SELECT count(*) FROM tasks WHERE status = ?", (status,)).fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
 def iso_now() -> str:
     """The current instant as corral writes it in events."""
     return datetime.now(UTC).isoformat()
@@ -231,3 +262,216 @@ def _result(out: Any, timeout_s: float) -> Any:
 def dump(data: Any) -> str:
     """Compact JSON for a child process's answer."""
     return json.dumps(data, separators=(",", ":"))
+
+
+@contextmanager
+def spawned(argv: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
+    """Start `argv`; on leaving, whatever happened, kill it if it still runs and reap it."""
+    proc = subprocess.Popen(list(argv), **popen)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def wait_exit(proc: subprocess.Popen[Any], timeout_s: float) -> bool:
+    """Block until `proc` exits (True) or `timeout_s` passes (False), without reaping it.
+
+    A pidfd wakes the moment the process ends; `Popen.wait(timeout)` would poll with
+    sleeps of up to 50 ms, too coarse to time an exit.
+    """
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd (not Linux >= 5.3): poll finely instead
+        deadline = time.monotonic() + timeout_s
+        while proc.poll() is None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.0005)
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout_s)[0])
+    finally:
+        os.close(fd)
+
+
+def stop_gently(proc: subprocess.Popen[Any], timeout_s: float = 10.0) -> int | None:
+    """SIGTERM `proc`, wait up to `timeout_s`, SIGKILL it if needed; its exit code after TERM.
+
+    None when it had to be killed.
+    """
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        if not wait_exit(proc, timeout_s):
+            proc.kill()
+            proc.wait()
+            return None
+    return proc.wait()
+
+
+def wait_for_worker(
+    path: str, name: str, statuses: Sequence[str], *, timeout_s: float, alive: Callable[[], bool]
+) -> Worker:
+    """Poll the store at `path` every 5 ms until worker `name` has one of `statuses`.
+
+    Raises RuntimeError when `alive()` turns false first, or after `timeout_s`.
+    """
+    deadline = time.monotonic() + timeout_s
+    with open_store(path) as store:
+        while time.monotonic() < deadline:
+            for worker in store.list_workers():
+                if worker.name == name and str(worker.status) in statuses:
+                    return worker
+            if not alive():
+                raise RuntimeError(f"worker {name} exited before it was {'/'.join(statuses)}")
+            time.sleep(0.005)
+    raise RuntimeError(f"worker {name} was not {'/'.join(statuses)} after {timeout_s:g} s")
+
+
+def tail(path: str, lines: int = 20) -> str:
+    """The last `lines` lines of a text file (a child's log), for an error message."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+Label = str | Callable[..., str]
+
+
+def _name(label: Label, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    return label(*args, **kwargs) if callable(label) else label
+
+
+class PhaseTimer:
+    """Where a run's time goes: exclusive time and calls of the functions it wraps.
+
+    `wrap` replaces a function or method on its owner (a module or a class) by a timing
+    wrapper until `restore`. Each call's time excludes the wrapped calls nested in it
+    (counted per thread), so the phases add up to the time they cover. A name that the
+    code no longer has is listed in `missing` instead of failing the benchmark. For
+    diagnosis only: the wrappers add about a microsecond a call.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: defaultdict[str, float] = defaultdict(float)
+        self.calls: Counter[str] = Counter()
+        self.missing: list[str] = []
+        self._local = threading.local()
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def _stack(self) -> list[float]:
+        stack: list[float] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _begin(self) -> float:
+        self._stack().append(0.0)
+        return time.perf_counter()
+
+    def _end(self, label: str, began: float) -> None:
+        elapsed = time.perf_counter() - began
+        stack = self._stack()
+        self.seconds[label] += elapsed - stack.pop()
+        self.calls[label] += 1
+        if stack:
+            stack[-1] += elapsed
+
+    def _original(self, owner: Any, attr: str) -> Any:
+        original = getattr(owner, attr, None)
+        if original is None:
+            self.missing.append(f"{getattr(owner, '__name__', owner)}.{attr}")
+        return original
+
+    def wrap(self, owner: Any, attr: str, label: Label) -> None:
+        """Time every call of `owner.attr` as `label`, or as `label(*args, **kwargs)`."""
+        original = self._original(owner, attr)
+        if original is None:
+            return
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = self._begin()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._end(_name(label, args, kwargs), began)
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, original))
+
+    def wrap_context(self, owner: Any, attr: str, enter: Label, leave: Label) -> None:
+        """Time entering and leaving the context managers `owner.attr(...)` returns.
+
+        Leaving by an exception is not timed.
+        """
+        original = self._original(owner, attr)
+        if original is None:
+            return
+
+        @contextmanager
+        def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            manager: AbstractContextManager[Any] = original(*args, **kwargs)
+            began = self._begin()
+            try:
+                value = manager.__enter__()
+            finally:
+                self._end(_name(enter, args, kwargs), began)
+            try:
+                yield value
+            except BaseException:
+                if not manager.__exit__(*sys.exc_info()):
+                    raise
+            else:
+                began = self._begin()
+                try:
+                    manager.__exit__(None, None, None)
+                finally:
+                    self._end(_name(leave, args, kwargs), began)
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, original))
+
+    def restore(self) -> None:
+        """Put every wrapped function back."""
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+        self._undo.clear()
+
+    def report(self) -> dict[str, list[float]]:
+        """label -> [seconds, calls], for a child process to send back as JSON."""
+        return {label: [s, self.calls[label]] for label, s in self.seconds.items()}
+
+
+def phase_rows(
+    phases: dict[str, list[float]], units: int, total_s: float, rest: str, fold: float = 0.005
+) -> list[list[str]]:
+    """Table rows for a PhaseTimer report: us per unit, calls per unit, share of the total.
+
+    Costliest first; phases under `fold` of the total are summed into one row; then `rest`,
+    the time of `total_s` that no wrapped function covers, and the total.
+    """
+    ranked = sorted(phases.items(), key=lambda kv: -kv[1][0])
+    big = [(label, sc) for label, sc in ranked if sc[0] >= fold * total_s]
+    small = [sc for _, sc in ranked if sc[0] < fold * total_s]
+    rows = [
+        [label, us(s / units), f"{calls / units:.2f}", f"{s / total_s:.0%}"]
+        for label, (s, calls) in big
+    ]
+    if small:
+        small_s = sum(s for s, _ in small)
+        rows.append(
+            [f"{len(small)} smaller phases", us(small_s / units), "", f"{small_s / total_s:.0%}"]
+        )
+    left = total_s - sum(s for _, (s, _) in phases.items())
+    rows.append([rest, us(left / units), "", f"{left / total_s:.0%}"])
+    rows.append(["total", us(total_s / units), "", "100%"])
+    return rows
+
+
+def us(seconds: float) -> str:
+    """Seconds as microseconds, no decimals."""
+    return f"{seconds * 1e6:,.0f}"

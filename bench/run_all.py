@@ -14,7 +14,15 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = ("claim_cycle", "cli_latency", "claim_scaling", "heartbeat")
+SCRIPTS = (
+    "claim_cycle",
+    "cli_latency",
+    "claim_scaling",
+    "heartbeat",
+    "runner_throughput",
+    "runner_overhead",
+    "runner_idle",
+)
 TIMEOUT_S = 300
 
 

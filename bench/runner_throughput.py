@@ -1,0 +1,290 @@
+"""End to end beside a peer: corral's `run_worker` and huey's SQLite consumer, each with one
+worker thread, drain the same number of no-op tasks, in the same run.
+
+- corral: a fresh process (this script with --child corral) calls
+  `corral.run_worker(lambda task, ctx: None, db=PATH, max_tasks=N)` on a store bulk-loaded
+  with N ready tasks, and times the whole call: register, N claim / run record / execute /
+  complete cycles, deregister. The runner's log lines (two a task) go to a file, as a
+  supervisor would keep them.
+- huey: a fresh process (--child huey) enqueues N no-op tasks on a `SqliteHuey` with huey's
+  defaults (untimed), then starts a consumer set up as `huey_consumer -w 1` sets it up (one
+  worker thread and the scheduler; log lines at INFO to stderr, here a file, two a task),
+  and times from `Consumer.start()` until the N-th task has run.
+- The two alternate, in both orders, --reps times each; the figures are medians. On a miss,
+  or with --profile, a third process drains --profile-tasks tasks through corral with its
+  phases timed (measure.PhaseTimer) and the script prints where one task's time goes.
+
+huey is installed only for this benchmark: `.venv/bin/pip install -e '.[bench]'`.
+
+    .venv/bin/python bench/runner_throughput.py [--tasks 20000] [--reps 3] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from measure import (
+    PhaseTimer,
+    Verdicts,
+    banner,
+    bulk_load,
+    count_tasks,
+    dump,
+    new_store,
+    phase_rows,
+    spawned,
+    table,
+    tail,
+    temp_dir,
+)
+
+CHILD_TIMEOUT_S = 240
+WAL_TASKS = 200  # drained after the profile, with checkpoints off, to count WAL frames
+HUEY_MISSING = "huey is not installed: run `.venv/bin/pip install -e '.[bench]'` (exit 2)"
+ISSUE_HUEY_RATE = 4_300  # tasks/s, the issue's own measurement of huey
+
+
+# -- children -------------------------------------------------------------------------------
+
+
+def corral_child(path: str, tasks: int) -> dict[str, Any]:
+    """Drain the store with one run_worker and a no-op function; the call's wall time."""
+    from corral import run_worker  # a lazy import: done before the clock starts
+
+    began = time.perf_counter()
+    code = run_worker(lambda task, ctx: None, db=path, max_tasks=tasks, name="bench-py")
+    elapsed = time.perf_counter() - began
+    return {"seconds": elapsed, "code": code, "done": count_tasks(path, "done")}
+
+
+def huey_child(path: str, tasks: int) -> dict[str, Any]:
+    """Enqueue `tasks` no-op tasks, then time huey's consumer (one thread) draining them."""
+    import logging
+    import threading
+
+    from huey import SqliteHuey
+    from huey.consumer_options import ConsumerConfig
+
+    huey = SqliteHuey(name="bench", filename=path)
+    ran = [0]
+    finished = threading.Event()
+
+    @huey.task()
+    def noop() -> None:
+        ran[0] += 1  # one worker thread: no race
+        if ran[0] == tasks:
+            finished.set()
+
+    for _ in range(tasks):
+        noop()
+    config = ConsumerConfig(workers=1)  # huey_consumer's defaults, with -w 1
+    config.validate()
+    config.setup_logger(logging.getLogger("huey"))  # as huey_consumer does: INFO to stderr
+    consumer = huey.create_consumer(**config.values)
+    began = time.perf_counter()
+    consumer.start()
+    drained = finished.wait(CHILD_TIMEOUT_S - 30)
+    elapsed = time.perf_counter() - began
+    consumer.stop(graceful=True)
+    return {"seconds": elapsed, "code": 0 if drained else 1, "done": ran[0]}
+
+
+def profile_child(path: str, tasks: int) -> dict[str, Any]:
+    """Drain the store like corral_child, with the runner's phases and statements timed."""
+    from corral import run_worker
+    from corral.runtime import runner
+    from corral.store import Store, claim_ops
+    from corral.store import sqlite as driver
+
+    timer = PhaseTimer()
+    for name in ("claim_next", "get_task", "start_run", "complete", "finish_run"):
+        timer.wrap(Store, name, f"store.{name}: its Python (rows, records, params)")
+    timer.wrap(claim_ops, "read_task", "store.complete: read the task back after COMMIT")
+    timer.wrap(runner, "event", "runner: log lines (task.started, task.finished)")
+    timer.wrap(runner, "run_callable", "runner: execute (the no-op) and its Done")
+    timer.wrap_context(driver.SQLiteDriver, "_transaction", begin_label, commit_label)
+    for method in ("one", "all", "run"):
+        timer.wrap(driver._Tx, method, lambda _tx, query, **_: f"SQL {query}")
+    began = time.perf_counter()
+    code = run_worker(lambda task, ctx: None, db=path, max_tasks=tasks, name="bench-prof")
+    elapsed = time.perf_counter() - began
+    timer.restore()
+    done = count_tasks(path, "done")
+    return {
+        "seconds": elapsed,
+        "code": code,
+        "done": done,
+        "phases": timer.report(),
+        "missing": timer.missing,
+        "wal_frames": wal_frames(path, WAL_TASKS),
+    }
+
+
+def begin_label(_driver: Any, begin: str, **_: Any) -> str:
+    """The phase that opens a transaction of the SQLite driver."""
+    return "write txn: flock + BEGIN IMMEDIATE" if begin != "BEGIN" else "read txn: BEGIN"
+
+
+def commit_label(_driver: Any, begin: str, **_: Any) -> str:
+    """The phase that ends a transaction of the SQLite driver."""
+    if begin == "BEGIN":
+        return "read txn: COMMIT"
+    return "write txn: COMMIT (WAL write), unlock, checkpoint every 100"
+
+
+def wal_frames(path: str, tasks: int) -> float:
+    """WAL frames (pages) one task writes, over a drain of `tasks` with checkpoints off.
+
+    A reader holds a snapshot from the start, so the WAL cannot restart and only grows.
+    """
+    from corral import run_worker
+    from corral.store import sqlite as driver
+
+    every = driver.CHECKPOINT_EVERY
+    driver.CHECKPOINT_EVERY = 1 << 62
+    pin = sqlite3.connect(path, isolation_level=None)
+    try:
+        page = pin.execute("PRAGMA page_size").fetchone()[0]
+        pin.execute("BEGIN")
+        pin.execute("SELECT count(*) FROM workers").fetchone()
+        before = os.path.getsize(path + "-wal")
+        run_worker(lambda task, ctx: None, db=path, max_tasks=tasks, name="bench-wal")
+        grown = os.path.getsize(path + "-wal") - before
+        pin.execute("COMMIT")
+    finally:
+        pin.close()
+        driver.CHECKPOINT_EVERY = every
+    return grown / (page + 24) / tasks  # each frame: a 24-byte header and one page
+
+
+CHILDREN = {"corral": corral_child, "huey": huey_child, "profile": profile_child}
+
+
+# -- parent ---------------------------------------------------------------------------------
+
+
+def run_child(kind: str, path: str, tasks: int, log: str) -> dict[str, Any]:
+    """Run one child of `kind` on `path`; its report. Its stderr (log lines) goes to `log`."""
+    argv = [sys.executable, os.path.abspath(__file__), "--child", kind, path, str(tasks)]
+    with open(log, "w") as err, spawned(argv, stdout=subprocess.PIPE, stderr=err, text=True) as p:
+        out, _ = p.communicate(timeout=CHILD_TIMEOUT_S)
+    if p.returncode != 0:
+        raise RuntimeError(f"the {kind} child exited {p.returncode}:\n{tail(log)}")
+    report: dict[str, Any] = json.loads(out)
+    if report["code"] != 0 or report["done"] != tasks:
+        raise RuntimeError(f"the {kind} child ran {report['done']} of {tasks} tasks: {report}")
+    return report
+
+
+def one_rep(folder: str, rep: int, tasks: int) -> dict[str, float]:
+    """corral and huey once each, in alternating order; kind -> tasks/s."""
+    rates = {}
+    for kind in ("corral", "huey") if rep % 2 == 0 else ("huey", "corral"):
+        path = os.path.join(folder, f"{kind}-{rep}.db")
+        if kind == "corral":
+            new_store(path).close()
+            bulk_load(path, tasks)
+        report = run_child(kind, path, tasks, os.path.join(folder, f"{kind}-{rep}.log"))
+        rates[kind] = tasks / report["seconds"]
+        for suffix in ("", "-wal", "-shm", ".lock"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+    return rates
+
+
+def profile(folder: str, tasks: int) -> None:
+    """Drain `tasks` tasks with the phases timed; print where one task's time goes."""
+    path = os.path.join(folder, "profile.db")
+    new_store(path).close()
+    bulk_load(path, tasks + WAL_TASKS)
+    report = run_child("profile", path, tasks, os.path.join(folder, "profile.log"))
+    phases: dict[str, list[float]] = report["phases"]
+    total = report["seconds"]
+    print(
+        f"\nwhere one corral task's time goes: {tasks:,} tasks drained with every phase timed "
+        f"({tasks / total:,.0f} tasks/s with the timers on); us and calls per task, exclusive"
+    )
+    rest = "the rest: the runner's loop, ids, contexts, threads; register, deregister"
+    print(table(["phase", "us", "calls", "share"], phase_rows(phases, tasks, total, rest)))
+    summary(report, tasks)
+    if report["missing"]:
+        print(f"(not found in the code, so not timed: {', '.join(report['missing'])})")
+
+
+def summary(report: dict[str, Any], tasks: int) -> None:
+    """Transactions, statements, WAL frames and their time per task, from a profile report."""
+    phases: dict[str, list[float]] = report["phases"]
+
+    def per_task(prefix: str, index: int) -> float:
+        return sum(v[index] for k, v in phases.items() if k.startswith(prefix)) / tasks
+
+    writes = per_task("write txn: flock", 1)
+    commits_us = per_task("write txn: COMMIT", 0) * 1e6
+    print(
+        f"per task: {writes:.2f} write and {per_task('read txn: BEGIN', 1):.2f} read "
+        f"transactions; {per_task('SQL ', 1):.1f} statements "
+        f"({per_task('SQL insert_event', 1):.1f} of them event rows), "
+        f"{per_task('SQL ', 0) * 1e6:,.0f} us; COMMITs {commits_us:,.0f} us, writing "
+        f"{report['wal_frames']:.1f} WAL frames (pages) a task, "
+        f"{report['wal_frames'] / writes:.1f} a write transaction.\n"
+        "huey, per task: one `begin exclusive` transaction (SELECT the first task, DELETE it), "
+        "an unpickle, two log lines."
+    )
+
+
+def main() -> int:
+    """Alternate the two drains, print the rates, check the target, profile on a miss."""
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        print(dump(CHILDREN[sys.argv[2]](sys.argv[3], int(sys.argv[4]))))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=20_000, help="tasks each side drains")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="always show the phases")
+    parser.add_argument("--profile-tasks", type=int, default=5_000)
+    opts = parser.parse_args()
+    if importlib.util.find_spec("huey") is None:
+        print(HUEY_MISSING)
+        return 2
+    banner("run_worker beside huey (end to end)", __doc__.split("\n\n")[1])
+    v = Verdicts("runner_throughput")
+    with temp_dir("throughput") as folder:
+        reps = [one_rep(folder, rep, opts.tasks) for rep in range(opts.reps)]
+        corral_rate = statistics.median(r["corral"] for r in reps)
+        huey_rate = statistics.median(r["huey"] for r in reps)
+        rows = [
+            [
+                f"rep {i + 1}",
+                f"{r['corral']:,.0f}",
+                f"{r['huey']:,.0f}",
+                f"{r['corral'] / r['huey']:.2f}",
+            ]
+            for i, r in enumerate(reps)
+        ]
+        rows.append(
+            ["median", f"{corral_rate:,.0f}", f"{huey_rate:,.0f}", f"{corral_rate / huey_rate:.2f}"]
+        )
+        print(f"{opts.tasks:,} no-op tasks drained by one worker thread (tasks/s)")
+        print(table(["", "corral run_worker", "huey consumer", "corral / huey"], rows))
+        print(f"(the issue measured huey at about {ISSUE_HUEY_RATE:,} tasks/s)")
+        v.check(
+            "run_worker drains no-op tasks faster than huey's consumer",
+            f"{corral_rate:,.0f} vs {huey_rate:,.0f} tasks/s ({corral_rate / huey_rate:.2f}x)",
+            corral_rate > huey_rate,
+        )
+        if v.missed() or opts.profile:
+            profile(folder, opts.profile_tasks)
+    return v.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
