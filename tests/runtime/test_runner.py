@@ -545,3 +545,24 @@ def test_output_after_a_stall_clears_the_stall_flag(h: Harness) -> None:
     assert 0 == h.start("--exec", agent, "--once", "--stall-timeout", "0.2").wait(30)
     assert "task.stalled" in _events(h.store, task_id)
     assert None is h.runs(task_id)[0].stalled_at
+
+
+def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
+    h: Harness,
+) -> None:
+    """Frozen past the dead window, reconciled, resumed: the run stays killed; exit 1."""
+    task_id = h.add()
+    runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
+    run = h.wait_running(task_id)
+    runner.send_signal(signal.SIGSTOP)
+    settings = corral.Settings(heartbeat_interval_s=0.2)
+    try:
+        wait_until(
+            lambda: corral.reconcile_once(h.store, settings=settings).workers_dead == 1, 10, 0.1
+        )
+    finally:
+        runner.send_signal(signal.SIGCONT)
+    assert 1 == runner.wait(30)
+    assert RunOutcome.KILLED == h.store.get_run(run.id).outcome
+    assert [] == _processes_of_run(run.id)
+    assert not h.log_has("Traceback")

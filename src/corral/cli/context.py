@@ -42,7 +42,10 @@ class Context:
                 os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
                 found = os.path.join(cwd, DEFAULT_DIR, DB_NAME)
             self._db = found
-        if "://" not in self._db:  # absolute, so task commands in other folders find it too
+        # Absolute, so task commands running in other folders find the same store.
+        if self._db.startswith("sqlite:///"):
+            self._db = "sqlite:///" + os.path.abspath(self._db.removeprefix("sqlite:///"))
+        elif "://" not in self._db:
             self._db = os.path.abspath(self._db)
         return self._db
 

@@ -87,7 +87,7 @@ def run_callable(execute: Execute, task: Task, ctx: TaskContext) -> Done:
     """Call `execute` and describe how it ended."""
     try:
         returned = execute(task, ctx)
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         return Done(
             ending=Ending.RAISED,
             success=False,

@@ -36,6 +36,7 @@ from corral.clock import Clock, SystemClock
 from corral.errors import (
     CorralError,
     InvalidTransition,
+    Refused,
     StaleToken,
     StoreError,
     WorkerUnavailable,
@@ -190,7 +191,9 @@ class Runner:
             return  # the store already took this worker's claims away
         try:
             registry.deregister(self._store, self.worker_id, reason="stopped")
-        except CorralError as exc:  # unavailable, or already offline or dead
+        except WorkerUnavailable as exc:  # deregistered or declared dead from outside
+            event(self._log, "worker.already_gone", worker_id=self.worker_id, reason=exc.message)
+        except CorralError as exc:
             event(
                 self._log,
                 "worker.deregister_failed",
@@ -316,7 +319,17 @@ class Runner:
         )
         try:
             outcome = self._attempt(claim, run_id)
-        except Exception as exc:  # one task's failure must not end the worker
+        except CorralError as exc:  # e.g. a task whose working directory does not exist
+            event(
+                self._log,
+                "task.runner_error",
+                logging.ERROR,
+                task_id=claim.task_id,
+                run_id=run_id,
+                error=exc.message,
+            )
+            outcome = self._give_up(claim, run_id, f"runner error: {exc.message}")
+        except Exception as exc:  # a surprise: one task's failure must not end the worker
             self._log.exception("task.runner_error task_id=%s run_id=%s", claim.task_id, run_id)
             outcome = self._give_up(claim, run_id, f"runner error: {type(exc).__name__}: {exc}")
         finally:
@@ -338,16 +351,19 @@ class Runner:
         task = self._retrying(lambda: self._store.get_task(claim.task_id))
         done = self._perform(task, claim, run_id)
         outcome, error = self._retrying(lambda: self._report(task, claim, done))
-        self._retrying(
-            lambda: self._store.finish_run(
-                run_id,
-                outcome=outcome,
-                exit_code=done.exit_code,
-                error=error,
-                usage=done.usage,
-                final_commit=None,
+        try:
+            self._retrying(
+                lambda: self._store.finish_run(
+                    run_id,
+                    outcome=outcome,
+                    exit_code=done.exit_code,
+                    error=error,
+                    usage=done.usage,
+                    final_commit=None,
+                )
             )
-        )
+        except Refused:  # closed already: this worker was declared dead meanwhile
+            return self._store.get_run(run_id).outcome or outcome
         return outcome
 
     def _retrying(self, action: Callable[[], T]) -> T:
