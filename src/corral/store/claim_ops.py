@@ -145,9 +145,8 @@ class ClaimOps:
             claim = held_claim(
                 tx, self._driver, task_id, action="release", token=token, worker_id=worker_id
             )
-            _end(tx, claim, ClaimStatus.RELEASED)
+            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.RELEASED)
             tx.run("release_task", task_id=task_id, allowed=ALLOWED_FROM["release"])
-            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=0, failed=0)
             journal.record(
                 tx,
                 "task.released",
@@ -179,7 +178,7 @@ class ClaimOps:
             claim = held_claim(
                 tx, self._driver, task_id, action="defer", token=token, worker_id=None
             )
-            _end(tx, claim, ClaimStatus.RELEASED)
+            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.RELEASED)
             row = tx.one(
                 "defer_task",
                 task_id=task_id,
@@ -188,7 +187,6 @@ class ClaimOps:
                 allowed=ALLOWED_FROM["defer"],
             )
             assert row is not None  # the active claim implies running
-            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=0, failed=0)
             journal.record(
                 tx,
                 "task.deferred",
@@ -209,7 +207,7 @@ class ClaimOps:
             claim = held_claim(
                 tx, self._driver, task_id, action="complete", token=token, worker_id=None
             )
-            _end(tx, claim, ClaimStatus.COMPLETED)
+            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, completed=1)
             row = tx.one(
                 "complete_task",
                 task_id=task_id,
@@ -217,7 +215,6 @@ class ClaimOps:
                 allowed=ALLOWED_FROM["complete"],
             )
             assert row is not None  # the active claim implies running
-            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=1, failed=0)
             journal.record(
                 tx,
                 "task.completed",
@@ -247,9 +244,8 @@ class ClaimOps:
                 tx, self._driver, task_id, action="fail", token=token, worker_id=None
             )
             outcome = decide(task_in(tx, self._driver, task_id))
-            _end(tx, claim, ClaimStatus.COMPLETED)
+            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, failed=1)
             apply_outcome(tx, task_id, outcome, error=error, crash=False)
-            tx.run("worker_after_claim", worker_id=claim.worker_id, completed=0, failed=1)
             record_outcome(
                 tx,
                 task_id,
@@ -291,8 +287,30 @@ def _claim_refusal(task: Task, worker: Worker) -> errors.CorralError:
     return errors.Refused(f"task {task.id} is delayed until {iso(task.run_after)}")
 
 
-def _end(tx: Tx, claim: Claim, status: ClaimStatus) -> None:
-    tx.run("end_claim", token=claim.token, status=status)
+def end_claim(
+    tx: Tx,
+    token: int,
+    worker_id: str,
+    status: ClaimStatus,
+    *,
+    completed: int = 0,
+    failed: int = 0,
+    only_if_task_settled: bool = False,
+) -> bool:
+    """End active claim `token` and refresh its holder's idle/busy and counters; if it applied.
+
+    Every way a claim ends goes through here, so a worker's status always follows its claims.
+    With `only_if_task_settled`, it applies only while the task is no longer running.
+    """
+    applied = (
+        tx.run("close_claim", token=token)
+        if only_if_task_settled
+        else tx.run("end_claim", token=token, status=status)
+    )
+    if not applied:
+        return False
+    tx.run("worker_after_claim", worker_id=worker_id, completed=completed, failed=failed)
+    return True
 
 
 def apply_outcome(

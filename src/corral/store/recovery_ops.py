@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from corral.leases import ClaimStatus
 from corral.store import journal
 from corral.store.base import Driver, Tx
-from corral.store.claim_ops import apply_outcome, record_outcome
+from corral.store.claim_ops import apply_outcome, end_claim, record_outcome
 from corral.tasks import ALLOWED_FROM, TaskStatus
 from corral.workers import WorkerStatus
 
@@ -144,11 +144,10 @@ def _finish_runs_of_dead_worker(tx: Tx, worker_id: str, reason: str) -> None:
 
 
 def _expire_claim(tx: Tx, d: ExpireClaim) -> bool:
-    if not tx.run("end_claim", token=d.token, status=ClaimStatus.EXPIRED):
+    if not end_claim(tx, d.token, d.worker_id, ClaimStatus.EXPIRED):
         return False
     error = f"worker {d.worker_id} died holding it" if d.crash else "lease expired"
     apply_outcome(tx, d.task_id, d.outcome, error=error, crash=d.crash, action="recover")
-    tx.run("worker_after_claim", worker_id=d.worker_id, completed=0, failed=0)
     journal.record(
         tx,
         "task.crashed" if d.crash else "task.lease_expired",
@@ -199,9 +198,8 @@ def _requeue_orphan(tx: Tx, d: RequeueOrphan) -> bool:
 
 
 def _close_claim(tx: Tx, d: CloseClaim) -> bool:
-    if not tx.run("close_claim", token=d.token):
+    if not end_claim(tx, d.token, d.worker_id, ClaimStatus.RELEASED, only_if_task_settled=True):
         return False
-    tx.run("worker_after_claim", worker_id=d.worker_id, completed=0, failed=0)
     journal.record(
         tx,
         "claim.closed",

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.ids import TASK_PREFIX, new_id
+from corral.leases import ClaimStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
+from corral.store.claim_ops import end_claim
 from corral.store.lookups import read_task, task_in
 from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
 from corral.workers import CLAIMING, Worker
@@ -112,8 +114,8 @@ class TaskOps:
         with self._driver.write() as tx:
             task = task_in(tx, self._driver, task_id)
             if task.token is not None:
-                tx.run("end_claim", token=task.token, status="released")
-                tx.run("worker_after_claim", worker_id=task.worker_id, completed=0, failed=0)
+                assert task.worker_id is not None  # an active claim names its holder
+                end_claim(tx, task.token, task.worker_id, ClaimStatus.RELEASED)
             if not tx.run(
                 "cancel_task", task_id=task_id, reason=reason, allowed=ALLOWED_FROM["cancel"]
             ):

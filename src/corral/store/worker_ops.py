@@ -7,6 +7,7 @@ from corral.ids import WORKER_PREFIX, new_id
 from corral.leases import ClaimStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json
+from corral.store.claim_ops import end_claim
 from corral.store.lookups import worker_in
 from corral.tasks import ALLOWED_FROM, TaskStatus
 from corral.workers import WORKER_ALLOWED_FROM, NewWorker, Worker, WorkerStatus
@@ -111,7 +112,7 @@ class WorkerOps:
                 raise errors.WorkerUnavailable(f"worker {worker_id} is already offline")
             for row in tx.all("active_claims_of_worker", worker_id=worker_id):
                 claim = rows.claim(self._driver, row)
-                tx.run("end_claim", token=claim.token, status=ClaimStatus.RELEASED)
+                end_claim(tx, claim.token, worker_id, ClaimStatus.RELEASED)
                 tx.run("release_task", task_id=claim.task_id, allowed=ALLOWED_FROM["release"])
                 journal.record(
                     tx,
