@@ -1,11 +1,18 @@
-"""Fixtures shared by every test: a fake clock, a store per dialect, and the CLI as a process."""
+"""Fixtures shared by every test: a fake clock, a store per dialect, and the CLI as a process.
+
+PostgreSQL tests run against the server at CORRAL_TEST_PG (default: postgres on
+127.0.0.1:5432). The session creates one database for itself and each test its own
+schema in it; both are dropped afterwards. With CI=true an unreachable server fails the
+suite; elsewhere the PostgreSQL tests are skipped with the reason.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,9 +20,68 @@ import pytest
 
 from corral import FakeClock, Settings, Store, open_store
 
-# Dialects the store conformance suite runs on. PostgreSQL joins with its driver.
-STORE_DIALECTS = ["sqlite"]
+# Dialects the store conformance suite runs on.
+STORE_DIALECTS = ["sqlite", "postgresql"]
 CORRAL = str(Path(sys.executable).with_name("corral"))
+PG_SERVER = os.environ.get("CORRAL_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _admin(url: str) -> object:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True, connect_timeout=3)
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A database of this test session's own on the PostgreSQL server, dropped at the end."""
+    try:
+        admin = _admin(PG_SERVER)
+    except Exception as exc:  # any reason the server cannot be used: psycopg missing too
+        reason = f"PostgreSQL at {PG_SERVER} unreachable: {str(exc).splitlines()[0]}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    name = f"corral_test_{os.getpid()}_{secrets.token_hex(3)}"
+    admin.execute(f"CREATE DATABASE {name}")  # type: ignore[attr-defined]
+    try:
+        yield PG_SERVER.rsplit("/", 1)[0] + "/" + name
+    finally:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")  # type: ignore[attr-defined]
+        admin.close()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def pg_schema(pg_database: str) -> Callable[[], tuple[str, Callable[[], None]]]:
+    """A factory of fresh schemas: (a URL whose search_path is the schema, drop it)."""
+
+    def make() -> tuple[str, Callable[[], None]]:
+        schema = f"t_{secrets.token_hex(6)}"
+        with _admin(pg_database) as conn:  # type: ignore[attr-defined]
+            conn.execute(f"CREATE SCHEMA {schema}")
+
+        def drop() -> None:
+            with _admin(pg_database) as conn:  # type: ignore[attr-defined]
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+        return f"{pg_database}?options=-csearch_path%3D{schema}", drop
+
+    return make
+
+
+@pytest.fixture
+def pg_url(pg_schema: Callable[[], tuple[str, Callable[[], None]]]) -> Iterator[str]:
+    """The URL of a fresh, empty schema of its own for one test, dropped afterwards."""
+    url, drop = pg_schema()
+    yield url
+    drop()
+
+
+def store_url(dialect: str, request: pytest.FixtureRequest, folder: Path) -> str:
+    """Where a test's store of `dialect` lives: a file in `folder`, or a fresh schema."""
+    if dialect == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return str(folder / "corral.db")
 
 
 @pytest.fixture
@@ -40,7 +106,7 @@ def settings() -> Settings:
 @pytest.fixture(params=STORE_DIALECTS)
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
     """A fresh, migrated store of each dialect, on the fake clock."""
-    opened = open_store(str(tmp_path / "corral.db"), clock=clock)
+    opened = open_store(store_url(request.param, request, tmp_path), clock=clock)
     yield opened
     opened.close()
 

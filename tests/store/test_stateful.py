@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -62,7 +63,7 @@ from corral.workers import CLAIMING, GONE, liveness
 
 # Mirrors STORE_DIALECTS in tests/conftest.py (a state machine cannot take the `store`
 # fixture); test_machine_runs_on_every_store_dialect keeps the two lists in step.
-MACHINE_DIALECTS = ["sqlite"]
+MACHINE_DIALECTS = ["sqlite", "postgresql"]
 
 POLICY = Settings(
     lease_s=10.0,
@@ -93,11 +94,30 @@ MACHINE_SETTINGS = hypothesis_settings(
 )
 
 
-def open_dialect_store(dialect: str, folder: str, clock: FakeClock) -> Store:
-    """A fresh store of `dialect` on `clock`; PostgreSQL adds its branch here."""
+# A fresh PostgreSQL schema per machine: (its URL, drop it). Set by `machine_schemas`.
+SchemaFactory = Callable[[], tuple[str, Callable[[], None]]]
+
+
+def open_dialect_store(
+    dialect: str, folder: str, clock: FakeClock, schemas: SchemaFactory | None
+) -> tuple[Store, Callable[[], None]]:
+    """A fresh store of `dialect` on `clock`, and how to remove what it leaves behind."""
     if dialect == "sqlite":
-        return open_store(str(Path(folder) / "corral.db"), clock=clock)
+        opened = open_store(str(Path(folder) / "corral.db"), clock=clock)
+        return opened, lambda: None
+    if dialect == "postgresql" and schemas is not None:
+        url, drop = schemas()
+        return open_store(url, clock=clock), drop
     pytest.fail(f"no state-machine store for dialect {dialect!r}: add its branch here")
+
+
+@pytest.fixture
+def schemas(request: pytest.FixtureRequest) -> SchemaFactory | None:
+    """The PostgreSQL schema factory when the test runs on PostgreSQL, else None."""
+    if request.node.callspec.params.get("dialect") != "postgresql":
+        return None
+    factory: SchemaFactory = request.getfixturevalue("pg_schema")
+    return factory
 
 
 @dataclass
@@ -131,11 +151,11 @@ class ModelWorker:
 class StoreMachine(RuleBasedStateMachine):
     """Random sequences of queue, registry and reconcile calls on one store."""
 
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: str, schemas: SchemaFactory | None) -> None:
         super().__init__()
         self.folder = tempfile.mkdtemp(prefix="corral-stateful-")
         self.clock = FakeClock()
-        self.store = open_dialect_store(dialect, self.folder, self.clock)
+        self.store, self._drop = open_dialect_store(dialect, self.folder, self.clock, schemas)
         self.tasks: dict[str, ModelTask] = {}
         self.workers: dict[str, ModelWorker] = {}
         self.token_task: dict[int, str] = {}
@@ -143,8 +163,9 @@ class StoreMachine(RuleBasedStateMachine):
         self.last_event_id = 0
 
     def teardown(self) -> None:
-        """Close the store and delete its folder."""
+        """Close the store and delete its folder (or schema)."""
         self.store.close()
+        self._drop()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- helpers ---------------------------------------------------------------------
@@ -515,9 +536,9 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.parametrize("dialect", MACHINE_DIALECTS)
-def test_store_keeps_its_invariants_under_random_operations(dialect):
+def test_store_keeps_its_invariants_under_random_operations(dialect, schemas):
     """Random sequences of store operations keep every invariant of claims, tokens and tasks."""
-    run_state_machine_as_test(lambda: StoreMachine(dialect), settings=MACHINE_SETTINGS)
+    run_state_machine_as_test(lambda: StoreMachine(dialect, schemas), settings=MACHINE_SETTINGS)
 
 
 ONE_TASK_ONE_WORKER = ("populate", {"tasks": [(0, "code", 2)], "workers": [((), 1)]})
@@ -566,9 +587,9 @@ REPLAYS = {
 
 @pytest.mark.parametrize("dialect", MACHINE_DIALECTS)
 @pytest.mark.parametrize("name", list(REPLAYS))
-def test_replayed_sequences_keep_the_invariants(dialect, name):
+def test_replayed_sequences_keep_the_invariants(dialect, name, schemas):
     """Hand-picked rule sequences pass every rule check and invariant of the machine."""
-    machine = StoreMachine(dialect)
+    machine = StoreMachine(dialect, schemas)
     try:
         machine.store_matches_model()
         for step, arguments in REPLAYS[name]:

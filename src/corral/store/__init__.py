@@ -2,7 +2,7 @@
 
 `Store` is written once over a `Driver` (base.py); `open_store(url)` picks the driver
 from the URL: a file path or `sqlite:///path` for SQLite (the default,
-`.corral/corral.db`), and later `postgresql://...` for PostgreSQL.
+`.corral/corral.db`), or `postgresql://...` for PostgreSQL (store/postgres.py).
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps):
         """(the database's schema version, the newest this code knows)."""
         return self._driver.schema_version()
 
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; the versions applied, oldest first."""
+        return self._driver.migrate()
+
     def close(self) -> None:
         """Release the connection."""
         self._driver.close()
@@ -54,11 +58,27 @@ class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps):
         self.close()
 
 
-def open_store(url: str, *, clock: Clock | None = None) -> Store:
-    """Open (creating and migrating if needed) the store at `url`."""
+def is_postgres_url(url: str) -> bool:
+    """True for a `postgresql://` (or `postgres://`) URL."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(url: str, *, clock: Clock | None = None, migrate: bool = True) -> Store:
+    """Open the store at `url`, applying pending migrations unless `migrate` is False.
+
+    SQLite reads `clock` (default: the system clock); PostgreSQL reads the server's
+    clock unless a test injects one.
+    """
+    if is_postgres_url(url):
+        try:
+            from corral.store.postgres import PostgresDriver
+        except ImportError as exc:
+            raise StoreError(
+                f"PostgreSQL needs psycopg ({exc.name} is missing): "
+                "pip install 'corral[postgresql]'"
+            ) from None
+        return Store(PostgresDriver(url, clock, migrate=migrate))
     from corral.store.sqlite import SQLiteDriver
 
-    if url.startswith(("postgresql://", "postgres://")):
-        raise StoreError(f"{url.rsplit('@', 1)[-1]}: PostgreSQL stores are not supported yet")
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
-    return Store(SQLiteDriver(path, clock or SystemClock()))
+    return Store(SQLiteDriver(path, clock or SystemClock(), migrate=migrate))

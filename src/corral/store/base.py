@@ -85,6 +85,10 @@ class Driver(Protocol):
         """(the database's schema version, the newest this code knows)."""
         ...
 
+    def migrate(self) -> list[int]:
+        """Apply pending migrations, once however many processes ask; the versions applied."""
+        ...
+
     def close(self) -> None:
         """Release the connection."""
         ...

@@ -17,7 +17,7 @@ from corral.leases import Claim, ClaimStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.lookups import held_claim, read_task, task_in, worker_in
+from corral.store.lookups import held_claim, read_task, task_in
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 from corral.workers import CLAIMING, Worker
 
@@ -259,7 +259,11 @@ class ClaimOps:
 
 
 def _claiming_worker(tx: Tx, driver: Driver, worker_id: str, check_capacity: bool = True) -> Worker:
-    worker = worker_in(tx, driver, worker_id)
+    """The claiming worker, read with a lock so that its status and capacity hold to commit."""
+    row = tx.one("claiming_worker", worker_id=worker_id)
+    if row is None:
+        raise errors.NotFound("worker", worker_id)
+    worker = rows.worker(driver, row)
     if worker.status not in CLAIMING:
         raise errors.WorkerUnavailable(f"worker {worker_id} is {worker.status}: it takes no claims")
     if check_capacity and worker.active >= worker.max_concurrent:

@@ -94,7 +94,9 @@ class SQLiteDriver:
 
     dialect = "sqlite"
 
-    def __init__(self, path: str, clock: Clock) -> None:
+    def __init__(self, path: str, clock: Clock, *, migrate: bool = True) -> None:
+        if not migrate and not os.path.exists(path):
+            raise StoreError(f"database {path}: does not exist (create it with `corral init`)")
         self.path = path
         self.url = path
         self._clock = clock
@@ -105,7 +107,8 @@ class SQLiteDriver:
         self._lock_fd = -1
         try:
             self._open_lock_file()
-            self._migrate()
+            if migrate:
+                self.migrate()
         except BaseException:
             self._conn.close()
             if self._lock_fd >= 0:
@@ -209,15 +212,17 @@ class SQLiteDriver:
             version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
         return version, migration_files("sqlite")[-1][0]
 
-    def _migrate(self) -> None:
+    def migrate(self) -> list[int]:
+        """Apply pending migrations under the flock; the versions applied."""
         try:
             current, latest = self.schema_version()
             if current == latest:
-                return
+                return []
             with self._mutex, self._flock():
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 current = self._conn.execute("PRAGMA user_version").fetchone()[0]
                 self._upgrade(current, latest)
+            return list(range(current + 1, latest + 1))
         except sqlite3.Error as exc:
             self._rollback()
             raise _wrap(self.path, exc) from None

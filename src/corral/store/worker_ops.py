@@ -50,6 +50,9 @@ class WorkerOps:
         """Record that the worker lives and extend its active leases (one transaction)."""
         with self._driver.write() as tx:
             before = worker_in(tx, self._driver, worker_id)
+            # Leases before the worker row: the lock order of the PostgreSQL store
+            # (claims, then workers). A refused heartbeat rolls the extension back.
+            tx.run("extend_worker_leases", worker_id=worker_id)
             if not tx.run(
                 "heartbeat_worker",
                 worker_id=worker_id,
@@ -59,7 +62,6 @@ class WorkerOps:
                 raise errors.WorkerUnavailable(
                     f"worker {worker_id} is {before.status}: register a new worker"
                 )
-            tx.run("extend_worker_leases", worker_id=worker_id)
             after = worker_in(tx, self._driver, worker_id)
             if after.status is not before.status and before.status in (
                 WorkerStatus.STARTING,

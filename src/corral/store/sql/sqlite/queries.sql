@@ -169,6 +169,10 @@ VALUES (:id, :name, :hostname, :pid, :version, :queues, :kinds, :max_concurrent,
 -- name: get_worker
 SELECT * FROM worker_view WHERE id = :worker_id;
 
+-- name: claiming_worker
+-- The same row; PostgreSQL locks it here (BEGIN IMMEDIATE already holds SQLite's lock).
+SELECT * FROM worker_view WHERE id = :worker_id;
+
 -- name: list_workers
 SELECT * FROM worker_view
 WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))

@@ -1,0 +1,54 @@
+"""PostgreSQL failures as the one line a user reads (the driver wraps them in StoreError).
+
+libpq's messages run over several lines and name the server twice; a user needs what
+went wrong and what to do, with the password never shown.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+INSUFFICIENT_PRIVILEGE = "42501"
+_SERVER_PREFIX = re.compile(r"^(connection failed: )?(connection to server at [^:]*: )?")
+
+# (what libpq says, what to add), first match wins.
+_HINTS = (
+    ("Connection refused", "is the server running, and on that port?"),
+    ("timeout expired", "no answer: is the host reachable?"),
+    ("could not translate host name", "unknown host"),
+    ("password authentication failed", "check the user and password"),
+    ("no password supplied", "the server wants a password: put it in the URL or ~/.pgpass"),
+    ("does not exist", "check the URL; create the database with `createdb` first"),
+    ("invalid connection option", "not a valid PostgreSQL URL"),
+    ('missing "="', "not a valid PostgreSQL URL"),
+    ("invalid URI", "not a valid PostgreSQL URL"),
+    ("invalid integer value", "not a valid PostgreSQL URL"),
+    ("invalid port", "not a valid PostgreSQL URL"),
+)
+
+
+def safe_url(url: str) -> str:
+    """`url` with any password replaced by `***`."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def describe(shown: str, exc: Any) -> str:
+    """One line: the database, libpq's reason, and a hint when there is one."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = _SERVER_PREFIX.sub("", lines[0]) if lines else type(exc).__name__
+    if getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+        hint = "this user may not change corral's schema: grant it CREATE, or migrate as the owner"
+        return f"database {shown}: {reason} ({hint})"
+    for needle, hint in _HINTS:
+        if needle in reason:
+            return f"database {shown}: {reason} ({hint})"
+    return f"database {shown}: {reason}"

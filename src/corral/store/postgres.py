@@ -1,0 +1,369 @@
+"""The PostgreSQL driver: one database shared by workers on many hosts (psycopg 3 + a pool).
+
+Imported only when a `postgresql://` URL is opened, so the SQLite CLI path never loads
+psycopg.
+
+Clock: lease, heartbeat and schedule times come from the server, so hosts with skewed
+clocks agree. Queries say `:now`; the driver binds it to `now()`, which PostgreSQL fixes
+at the start of each transaction, so every statement of one transaction sees one instant
+and `tx.now` (read with `SELECT now()` only when Python asks for it) is that same instant.
+A test injects a `Clock` instead (`open_store(url, clock=FakeClock())`): `:now` is then
+bound to the clock's reading, taken once per transaction, exactly as on SQLite.
+
+Transactions and locking:
+- `write()` is one READ COMMITTED transaction. Every UPDATE is a compare-and-set (its
+  WHERE re-checks the current row after any wait). The reads that decide a change lock
+  what they read, and every transaction takes row locks in one order, task -> claim ->
+  worker, so no two wait on each other in a circle: a heartbeat extends its claims before
+  it touches its worker row; ending a claim locks the claim's task first. The one
+  exception is a claim, which locks its worker first (its capacity must hold until
+  commit) and then only a ready task and a brand-new claim, which no holder of a
+  claim or worker lock waits for in turn.
+- Claims use `FOR UPDATE SKIP LOCKED`; the partial unique index
+  claims_one_active_per_task is the final word on one active claim per task.
+- `read()` is one REPEATABLE READ READ ONLY snapshot running the same named queries with
+  their locking clauses removed.
+
+Connections: a small pool per process. A connection found dead when a transaction
+begins (the server restarted) is discarded and the next one tried; an error after that
+leaves as `StoreError`, and callers (the runner) retry with backoff. A transaction whose
+COMMIT was lost with the connection is safe to retry: fencing tokens refuse a second
+completion.
+
+Migrations run at the first connection (or `corral db migrate`) inside one transaction
+that holds an advisory lock, so processes racing to migrate apply them exactly once.
+The versions applied are rows of `corral_migrations`, numbered as SQLite's user_version.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from corral.clock import Clock
+from corral.errors import SchemaTooNew, StoreError
+from corral.store.base import Json
+from corral.store.pg_errors import describe, safe_url
+from corral.store.queries import load_queries, migration_files, sql_path
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
+POOL_MAX = 4  # a runner needs its claiming slots plus the heartbeat thread
+POOL_WAIT_S = 10.0  # waiting for a pooled connection while the server is away
+MIGRATION_LOCK = "corral.migrate"  # advisory lock key (hashed per schema)
+
+_LOCKING = re.compile(
+    r"\s+FOR\s+(?:NO\s+KEY\s+)?(?:UPDATE|SHARE)(?:\s+OF\s+\w+(?:\s*,\s*\w+)*)?"
+    r"(?:\s+SKIP\s+LOCKED|\s+NOWAIT)?",
+    re.IGNORECASE,
+)
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_COMMENT = re.compile(r"--[^\n]*")
+
+_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS corral_migrations (
+    version    integer     PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+
+def compile_queries(server_clock: bool) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """(write, read) texts of every named query, in psycopg's `%(name)s` style.
+
+    With `server_clock`, `:now` becomes `now()`; otherwise it is a parameter. The texts
+    are bytes, which psycopg takes as they are (its typing wants literal strings).
+    """
+    write, read = {}, {}
+    for name, text in load_queries("postgresql").items():
+        sql = _COMMENT.sub("", text).replace("%", "%%")
+        sql = _PARAM.sub(
+            lambda m: "now()" if server_clock and m.group(1) == "now" else f"%({m.group(1)})s",
+            sql,
+        )
+        write[name] = sql.encode()
+        read[name] = _LOCKING.sub("", sql).encode()
+    return write, read
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Json):
+        from psycopg.types.json import Jsonb
+
+        return None if value.value is None else Jsonb(value.value)
+    if isinstance(value, frozenset):
+        return sorted(str(v) for v in value)
+    return value
+
+
+class _Row:
+    """A row readable by column name or by position, like sqlite3.Row."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, values: tuple[Any, ...], index: dict[str, int]) -> None:
+        self._values = values
+        self._index = index
+
+    def __getitem__(self, key: str | int) -> Any:
+        return self._values[key if isinstance(key, int) else self._index[key]]
+
+
+def _row_factory(cursor: Any) -> Any:
+    description = cursor.description or ()
+    index = {column.name: i for i, column in enumerate(description)}
+    return lambda values: _Row(values, index)
+
+
+class _Tx:
+    """A transaction on one pooled connection."""
+
+    __slots__ = ("_clock_now", "_cursor", "_queries")
+
+    def __init__(
+        self, cursor: psycopg.Cursor[Any], queries: dict[str, bytes], now: datetime | None
+    ) -> None:
+        self._cursor = cursor
+        self._queries = queries
+        self._clock_now = now
+
+    @property
+    def now(self) -> datetime:
+        """The transaction's instant: the injected clock's, else the server's now()."""
+        if self._clock_now is None:
+            row = self._cursor.execute("SELECT now()").fetchone()
+            assert row is not None
+            self._clock_now = _utc(row[0])
+        return self._clock_now
+
+    def _execute(self, query: str, params: dict[str, Any]) -> psycopg.Cursor[Any]:
+        encoded = {k: _encode(v) for k, v in params.items()}
+        if self._clock_now is not None:
+            encoded["now"] = self._clock_now
+        return self._cursor.execute(self._queries[query], encoded)
+
+    def one(self, query: str, /, **params: Any) -> Any:
+        """First row of `query`, or None."""
+        cursor = self._execute(query, params)
+        return cursor.fetchone() if cursor.description else None
+
+    def all(self, query: str, /, **params: Any) -> list[Any]:
+        """All rows of `query`."""
+        return self._execute(query, params).fetchall()
+
+    def run(self, query: str, /, **params: Any) -> int:
+        """Rows changed by statement `query`."""
+        return self._execute(query, params).rowcount
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+class PostgresDriver:
+    """A pool of connections to one PostgreSQL database (and schema)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, clock: Clock | None, *, migrate: bool = True) -> None:
+        self.url = url
+        self._shown = safe_url(url)
+        self._clock = clock
+        self._write_sql, self._read_sql = compile_queries(server_clock=clock is None)
+        self._conninfo = _conninfo(url, self._shown)
+        with self._connect() as conn:  # the first connection reports what is wrong, at once
+            current, latest = self._versions(conn)
+            if current > latest:
+                raise self._too_new(current, latest)
+            if migrate and current < latest:
+                self._migrate_on(conn)
+        self._pool = self._open_pool()
+
+    # -- connections ---------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        import psycopg
+
+        try:
+            return psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(describe(self._shown, exc)) from None
+
+    def _open_pool(self) -> ConnectionPool:
+        from psycopg_pool import ConnectionPool
+
+        pool: ConnectionPool = ConnectionPool(
+            self._conninfo,
+            kwargs={"autocommit": True},
+            min_size=1,
+            max_size=POOL_MAX,
+            timeout=POOL_WAIT_S,
+            name="corral",
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    @contextmanager
+    def _transaction(self, begin: str, queries: dict[str, bytes]) -> Iterator[_Tx]:
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            conn = self._begin(begin)
+        except PoolTimeout:
+            raise StoreError(
+                f"database {self._shown}: no connection within {POOL_WAIT_S:g} s "
+                "(is the server running?)"
+            ) from None
+        try:
+            cursor = conn.cursor(row_factory=_row_factory)
+            now = None if self._clock is None else self._clock.now()
+            yield _Tx(cursor, queries, now)
+            conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            self._abort(conn)
+            raise StoreError(describe(self._shown, exc)) from None
+        except BaseException:
+            self._abort(conn)
+            raise
+        self._pool.putconn(conn)
+
+    def _begin(self, begin: str) -> psycopg.Connection[Any]:
+        """A pooled connection with `begin` sent; dead connections (a restart) are skipped."""
+        import psycopg
+
+        for _ in range(POOL_MAX + 1):
+            conn = self._pool.getconn()
+            try:
+                conn.execute(begin)
+                return conn
+            except psycopg.OperationalError as exc:
+                self._pool.putconn(conn)  # a broken connection is discarded, not reused
+                last = exc
+        raise StoreError(describe(self._shown, last)) from None
+
+    def _abort(self, conn: psycopg.Connection[Any]) -> None:
+        import psycopg
+
+        try:
+            if not conn.closed:
+                conn.execute("ROLLBACK")
+        except psycopg.Error:
+            pass  # the connection is gone; the pool discards it below
+        self._pool.putconn(conn)
+
+    def read(self) -> Any:
+        """One consistent snapshot; the queries run without their locking clauses."""
+        return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", self._read_sql)
+
+    def write(self) -> Any:
+        """A READ COMMITTED transaction whose deciding reads lock (see the module doc)."""
+        return self._transaction("BEGIN", self._write_sql)
+
+    # -- clock and decoding --------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The store's clock: the server's now(), or the injected test clock."""
+        if self._clock is not None:
+            return self._clock.now()
+        with self.read() as tx:
+            instant: datetime = tx.now
+            return instant
+
+    def instant(self, value: Any) -> datetime:
+        """A timestamptz, in UTC."""
+        return _utc(value)
+
+    def json(self, value: Any) -> Any:
+        """jsonb and text[] arrive decoded."""
+        return value
+
+    # -- schema --------------------------------------------------------------------
+
+    def _versions(self, conn: psycopg.Connection[Any]) -> tuple[int, int]:
+        import psycopg
+
+        latest = migration_files("postgresql")[-1][0]
+        try:
+            row = conn.execute("SELECT to_regclass('corral_migrations') IS NOT NULL").fetchone()
+            if row is None or not row[0]:
+                return 0, latest
+            found = conn.execute("SELECT coalesce(max(version), 0) FROM corral_migrations")
+            version = found.fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(describe(self._shown, exc)) from None
+        return (int(version[0]) if version else 0), latest
+
+    def schema_version(self) -> tuple[int, int]:
+        """(the highest migration applied to this database, the newest this code has)."""
+        with self._pool.connection() as conn:
+            return self._versions(conn)
+
+    def migrate(self) -> list[int]:
+        """Apply the pending migrations; the versions applied (none if up to date)."""
+        with self._connect() as conn:
+            return self._migrate_on(conn)
+
+    def _migrate_on(self, conn: psycopg.Connection[Any]) -> list[int]:
+        import psycopg
+
+        try:
+            with conn.transaction():
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(current_schema()))",
+                    (MIGRATION_LOCK,),
+                )
+                conn.execute(_VERSION_TABLE)
+                current, latest = self._versions(conn)
+                if current > latest:
+                    raise self._too_new(current, latest)
+                return self._apply(conn, current, latest)
+        except psycopg.Error as exc:
+            raise StoreError(describe(self._shown, exc)) from None
+
+    def _apply(self, conn: psycopg.Connection[Any], current: int, latest: int) -> list[int]:
+        if current == latest:
+            return []
+        steps = [
+            (version, path) for version, path in migration_files("postgresql") if version > current
+        ]
+        if current == 0:  # a new database gets the schema whole
+            steps = [(latest, sql_path("postgresql", "schema.sql"))]
+        for _, path in steps:
+            with open(path, encoding="utf-8") as handle:
+                conn.execute(handle.read().encode())
+        applied = list(range(current + 1, latest + 1))
+        for version in applied:
+            conn.execute("INSERT INTO corral_migrations (version) VALUES (%s)", (version,))
+        return applied
+
+    def _too_new(self, current: int, latest: int) -> SchemaTooNew:
+        return SchemaTooNew(
+            f"database {self._shown} has schema version {current}, newer than this "
+            f"corral knows ({latest}): upgrade corral"
+        )
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._pool.close()
+
+
+def _conninfo(url: str, shown: str) -> str:
+    """`url` with the session settings corral relies on: UTC instants, a connect timeout."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise StoreError(describe(shown, exc)) from None
+    options = " ".join(filter(None, [str(params.pop("options", "") or ""), "-c TimeZone=UTC"]))
+    params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+    params.setdefault("application_name", "corral")
+    return make_conninfo("", **{**params, "options": options})

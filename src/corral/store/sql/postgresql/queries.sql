@@ -1,0 +1,359 @@
+-- Named queries of the PostgreSQL store: the same names as sql/sqlite/queries.sql, each
+-- written for PostgreSQL. Parameters are :named (the driver binds them); parameters that
+-- may be NULL or take part in arithmetic carry a cast, because the server infers no type
+-- from a bare NULL. Status sets (:allowed and the filters) arrive as text[].
+--
+-- :now is the store clock. The driver binds it to the server's now() (the transaction's
+-- start, one value for every statement of a transaction), or to an injected test clock.
+--
+-- Locking: these queries run in READ COMMITTED write transactions. A query that decides
+-- a change locks the rows it read (FOR UPDATE / FOR SHARE), always in the order
+-- task -> claim -> worker, so that two transactions never wait on each other in a circle
+-- (postgres.py explains the order). Read transactions run the same text with every
+-- locking clause removed, in one REPEATABLE READ READ ONLY snapshot.
+
+-- name: insert_task
+INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
+                   assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
+                   requires_review, created_at, updated_at)
+VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
+        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s::float8,
+        coalesce(:run_at::timestamptz,
+                 :now + coalesce(:run_after_s::float8, 0) * interval '1 second'),
+        :requires_review, :now, :now);
+
+-- name: insert_dependency
+INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
+
+-- name: task_statuses
+-- FOR SHARE: a dependency cannot complete until this enqueue commits, so its completion
+-- sees the new dependent (or this enqueue sees it done).
+SELECT id, status FROM tasks WHERE id = ANY(:ids::text[]) ORDER BY id FOR SHARE;
+
+-- name: get_task
+-- Not the view: FOR UPDATE cannot reach into the view's outer join.
+SELECT t.*, c.token, c.worker_id, c.lease_expires_at,
+       ARRAY(SELECT d.depends_on FROM task_deps d WHERE d.task_id = t.id
+             ORDER BY d.depends_on) AS depends_on
+FROM tasks t
+LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active'
+WHERE t.id = :task_id
+FOR UPDATE OF t;
+
+-- name: list_tasks
+SELECT * FROM task_view
+WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queue = :queue::text)
+  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: ready_tasks
+SELECT * FROM task_view
+WHERE status = 'ready' AND run_after <= :now
+  AND (:queue::text IS NULL OR queue = :queue::text)
+  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+  AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+  AND (:worker_id::text IS NULL OR assignee IS NULL
+       OR assignee IN (:worker_id::text, :worker_name::text))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: dependency_statuses
+SELECT d.depends_on AS id, t.status AS status
+FROM task_deps d JOIN tasks t ON t.id = d.depends_on
+WHERE d.task_id = :task_id
+ORDER BY d.depends_on;
+
+-- name: count_ahead
+SELECT count(*) FROM tasks o, tasks t
+WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
+  AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
+
+-- name: claim_task
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE id = :task_id
+  AND status = ANY(:allowed::text[])
+  AND run_after <= :now
+  AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
+  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+  AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+RETURNING id, timeout_s;
+
+-- name: claim_next_task
+-- SKIP LOCKED: concurrent claimers each take a different first task instead of queueing
+-- on the same row; a row changed since the snapshot is re-checked before it is taken.
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE seq = (
+    SELECT seq FROM tasks
+    WHERE status = 'ready' AND run_after <= :now
+      AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
+      AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+      AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+    ORDER BY priority DESC, seq
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED)
+RETURNING id, timeout_s;
+
+-- name: insert_claim
+INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
+                    deadline_at)
+VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
+        least(:now + :lease_s::float8 * interval '1 second',
+              :now + :timeout_s::float8 * interval '1 second'),
+        :now + :timeout_s::float8 * interval '1 second')
+RETURNING *;
+
+-- name: active_claim
+-- Locks the task before its claim (the lock order).
+WITH task AS (SELECT id FROM tasks WHERE id = :task_id FOR UPDATE)
+SELECT c.* FROM claims c JOIN task ON c.task_id = task.id
+WHERE c.status = 'active'
+FOR UPDATE OF c;
+
+-- name: renew_claim
+UPDATE claims
+SET lease_expires_at = least(:now + :lease_s::float8 * interval '1 second', deadline_at),
+    lease_s = :lease_s,
+    renewals = renewals + 1
+WHERE token = :token AND status = 'active'
+RETURNING *;
+
+-- name: end_claim
+-- Locks the claim's task first (the lock order), for callers that hold no lock on it yet.
+WITH task AS (SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
+              WHERE c.token = :token FOR UPDATE OF t)
+UPDATE claims SET status = :status, ended_at = :now
+WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
+
+-- name: release_task
+UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: defer_task
+UPDATE tasks
+SET status = 'ready', attempts = attempts - 1,
+    run_after = coalesce(:run_at::timestamptz, :now + :delay_s::float8 * interval '1 second'),
+    updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+RETURNING run_after;
+
+-- name: complete_task
+-- Locks the blocked dependents first: a dependent's other dependency completing at the
+-- same moment then waits for this transaction, and its unblock_dependents sees this one
+-- done (without the lock, each could see the other still running and neither unblock).
+WITH dependents AS (
+    SELECT t.id FROM tasks t JOIN task_deps d ON d.task_id = t.id
+    WHERE d.depends_on = :task_id AND t.status = 'blocked'
+    ORDER BY t.id
+    FOR UPDATE OF t)
+UPDATE tasks
+SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+    result = :result,
+    updated_at = :now,
+    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+  AND (SELECT count(*) FROM dependents) >= 0
+RETURNING status;
+
+-- name: fail_task
+UPDATE tasks
+SET status = :to_status::text,
+    crashes = crashes + :crash::integer,
+    last_error = coalesce(:error::text, last_error),
+    failure_reason = CASE WHEN :to_status::text = 'failed' THEN :reason::text END,
+    run_after = :now + :delay_s::float8 * interval '1 second',
+    updated_at = :now,
+    finished_at = CASE WHEN :to_status::text = 'failed' THEN :now END
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: requeue_orphan
+UPDATE tasks
+SET status = :to_status::text,
+    last_error = :error::text,
+    failure_reason = CASE WHEN :to_status::text = 'failed' THEN :reason::text END,
+    run_after = :now + :delay_s::float8 * interval '1 second',
+    updated_at = :now,
+    finished_at = CASE WHEN :to_status::text = 'failed' THEN :now END
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
+
+-- name: unblock_dependents
+UPDATE tasks SET status = 'ready', run_after = greatest(run_after, :now), updated_at = :now
+WHERE status = ANY(:allowed::text[])
+  AND id IN (SELECT task_id FROM task_deps WHERE depends_on = :task_id)
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                  WHERE d.task_id = tasks.id AND p.status != 'done')
+RETURNING id;
+
+-- name: cancel_task
+UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
+                 last_error = coalesce(:reason::text, last_error)
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: retry_task
+-- FOR SHARE on the dependencies: one completing now either finishes first (and is seen
+-- done) or waits for this retry to commit (and then unblocks the task it sees blocked).
+UPDATE tasks
+SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                               WHERE d.task_id = tasks.id AND p.status != 'done'
+                               FOR SHARE OF p)
+                  THEN 'blocked' ELSE 'ready' END,
+    attempts = 0, crashes = 0, failure_reason = NULL, finished_at = NULL,
+    run_after = :now, updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+RETURNING status;
+
+-- name: insert_worker
+INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
+                     status, registered_at, last_heartbeat_at)
+VALUES (:id, :name, :hostname, :pid, :version, :queues::text[], :kinds::text[],
+        :max_concurrent, :labels, 'starting', :now, :now);
+
+-- name: get_worker
+-- No lock: a heartbeat reads its worker before it extends the leases (claims before
+-- workers, the lock order); claiming_worker is the locking read.
+SELECT * FROM worker_view WHERE id = :worker_id;
+
+-- name: claiming_worker
+-- Locks the worker for the claim's transaction, so its capacity holds until commit.
+SELECT w.*,
+       (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active')::integer
+           AS active
+FROM workers w WHERE w.id = :worker_id
+FOR UPDATE OF w;
+
+-- name: list_workers
+SELECT * FROM worker_view
+WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+ORDER BY registered_at, id;
+
+-- name: heartbeat_worker
+UPDATE workers
+SET last_heartbeat_at = :now,
+    offline_reason = NULL,
+    cpu_percent = coalesce(:cpu_percent::float8, cpu_percent),
+    rss_bytes = coalesce(:rss_bytes::bigint, rss_bytes),
+    status = CASE WHEN status = 'draining' THEN 'draining'
+                  WHEN EXISTS (SELECT 1 FROM claims c
+                               WHERE c.worker_id = workers.id AND c.status = 'active')
+                  THEN 'busy' ELSE 'idle' END
+WHERE id = :worker_id AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- name: extend_worker_leases
+UPDATE claims
+SET lease_expires_at = greatest(lease_expires_at,
+                                least(:now + lease_s * interval '1 second', deadline_at))
+WHERE worker_id = :worker_id AND status = 'active';
+
+-- name: worker_after_claim
+UPDATE workers
+SET status = CASE WHEN status NOT IN ('starting', 'idle', 'busy') THEN status
+                  WHEN EXISTS (SELECT 1 FROM claims c
+                               WHERE c.worker_id = workers.id AND c.status = 'active')
+                  THEN 'busy' ELSE 'idle' END,
+    completed_total = completed_total + :completed,
+    failed_total = failed_total + :failed
+WHERE id = :worker_id;
+
+-- name: set_worker_status
+UPDATE workers SET status = :to_status::text, offline_reason = :reason::text
+WHERE id = :worker_id AND status = ANY(:allowed::text[]);
+
+-- name: mark_worker
+UPDATE workers SET status = :to_status::text, offline_reason = :reason::text
+WHERE id = :worker_id AND status = :seen::text
+  AND last_heartbeat_at = :seen_heartbeat_at::timestamptz;
+
+-- name: active_claims_of_worker
+SELECT * FROM claims WHERE worker_id = :worker_id AND status = 'active' ORDER BY token;
+
+-- name: watched_workers
+SELECT * FROM worker_view
+WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- name: active_claims_to_check
+SELECT c.token, c.task_id, c.worker_id, w.status AS worker_status, c.lease_expires_at,
+       t.status AS task_status, t.attempts, t.max_attempts, t.crashes, t.retry_base_s
+FROM claims c
+JOIN tasks t ON t.id = c.task_id
+LEFT JOIN workers w ON w.id = c.worker_id
+WHERE c.status = 'active';
+
+-- name: orphaned_tasks
+SELECT t.id, t.attempts, t.max_attempts, t.retry_base_s
+FROM tasks t
+WHERE t.status = 'running'
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active');
+
+-- name: close_claim
+WITH task AS (SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
+              WHERE c.token = :token FOR UPDATE OF t)
+UPDATE claims SET status = 'released', ended_at = :now
+WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task)
+  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = claims.task_id AND t.status = 'running');
+
+-- name: fix_worker_status
+UPDATE workers SET status = :to_status::text
+WHERE id = :worker_id AND status = :seen::text
+  AND EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = workers.id AND c.status = 'active')
+      = (:to_status::text = 'busy');
+
+-- name: insert_event
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
+                    data)
+VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_status::text,
+        :to_status::text, :actor, :reason::text, :data);
+
+-- name: list_events
+SELECT * FROM events
+WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+  AND id > :after_id
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: start_run
+INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
+                  base_commit, transcript_path, stderr_path)
+VALUES (:id, :task_id, :worker_id, :token, :attempt, :now, :prompt::text, :command, :cwd,
+        :base_commit::text, :transcript_path::text, :stderr_path::text)
+RETURNING *;
+
+-- name: finish_run
+UPDATE runs
+SET finished_at = :now, outcome = :outcome, exit_code = :exit_code::integer,
+    error = :error::text, usage = :usage, final_commit = :final_commit::text
+WHERE id = :run_id AND finished_at IS NULL
+RETURNING *;
+
+-- name: finish_runs_of_worker
+UPDATE runs SET finished_at = :now, outcome = 'killed', error = :error
+WHERE worker_id = :worker_id AND finished_at IS NULL
+RETURNING id, task_id, token;
+
+-- name: mark_stalled
+UPDATE runs SET stalled_at = :now
+WHERE id = :run_id AND finished_at IS NULL AND stalled_at IS NULL
+RETURNING task_id, worker_id, token, last_progress_at;
+
+-- name: record_progress
+UPDATE runs SET last_progress_at = :now, progress = coalesce(:progress::text, progress),
+                stalled_at = NULL
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: get_run
+SELECT * FROM runs WHERE id = :run_id;
+
+-- name: list_runs
+-- Newest first; seq breaks ties between runs started in the same instant.
+SELECT * FROM runs
+WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+ORDER BY started_at DESC, seq DESC
+LIMIT :limit;
+
+-- name: unfinished_runs
+SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
+ORDER BY started_at, seq;
