@@ -9,10 +9,13 @@ from corral.cli.context import Context
 
 def cmd_init(ctx: Context) -> int:
     """Create (or migrate) the store and say where it is."""
+    from corral.store.pg_errors import safe_url
+
     version, _ = ctx.store.schema_version()
+    shown = safe_url(ctx.db)
     ctx.emit(
-        {"db": ctx.db, "schema_version": version},
-        f"corral store ready at {ctx.db} (schema v{version})",
+        {"db": shown, "schema_version": version},
+        f"corral store ready at {shown} (schema v{version})",
     )
     return 0
 

@@ -61,7 +61,8 @@ class Context:
         """The store, opened (and migrated) on first use."""
         if self._store is None:
             self.settings  # noqa: B018 - every command reports a bad config the same way
-            self._store = open_store(self.db)
+            migrate = getattr(self.args, "migrate_on_open", True)  # `db` commands: False
+            self._store = open_store(self.db, migrate=migrate)
         return self._store
 
     def token(self) -> int | None:

@@ -7,12 +7,14 @@ from the URL: a file path or `sqlite:///path` for SQLite (the default,
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.base import Driver
 from corral.store.claim_ops import ClaimOps
+from corral.store.queries import migration_files
 from corral.store.recovery_ops import RecoveryOps
 from corral.store.run_ops import RunOps
 from corral.store.task_ops import TaskOps
@@ -46,6 +48,15 @@ class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps):
     def migrate(self) -> list[int]:
         """Apply pending migrations; the versions applied, oldest first."""
         return self._driver.migrate()
+
+    def pending_migrations(self) -> list[tuple[int, str]]:
+        """(version, name) of each migration this database has not had, oldest first."""
+        current, _ = self.schema_version()
+        return [
+            (version, os.path.basename(path).removesuffix(".sql"))
+            for version, path in migration_files(self.dialect)
+            if version > current
+        ]
 
     def close(self) -> None:
         """Release the connection."""

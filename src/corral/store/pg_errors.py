@@ -11,19 +11,23 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 INSUFFICIENT_PRIVILEGE = "42501"
-_SERVER_PREFIX = re.compile(r"^(connection failed: )?(connection to server at [^:]*: )?")
+_NOISE = re.compile(
+    r"^(connection failed: |connection is bad: )?(connection to server at [^:]*: )?(FATAL: +)?"
+)
 
 # (what libpq says, what to add), first match wins.
 _HINTS = (
     ("Connection refused", "is the server running, and on that port?"),
     ("timeout expired", "no answer: is the host reachable?"),
     ("could not translate host name", "unknown host"),
+    ("failed to resolve host", "unknown host"),
     ("password authentication failed", "check the user and password"),
     ("no password supplied", "the server wants a password: put it in the URL or ~/.pgpass"),
-    ("does not exist", "check the URL; create the database with `createdb` first"),
+    ('role "', "check the user name in the URL"),
+    ('database "', "check the URL; create the database with `createdb` first"),
     ("invalid connection option", "not a valid PostgreSQL URL"),
     ('missing "="', "not a valid PostgreSQL URL"),
-    ("invalid URI", "not a valid PostgreSQL URL"),
+    ("URI", "not a valid PostgreSQL URL"),
     ("invalid integer value", "not a valid PostgreSQL URL"),
     ("invalid port", "not a valid PostgreSQL URL"),
 )
@@ -44,7 +48,7 @@ def safe_url(url: str) -> str:
 def describe(shown: str, exc: Any) -> str:
     """One line: the database, libpq's reason, and a hint when there is one."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    reason = _SERVER_PREFIX.sub("", lines[0]) if lines else type(exc).__name__
+    reason = _NOISE.sub("", lines[0]) if lines else type(exc).__name__
     if getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
         hint = "this user may not change corral's schema: grant it CREATE, or migrate as the owner"
         return f"database {shown}: {reason} ({hint})"

@@ -1,0 +1,61 @@
+"""Schema commands: `db status` (version and pending migrations) and `db migrate`.
+
+Both open the store without migrating it, so `db status` shows what is pending and
+`db migrate` is the one that applies it (every other command migrates on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from corral.cli.context import Context
+from corral.store.pg_errors import safe_url
+
+
+def _names(migrations: list[tuple[int, str]]) -> str:
+    return ", ".join(name for _, name in migrations)
+
+
+def cmd_status(ctx: Context) -> int:
+    """Print the schema version and the migrations not yet applied."""
+    store = ctx.store
+    current, latest = store.schema_version()
+    pending = store.pending_migrations()
+    data = {
+        "db": safe_url(ctx.db),
+        "dialect": store.dialect,
+        "schema_version": current,
+        "latest_version": latest,
+        "pending": [{"version": v, "name": name} for v, name in pending],
+    }
+    state = f"pending: {_names(pending)}" if pending else "up to date"
+    ctx.emit(data, f"{store.dialect} store {data['db']}: schema v{current} of v{latest}, {state}")
+    return 0
+
+
+def cmd_migrate(ctx: Context) -> int:
+    """Apply the pending migrations (once, however many processes ask at the same time)."""
+    store = ctx.store
+    pending = dict(store.pending_migrations())
+    applied = store.migrate()
+    current, _ = store.schema_version()
+    names = [pending.get(v, str(v)) for v in applied]
+    ctx.emit(
+        {"db": safe_url(ctx.db), "applied": names, "schema_version": current},
+        f"applied {', '.join(names)}; schema v{current}"
+        if names
+        else f"schema v{current}: nothing to apply",
+    )
+    return 0
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add `db status` and `db migrate` to the parser."""
+    group = sub.add_parser("db", parents=[common], help="the store's schema: status, migrate")
+    dsub = group.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    p = dsub.add_parser("status", parents=[common], help="schema version and pending migrations")
+    p.set_defaults(handler=cmd_status, migrate_on_open=False)
+    p = dsub.add_parser("migrate", parents=[common], help="apply pending migrations")
+    p.set_defaults(handler=cmd_migrate, migrate_on_open=False)
