@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
 POOL_MAX = 4  # a runner needs its claiming slots plus the heartbeat thread
-POOL_WAIT_S = 10.0  # waiting for a pooled connection while the server is away
+POOL_WAIT_S = 3.0  # waiting for a pooled connection while the server is away
 MIGRATION_LOCK = "corral.migrate"  # advisory lock key (hashed per schema)
 
 _LOCKING = re.compile(
@@ -195,7 +195,13 @@ class PostgresDriver:
             raise StoreError(describe(self._shown, exc)) from None
 
     def _open_pool(self) -> ConnectionPool:
+        import logging
+
         from psycopg_pool import ConnectionPool
+
+        # The pool logs every failed reconnection over several lines; the driver reports
+        # an unreachable server itself, once per operation, as a StoreError.
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
         pool: ConnectionPool = ConnectionPool(
             self._conninfo,

@@ -1,0 +1,230 @@
+"""The PostgreSQL store under real processes: a claim race, a migration race, a server restart.
+
+The restart test runs a private throwaway server (initdb into a temporary folder, on a
+port of its own), never the shared one: other people's tests use that.
+"""
+
+# SIM300: asserts read `expected == actual` (STYLE.md habit 10).
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from corral import EventFilter, NewTask, TaskFilter, TaskStatus, enqueue, open_store
+from corral.store.queries import migration_files
+
+from .conftest import wait_until
+
+CORRAL = str(Path(sys.executable).with_name("corral"))
+LATEST = migration_files("postgresql")[-1][0]
+
+DRAIN_QUEUE = """
+from corral import NewWorker, claim_next, complete, open_store, register
+
+with open_store(ARGS[0]) as store:
+    worker_id = register(store, NewWorker(name=NAME)).worker.id
+    barrier()
+    claimed = []
+    while (claim := claim_next(store, worker_id)) is not None:
+        complete(store, claim.task_id, token=claim.token)
+        claimed.append(claim.task_id)
+print(json.dumps({"worker_id": worker_id, "claimed": claimed}))
+"""
+
+OPEN_STORE = """
+from corral import open_store
+
+barrier()
+with open_store(ARGS[0]) as store:
+    print(json.dumps(store.schema_version()))
+"""
+
+
+def _enqueue(url: str, count: int) -> list[str]:
+    with open_store(url) as store:
+        return [enqueue(store, NewTask(title=f"task {n}")).id for n in range(count)]
+
+
+@pytest.mark.slow
+def test_eight_processes_drain_2000_tasks_claiming_each_exactly_once(children, pg_url):
+    """Eight processes looping claim_next + complete claim every one of 2,000 tasks once."""
+    task_ids = _enqueue(pg_url, 2000)
+    for n in range(8):
+        children.start(f"p{n}", DRAIN_QUEUE, pg_url)
+    children.go()
+    finished = children.finish(timeout_s=120)
+
+    assert {name: (0, "") for name in finished} == {n: (f.code, f.err) for n, f in finished.items()}
+    claimed = [t for f in finished.values() for t in json.loads(f.out)["claimed"]]
+    assert sorted(task_ids) == sorted(claimed)
+    assert 8 == sum(1 for f in finished.values() if json.loads(f.out)["claimed"])
+    with open_store(pg_url) as store:
+        tasks = store.list_tasks(TaskFilter(limit=10_000))
+        events = store.list_events(EventFilter(limit=100_000))
+    assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
+    claims = Counter(e.task_id for e in events if e.name == "task.claimed")
+    completions = Counter(e.task_id for e in events if e.name == "task.completed")
+    assert dict.fromkeys(task_ids, 1) == dict(claims) == dict(completions)
+
+
+def test_processes_opening_a_new_schema_at_once_migrate_it_exactly_once(children, pg_url):
+    """Six processes opening one brand-new schema at the same instant all succeed, once."""
+    for n in range(6):
+        children.start(f"p{n}", OPEN_STORE, pg_url)
+    children.go()
+    finished = children.finish()
+
+    assert {n: (0, "") for n in finished} == {n: (f.code, f.err) for n, f in finished.items()}
+    assert {n: [LATEST, LATEST] for n in finished} == {
+        n: json.loads(f.out) for n, f in finished.items()
+    }
+    with psycopg.connect(pg_url) as conn:
+        versions = conn.execute("SELECT version FROM corral_migrations").fetchall()
+    assert [(v,) for v in range(1, LATEST + 1)] == sorted(versions)
+
+
+# -- a private server, restarted under four runners ----------------------------------
+
+
+@dataclass
+class PrivateServer:
+    """A throwaway PostgreSQL cluster in a temporary folder."""
+
+    folder: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        """The URL of its `corral` database."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/corral"
+
+    def ctl(self, *args: str, check: bool = True) -> None:
+        """Run pg_ctl on the cluster (as the postgres OS user when we are root)."""
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        command = ["pg_ctl", "-D", str(self.folder / "data"), "-o", options, "-w", *args]
+        subprocess.run(
+            [*_as_postgres(), *command, "-l", str(self.folder / "server.log")],
+            check=check,
+            capture_output=True,
+            timeout=60,
+        )
+
+
+def _as_postgres() -> list[str]:
+    """initdb and postgres refuse to run as root: run them as the postgres OS user then."""
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def private_server() -> Iterator[PrivateServer]:
+    """A fresh cluster on a free port with a `corral` database; stopped and removed after."""
+    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+        reason = "initdb and pg_ctl are not on PATH: no private PostgreSQL server"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    # Not under tmp_path: pytest keeps that private to this user, and the server may run
+    # as another (postgres).
+    folder = Path(tempfile.mkdtemp(prefix="corral-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+    initdb = ["initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "postgres", "--no-sync"]
+    subprocess.run(
+        [*_as_postgres(), *initdb],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    server = PrivateServer(folder, _free_port())
+    server.ctl("start")
+    try:
+        with psycopg.connect(server.url.replace("/corral", "/postgres"), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE corral")
+        yield server
+    finally:
+        server.ctl("-m", "immediate", "stop", check=False)  # it may be stopped already
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _runner(folder: Path, url: str, name: str) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    env["CORRAL_DB"] = url
+    with open(folder / f"{name}.log", "wb") as log:
+        return subprocess.Popen(
+            [CORRAL, "worker", "start", "--name", name, "--exec", "sleep 0.2", "--lease", "5m"],
+            env=env,
+            cwd=folder,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _logs(folder: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in folder.glob("w*.log"))
+
+
+def _saw_the_outage(folder: Path) -> bool:
+    logs = _logs(folder)
+    return any(event in logs for event in ("claim.failed", "store.retry", "heartbeat.failed"))
+
+
+def _count(url: str, status: TaskStatus) -> int:
+    with open_store(url) as store:
+        return len(store.list_tasks(TaskFilter(statuses=(status,), limit=10_000)))
+
+
+@pytest.mark.slow
+def test_a_server_restart_under_four_runners_loses_and_repeats_nothing(private_server, tmp_path):
+    """Four runners working through 60 tasks while the server restarts: every task is done
+    exactly once, and the tasks running at the restart finish under their first claim."""
+    url = private_server.url
+    task_ids = _enqueue(url, 60)
+    runners = [_runner(tmp_path, url, f"w{n}") for n in range(4)]
+    try:
+        wait_until(lambda: _count(url, TaskStatus.DONE) >= 8, timeout_s=60)
+        with open_store(url) as store:
+            in_flight = {t.id for t in store.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,)))}
+        private_server.ctl("-m", "fast", "stop")
+        wait_until(lambda: _saw_the_outage(tmp_path), timeout_s=30, interval_s=0.05)
+        private_server.ctl("start")
+        wait_until(lambda: _count(url, TaskStatus.DONE) == 60, timeout_s=90, interval_s=0.1)
+    finally:
+        for proc in runners:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        codes = [proc.wait(timeout=60) for proc in runners]
+
+    assert [0, 0, 0, 0] == codes, _logs(tmp_path)
+    assert in_flight, "no task was running when the server stopped"
+    with open_store(url) as store:
+        tasks = store.list_tasks(TaskFilter(limit=1000))
+        events = store.list_events(EventFilter(limit=100_000))
+        runs = store.list_runs(limit=1000)
+    assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
+    claims = Counter(e.task_id for e in events if e.name == "task.claimed")
+    completions = Counter(e.task_id for e in events if e.name == "task.completed")
+    assert dict.fromkeys(task_ids, 1) == dict(claims) == dict(completions)
+    assert sorted(task_ids) == sorted(r.task_id for r in runs)
+    assert {"done"} == {r.outcome for r in runs}
