@@ -1,0 +1,293 @@
+"""Claim + complete cycles per second on PostgreSQL: corral beside the raw floor and procrastinate.
+
+Every run drains the same number of ready jobs from a fresh database on the same server
+with 1, 4 and 8 worker processes, one worker per process, and is timed from the moment
+the processes are released together until the last one finds the queue empty.
+
+- `raw`: the store's own named queries (compiled exactly as the driver sends them), in the
+  order the store runs them, on one bare psycopg connection per process: BEGIN, the
+  claim statements, COMMIT; BEGIN, the complete statements, COMMIT; then the task read
+  back in its own snapshot as the store does. Tuples for rows, no records, no pool.
+- `corral`: `corral.queue.claim_next` then `corral.queue.complete` through `open_store`.
+- `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
+  drained by `app.run_worker(concurrency=1, wait=False)` in each process.
+
+Modes are interleaved within each repetition; figures are medians over repetitions.
+
+    .venv/bin/pip install -e '.[pgbench-peer]'
+    .venv/bin/python bench/pg_claim_cycle.py [--jobs 3000] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from corral import queue
+from corral.store import open_store
+from corral.store.postgres import compile_queries
+from measure import Verdicts, banner, iso_now, register_worker, run_processes, table
+
+SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+PROCESS_COUNTS = (1, 4, 8)
+MODES = ("raw", "corral", "procrastinate")
+LEASE_S = 1800.0  # corral's default lease
+
+
+@contextmanager
+def scratch_database() -> Iterator[str]:
+    """A new database on the server for one run, dropped afterwards."""
+    name = f"corral_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(SERVER, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+        try:
+            yield SERVER.rsplit("/", 1)[0] + "/" + name
+        finally:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+def load_corral(url: str, jobs: int, procs: int) -> list[str]:
+    """`jobs` ready tasks (copies of one enqueued through corral) and `procs` idle workers."""
+    with open_store(url) as store:
+        workers = [register_worker(store, f"bench-{i}") for i in range(procs)]
+        first = queue.enqueue(store, queue.NewTask(title="bench task")).id
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            """INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload,
+                                  labels, max_attempts, retry_base_s, run_after, created_at,
+                                  updated_at)
+               SELECT 't-bench' || n, title, description, queue, kind, priority, status, payload,
+                      labels, max_attempts, retry_base_s, run_after, created_at, updated_at
+               FROM tasks, generate_series(2, %s) AS n WHERE id = %s""",
+            (jobs, first),
+        )
+        conn.execute("ANALYZE")
+    return workers
+
+
+def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, int]:
+    """Claim and complete through corral until the queue is empty."""
+    store = open_store(url)
+    cycles = 0
+    start.wait()
+    began = time.perf_counter()
+    while (claim := queue.claim_next(store, worker_id)) is not None:
+        queue.complete(store, claim.task_id, token=claim.token)
+        cycles += 1
+    ended = time.perf_counter()
+    store.close()
+    return began, ended, cycles
+
+
+class RawCycle:
+    """The store's statements for one claim_next + complete, on a bare connection."""
+
+    def __init__(self, url: str, worker_id: str) -> None:
+        self.write, self.read = compile_queries(server_clock=True)
+        self.conn = psycopg.connect(url, autocommit=True, options="-c TimeZone=UTC")
+        self.cur = self.conn.cursor()
+        self.worker_id = worker_id
+
+    def run(self, query: bytes, **params: Any) -> list[Any]:
+        """Execute one statement; its rows (none for a plain UPDATE)."""
+        self.cur.execute(query, params)
+        return self.cur.fetchall() if self.cur.description else []
+
+    def claim(self) -> tuple[str, int] | None:
+        """claim_next: claiming_worker, claim_next_task, insert_claim, worker_after_claim, event."""
+        q, w = self.write, self.worker_id
+        self.cur.execute(b"BEGIN")
+        name = self.run(q["claiming_worker"], worker_id=w)[0][1]
+        found = self.run(
+            q["claim_next_task"], worker_id=w, worker_name=name, kinds=None, queues=None
+        )
+        if not found:
+            self.cur.execute(b"COMMIT")
+            return None
+        task_id, timeout_s = found[0]
+        claim = self.run(
+            q["insert_claim"], task_id=task_id, worker_id=w, lease_s=LEASE_S, timeout_s=timeout_s
+        )
+        self.run(q["worker_after_claim"], worker_id=w, completed=0, failed=0)
+        self.run(q["insert_event"], **_event("task.claimed", task_id, w, claim[0][0]))
+        self.cur.execute(b"COMMIT")
+        return task_id, claim[0][0]
+
+    def complete(self, task_id: str, token: int) -> None:
+        """complete: active_claim, end_claim, worker_after_claim, complete_task, event,
+        unblock_dependents; then get_task in a read-only snapshot."""
+        q, w = self.write, self.worker_id
+        self.cur.execute(b"BEGIN")
+        self.run(q["active_claim"], task_id=task_id)
+        self.run(q["end_claim"], token=token, status="completed")
+        self.run(q["worker_after_claim"], worker_id=w, completed=1, failed=0)
+        self.run(q["complete_task"], task_id=task_id, result=None, allowed=["running"])
+        self.run(q["insert_event"], **_event("task.completed", task_id, w, token))
+        self.run(q["unblock_dependents"], task_id=task_id, allowed=["blocked"])
+        self.cur.execute(b"COMMIT")
+        self.cur.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        self.run(self.read["get_task"], task_id=task_id)
+        self.cur.execute(b"COMMIT")
+
+
+def _event(name: str, task_id: str, worker_id: str, token: int) -> dict[str, Any]:
+    claimed = name == "task.claimed"
+    return {
+        "name": name,
+        "task_id": task_id,
+        "worker_id": worker_id,
+        "token": token,
+        "from_status": "ready" if claimed else "running",
+        "to_status": "running" if claimed else "done",
+        "actor": worker_id,
+        "reason": None,
+        "data": Jsonb({"lease_expires_at": iso_now()}) if claimed else None,
+    }
+
+
+def drain_raw(start: Any, url: str, worker_id: str) -> tuple[float, float, int]:
+    """The raw loop until the queue is empty."""
+    raw = RawCycle(url, worker_id)
+    cycles = 0
+    start.wait()
+    began = time.perf_counter()
+    while (claimed := raw.claim()) is not None:
+        raw.complete(*claimed)
+        cycles += 1
+    ended = time.perf_counter()
+    raw.conn.close()
+    return began, ended, cycles
+
+
+def _procrastinate_app(url: str) -> Any:
+    import logging
+
+    import procrastinate
+
+    logging.getLogger("procrastinate").setLevel(logging.ERROR)  # its start-up advice
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
+
+    @app.task(name="noop")
+    def noop() -> None:
+        """A job that does nothing: the cost measured is the queue's."""
+
+    return app
+
+
+def load_procrastinate(url: str, jobs: int) -> None:
+    """procrastinate's schema and `jobs` no-op jobs."""
+    app = _procrastinate_app(url)
+    with app.open():
+        app.schema_manager.apply_schema()
+        task = app.tasks["noop"]
+        for first in range(0, jobs, 500):
+            task.batch_defer(*({} for _ in range(min(500, jobs - first))))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+def drain_procrastinate(start: Any, url: str, _worker: str) -> tuple[float, float, int]:
+    """One procrastinate worker (concurrency 1) until the queue is empty."""
+    app = _procrastinate_app(url)
+    with app.open():
+        start.wait()
+        began = time.perf_counter()
+        app.run_worker(concurrency=1, wait=False, install_signal_handlers=False)
+        ended = time.perf_counter()
+    return began, ended, 0
+
+
+DRAINS: dict[str, Callable[..., tuple[float, float, int]]] = {
+    "raw": drain_raw,
+    "corral": drain_corral,
+    "procrastinate": drain_procrastinate,
+}
+
+
+def done_jobs(url: str, mode: str) -> int:
+    """Jobs finished in the run's database, counted by the system that ran them."""
+    sql = (
+        "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
+        if mode == "procrastinate"
+        else "SELECT count(*) FROM tasks WHERE status = 'done'"
+    )
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+        return int(row[0]) if row else 0
+
+
+def one_run(mode: str, procs: int, jobs: int) -> float:
+    """Drain `jobs` jobs with `procs` processes in a fresh database; jobs per second."""
+    with scratch_database() as url:
+        if mode == "procrastinate":
+            load_procrastinate(url, jobs)
+            workers = [""] * procs
+        else:
+            workers = load_corral(url, jobs, procs)
+        results = run_processes(DRAINS[mode], [(url, w) for w in workers], timeout_s=600)
+        finished = done_jobs(url, mode)
+    if finished != jobs:
+        raise RuntimeError(f"{mode} x{procs}: {finished} of {jobs} jobs finished")
+    began = min(r[0] for r in results)
+    ended = max(r[1] for r in results)
+    return jobs / (ended - began)
+
+
+def main() -> int:
+    """Run the interleaved matrix, print the table, check the targets."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=3000, help="jobs drained by every run")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the whole matrix")
+    opts = parser.parse_args()
+    banner("PostgreSQL claim + complete cycles", __doc__.split("\n\n")[1])
+    with psycopg.connect(SERVER) as conn:
+        version = conn.execute("SHOW server_version").fetchone()
+    print(f"server {SERVER} (PostgreSQL {version[0] if version else '?'}); {opts.jobs} jobs/run\n")
+
+    rates: dict[tuple[str, int], list[float]] = {}
+    for rep in range(opts.reps):
+        for procs in PROCESS_COUNTS:
+            for mode in MODES:
+                rate = one_run(mode, procs, opts.jobs)
+                rates.setdefault((mode, procs), []).append(rate)
+                print(f"  rep {rep + 1} {mode:13} x{procs}: {rate:7.0f} jobs/s", flush=True)
+    med = {key: statistics.median(values) for key, values in rates.items()}
+
+    print("\nthroughput (median of reps, claim+complete cycles/s)")
+    rows = []
+    for procs in PROCESS_COUNTS:
+        raw, svc, peer = (med[(m, procs)] for m in MODES)
+        rows.append(
+            [
+                procs,
+                f"{raw:.0f}",
+                f"{svc:.0f}",
+                f"{peer:.0f}",
+                f"{svc / raw:.2f}",
+                f"{svc / peer:.2f}",
+            ]
+        )
+    headers = ["processes", "raw", "corral", "procrastinate", "corral/raw", "corral/procr."]
+    print(table(headers, rows))
+
+    v = Verdicts("pg_claim_cycle")
+    for procs in PROCESS_COUNTS:
+        raw, svc, peer = (med[(m, procs)] for m in MODES)
+        v.check(f"corral >= 60% of raw, x{procs}", f"{svc / raw:.0%}", svc >= 0.6 * raw)
+        v.check(f"corral ahead of procrastinate, x{procs}", f"{svc / peer:.2f}x", svc > peer)
+    return v.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
