@@ -1,4 +1,4 @@
-"""One winner per claim (ARCHITECTURE.md 4.1), with real processes on one SQLite file."""
+"""One winner per claim (ARCHITECTURE.md 4.1), with real processes on one store of each dialect."""
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
 
@@ -10,6 +10,9 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+
+import pytest
+from tests.conftest import STORE_DIALECTS, store_url
 
 from corral import (
     EventFilter,
@@ -58,9 +61,15 @@ def _enqueue(db: str, count: int) -> list[str]:
         return [enqueue(store, NewTask(title=f"task {n}")).id for n in range(count)]
 
 
-def test_four_processes_drain_500_tasks_claiming_each_exactly_once(children, tmp_path):
+@pytest.fixture(params=STORE_DIALECTS)
+def race_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store of each dialect: a file, or a PostgreSQL schema of its own."""
+    return store_url(request.param, request, tmp_path)
+
+
+def test_four_processes_drain_500_tasks_claiming_each_exactly_once(children, race_db):
     """Four processes looping claim_next + complete on one file claim every task exactly once."""
-    db = str(tmp_path / "race.db")
+    db = race_db
     task_ids = _enqueue(db, 500)
     for n in range(4):
         children.start(f"p{n}", DRAIN_QUEUE, db)
@@ -81,9 +90,9 @@ def test_four_processes_drain_500_tasks_claiming_each_exactly_once(children, tmp
     assert dict.fromkeys(task_ids, 1) == dict(completions)
 
 
-def test_processes_racing_for_the_same_task_leave_exactly_one_winner(children, tmp_path):
+def test_processes_racing_for_the_same_task_leave_exactly_one_winner(children, race_db):
     """Six processes claiming the same tasks by id at once: each task has exactly one winner."""
-    db = str(tmp_path / "race.db")
+    db = race_db
     task_ids = _enqueue(db, 20)
     for n in range(6):
         children.start(f"p{n}", CLAIM_EACH, db, json.dumps(task_ids))
@@ -107,9 +116,9 @@ def test_processes_racing_for_the_same_task_leave_exactly_one_winner(children, t
     assert 20 == sum(1 for e in events if e.name == "task.claimed")
 
 
-def test_cli_claims_racing_for_one_task_exit_0_once_and_1_for_the_rest(tmp_path):
+def test_cli_claims_racing_for_one_task_exit_0_once_and_1_for_the_rest(race_db):
     """`corral claim` run by six processes at once: one exits 0, the rest exit 1 with one line."""
-    db = str(tmp_path / "race.db")
+    db = race_db
     (task_id,) = _enqueue(db, 1)
     with open_store(db) as store:
         workers = [register(store, NewWorker(name=f"w{n}")).worker.id for n in range(6)]

@@ -281,3 +281,31 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(tmp_path):
         assert (migration_files("sqlite")[-1][0],) * 2 == store.schema_version()
         assert "from version 1" == store.get_task("t-fromv1").title
         assert [] == store.list_runs()
+
+
+def test_postgresql_claims_next_with_skip_locked():
+    """claim_next_task locks the task it takes with FOR UPDATE SKIP LOCKED (issue 5)."""
+    assert "FOR UPDATE SKIP LOCKED" in load_queries("postgresql")["claim_next_task"]
+
+
+def test_postgresql_one_active_claim_is_a_partial_unique_index():
+    """The schema itself refuses a second active claim on a task."""
+    schema = Path(sql_path("postgresql", "schema.sql")).read_text(encoding="utf-8")
+    assert (
+        "CREATE UNIQUE INDEX claims_one_active_per_task ON claims (task_id) "
+        "WHERE status = 'active';"
+    ) in schema
+
+
+def test_postgresql_read_transactions_run_the_queries_without_locks():
+    """The read texts carry no locking clause; the deciding reads lock in write texts."""
+    from corral.store.postgres import compile_queries
+
+    for server_clock in (True, False):
+        write, read = compile_queries(server_clock=server_clock)
+        assert [] == [
+            name for name, sql in read.items() if re.search(rb"\bFOR (UPDATE|SHARE)", sql)
+        ]
+        for name in ("get_task", "active_claim", "claiming_worker", "task_statuses"):
+            assert re.search(rb"\bFOR (UPDATE|SHARE)\b", write[name]), name
+        assert (b"now()" in write["insert_event"]) is server_clock

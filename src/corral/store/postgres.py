@@ -361,7 +361,7 @@ class PostgresDriver:
 
 
 def _conninfo(url: str, shown: str) -> str:
-    """`url` with the session settings corral relies on: UTC instants, a connect timeout."""
+    """`url` with the session settings corral relies on: UTC, a connect timeout, no stuck locks."""
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -369,7 +369,10 @@ def _conninfo(url: str, shown: str) -> str:
         params = conninfo_to_dict(url)
     except psycopg.Error as exc:
         raise StoreError(describe(shown, exc)) from None
-    options = " ".join(filter(None, [str(params.pop("options", "") or ""), "-c TimeZone=UTC"]))
+    # A process stopped (not killed) inside a transaction would hold its row locks for
+    # good; the server ends such a session after a minute and the locks with it.
+    session = "-c TimeZone=UTC -c idle_in_transaction_session_timeout=60000"
+    options = " ".join(filter(None, [str(params.pop("options", "") or ""), session]))
     params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
     params.setdefault("application_name", "corral")
     return make_conninfo("", **{**params, "options": options})
