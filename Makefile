@@ -33,8 +33,8 @@ test: check
 	$(VENV)/bin/pytest
 
 bench: setup
-	@# huey is installed only for the benchmark that compares against it.
-	$(PY) -m pip install --quiet --editable '.[bench]'
+	@# huey and procrastinate are installed only for the benchmarks that compare against them.
+	$(PY) -m pip install --quiet --editable '.[bench,pgbench-peer]'
 	$(VENV)/bin/python bench/run_all.py
 
 clean:

@@ -15,7 +15,7 @@ the processes are released together until the last one finds the queue empty.
 Modes are interleaved within each repetition; figures are medians over repetitions.
 
     .venv/bin/pip install -e '.[pgbench-peer]'
-    .venv/bin/python bench/pg_claim_cycle.py [--jobs 3000] [--reps 3]
+    .venv/bin/python bench/pg_claim_cycle.py [--jobs 2000] [--reps 3]
 """
 
 from __future__ import annotations
@@ -247,12 +247,19 @@ def one_run(mode: str, procs: int, jobs: int) -> float:
 def main() -> int:
     """Run the interleaved matrix, print the table, check the targets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=3000, help="jobs drained by every run")
+    parser.add_argument("--jobs", type=int, default=2000, help="jobs drained by every run")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the whole matrix")
     opts = parser.parse_args()
+    try:
+        import procrastinate  # noqa: F401  (the peer; only checked for here)
+
+        with psycopg.connect(SERVER, connect_timeout=5) as conn:
+            version = conn.execute("SHOW server_version").fetchone()
+    except (ImportError, psycopg.Error) as exc:
+        print(f"pg_claim_cycle: cannot run: {str(exc).splitlines()[0]}")
+        print("needs procrastinate (pip install -e '.[pgbench-peer]') and a server at " + SERVER)
+        return 2
     banner("PostgreSQL claim + complete cycles", __doc__.split("\n\n")[1])
-    with psycopg.connect(SERVER) as conn:
-        version = conn.execute("SHOW server_version").fetchone()
     print(f"server {SERVER} (PostgreSQL {version[0] if version else '?'}); {opts.jobs} jobs/run\n")
 
     rates: dict[tuple[str, int], list[float]] = {}
