@@ -37,6 +37,7 @@ COMMAND_MODULES = {
     "run": "run_cmds",
     "logs": "run_cmds",
     "worker": "worker_cmds",
+    "config": "config_cmds",
 }
 
 
