@@ -38,6 +38,7 @@ COMMAND_MODULES = {
     "logs": "run_cmds",
     "worker": "worker_cmds",
     "config": "config_cmds",
+    "queue": "queue_cmds",
 }
 
 
