@@ -1,4 +1,4 @@
-"""The PostgreSQL store under real processes: a claim race, a migration race, a server restart.
+"""The PostgreSQL store under real processes: claim, limit and migration races, a restart.
 
 The restart test runs a private throwaway server (initdb into a temporary folder, on a
 port of its own), never the shared one: other people's tests use that.
@@ -24,7 +24,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from corral import EventFilter, NewTask, TaskFilter, TaskStatus, enqueue, open_store
+from corral import (
+    EventFilter,
+    NewTask,
+    TaskFilter,
+    TaskStatus,
+    enqueue,
+    open_store,
+    set_queue_limits,
+)
 from corral.store.queries import migration_files
 
 from .conftest import wait_until
@@ -95,6 +103,65 @@ def test_processes_opening_a_new_schema_at_once_migrate_it_exactly_once(children
     with psycopg.connect(pg_url) as conn:
         versions = conn.execute("SELECT version FROM corral_migrations").fetchall()
     assert [(v,) for v in range(1, LATEST + 1)] == sorted(versions)
+
+
+CLAIM_ONCE = """
+from corral import LimitReached, NewWorker, claim_next, open_store, register
+
+with open_store(ARGS[0]) as store:
+    worker_id = register(store, NewWorker(name=NAME)).worker.id
+    barrier()
+    claim = claim_next(store, worker_id)
+print(json.dumps(None if claim is None else claim.task_id))
+"""
+
+ENQUEUE_TWO = """
+from corral import LimitReached, NewTask, enqueue, open_store
+
+with open_store(ARGS[0]) as store:
+    barrier()
+    results = []
+    for n in range(2):
+        try:
+            results.append(enqueue(store, NewTask(title=NAME, queue="narrow")).id)
+        except LimitReached as exc:
+            results.append(exc.message)
+print(json.dumps(results))
+"""
+
+
+def test_claimers_racing_on_a_queue_at_max_running_never_exceed_it(children, pg_url):
+    """Eight processes claiming at once from a queue limited to 3 running: 3 claims, no more."""
+    with open_store(pg_url) as store:
+        for n in range(8):
+            enqueue(store, NewTask(title=f"t{n}", queue="narrow"))
+        set_queue_limits(store, "narrow", {"max_running": 3})
+    for n in range(8):
+        children.start(f"p{n}", CLAIM_ONCE, pg_url)
+    children.go()
+    finished = children.finish()
+
+    assert {n: (0, "") for n in finished} == {n: (f.code, f.err) for n, f in finished.items()}
+    claimed = [json.loads(f.out) for f in finished.values()]
+    assert 3 == len([c for c in claimed if c is not None])
+    assert 3 == _count(pg_url, TaskStatus.RUNNING)
+
+
+def test_enqueuers_racing_on_a_queue_at_max_ready_never_exceed_it(children, pg_url):
+    """Eight processes enqueueing two tasks each into a queue of max_ready 5: 5 accepted."""
+    with open_store(pg_url) as store:
+        set_queue_limits(store, "narrow", {"max_ready": 5})
+    for n in range(8):
+        children.start(f"p{n}", ENQUEUE_TWO, pg_url)
+    children.go()
+    finished = children.finish()
+
+    assert {n: (0, "") for n in finished} == {n: (f.code, f.err) for n, f in finished.items()}
+    results = [r for f in finished.values() for r in json.loads(f.out)]
+    accepted = [r for r in results if r.startswith("t-")]
+    assert 5 == len(accepted)
+    assert all("is full" in r for r in results if r not in accepted)
+    assert 5 == _count(pg_url, TaskStatus.READY)
 
 
 # -- a private server, restarted under four runners ----------------------------------

@@ -69,7 +69,7 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(pg_url):
             " 'default', 'default', 'ready', 3, 10, now(), now(), now())"
         )
     with open_store(pg_url, migrate=False) as store:
-        assert [(2, "0002_runs")] == store.pending_migrations()
+        assert [2, 3] == [version for version, _ in store.pending_migrations()][:2]
     with open_store(pg_url) as store:
         assert (LATEST, LATEST) == store.schema_version()
         assert "from version 1" == store.get_task("t-fromv1").title

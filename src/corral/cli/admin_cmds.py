@@ -8,14 +8,17 @@ from corral.cli.context import Context
 
 
 def cmd_init(ctx: Context) -> int:
-    """Create (or migrate) the store and say where it is."""
+    """Create (or migrate) the store, write the config file's queue limits, say where it is."""
+    from corral.queue_limits import apply_configured_limits
     from corral.store.pg_errors import safe_url
 
     version, _ = ctx.store.schema_version()
+    limited = apply_configured_limits(ctx.store, ctx.settings)
+    applied = f"; queue limits from the config: {', '.join(limited)}" if limited else ""
     shown = safe_url(ctx.db)
     ctx.emit(
-        {"db": shown, "schema_version": version},
-        f"corral store ready at {shown} (schema v{version})",
+        {"db": shown, "schema_version": version, "queue_limits": limited},
+        f"corral store ready at {shown} (schema v{version}){applied}",
     )
     return 0
 

@@ -37,6 +37,8 @@ COMMAND_MODULES = {
     "run": "run_cmds",
     "logs": "run_cmds",
     "worker": "worker_cmds",
+    "config": "config_cmds",
+    "queue": "queue_cmds",
     "db": "db_cmds",
 }
 

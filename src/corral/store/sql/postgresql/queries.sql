@@ -79,6 +79,12 @@ WHERE id = :task_id
   AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+  AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
+      SELECT l.queue FROM queue_limits l
+      WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                              WHERE r.queue = l.queue AND r.status = 'running')
+         OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                       WHERE ct.queue = l.queue AND c.claimed_at > :now - interval '60 seconds'))
 RETURNING id, timeout_s;
 
 -- name: claim_next_task
@@ -91,6 +97,12 @@ WHERE seq = (
       AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
       AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
       AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
+          SELECT l.queue FROM queue_limits l
+          WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                                  WHERE r.queue = l.queue AND r.status = 'running')
+             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                           WHERE ct.queue = l.queue AND c.claimed_at > :now - interval '60 seconds'))
     ORDER BY priority DESC, seq
     LIMIT 1
     FOR UPDATE SKIP LOCKED)
@@ -217,11 +229,19 @@ VALUES (:id, :name, :hostname, :pid, :version, :queues::text[], :kinds::text[],
 SELECT * FROM worker_view WHERE id = :worker_id;
 
 -- name: claiming_worker
--- Locks the worker for the claim's transaction, so its capacity holds until commit.
+-- Locks the worker for the claim's transaction, so its capacity holds until commit; and,
+-- first, the rows of queues with a max_running or rate limit, so claims that could count
+-- against one take turns and the claim statement that follows (a later statement, with
+-- a fresh snapshot) counts what the claim before it committed. No limits, no turns.
+WITH limited AS (
+    SELECT queue FROM queue_limits
+    WHERE max_running IS NOT NULL OR rate IS NOT NULL
+    ORDER BY queue
+    FOR UPDATE)
 SELECT w.*,
        (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active')::integer
            AS active
-FROM workers w WHERE w.id = :worker_id
+FROM workers w WHERE w.id = :worker_id AND (SELECT count(*) FROM limited) >= 0
 FOR UPDATE OF w;
 
 -- name: list_workers
@@ -357,3 +377,47 @@ LIMIT :limit;
 -- name: unfinished_runs
 SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
 ORDER BY started_at, seq;
+
+-- name: queue_room
+-- How many tasks wait in a queue with a max_ready limit (no row: no limit), counted under
+-- the lock of its limits row (corral_queue_room, schema.sql).
+SELECT max_ready, waiting FROM corral_queue_room(:queue);
+
+-- name: set_queue_limits
+-- Each limit is replaced when its keep_ flag is false, else kept; NULL removes a limit.
+INSERT INTO queue_limits AS l (queue, max_ready, max_running, rate, updated_at)
+VALUES (:queue, :max_ready::integer, :max_running::integer, :rate::float8, :now)
+ON CONFLICT (queue) DO UPDATE SET
+    max_ready = CASE WHEN :keep_max_ready::boolean THEN l.max_ready ELSE excluded.max_ready END,
+    max_running = CASE WHEN :keep_max_running::boolean THEN l.max_running
+                       ELSE excluded.max_running END,
+    rate = CASE WHEN :keep_rate::boolean THEN l.rate ELSE excluded.rate END,
+    updated_at = :now
+RETURNING queue, max_ready, max_running, rate;
+
+-- name: drop_empty_queue_limits
+DELETE FROM queue_limits
+WHERE queue = :queue AND max_ready IS NULL AND max_running IS NULL AND rate IS NULL;
+
+-- name: queue_stats
+-- Depth, load and limits of every queue that has unfinished tasks or limits.
+WITH names AS (
+    SELECT DISTINCT queue FROM tasks WHERE status IN ('blocked', 'ready', 'running')
+    UNION SELECT queue FROM queue_limits
+)
+SELECT n.queue,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after <= :now) AS ready,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after > :now) AS delayed,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'blocked') AS blocked,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'running') AS running,
+       (SELECT count(*) FROM claims c JOIN tasks t ON t.id = c.task_id
+        WHERE t.queue = n.queue AND c.claimed_at > :now - interval '60 seconds')
+           AS started_last_minute,
+       l.max_ready, l.max_running, l.rate
+FROM names n LEFT JOIN queue_limits l ON l.queue = n.queue
+WHERE :queue::text IS NULL OR n.queue = :queue::text
+ORDER BY n.queue;
