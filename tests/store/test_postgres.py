@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -144,3 +146,32 @@ def test_a_failing_statement_rolls_back_and_leaves_a_one_line_store_error(pg_url
         assert "\n" not in caught.value.message
         assert "foreign key" in caught.value.message
         assert [] == store.list_tasks(corral.TaskFilter())
+
+
+def test_connections_the_server_dropped_are_replaced_without_an_error(pg_url, pg_database):
+    """After the server ends every pooled connection (as a restart does), the next
+    operations find fresh connections instead of failing."""
+    with open_store(pg_url) as store:
+        task = corral.enqueue(store, NewTask(title="t"))
+        with psycopg.connect(pg_database, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'corral' AND datname = current_database()"
+            )
+        assert "t" == store.get_task(task.id).title
+        assert 2 == len([corral.enqueue(store, NewTask(title=f"after {n}")) for n in range(2)])
+
+
+def test_the_sqlite_command_line_never_imports_psycopg(tmp_path):
+    """psycopg loads only for a postgresql:// URL: SQLite commands start as lean as before."""
+    script = (
+        "import sys\n"
+        "from corral.cli.main import main\n"
+        f"main(['--db', {str(tmp_path / 'c.db')!r}, 'init'])\n"
+        f"main(['--db', {str(tmp_path / 'c.db')!r}, 'db', 'status'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'corral.store.post'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "[]" == done.stdout.splitlines()[-1]
