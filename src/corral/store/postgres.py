@@ -123,28 +123,29 @@ def _row_factory(cursor: Any) -> Any:
 class _Tx:
     """A transaction on one pooled connection."""
 
-    __slots__ = ("_clock_now", "_cursor", "_queries")
+    __slots__ = ("_bound_now", "_cursor", "_now", "_queries")
 
     def __init__(
         self, cursor: psycopg.Cursor[Any], queries: dict[str, bytes], now: datetime | None
     ) -> None:
         self._cursor = cursor
         self._queries = queries
-        self._clock_now = now
+        self._now = now
+        # A test clock's reading is bound as :now; the server's now() is in the SQL itself.
+        self._bound_now = {} if now is None else {"now": now}
 
     @property
     def now(self) -> datetime:
-        """The transaction's instant: the injected clock's, else the server's now()."""
-        if self._clock_now is None:
+        """The transaction's instant: the test clock's, else the server's now()."""
+        if self._now is None:
             row = self._cursor.execute("SELECT now()").fetchone()
             assert row is not None
-            self._clock_now = _utc(row[0])
-        return self._clock_now
+            self._now = _utc(row[0])
+        return self._now
 
     def _execute(self, query: str, params: dict[str, Any]) -> psycopg.Cursor[Any]:
         encoded = {k: _encode(v) for k, v in params.items()}
-        if self._clock_now is not None:
-            encoded["now"] = self._clock_now
+        encoded.update(self._bound_now)
         return self._cursor.execute(self._queries[query], encoded)
 
     def one(self, query: str, /, **params: Any) -> Any:
