@@ -140,8 +140,11 @@ UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
 
 -- name: release_task
+-- The caller ended its claim earlier in this transaction; a claim it did not see (another
+-- worker's, committed meanwhile) keeps the task.
 UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
-WHERE id = :task_id AND status = ANY(:allowed::text[]);
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
 -- name: defer_task
 UPDATE tasks
@@ -200,9 +203,13 @@ WHERE status = ANY(:allowed::text[])
 RETURNING id;
 
 -- name: cancel_task
+-- The caller ended the claim it read with the task. A claim committed while get_task
+-- waited for the task's lock is not in what get_task returned (a join reads the older
+-- snapshot); this later statement sees it, and refuses rather than strand it.
 UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
                  last_error = coalesce(:reason::text, last_error)
-WHERE id = :task_id AND status = ANY(:allowed::text[]);
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
 -- name: retry_task
 -- FOR SHARE on the dependencies: one completing now either finishes first (and is seen
