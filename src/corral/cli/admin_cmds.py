@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from corral.cli.commands import Command
 from corral.cli.context import Context
 
 
@@ -28,13 +27,7 @@ def cmd_reconcile(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add the store-wide commands to the parser."""
-    p = sub.add_parser(
-        "init", parents=[common], help="create the store (.corral/corral.db by default)"
-    )
-    p.set_defaults(handler=cmd_init)
-    p = sub.add_parser("reconcile", parents=[common], help="one reconcile pass")
-    p.set_defaults(handler=cmd_reconcile)
+COMMANDS = (
+    Command("init", cmd_init, "create the store (.corral/corral.db by default)"),
+    Command("reconcile", cmd_reconcile, "one reconcile pass"),
+)

@@ -5,22 +5,29 @@ The store is opened on first use, so `--help` and usage errors never touch a dat
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidInput, StoreError
 from corral.settings import Settings, load_settings
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
+if TYPE_CHECKING:
+    import argparse
+    from typing import TypeAlias
+
+    # What the fast path (fast_parse) or argparse (argtree) made of the command line.
+    Args: TypeAlias = SimpleNamespace | argparse.Namespace
+
 
 class Context:
     """Resolved options of one command invocation."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: Args) -> None:
         self.args = args
         self.json = bool(getattr(args, "json", False))
         self._db: str | None = getattr(args, "db", None) or os.environ.get("CORRAL_DB") or None

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import shlex
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.cli import parsing
 from corral.cli.context import Context
 from corral.errors import InvalidInput
 from corral.store.location import runs_dir
+
+if TYPE_CHECKING:
+    from corral.cli.context import Args
 
 
 def start_worker(ctx: Context) -> int:
@@ -41,7 +43,7 @@ def _duration(field: str, raw: str | None, default: float) -> float:
     return default if value is None else value
 
 
-def _command_job(a: argparse.Namespace, db: str) -> Any:
+def _command_job(a: Args, db: str) -> Any:
     from corral.runtime.command_task import CommandJob
     from corral.runtime.executor import CommandNotFound
     from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template
