@@ -99,21 +99,24 @@ class SQLiteDriver:
         self.url = path
         self._clock = clock
         self._queries = load_queries("sqlite")
+        self._latest = migration_files("sqlite")[-1][0]
         self._mutex = threading.Lock()
         self._writes = 0
         self._conn = self._connect()
         self._lock_fd = -1
         try:
-            self._open_lock_file()
-            self._migrate()
+            current = self._open_lock_file()
+            if current != self._latest:  # one PRAGMA is all an up-to-date store costs
+                self._migrate()
         except BaseException:
             self._conn.close()
             if self._lock_fd >= 0:
                 os.close(self._lock_fd)
             raise
 
-    def _open_lock_file(self) -> None:
-        """The flock queue's file, created only once the database is known to be one we can use."""
+    def _open_lock_file(self) -> int:
+        """The flock queue's file, created only once the database is known to be one we can use;
+        returns the database's schema version."""
         try:
             current, latest = self.schema_version()
         except sqlite3.Error as exc:  # not a database, or unreadable
@@ -126,6 +129,7 @@ class SQLiteDriver:
             raise StoreError(
                 f"database {self.path}: cannot create its lock file: {exc.strerror}"
             ) from None
+        return current
 
     def _connect(self) -> sqlite3.Connection:
         if os.path.isdir(self.path):
@@ -135,9 +139,12 @@ class SQLiteDriver:
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA wal_autocheckpoint = 10000")  # a safety net only
-            conn.execute("PRAGMA foreign_keys = ON")
+            # One call for the three: each execute costs a round through the driver.
+            # wal_autocheckpoint is a safety net only (CHECKPOINT_EVERY).
+            conn.executescript(
+                "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 10000;"
+                " PRAGMA foreign_keys = ON;"
+            )
         except sqlite3.Error as exc:
             raise _wrap(self.path, exc) from None
         return conn
@@ -207,13 +214,11 @@ class SQLiteDriver:
         """(this database's user_version, the newest migration this code has)."""
         with self._mutex:
             version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        return version, migration_files("sqlite")[-1][0]
+        return version, self._latest
 
     def _migrate(self) -> None:
         try:
-            current, latest = self.schema_version()
-            if current == latest:
-                return
+            latest = self._latest
             with self._mutex, self._flock():
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 current = self._conn.execute("PRAGMA user_version").fetchone()[0]
