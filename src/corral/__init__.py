@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 _HOMES = {
+    "corral.backpressure": ["QueueStat"],
     "corral.clock": ["Clock", "FakeClock", "SystemClock"],
     "corral.diagnosis": ["Diagnosis", "why"],
     "corral.errors": [
@@ -50,11 +51,12 @@ _HOMES = {
         "renew",
         "retry",
     ],
+    "corral.queue_limits": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
     "corral.reconciler": ["ReconcileReport", "reconcile_once"],
     "corral.registry": ["Beat", "deregister", "drain", "heartbeat", "register"],
     "corral.runtime.worker_api": ["run_worker"],
     "corral.runs": ["NewRun", "Run", "RunOutcome"],
-    "corral.settings": ["Settings", "load_settings"],
+    "corral.settings": ["QueueLimits", "Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
     "corral.tasks": ["NewTask", "Task", "TaskFilter", "TaskStatus"],
     "corral.workers": ["NewWorker", "Worker", "WorkerStatus"],
@@ -77,6 +79,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from corral.backpressure import QueueStat
     from corral.clock import Clock, FakeClock, SystemClock
     from corral.diagnosis import Diagnosis, why
     from corral.errors import (
@@ -105,11 +108,12 @@ if TYPE_CHECKING:
         renew,
         retry,
     )
+    from corral.queue_limits import apply_configured_limits, queue_stats, set_queue_limits
     from corral.reconciler import ReconcileReport, reconcile_once
     from corral.registry import Beat, deregister, drain, heartbeat, register
     from corral.runs import NewRun, Run, RunOutcome
     from corral.runtime.worker_api import run_worker
-    from corral.settings import Settings, load_settings
+    from corral.settings import QueueLimits, Settings, load_settings
     from corral.store import Store, open_store
     from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
     from corral.workers import NewWorker, Worker, WorkerStatus
@@ -131,6 +135,8 @@ __all__ = [
     "NewTask",
     "NewWorker",
     "NotFound",
+    "QueueLimits",
+    "QueueStat",
     "ReconcileReport",
     "Refused",
     "Run",
@@ -147,6 +153,7 @@ __all__ = [
     "Worker",
     "WorkerStatus",
     "WorkerUnavailable",
+    "apply_configured_limits",
     "cancel",
     "claim",
     "claim_next",
@@ -159,11 +166,13 @@ __all__ = [
     "heartbeat",
     "load_settings",
     "open_store",
+    "queue_stats",
     "reconcile_once",
     "register",
     "release",
     "renew",
     "retry",
     "run_worker",
+    "set_queue_limits",
     "why",
 ]

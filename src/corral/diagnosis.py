@@ -96,6 +96,9 @@ def _ready(store: Store, task: Task, now: datetime) -> list[Reason]:
             else (f"all {len(workers)} workers that could run it are")
         )
         reasons.append(Reason("workers_busy", f"{who} busy"))
+    for stat in store.queue_stats(task.queue):
+        if stat.held:
+            reasons.append(Reason("queue_limit", f"queue {task.queue} is {stat.held}"))
     ahead = store.count_ahead(task.id)
     if ahead:
         noun = "task" if ahead == 1 else "tasks"

@@ -2,19 +2,121 @@
 
 Sources, later ones winning: defaults < the config file (`config.toml` beside the
 database, e.g. `.corral/config.toml`, or `CORRAL_CONFIG`) < the environment (`CORRAL_<NAME>`) <
-command-line flags. Components receive the slice they need (`settings.retry`), never
-the whole record.
+command-line flags. Each setting has a flat name (the field, and the variable `CORRAL_<NAME>`)
+and a place in the file (`[section] key`). Components receive the slice they need
+(`settings.retry`, `settings.process` ...), never the whole record. The record remembers
+where each value came from, so `corral config show` can say.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, NamedTuple
 
 from corral.durations import parse_duration_s
 from corral.errors import InvalidInput
+
+#: Secrets never handed to workers unless allowed by name: shell-style patterns.
+DEFAULT_ENV_DENY = (
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*_PASSWORD",
+    "*_PASSWD",
+    "*_API_KEY",
+    "*_PRIVATE_KEY",
+    "AWS_*",
+    "GITHUB_TOKEN",
+    "PGPASSWORD",
+)
+
+
+class Spec(NamedTuple):
+    """What one setting is: where it lives in the file, its default, bound, unit and reason."""
+
+    key: str  # "section.key" in config.toml
+    default: Any
+    minimum: float | None
+    unit: str  # s | count | fraction | text | list
+    reason: str
+
+
+# The table is the documentation's source too (docs/configuration.md lists the same rows).
+SPEC: dict[str, Spec] = {
+    "lease_s": Spec(
+        "lease.duration", 1800, 1, "s", "a claim lasts this long unless renewed or heartbeated"
+    ),
+    "max_renewals": Spec(
+        "lease.max_renewals",
+        10,
+        0,
+        "count",
+        "explicit renewals per claim: hung work cannot hold on",
+    ),
+    "heartbeat_interval_s": Spec(
+        "heartbeat.interval", 10, 0.05, "s", "how often workers are told to heartbeat"
+    ),
+    "dead_after_missed": Spec(
+        "heartbeat.dead_after_missed", 3, 1, "count", "missed heartbeats before a worker is dead"
+    ),
+    "max_attempts": Spec(
+        "retry.max_attempts", 3, 1, "count", "runs of a task before it fails for good"
+    ),
+    "max_crashes": Spec(
+        "retry.max_crashes", 3, 1, "count", "lost leases before a task is quarantined as poison"
+    ),
+    "retry_base_s": Spec("retry.base", 10, 0, "s", "first retry delay; doubles with each attempt"),
+    "retry_max_s": Spec("retry.max", 3600, 0, "s", "retry delays never exceed this"),
+    "retry_jitter": Spec(
+        "retry.jitter", 0.2, 0, "fraction", "random spread of retry delays, so retries do not align"
+    ),
+    "reconcile_interval_s": Spec(
+        "reconcile.interval", 60, 1, "s", "how often the orchestrator repairs orphaned work"
+    ),
+    "pool_workers": Spec(
+        "pool.workers", 1, 1, "count", "worker processes the orchestrator keeps running"
+    ),
+    "pool_exec": Spec(
+        "pool.exec", "", None, "text", "the command each pool worker runs for a task"
+    ),
+    "pool_kinds": Spec(
+        "pool.kinds", (), None, "list", "task kinds the pool's workers take (empty: any)"
+    ),
+    "pool_queues": Spec(
+        "pool.queues", (), None, "list", "queues the pool's workers take (empty: any)"
+    ),
+    "restart_delay_s": Spec(
+        "process.restart_delay", 1, 0, "s", "first restart delay of a crashed worker; doubles"
+    ),
+    "max_restart_delay_s": Spec(
+        "process.max_restart_delay", 60, 0, "s", "restart delays never exceed this"
+    ),
+    "max_restarts": Spec(
+        "process.max_restarts", 10, 0, "count", "restarts in a row before a slot is failed"
+    ),
+    "min_uptime_s": Spec(
+        "process.min_uptime", 10, 0, "s", "a worker up this long resets its restart delay"
+    ),
+    "kill_timeout_s": Spec(
+        "process.kill_timeout", 10, 0, "s", "SIGTERM to SIGKILL when stopping a worker"
+    ),
+    "log_max_bytes": Spec(
+        "process.log_max_bytes", 10_485_760, 1024, "count", "a worker's log rotates at this size"
+    ),
+    "log_backups": Spec("process.log_backups", 3, 0, "count", "rotated log files kept per worker"),
+    "env_deny": Spec(
+        "env.deny", DEFAULT_ENV_DENY, None, "list", "variables never passed to workers (patterns)"
+    ),
+    "env_allow": Spec(
+        "env.allow", (), None, "list", "variables passed even when a deny pattern matches"
+    ),
+}
+
+_BY_KEY = {spec.key: name for name, spec in SPEC.items()}
+_SECTIONS = sorted({spec.key.split(".")[0] for spec in SPEC.values()} | {"queues"})
+_LIMIT_KEYS = ("max_ready", "max_running", "rate")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,39 +145,92 @@ class LivenessPolicy:
     dead_after_missed: int
 
 
-# name -> (default, minimum, unit, reason). The table is the documentation's source too.
-SPEC: dict[str, tuple[float, float, str, str]] = {
-    "lease_s": (1800, 1, "s", "a claim lasts this long unless renewed or heartbeated"),
-    "max_renewals": (10, 0, "count", "explicit renewals per claim: hung work cannot hold on"),
-    "heartbeat_interval_s": (10, 0.05, "s", "how often workers are told to heartbeat"),
-    "dead_after_missed": (3, 1, "count", "missed heartbeats before a worker is dead"),
-    "max_attempts": (3, 1, "count", "runs of a task before it fails for good"),
-    "max_crashes": (3, 1, "count", "lost leases before a task is quarantined as poison"),
-    "retry_base_s": (10, 0, "s", "first retry delay; doubles with each attempt"),
-    "retry_max_s": (3600, 0, "s", "retry delays never exceed this"),
-    "retry_jitter": (0.2, 0, "fraction", "random spread of retry delays, so retries do not align"),
-}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessPolicy:
+    """How the pool supervisor restarts, stops and logs its worker processes."""
+
+    restart_delay_s: float
+    max_restart_delay_s: float
+    max_restarts: int
+    min_uptime_s: float
+    kill_timeout_s: float
+    log_max_bytes: int
+    log_backups: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvPolicy:
+    """Which of the orchestrator's variables its workers do not inherit."""
+
+    deny: tuple[str, ...]
+    allow: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolSpec:
+    """What the orchestrator's pool runs: how many workers, which command, which work."""
+
+    workers: int
+    exec: str
+    kinds: tuple[str, ...]
+    queues: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueLimits:
+    """Backpressure for one queue; None means unlimited.
+
+    max_ready bounds the tasks waiting (enqueue is refused beyond it), max_running the tasks
+    held at once, rate the claims started per minute.
+    """
+
+    max_ready: int | None = None
+    max_running: int | None = None
+    rate: float | None = None
+
+
+def _default(name: str) -> Any:
+    return SPEC[name].default
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
-    """Every tunable of the core, flat so files and the environment can name each one."""
+    """Every tunable, flat so files and the environment can name each one."""
 
-    lease_s: float = float(SPEC["lease_s"][0])
-    max_renewals: int = int(SPEC["max_renewals"][0])
-    heartbeat_interval_s: float = float(SPEC["heartbeat_interval_s"][0])
-    dead_after_missed: int = int(SPEC["dead_after_missed"][0])
-    max_attempts: int = int(SPEC["max_attempts"][0])
-    max_crashes: int = int(SPEC["max_crashes"][0])
-    retry_base_s: float = float(SPEC["retry_base_s"][0])
-    retry_max_s: float = float(SPEC["retry_max_s"][0])
-    retry_jitter: float = float(SPEC["retry_jitter"][0])
+    lease_s: float = float(_default("lease_s"))
+    max_renewals: int = int(_default("max_renewals"))
+    heartbeat_interval_s: float = float(_default("heartbeat_interval_s"))
+    dead_after_missed: int = int(_default("dead_after_missed"))
+    max_attempts: int = int(_default("max_attempts"))
+    max_crashes: int = int(_default("max_crashes"))
+    retry_base_s: float = float(_default("retry_base_s"))
+    retry_max_s: float = float(_default("retry_max_s"))
+    retry_jitter: float = float(_default("retry_jitter"))
+    reconcile_interval_s: float = float(_default("reconcile_interval_s"))
+    pool_workers: int = int(_default("pool_workers"))
+    pool_exec: str = str(_default("pool_exec"))
+    pool_kinds: tuple[str, ...] = _default("pool_kinds")
+    pool_queues: tuple[str, ...] = _default("pool_queues")
+    restart_delay_s: float = float(_default("restart_delay_s"))
+    max_restart_delay_s: float = float(_default("max_restart_delay_s"))
+    max_restarts: int = int(_default("max_restarts"))
+    min_uptime_s: float = float(_default("min_uptime_s"))
+    kill_timeout_s: float = float(_default("kill_timeout_s"))
+    log_max_bytes: int = int(_default("log_max_bytes"))
+    log_backups: int = int(_default("log_backups"))
+    env_deny: tuple[str, ...] = _default("env_deny")
+    env_allow: tuple[str, ...] = _default("env_allow")
+    queues: Mapping[str, QueueLimits] = field(default_factory=dict)
+    # Where each value came from ("default" when absent); not part of equality.
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name, (_, minimum, unit, _) in SPEC.items():
+        for name, spec in SPEC.items():
             value = getattr(self, name)
-            if not value >= minimum:  # written so that NaN (from a TOML file) fails too
-                raise InvalidInput(name, f"a value of at least {minimum:g} ({unit})", value)
+            if spec.minimum is not None and not value >= spec.minimum:  # NaN fails too
+                raise InvalidInput(
+                    name, f"a value of at least {spec.minimum:g} ({spec.unit})", value
+                )
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
 
@@ -102,32 +257,95 @@ class Settings:
             dead_after_missed=self.dead_after_missed,
         )
 
-    def with_values(self, values: Mapping[str, Any], source: str) -> Settings:
-        """A copy with `values` applied; unknown names and bad values name `source`."""
-        known = {f.name: f.type for f in fields(self)}
+    @property
+    def process(self) -> ProcessPolicy:
+        """The supervisor's slice."""
+        return ProcessPolicy(
+            restart_delay_s=self.restart_delay_s,
+            max_restart_delay_s=self.max_restart_delay_s,
+            max_restarts=self.max_restarts,
+            min_uptime_s=self.min_uptime_s,
+            kill_timeout_s=self.kill_timeout_s,
+            log_max_bytes=self.log_max_bytes,
+            log_backups=self.log_backups,
+        )
+
+    @property
+    def env(self) -> EnvPolicy:
+        """The environment filter's slice."""
+        return EnvPolicy(deny=self.env_deny, allow=self.env_allow)
+
+    @property
+    def pool(self) -> PoolSpec:
+        """The pool's slice (flags of `orchestrator start` override it)."""
+        return PoolSpec(
+            workers=self.pool_workers,
+            exec=self.pool_exec,
+            kinds=self.pool_kinds,
+            queues=self.pool_queues,
+        )
+
+    def source_of(self, name: str) -> str:
+        """Where the value of setting `name` (or `queues.NAME`) came from."""
+        return self.origins.get(name, "default")
+
+    def with_values(
+        self, values: Mapping[str, Any], source: str, labels: Mapping[str, str] | None = None
+    ) -> Settings:
+        """A copy with `values` (by flat name) applied.
+
+        Unknown names and bad values are InvalidInput naming `source` and the setting as the
+        user wrote it (`labels` maps a flat name to, say, its `section.key` in a file).
+        """
+        labels = labels or {}
+        known = {f.name for f in fields(self)} & SPEC.keys()
         changes: dict[str, Any] = {}
         for name, raw in values.items():
             if name not in known:
                 raise InvalidInput(f"{source}: {name}", f"one of {', '.join(sorted(known))}")
-            changes[name] = _coerce(f"{source}: {name}", raw, SPEC[name][2])
+            changes[name] = _coerce(f"{source}: {labels.get(name, name)}", raw, SPEC[name].unit)
+        return self._replaced(changes, dict.fromkeys(changes, source), source, labels)
+
+    def _replaced(
+        self,
+        changes: dict[str, Any],
+        origins: dict[str, str],
+        source: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> Settings:
         try:
-            return replace(self, **changes)
+            return replace(self, **changes, origins={**self.origins, **origins})
         except InvalidInput as exc:
-            raise InvalidInput(
-                f"{source}: {exc.field}", exc.expected, values.get(exc.field)
-            ) from None
+            label = (labels or {}).get(exc.field, exc.field)
+            raise InvalidInput(f"{source}: {label}", exc.expected, changes.get(exc.field)) from None
 
 
-def _coerce(field: str, raw: Any, unit: str) -> float | int:
+def _coerce(where: str, raw: Any, unit: str) -> Any:
     if unit == "s":
-        return parse_duration_s(field, raw)
+        return parse_duration_s(where, raw)
+    if unit == "text":
+        if not isinstance(raw, str):
+            raise InvalidInput(where, "text", raw)
+        return raw
+    if unit == "list":
+        if isinstance(raw, str):  # from the environment: comma-separated
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+        if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+            raise InvalidInput(where, "a list of strings", raw)
+        return tuple(raw)
+    return _number(where, raw, unit)
+
+
+def _number(where: str, raw: Any, unit: str) -> float | int:
+    if isinstance(raw, bool):
+        raise InvalidInput(where, f"a number ({unit})", raw)
     try:
         number = float(raw)
     except (TypeError, ValueError):
-        raise InvalidInput(field, f"a number ({unit})", raw) from None
+        raise InvalidInput(where, f"a number ({unit})", raw) from None
     if unit == "count":
         if not number.is_integer():
-            raise InvalidInput(field, "a whole number", raw)
+            raise InvalidInput(where, "a whole number", raw)
         return int(number)
     return number
 
@@ -143,13 +361,15 @@ def load_settings(
         raise InvalidInput("CORRAL_CONFIG", "the path of an existing TOML file", named)
     path = named or config_path
     if path and os.path.isfile(path):
-        settings = settings.with_values(_read_toml(path), path)
-    from_env = {
-        name: environ[f"CORRAL_{name.upper()}"]
-        for name in SPEC
-        if f"CORRAL_{name.upper()}" in environ
-    }
-    return settings.with_values(from_env, "environment") if from_env else settings
+        settings = _apply_file(settings, _read_toml(path), path)
+    changes: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for name, spec in SPEC.items():
+        variable = f"CORRAL_{name.upper()}"
+        if variable in environ:
+            changes[name] = _coerce(f"environment: {name}", environ[variable], spec.unit)
+            origins[name] = f"environment ({variable})"
+    return settings._replaced(changes, origins, "environment") if changes else settings
 
 
 def _read_toml(path: str) -> dict[str, Any]:
@@ -157,10 +377,59 @@ def _read_toml(path: str) -> dict[str, Any]:
 
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            return tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise InvalidInput(path, "a readable TOML file", str(exc)) from None
-    section = data.get("corral", data)
-    if not isinstance(section, dict):
-        raise InvalidInput(path, "a [corral] table")
-    return section
+
+
+def _apply_file(settings: Settings, data: dict[str, Any], path: str) -> Settings:
+    """Sections by `section.key`; flat names at the top level or in `[corral]` (the older form)."""
+    flat: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    queues: dict[str, QueueLimits] = {}
+    for top, value in data.items():
+        if top == "corral":
+            if not isinstance(value, dict):
+                raise InvalidInput(f"{path}: corral", "a [corral] table of settings")
+            flat.update(value)
+        elif top == "queues":
+            queues = _queue_limits(value, path)
+        elif isinstance(value, dict):
+            if top not in _SECTIONS:
+                raise InvalidInput(
+                    f"{path}: [{top}]", f"one of the sections {', '.join(_SECTIONS)}"
+                )
+            for key, raw in value.items():
+                name = _BY_KEY.get(f"{top}.{key}")
+                if name is None:
+                    keys = sorted(k for k in _BY_KEY if k.startswith(f"{top}."))
+                    raise InvalidInput(f"{path}: {top}.{key}", f"one of {', '.join(keys)}")
+                flat[name] = raw
+                labels[name] = f"{top}.{key}"
+        else:
+            flat[top] = value
+    settings = settings.with_values(flat, path, labels)
+    if not queues:
+        return settings
+    origins = {f"queues.{name}": path for name in queues}
+    return replace(settings, queues=queues, origins={**settings.origins, **origins})
+
+
+def _queue_limits(value: Any, path: str) -> dict[str, QueueLimits]:
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{path}: queues", "tables such as [queues.NAME]")
+    limits: dict[str, QueueLimits] = {}
+    for queue, table in value.items():
+        where = f"{path}: queues.{queue}"
+        if not isinstance(table, dict):
+            raise InvalidInput(where, "a table with max_ready, max_running or rate")
+        parsed: dict[str, Any] = {}
+        for key, raw in table.items():
+            if key not in _LIMIT_KEYS:
+                raise InvalidInput(f"{where}.{key}", f"one of {', '.join(_LIMIT_KEYS)}")
+            number = _coerce(f"{where}.{key}", raw, "fraction" if key == "rate" else "count")
+            if not number > 0:
+                raise InvalidInput(f"{where}.{key}", "a number greater than 0", raw)
+            parsed[key] = number
+        limits[queue] = QueueLimits(**parsed)
+    return limits

@@ -9,13 +9,23 @@ from pathlib import Path
 import pytest
 
 from corral.errors import InvalidInput
-from corral.settings import SPEC, LeasePolicy, LivenessPolicy, RetryPolicy, Settings, load_settings
+from corral.settings import (
+    SPEC,
+    LeasePolicy,
+    LivenessPolicy,
+    PoolSpec,
+    ProcessPolicy,
+    QueueLimits,
+    RetryPolicy,
+    Settings,
+    load_settings,
+)
 
 
 def test_defaults_come_from_the_spec_table() -> None:
     """Every field's default is the one the SPEC table documents."""
     defaults = Settings()
-    assert {name: spec[0] for name, spec in SPEC.items()} == {
+    assert {name: spec.default for name, spec in SPEC.items()} == {
         name: getattr(defaults, name) for name in SPEC
     }
 
@@ -166,6 +176,14 @@ def test_bad_environment_values_name_the_variable(environ: dict[str, str], field
     [
         ("lease_s = ", "a readable TOML file"),
         ("corral = 5\n", "a \\[corral\\] table"),
+        ("[bogus]\nx = 1\n", "one of the sections"),
+        ("[process]\nrestart = 1\n", "one of process.kill_timeout"),
+        ("[env]\ndeny = [1]\n", "a list of strings"),
+        ("[pool]\nexec = 5\n", "text"),
+        ("[queues]\nbatch = 5\n", "a table with max_ready"),
+        ("[queues.batch]\nmax_waiting = 5\n", "one of max_ready, max_running, rate"),
+        ("[queues.batch]\nmax_running = 0\n", "greater than 0"),
+        ("[queues.batch]\nmax_ready = 2.5\n", "a whole number"),
         ("[corral]\nbogus = 1\n", "one of"),
         ('[corral]\nlease_s = "soon"\n', "a duration"),
     ],
@@ -182,3 +200,70 @@ def test_a_named_config_file_that_does_not_exist_is_an_error(tmp_path: Path) -> 
     """CORRAL_CONFIG naming a missing file is refused rather than silently ignored."""
     with pytest.raises(InvalidInput, match=r"^CORRAL_CONFIG: expected the path of an existing"):
         load_settings(environ={"CORRAL_CONFIG": str(tmp_path / "missing.toml")})
+
+
+def test_sections_name_settings_by_section_and_key(tmp_path: Path) -> None:
+    """`[process] kill_timeout` sets kill_timeout_s; every SPEC row has one place in the file."""
+    path = _write(
+        tmp_path,
+        '[lease]\nduration = "5m"\n[process]\nkill_timeout = "3s"\nmax_restarts = 4\n'
+        '[reconcile]\ninterval = "1s"\n[pool]\nworkers = 3\nexec = "./agent.sh"\nkinds = ["code"]\n'
+        '[env]\nallow = ["ANTHROPIC_API_KEY"]\n',
+    )
+    s = load_settings(environ={}, config_path=path)
+    assert (300.0, 3.0, 4, 1.0) == (
+        s.lease_s,
+        s.kill_timeout_s,
+        s.max_restarts,
+        s.reconcile_interval_s,
+    )
+    assert (
+        ProcessPolicy(
+            restart_delay_s=1.0,
+            max_restart_delay_s=60.0,
+            max_restarts=4,
+            min_uptime_s=10.0,
+            kill_timeout_s=3.0,
+            log_max_bytes=10_485_760,
+            log_backups=3,
+        )
+        == s.process
+    )
+    assert PoolSpec(workers=3, exec="./agent.sh", kinds=("code",), queues=()) == s.pool
+    assert ("ANTHROPIC_API_KEY",) == s.env.allow
+    assert "AWS_*" in s.env.deny
+    assert len({spec.key for spec in SPEC.values()}) == len(SPEC)
+
+
+def test_origins_say_where_each_value_came_from(tmp_path: Path) -> None:
+    """Defaults, the file's path and the variable's name are recorded per setting."""
+    path = _write(tmp_path, "[retry]\nmax_attempts = 5\n[queues.api]\nrate = 30\n")
+    s = load_settings(environ={"CORRAL_LEASE_S": "1h"}, config_path=path)
+    assert "default" == s.source_of("max_crashes")
+    assert path == s.source_of("max_attempts")
+    assert path == s.source_of("queues.api")
+    assert "environment (CORRAL_LEASE_S)" == s.source_of("lease_s")
+
+
+def test_queue_limits_are_read_per_queue(tmp_path: Path) -> None:
+    """`[queues.NAME]` tables give max_ready, max_running and rate; absent keys are unlimited."""
+    path = _write(
+        tmp_path, "[queues.api]\nmax_running = 2\nrate = 30\n[queues.bulk]\nmax_ready = 100\n"
+    )
+    s = load_settings(environ={}, config_path=path)
+    assert {
+        "api": QueueLimits(max_running=2, rate=30.0),
+        "bulk": QueueLimits(max_ready=100),
+    } == dict(s.queues)
+
+
+def test_list_settings_take_comma_separated_text_from_the_environment() -> None:
+    """CORRAL_ENV_ALLOW=A,B is the list ("A", "B"); an empty entry is dropped."""
+    s = load_settings(environ={"CORRAL_ENV_ALLOW": "OPENAI_API_KEY, ANTHROPIC_API_KEY,"})
+    assert ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") == s.env_allow
+
+
+def test_a_boolean_is_not_a_number() -> None:
+    """`max_restarts = true` is refused instead of read as 1."""
+    with pytest.raises(InvalidInput, match="max_restarts: expected a number"):
+        Settings().with_values({"max_restarts": True}, "test")

@@ -7,11 +7,15 @@ from corral.cli.context import Context
 
 
 def cmd_init(ctx: Context) -> int:
-    """Create (or migrate) the store and say where it is."""
+    """Create (or migrate) the store, write the config file's queue limits, say where it is."""
+    from corral.queue_limits import apply_configured_limits
+
     version, _ = ctx.store.schema_version()
+    limited = apply_configured_limits(ctx.store, ctx.settings)
+    applied = f"; queue limits from the config: {', '.join(limited)}" if limited else ""
     ctx.emit(
-        {"db": ctx.db, "schema_version": version},
-        f"corral store ready at {ctx.db} (schema v{version})",
+        {"db": ctx.db, "schema_version": version, "queue_limits": limited},
+        f"corral store ready at {ctx.db} (schema v{version}){applied}",
     )
     return 0
 

@@ -41,9 +41,16 @@ COMMAND_MODULES = {
     "run": "run_cmds",
     "logs": "run_cmds",
     "worker": "worker_cmds",
+    "config": "config_cmds",
+    "queue": "queue_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
-GROUPS = {"worker": "the worker registry", "run": "one run"}
+GROUPS = {
+    "worker": "the worker registry",
+    "run": "one run",
+    "config": "the settings in force",
+    "queue": "queue depth and backpressure limits",
+}
 
 
 class Arg:

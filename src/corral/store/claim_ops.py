@@ -18,6 +18,7 @@ from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.lookups import held_claim, read_task, task_in, worker_in
+from corral.store.queue_ops import held_reason
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 from corral.workers import CLAIMING, Worker
 
@@ -46,7 +47,8 @@ class ClaimOps:
                 **capability_filters(worker, (), ()),
             )
             if row is None:
-                raise _claim_refusal(task_in(tx, self._driver, task_id), worker)
+                task = task_in(tx, self._driver, task_id)
+                raise _claim_refusal(task, worker, held_reason(tx, task.queue))
             return self._open_claim(tx, row, worker, lease_s, actor)
 
     def claim_next(
@@ -273,7 +275,7 @@ def _at_capacity(worker: Worker) -> errors.WorkerUnavailable:
     )
 
 
-def _claim_refusal(task: Task, worker: Worker) -> errors.CorralError:
+def _claim_refusal(task: Task, worker: Worker, held: str | None = None) -> errors.CorralError:
     """Why task `task` could not be claimed by `worker`, as the error to raise."""
     if task.status is not TaskStatus.READY:
         held = f" (held by worker {task.worker_id})" if task.worker_id else ""
@@ -284,6 +286,8 @@ def _claim_refusal(task: Task, worker: Worker) -> errors.CorralError:
         return errors.Refused(f"worker {worker.id} does not run kind {task.kind!r}")
     if worker.queues and task.queue not in worker.queues:
         return errors.Refused(f"worker {worker.id} does not serve queue {task.queue!r}")
+    if held is not None:
+        return errors.LimitReached(f"cannot claim task {task.id}: queue {task.queue!r} is {held}")
     return errors.Refused(f"task {task.id} is delayed until {iso(task.run_after)}")
 
 

@@ -12,6 +12,7 @@ from corral.store.base import Driver, Json, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claim_ops import end_claim
 from corral.store.lookups import read_task, task_in
+from corral.store.queue_ops import check_room
 from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
 from corral.workers import CLAIMING, Worker
 
@@ -27,6 +28,7 @@ class TaskOps:
     def enqueue(self, spec: NewTask, *, max_attempts: int, retry_base_s: float, actor: str) -> Task:
         """Insert a task: `blocked` while a dependency is not done, else `ready`."""
         with self._driver.write() as tx:
+            check_room(tx, spec.queue)
             status = self._initial_status(tx, spec)
             task_id = new_id(TASK_PREFIX)
             tx.run(

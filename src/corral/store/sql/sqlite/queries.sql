@@ -58,6 +58,12 @@ WHERE id = :task_id
   AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
+      SELECT l.queue FROM queue_limits l
+      WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                              WHERE r.queue = l.queue AND r.status = 'running')
+         OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                       WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
 RETURNING id, timeout_s;
 
 -- name: claim_next_task
@@ -68,6 +74,12 @@ WHERE seq = (
       AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
       AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
+          SELECT l.queue FROM queue_limits l
+          WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                                  WHERE r.queue = l.queue AND r.status = 'running')
+             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                           WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
     ORDER BY priority DESC, seq
     LIMIT 1)
 RETURNING id, timeout_s;
@@ -299,3 +311,48 @@ LIMIT :limit;
 -- name: unfinished_runs
 SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
 ORDER BY started_at, rowid;
+
+-- name: queue_room
+-- How many tasks wait in a queue with a max_ready limit (no row: no limit).
+SELECT l.max_ready,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = l.queue AND t.status IN ('ready', 'blocked')) AS waiting
+FROM queue_limits l
+WHERE l.queue = :queue AND l.max_ready IS NOT NULL;
+
+-- name: set_queue_limits
+-- Each limit is replaced when its keep_ flag is false, else kept; NULL removes a limit.
+INSERT INTO queue_limits (queue, max_ready, max_running, rate, updated_at)
+VALUES (:queue, :max_ready, :max_running, :rate, :now)
+ON CONFLICT (queue) DO UPDATE SET
+    max_ready = CASE WHEN :keep_max_ready THEN max_ready ELSE excluded.max_ready END,
+    max_running = CASE WHEN :keep_max_running THEN max_running ELSE excluded.max_running END,
+    rate = CASE WHEN :keep_rate THEN rate ELSE excluded.rate END,
+    updated_at = :now
+RETURNING queue, max_ready, max_running, rate;
+
+-- name: drop_empty_queue_limits
+DELETE FROM queue_limits
+WHERE queue = :queue AND max_ready IS NULL AND max_running IS NULL AND rate IS NULL;
+
+-- name: queue_stats
+-- Depth, load and limits of every queue that has unfinished tasks or limits.
+WITH names AS (
+    SELECT DISTINCT queue FROM tasks WHERE status IN ('blocked', 'ready', 'running')
+    UNION SELECT queue FROM queue_limits
+)
+SELECT n.queue,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after <= :now) AS ready,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after > :now) AS delayed,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'blocked') AS blocked,
+       (SELECT count(*) FROM tasks t
+        WHERE t.queue = n.queue AND t.status = 'running') AS running,
+       (SELECT count(*) FROM claims c JOIN tasks t ON t.id = c.task_id
+        WHERE t.queue = n.queue AND c.claimed_at > :now - 60) AS started_last_minute,
+       l.max_ready, l.max_running, l.rate
+FROM names n LEFT JOIN queue_limits l ON l.queue = n.queue
+WHERE :queue IS NULL OR n.queue = :queue
+ORDER BY n.queue;

@@ -1,0 +1,59 @@
+"""`corral config show`: the settings in force and where each one came from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.cli.commands import Command
+from corral.cli.context import Context
+from corral.settings import SPEC
+
+
+def _shown(row: dict[str, Any]) -> str:
+    """A row's value as people read it: seconds with their unit, lists comma-separated."""
+    value = row["value"]
+    if isinstance(value, list):
+        return ", ".join(value) if value else "(none)"
+    if value == "":
+        return "(none)"
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{text} {row['unit']}" if row["unit"] in ("s", "per minute") else text
+
+
+def cmd_config_show(ctx: Context) -> int:
+    """Every setting: its place in config.toml, value, unit and source; then queue limits."""
+    settings = ctx.settings
+    rows: list[dict[str, Any]] = []
+    for name, spec in SPEC.items():
+        value = getattr(settings, name)
+        rows.append(
+            {
+                "key": spec.key,
+                "env": f"CORRAL_{name.upper()}",
+                "value": list(value) if isinstance(value, tuple) else value,
+                "unit": spec.unit,
+                "source": settings.source_of(name),
+            }
+        )
+    for queue, limits in sorted(settings.queues.items()):
+        for limit in ("max_ready", "max_running", "rate"):
+            value = getattr(limits, limit)
+            if value is not None:
+                rows.append(
+                    {
+                        "key": f"queues.{queue}.{limit}",
+                        "env": None,
+                        "value": value,
+                        "unit": "per minute" if limit == "rate" else "count",
+                        "source": settings.source_of(f"queues.{queue}"),
+                    }
+                )
+    width = max(len(row["key"]) for row in rows)
+    lines = [f"{row['key']:<{width}}  {_shown(row)}  [{row['source']}]" for row in rows]
+    ctx.emit(rows, "\n".join(lines))
+    return 0
+
+
+COMMANDS = (
+    Command("config show", cmd_config_show, "every setting, its value and where it came from"),
+)
