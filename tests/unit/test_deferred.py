@@ -53,15 +53,15 @@ def test_a_module_already_imported_is_left_alone():
 
 
 def test_the_cli_runs_a_command_without_importing_inspect(tmp_path):
-    """The console script's start-up leaves `inspect` (and ast, dis, tokenize) unimported."""
+    """A command leaves inspect (with ast, dis, tokenize) and copy (with weakref) unimported."""
     code = (
         "import sys\n"
         "from corral.cli.deferred import CLI_DEFERRED, defer\n"
         "defer(*CLI_DEFERRED)\n"
         "from corral.cli.main import main\n"
         f"code = main(['--db', {str(tmp_path / 'c.db')!r}, 'init'])\n"
-        "print(code, sorted(m for m in ('inspect', 'ast', 'dis', 'tokenize') if m in sys.modules"
-        " and type(sys.modules[m]).__name__ == 'module'))\n"
+        "names = ('inspect', 'ast', 'dis', 'tokenize', 'copy', 'weakref')\n"
+        "print(code, sorted(m for m in names if type(sys.modules.get(m)).__name__ == 'module'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "0 []" == done.stdout.strip().splitlines()[-1]

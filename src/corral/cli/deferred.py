@@ -1,8 +1,9 @@
 """Stand-ins for standard modules the CLI's imports name but its commands do not use.
 
-`dataclasses` imports `inspect`, and with it `ast`, `dis` and `tokenize`: about 3 ms of
-every command's start-up (bench/cli_latency.py), to call it only for a class that has no
-docstring. A stand-in put in `sys.modules` lets that `import inspect` finish at once.
+`dataclasses` imports `inspect`, and with it `ast`, `dis` and `tokenize`, to call it only
+for a class that has no docstring, and `copy` (with `weakref`) for `asdict`, which corral
+does not call: together about 3 ms of every command's start-up (bench/cli_latency.py).
+A stand-in put in `sys.modules` lets such an `import` finish at once.
 The first attribute anyone asks of the stand-in imports the real module, which answers
 that and every later use, so code that does need `inspect` still gets all of it.
 """
@@ -16,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 # Standard modules whose import the CLI defers (see the module docstring).
-CLI_DEFERRED = ("inspect",)
+CLI_DEFERRED = ("inspect", "copy")
 _swap = threading.Lock()  # two threads' first uses must not both swap the stand-in out
 
 
