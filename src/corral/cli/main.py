@@ -38,6 +38,11 @@ COMMAND_MODULES = {
     "logs": "run_cmds",
     "worker": "worker_cmds",
     "config": "config_cmds",
+    "submit": "review_cmds",
+    "review": "review_cmds",
+    "approve": "review_cmds",
+    "request-changes": "review_cmds",
+    "merge": "review_cmds",
 }
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from corral.errors import InvalidInput
 from corral.runtime.git import Git
+from corral.settings import WorktreePolicy
 
 BACKUP_PREFIX = "refs/corral/backup/"
 _IDENTITY = {
@@ -83,6 +84,22 @@ class Worktrees:
         self.config = config
         self.base_dir = os.path.join(self.root, config.base_dir)
 
+    @classmethod
+    def open(cls, path: str, policy: WorktreePolicy) -> Worktrees:
+        """The repository containing `path`, managed as `policy` says."""
+        git = Git(os.path.abspath(path))
+        if not git.ok("rev-parse", "--git-dir"):
+            raise InvalidInput("repo", "a folder inside a git repository", path)
+        config = WorktreeConfig(base_dir=policy.dir, branch_template=policy.branch_template)
+        return cls(git, config)
+
+    def default_base(self) -> str:
+        """The branch checked out in the repository's main working tree."""
+        branch = self.git.run("symbolic-ref", "--quiet", "--short", "HEAD").out.strip()
+        if not branch:
+            raise InvalidInput("base", "a branch (the repository's HEAD is detached): use --base")
+        return branch
+
     # -- names -----------------------------------------------------------------------
 
     def branch_exists(self, branch: str) -> bool:
@@ -97,12 +114,21 @@ class Worktrees:
             current = self.path_of(branch)
             path, existing, reuse = current or self._free_path(branch), True, current is not None
         else:
-            wanted = branch or self.config.branch_template.format(worker=worker, task=task_id)
+            wanted = branch or self._branch_name(worker, task_id)
             branch = self._free_branch(wanted)
             path, existing, reuse = self._free_path(branch), False, False
         return Plan(
             branch=branch, path=path, base_ref=base_ref, existing_branch=existing, reuse=reuse
         )
+
+    def _branch_name(self, worker: str, task_id: str) -> str:
+        template = self.config.branch_template
+        try:
+            return template.format(worker=worker, task=task_id)
+        except (KeyError, IndexError, ValueError):
+            raise InvalidInput(
+                "worktree.branch_template", "a template with only {worker} and {task}", template
+            ) from None
 
     def _free_branch(self, wanted: str) -> str:
         if not self.git.ok("check-ref-format", "--branch", wanted):
