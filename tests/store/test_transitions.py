@@ -54,11 +54,11 @@ def in_state(
         claim = corral.claim(store, task.id, worker(f"w-{status}").id, settings=settings)
         if status is TaskStatus.FAILED:
             return corral.fail(store, task.id, error="boom", token=claim.token, settings=settings)
-        if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW):
-            return corral.complete(store, task.id, token=claim.token)
-        if status is TaskStatus.APPROVED:
-            corral.complete(store, task.id, token=claim.token)
-            return store.approve(task.id, commit=None, note=None, actor="test")
+        if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED):
+            done = corral.complete(store, task.id, token=claim.token)
+            if status is TaskStatus.APPROVED:
+                done = store.approve(task.id, commit=None, note=None, actor="test")
+            return done
         return store.get_task(task.id)
 
     return make
