@@ -20,9 +20,13 @@ def cmd_init(ctx: Context) -> int:
 def cmd_reconcile(ctx: Context) -> int:
     """One reconcile pass; prints what it found and fixed."""
     from corral import reconciler
+    from corral.cli.worktree_cmds import prune_if_managed
 
     report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
     counts = report.to_dict()
+    pruned = prune_if_managed(ctx)  # after: tasks of dead workers no longer hold worktrees
+    if pruned is not None:
+        counts["worktrees_removed"] = len(pruned.removed)
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
     ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
     return 0
@@ -37,4 +41,7 @@ def register(
     )
     p.set_defaults(handler=cmd_init)
     p = sub.add_parser("reconcile", parents=[common], help="one reconcile pass")
+    p.add_argument(
+        "--repo", metavar="DIR", help="also prune orphaned worktrees there (default: here, if any)"
+    )
     p.set_defaults(handler=cmd_reconcile)

@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "approve": "review_cmds",
     "request-changes": "review_cmds",
     "merge": "review_cmds",
+    "worktree": "worktree_cmds",
 }
 
 

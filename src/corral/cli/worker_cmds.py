@@ -231,6 +231,13 @@ def register(
     p.add_argument(
         "--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"
     )
+    p.add_argument(
+        "--worktree", action="store_true", help="run each task in its own git worktree and branch"
+    )
+    p.add_argument("--base", help="branch worktrees start from (default worktree.base, or HEAD's)")
+    p.add_argument(
+        "--keep-worktrees", action="store_true", help="keep each task's worktree after it ends"
+    )
     p.set_defaults(handler=cmd_start)
 
     p = wsub.add_parser(

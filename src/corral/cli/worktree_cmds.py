@@ -1,0 +1,80 @@
+"""Worktree commands: worktree list [--backups] | prune."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from corral.cli import render
+from corral.cli.context import Context
+
+
+def open_trees(ctx: Context) -> Any:
+    """corral's worktrees of the repository at `--repo` (default: here)."""
+    from corral.runtime.worktrees import Worktrees
+
+    return Worktrees.open(ctx.args.repo or os.getcwd(), ctx.settings.worktree)
+
+
+def cmd_list(ctx: Context) -> int:
+    """The worktrees corral manages (and, with --backups, its backup refs)."""
+    trees = open_trees(ctx)
+    listed = trees.trees()
+    data: dict[str, Any] = {"worktrees": [t.to_dict() for t in listed]}
+    rows = [(t.path, t.branch or "(detached)", (t.head or "")[:12]) for t in listed]
+    human = [render.table(("PATH", "BRANCH", "HEAD"), rows) if rows else "no worktrees"]
+    if ctx.args.backups:
+        backups = trees.backups()
+        data["backups"] = [{"ref": ref, "commit": commit} for ref, commit in backups]
+        lines = [f"{ref} {commit[:12]}" for ref, commit in backups]
+        human.append("\n".join(lines) if lines else "no backups")
+    ctx.emit(data, "\n".join(human))
+    return 0
+
+
+def cmd_prune(ctx: Context) -> int:
+    """Remove worktrees no live claim or review needs; `git worktree prune`."""
+    report = prune(ctx)
+    gone = ", ".join(report.removed) or "nothing"
+    ctx.emit(report.to_dict(), f"removed: {gone}")
+    return 0
+
+
+def prune(ctx: Context) -> Any:
+    """One prune pass in the repository at `--repo` (default: here)."""
+    from corral.runtime.worktree_prune import prune_orphans
+
+    trees = open_trees(ctx)
+    base = ctx.settings.worktree.base or trees.default_base()
+    return prune_orphans(ctx.store, trees, base_ref=base)
+
+
+def prune_if_managed(ctx: Context) -> Any:
+    """A prune pass for `corral reconcile`: in `--repo`, else here when this is a git
+    repository with corral worktrees; None when there is nothing to look at."""
+    from corral.errors import InvalidInput
+    from corral.runtime.git import GitUnavailable
+
+    if ctx.args.repo:
+        return prune(ctx)
+    try:
+        trees = open_trees(ctx)
+    except (InvalidInput, GitUnavailable):
+        return None  # not a repository, or no git: nothing of ours can be here
+    return prune(ctx) if os.path.isdir(trees.base_dir) else None
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add `corral worktree ...` to the parser."""
+    group = sub.add_parser("worktree", parents=[common], help="task worktrees")
+    wsub = group.add_subparsers(dest="worktree_command", required=True, metavar="COMMAND")
+    repo = argparse.ArgumentParser(add_help=False)
+    repo.add_argument("--repo", metavar="DIR", help="the git repository (default: here)")
+    p = wsub.add_parser("list", parents=[common, repo], help="worktrees corral manages")
+    p.add_argument("--backups", action="store_true", help="and the backup refs")
+    p.set_defaults(handler=cmd_list)
+    p = wsub.add_parser("prune", parents=[common, repo], help="remove orphaned worktrees")
+    p.set_defaults(handler=cmd_prune)
