@@ -44,6 +44,7 @@ COMMAND_MODULES = {
     "request-changes": "review_cmds",
     "merge": "review_cmds",
     "worktree": "worktree_cmds",
+    "msg": "msg_cmds",
 }
 
 

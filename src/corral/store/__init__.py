@@ -13,6 +13,7 @@ from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.base import Driver
 from corral.store.claim_ops import ClaimOps
+from corral.store.message_ops import MessageOps
 from corral.store.recovery_ops import RecoveryOps
 from corral.store.review_ops import ReviewOps
 from corral.store.run_ops import RunOps
@@ -20,8 +21,8 @@ from corral.store.task_ops import TaskOps
 from corral.store.worker_ops import WorkerOps
 
 
-class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps, ReviewOps):
-    """Tasks, claims, workers, reconciliation, runs and reviews over one driver."""
+class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps, ReviewOps, MessageOps):
+    """Tasks, claims, workers, reconciliation, runs, reviews and messages over one driver."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

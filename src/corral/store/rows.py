@@ -16,6 +16,7 @@ from corral.workers import Worker, WorkerStatus
 
 if TYPE_CHECKING:
     from corral.events import Event
+    from corral.messages import Message
     from corral.reviews import Review
     from corral.runs import Run
 
@@ -166,4 +167,20 @@ def review(driver: Driver, row: Row) -> Review:
         changes_note=row["changes_note"],
         conflict_files=None if files is None else tuple(driver.json(files)),
         merged_commit=row["merged_commit"],
+    )
+
+
+def message(driver: Driver, row: Row) -> Message:
+    """A `list_messages` row: a message with its acknowledgement, if any."""
+    from corral.messages import Message
+
+    return Message(
+        id=row["id"],
+        at=driver.instant(row["at"]),
+        sender=row["sender"],
+        recipient=row["recipient"],
+        type=row["type"],
+        body=_maybe_json(driver, row["body"]),
+        acked_at=_maybe_instant(driver, row["acked_at"]),
+        acked_by=row["acked_by"],
     )

@@ -335,3 +335,30 @@ SET status = 'ready', attempts = 0, crashes = 0, failure_reason = NULL,
     last_error = coalesce(:reason, last_error), run_after = :now, updated_at = :now,
     finished_at = NULL
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: inbox_owner
+-- A worker's inbox is its name, so it outlives the worker's restarts (new ids).
+SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
+
+-- name: insert_message
+INSERT INTO messages (at, sender, recipient, type, body)
+VALUES (:now, :sender, :recipient, :type, :body)
+RETURNING id;
+
+-- name: list_messages
+SELECT m.*, a.at AS acked_at, a.actor AS acked_by
+FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
+WHERE (:recipient IS NULL OR m.recipient = :recipient)
+  AND m.id > :after_id
+  AND (:unacked = 0 OR a.message_id IS NULL)
+ORDER BY m.id
+LIMIT :limit;
+
+-- name: get_message
+SELECT m.*, a.at AS acked_at, a.actor AS acked_by
+FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
+WHERE m.id = :message_id;
+
+-- name: ack_message
+INSERT INTO message_acks (message_id, at, actor) VALUES (:message_id, :now, :actor)
+ON CONFLICT (message_id) DO NOTHING;

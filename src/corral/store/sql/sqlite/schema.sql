@@ -184,7 +184,7 @@ CREATE TABLE messages (
     sender    TEXT    NOT NULL,
     recipient TEXT    NOT NULL,
     type      TEXT    NOT NULL,
-    body      TEXT    NOT NULL DEFAULT 'null'
+    body      TEXT
 );
 
 CREATE INDEX messages_by_recipient ON messages (recipient, id);
