@@ -79,7 +79,7 @@ def cmd_review_show(ctx: Context) -> int:
     stat = review.diff_stat(task, record, branches_of(ctx))
     data = {"task": task.to_dict(), "review": record.to_dict(), "diff_stat": stat}
     details = {k: v for k, v in record.to_dict().items() if v is not None}
-    human = "\n".join(
+    human = "\n\n".join(
         part for part in (render.task_detail(task), render.key_values(details), stat or "") if part
     )
     ctx.emit(data, human)
