@@ -135,6 +135,9 @@ SPEC: dict[str, Spec] = {
         "text",
         "how `merge` lands a branch: ff, merge, squash",
     ),
+    "review_queues": Spec(
+        "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
+    ),
     "review_stale_after_s": Spec(
         "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
     ),
@@ -267,6 +270,7 @@ class Settings:
     worktree_setup: str = str(_default("worktree_setup"))
     merge_strategy: str = str(_default("merge_strategy"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
+    review_queues: tuple[str, ...] = _default("review_queues")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)
     # Where each value came from ("default" when absent); not part of equality.
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)

@@ -240,3 +240,11 @@ def test_a_task_without_a_branch_is_approved_and_merged_without_git(store, setti
     review.approve(store, task.id, branches=no_git)
     done = review.merge(store, task.id, branches=no_git, strategy=MergeStrategy.MERGE)
     assert TaskStatus.DONE == done.task.status
+
+
+def test_a_queue_listed_in_review_queues_requires_review(store):
+    """worktree.review_queues: its tasks go to in_review on success, others to done."""
+    settings = Settings(review_queues=("code",))
+    reviewed = corral.enqueue(store, NewTask(title="patch", queue="code"), settings=settings)
+    plain = corral.enqueue(store, NewTask(title="report"), settings=settings)
+    assert (True, False) == (reviewed.requires_review, plain.requires_review)
