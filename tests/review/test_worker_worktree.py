@@ -167,6 +167,8 @@ def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(c
     )
     try:
         wait_until((obs / "working").exists, 30)
+        live = json.loads(cli("worktree", "prune", "--repo", str(repo), "--json").out)
+        assert [] == live["removed"]  # a live claim uses it
         os.kill(int((obs / "agent.pid").read_text()), signal.SIGKILL)
         os.killpg(worker.pid, signal.SIGKILL)
     finally:
@@ -185,3 +187,34 @@ def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(c
     [wip] = backups["backups"]
     assert "not committed yet" == git(repo, "show", f"{wip['ref']}:draft.txt")
     assert "committed" == git(repo, "show", f"corral/w1/{task}:done.txt")
+
+
+SUBMITTER = """#!/bin/sh
+echo "fix" > fix.txt && git add fix.txt && git commit --quiet -m fix
+exec "$CORRAL" submit "$CORRAL_TASK_ID" --note "please review" --pr-url https://example.com/pr/1
+"""
+
+
+def test_an_agent_submits_its_own_work_under_its_token(cli, repo, tmp_path):
+    """`corral submit` from the task's command: in_review with its note; the run is done."""
+    script = tmp_path / "submitter.sh"
+    script.write_text(SUBMITTER)
+    script.chmod(0o755)
+    task = cli("add", "fix it").out.strip()
+    started = cli(
+        *("worker", "start", "--name", "w1", "--exec", str(script), "--once", "--worktree"),
+        *("--workdir", str(repo)),
+        env={"CORRAL": CORRAL},
+    )
+    assert 0 == started.code, started.err
+    shown = json.loads(cli("review", "show", task, "--repo", str(repo), "--json").out)
+    assert ("in_review", "please review") == (shown["task"]["status"], shown["review"]["note"])
+    assert "https://example.com/pr/1" == shown["review"]["pr_url"]
+    assert "done" == json.loads(cli("runs", "--task", task, "--json").out)[0]["outcome"]
+
+
+def test_a_repo_that_is_not_one_is_exit_2(cli, tmp_path):
+    """--repo naming a folder that is not in a repository, or no folder at all: exit 2."""
+    for path in (tmp_path, tmp_path / "missing"):
+        listed = cli("worktree", "list", "--repo", str(path))
+        assert (2, 1) == (listed.code, len(listed.err.splitlines()))

@@ -46,7 +46,7 @@ def prune(ctx: Context) -> Any:
     from corral.runtime.worktree_prune import prune_orphans
 
     trees = open_trees(ctx)
-    base = ctx.settings.worktree.base or trees.default_base()
+    base = ctx.settings.worktree.base or trees.checked_out()
     return prune_orphans(ctx.store, trees, base_ref=base)
 
 

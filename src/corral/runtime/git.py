@@ -82,14 +82,17 @@ class Git:
     def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
         """Run `git ARGS` here and return its result, whatever its exit status."""
         full_env = {**os.environ, "LC_ALL": "C", **(env or {})}
-        proc = subprocess.run(  # noqa: S603 - an argument list, no shell
-            [self._exe, *args],
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            check=False,
-            env=full_env,
-        )
+        try:
+            proc = subprocess.run(  # noqa: S603 - an argument list, no shell
+                [self._exe, *args],
+                cwd=self.cwd,
+                capture_output=True,
+                text=True,
+                check=False,
+                env=full_env,
+            )
+        except OSError as exc:  # the folder vanished, or git did
+            raise GitFailed(f"git {args[0]} could not run in {self.cwd}: {exc.strerror}") from None
         return GitResult(code=proc.returncode, out=proc.stdout, err=proc.stderr)
 
     def out(self, *args: str, env: dict[str, str] | None = None) -> str:

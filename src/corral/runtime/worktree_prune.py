@@ -43,8 +43,9 @@ class PruneReport:
         }
 
 
-def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str) -> PruneReport:
-    """Remove the managed worktrees nothing needs; `base_ref` decides what counts as merged."""
+def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:
+    """Remove the managed worktrees nothing needs; `base_ref` decides what counts as merged
+    (without one, every branch is kept)."""
     listed = trees.trees()
     unfinished = [t for t in store.list_tasks(TaskFilter(limit=100_000)) if t.status not in FINAL]
     needed = {t.branch for t in unfinished if t.branch and _needs_worktree(store, t)}
@@ -56,7 +57,12 @@ def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str) -> PruneRepo
         saved = trees.remove(tree.path)
         removed.append(tree.path)
         backups += [saved] if saved else []
-        if tree.branch and tree.branch not in named and trees.is_merged(tree.branch, base_ref):
+        if (
+            base_ref
+            and tree.branch
+            and tree.branch not in named
+            and trees.is_merged(tree.branch, base_ref)
+        ):
             trees.delete_branch(tree.branch, base_ref)
             deleted.append(tree.branch)
     trees.prune_git()

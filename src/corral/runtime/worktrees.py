@@ -87,6 +87,8 @@ class Worktrees:
     @classmethod
     def open(cls, path: str, policy: WorktreePolicy) -> Worktrees:
         """The repository containing `path`, managed as `policy` says."""
+        if not os.path.isdir(path):
+            raise InvalidInput("repo", "a folder inside a git repository", path)
         git = Git(os.path.abspath(path))
         if not git.ok("rev-parse", "--git-dir"):
             raise InvalidInput("repo", "a folder inside a git repository", path)
@@ -95,10 +97,14 @@ class Worktrees:
 
     def default_base(self) -> str:
         """The branch checked out in the repository's main working tree."""
-        branch = self.git.run("symbolic-ref", "--quiet", "--short", "HEAD").out.strip()
-        if not branch:
+        branch = self.checked_out()
+        if branch is None:
             raise InvalidInput("base", "a branch (the repository's HEAD is detached): use --base")
         return branch
+
+    def checked_out(self) -> str | None:
+        """The branch checked out in the repository's main working tree, if one is."""
+        return self.git.run("symbolic-ref", "--quiet", "--short", "HEAD").out.strip() or None
 
     # -- names -----------------------------------------------------------------------
 
