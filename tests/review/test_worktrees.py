@@ -144,3 +144,10 @@ def test_an_old_git_is_refused(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(GitUnavailable, match=r"git 2\.20\.1 is too old"):
         Git(str(tmp_path))
+
+
+def test_the_main_checkout_does_not_list_the_worktrees(repo):
+    """The worktrees' folder ignores itself: the main checkout's status stays as it was."""
+    trees = _trees(repo)
+    trees.create(trees.plan("w1", "t-1", "main", None))
+    assert "" == git(repo, "status", "--porcelain")

@@ -158,7 +158,7 @@ class Worktrees:
     def create(self, plan: Plan) -> str:
         """Make the planned worktree; returns the commit it starts at."""
         if not plan.reuse:
-            os.makedirs(os.path.dirname(plan.path), exist_ok=True)
+            self._make_base_dir()
             if plan.existing_branch:
                 self.git.out("worktree", "add", "--quiet", plan.path, plan.branch)
             else:
@@ -166,6 +166,15 @@ class Worktrees:
                     "worktree", "add", "--quiet", "-b", plan.branch, plan.path, plan.base_ref
                 )
         return self.git.at(plan.path).out("rev-parse", "HEAD")
+
+    def _make_base_dir(self) -> None:
+        """The worktrees' folder, with a `.gitignore` of `*` so the main checkout's
+        `git status` does not list the worktrees inside it as untracked files."""
+        os.makedirs(self.base_dir, exist_ok=True)
+        ignore = os.path.join(self.base_dir, ".gitignore")
+        if not os.path.exists(ignore):
+            with open(ignore, "w", encoding="utf-8") as handle:
+                handle.write("*\n")
 
     def remove(self, path: str) -> str | None:
         """Remove the worktree at `path`; a backup ref of its uncommitted work, if it had any."""
