@@ -24,9 +24,12 @@ def cmd_reconcile(ctx: Context) -> int:
 
     report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
     counts = report.to_dict()
+    from corral.runtime.worker_tmp import prune_tmp
+
     pruned = prune_if_managed(ctx)  # after: tasks of dead workers no longer hold worktrees
     if pruned is not None:
         counts["worktrees_removed"] = len(pruned.removed)
+    counts["tmp_dirs_removed"] = len(prune_tmp(ctx.db))
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
     ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
     return 0

@@ -34,7 +34,18 @@ def start_worker(ctx: Context) -> int:
     )
     job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
     worktrees = _worktrees(ctx, a) if a.worktree else None
-    return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    if a.exec is None:
+        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    from dataclasses import replace
+
+    from corral.runtime.worker_tmp import make_tmp, remove_tmp
+
+    tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
+    try:
+        job = replace(job, extra_env={**job.extra_env, "TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp})
+        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    finally:
+        remove_tmp(tmp)
 
 
 def _worktrees(ctx: Context, a: argparse.Namespace) -> Any:

@@ -53,16 +53,28 @@ def prune(ctx: Context) -> Any:
 def prune_if_managed(ctx: Context) -> Any:
     """A prune pass for `corral reconcile`: in `--repo`, else here when this is a git
     repository with corral worktrees; None when there is nothing to look at."""
-    from corral.errors import InvalidInput
     from corral.runtime.git import GitUnavailable
 
     if ctx.args.repo:
         return prune(ctx)
+    root = _repository_above(os.getcwd())
+    if root is None or not os.path.isdir(os.path.join(root, ctx.settings.worktree.dir)):
+        return None  # no corral worktrees here: git is not even started
     try:
-        trees = open_trees(ctx)
-    except (InvalidInput, GitUnavailable):
-        return None  # not a repository, or no git: nothing of ours can be here
-    return prune(ctx) if os.path.isdir(trees.base_dir) else None
+        return prune(ctx)
+    except GitUnavailable:
+        return None
+
+
+def _repository_above(folder: str) -> str | None:
+    """The nearest folder from `folder` upwards that holds a `.git`, as git finds it."""
+    here = os.path.abspath(folder)
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return here
 
 
 def register(
