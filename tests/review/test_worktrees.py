@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.errors import InvalidInput
+from corral.errors import InvalidInput, Refused
 from corral.runtime import git as gitmod
 from corral.runtime.git import Git, GitUnavailable, parse_version
 from corral.runtime.worktrees import WorktreeConfig, Worktrees
@@ -151,3 +151,14 @@ def test_the_main_checkout_does_not_list_the_worktrees(repo):
     trees = _trees(repo)
     trees.create(trees.plan("w1", "t-1", "main", None))
     assert "" == git(repo, "status", "--porcelain")
+
+
+def test_a_tasks_branch_checked_out_in_the_main_checkout_is_refused(repo):
+    """corral never runs a task in a checkout of the user's: one line saying where it is."""
+    trees = _trees(repo)
+    plan = trees.plan("w1", "t-1", "main", None)
+    trees.create(plan)
+    trees.remove(plan.path)
+    git(repo, "checkout", "--quiet", plan.branch)
+    with pytest.raises(Refused, match="is checked out at"):
+        trees.plan("w2", "t-1", "main", plan.branch)

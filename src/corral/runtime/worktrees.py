@@ -20,7 +20,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 
-from corral.errors import InvalidInput
+from corral.errors import InvalidInput, Refused
 from corral.runtime.git import Git
 from corral.settings import WorktreePolicy
 
@@ -118,6 +118,11 @@ class Worktrees:
             raise InvalidInput("base", "a branch or commit of the repository", base_ref)
         if branch and self.branch_exists(branch):
             current = self.path_of(branch)
+            if current is not None and not self.manages(current):
+                raise Refused(
+                    f"branch {branch} is checked out at {current}, outside corral's worktrees: "
+                    "check out another branch there first"
+                )
             path, existing, reuse = current or self._free_path(branch), True, current is not None
         else:
             wanted = branch or self._branch_name(worker, task_id)
