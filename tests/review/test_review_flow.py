@@ -248,3 +248,20 @@ def test_a_queue_listed_in_review_queues_requires_review(store):
     reviewed = corral.enqueue(store, NewTask(title="patch", queue="code"), settings=settings)
     plain = corral.enqueue(store, NewTask(title="report"), settings=settings)
     assert (True, False) == (reviewed.requires_review, plain.requires_review)
+
+
+def test_a_merge_cut_short_before_it_was_recorded_completes_without_a_second_commit(
+    store, settings, repo, trees, branches, work
+):
+    """git merged but the store still says approved (killed in between): merging again
+    records it, and the base gets no further commit."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    review.approve(store, task.id, branches=branches)
+    branch = store.get_task(task.id).branch
+    landed = GitBranches(trees).merge(
+        branch=branch, base="main", strategy=MergeStrategy.SQUASH, message="squashed"
+    )
+    result = review.merge(store, task.id, branches=branches, strategy=MergeStrategy.SQUASH)
+    assert (TaskStatus.DONE, landed.merged_commit) == (result.task.status, result.merged_commit)
+    assert landed.merged_commit == git(repo, "rev-parse", "main")

@@ -66,7 +66,12 @@ class GitBranches:
             return MergeAttempt(conflicts=files)
         if tree.code != 0:
             raise Refused(f"cannot merge {branch} into {base}: {tree.err.strip()}")
-        new = self._commit(strategy, tree.out.split()[0], base=old, branch=branch, message=message)
+        merged_tree = tree.out.split()[0]
+        if merged_tree == self._git.out("rev-parse", f"{old}^{{tree}}"):
+            # The base has it all already: a merge recorded in git whose recording in the
+            # store was cut short (the process killed between the two). No second commit.
+            return MergeAttempt(merged_commit=old)
+        new = self._commit(strategy, merged_tree, base=old, branch=branch, message=message)
         if checkout is not None:
             self._git.at(checkout).out("merge", "--ff-only", "--quiet", new)
         else:
