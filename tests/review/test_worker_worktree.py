@@ -128,25 +128,25 @@ def test_git_missing_fails_the_start_with_exit_code_3(cli, repo, agent, tmp_path
 
 SLEEPER = """#!/bin/sh
 echo $$ > "$OBS/agent.pid"
-echo "committed" > done.txt && git add done.txt && git commit --quiet -m "part one"
+if [ -n "$COMMIT" ]; then
+    echo "committed" > done.txt && git add done.txt && git commit --quiet -m "part one"
+fi
 echo "not committed yet" > draft.txt
 touch "$OBS/working"
 exec sleep 60
 """
 
 
-def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(cli, repo, tmp_path):
-    """The worker and its agent die; reconcile returns the task, removes the worktree (the
-    draft saved as a backup ref) and keeps the branch with its commit for the next run."""
+def _killed_mid_task(cli, repo, tmp_path, *, commit: bool) -> tuple[str, Path]:
+    """Start a worker whose agent may commit, then SIGKILL both mid-task; (task, worktree)."""
     obs = tmp_path / "obs"
     obs.mkdir()
     script = tmp_path / "sleeper.sh"
     script.write_text(SLEEPER)
     script.chmod(0o755)
-    task = cli("add", "long edit").out.strip()
-    fast = {"CORRAL_HEARTBEAT_INTERVAL_S": "0.05", "CORRAL_DEAD_AFTER_MISSED": "1"}
+    task = cli("add", "long edit", "--backoff", "0").out.strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    env.update(fast, CORRAL_DB=cli.db, OBS=str(obs))
+    env.update(FAST, CORRAL_DB=cli.db, OBS=str(obs), COMMIT="yes" if commit else "")
     worker = subprocess.Popen(
         [
             CORRAL,
@@ -177,16 +177,41 @@ def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(c
     assert path.is_dir()
 
     def reconciled() -> bool:
-        done = json.loads(cli("reconcile", "--repo", str(repo), "--json", env=fast).out)
+        done = json.loads(cli("reconcile", "--repo", str(repo), "--json", env=FAST).out)
         return done.get("worktrees_removed", 0) == 1
 
     wait_until(reconciled, 30, interval_s=0.1)
     assert "ready" == json.loads(cli("show", task, "--json").out)["status"]
     assert not path.exists()
+    return task, path
+
+
+FAST = {"CORRAL_HEARTBEAT_INTERVAL_S": "0.05", "CORRAL_DEAD_AFTER_MISSED": "1"}
+
+
+def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(cli, repo, tmp_path):
+    """The worker and its agent die; reconcile returns the task, removes the worktree (the
+    draft saved as a backup ref) and keeps the branch with its commit for the next run."""
+    task, _ = _killed_mid_task(cli, repo, tmp_path, commit=True)
     backups = json.loads(cli("worktree", "list", "--backups", "--repo", str(repo), "--json").out)
     [wip] = backups["backups"]
     assert "not committed yet" == git(repo, "show", f"{wip['ref']}:draft.txt")
     assert "committed" == git(repo, "show", f"corral/w1/{task}:done.txt")
+
+
+def test_kill_9_before_any_commit_leaves_no_branch_behind(cli, repo, tmp_path):
+    """Nothing committed: the branch is not useful and goes; the draft is still backed up,
+    and the task's next run starts a fresh branch of the same name."""
+    task, _ = _killed_mid_task(cli, repo, tmp_path, commit=False)
+    assert "" == git(repo, "branch", "--list", "corral/*")
+    backups = json.loads(cli("worktree", "list", "--backups", "--repo", str(repo), "--json").out)
+    assert 1 == len(backups["backups"])
+    script = tmp_path / "agent.sh"
+    script.write_text(AGENT)
+    script.chmod(0o755)
+    obs = tmp_path / "obs"
+    assert 0 == _start(cli, repo, (str(script), obs), "w2").code
+    assert f"corral/w1/{task}" == (obs / f"{task}.branch").read_text().strip()
 
 
 SUBMITTER = """#!/bin/sh

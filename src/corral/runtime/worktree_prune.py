@@ -3,8 +3,9 @@
 A managed worktree is kept while its branch belongs to a task in review or approved, or
 to a running task whose worker lives (not dead or offline and, on this host, its process
 still there). Every other one is removed, its uncommitted work saved as a backup ref
-first; its branch goes too when it holds nothing the base lacks and no unfinished task
-names it. Then `git worktree prune` forgets worktrees whose folders vanished.
+first; its branch goes too when it holds nothing the base lacks (a task that runs again
+gets it back, created afresh from the base, under the same name). Then `git worktree
+prune` forgets worktrees whose folders vanished.
 
 The worktrees are listed before the store is read: a runner records a task's branch
 before git creates the worktree, so a worktree being born is never taken for an orphan.
@@ -49,7 +50,6 @@ def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> Pr
     listed = trees.trees()
     unfinished = [t for t in store.list_tasks(TaskFilter(limit=100_000)) if t.status not in FINAL]
     needed = {t.branch for t in unfinished if t.branch and _needs_worktree(store, t)}
-    named = {t.branch for t in unfinished if t.branch}
     removed, backups, deleted = [], [], []
     for tree in listed:
         if tree.branch in needed:
@@ -57,12 +57,7 @@ def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> Pr
         saved = trees.remove(tree.path)
         removed.append(tree.path)
         backups += [saved] if saved else []
-        if (
-            base_ref
-            and tree.branch
-            and tree.branch not in named
-            and trees.is_merged(tree.branch, base_ref)
-        ):
+        if base_ref and tree.branch and trees.is_merged(tree.branch, base_ref):
             trees.delete_branch(tree.branch, base_ref)
             deleted.append(tree.branch)
     trees.prune_git()
