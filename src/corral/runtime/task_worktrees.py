@@ -137,9 +137,7 @@ class TaskWorktrees:
             if status in KEPT_FOR_REVIEW:
                 return
             backup = self._trees.remove(entered.path)
-            deleted = status is not TaskStatus.READY and self._trees.is_merged(
-                entered.branch, entered.base_ref
-            )
+            deleted = self._trees.is_merged(entered.branch, entered.base_ref)
             if deleted:
                 self._trees.delete_branch(entered.branch, entered.base_ref)
             event(
