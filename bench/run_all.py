@@ -22,6 +22,7 @@ SCRIPTS = (
     "runner_throughput",
     "runner_overhead",
     "runner_idle",
+    "worktree_ops",
 )
 TIMEOUT_S = 300
 

@@ -241,6 +241,15 @@ COMMANDS = (
             help="how long SIGTERM waits for tasks (default 5m)",
         ),
         Arg("--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"),
+        Arg(
+            "--worktree",
+            action="store_true",
+            help="run each task in its own git worktree and branch",
+        ),
+        Arg("--base", help="branch worktrees start from (default worktree.base, or HEAD's)"),
+        Arg(
+            "--keep-worktrees", action="store_true", help="keep each task's worktree after it ends"
+        ),
         customize=_exec_or_call,
     ),
     Command(
