@@ -22,6 +22,7 @@ SCRIPTS = (
     "runner_throughput",
     "runner_overhead",
     "runner_idle",
+    "worktree_ops",
     "pg_claim_cycle",
 )
 TIMEOUT_S = 300

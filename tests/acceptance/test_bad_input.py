@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from corral import NewTask, NewWorker, open_store, queue, registry
+from corral.cli.commands import all_commands
 from corral.store.queries import migration_files
 
 CORRAL = str(Path(sys.executable).with_name("corral"))
@@ -117,8 +118,6 @@ INVALID_INPUT = [
     ("unknown status filter", ["list", "--status", "sleeping"], ["status", "sleeping"]),
     ("unknown worker status", ["worker", "list", "--status", "asleep"], ["status", "asleep"]),
     ("token not a number", ["done", "{running}", "--token", "abc"], ["token", "abc"]),
-    ("unknown command", ["frobnicate"], ["frobnicate"]),
-    ("missing argument", ["claim", "{ready}"], ["worker"]),
 ]
 
 
@@ -135,6 +134,64 @@ def fill(arg: str, scene: Scene) -> str:
 def test_invalid_input_exits_2_with_one_line_and_writes_nothing(scene, args, names):
     """Invalid input is refused with exit 2 and one line naming the field, and writes nothing."""
     refused_without_write(scene, 2, [fill(a, scene) for a in args], names)
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess, prog: str, *names: str) -> None:
+    """Exit 2, nothing on stdout, `prog`'s usage, then one error line naming `names`."""
+    err = proc.stderr.decode("utf-8", "replace")
+    assert (2, b"") == (proc.returncode, proc.stdout), err
+    assert "Traceback" not in err
+    *usage, line = err.splitlines()
+    assert usage and usage[0].startswith(f"usage: {prog} "), err
+    assert line.startswith("corral: error: ") and line.endswith(f"(see `{prog} --help`)"), err
+    for name in names:
+        assert name in line
+
+
+# (case id, argv with placeholders, the command whose usage is shown, words in the line)
+USAGE_ERRORS = [
+    ("unknown command", ["frobnicate"], "corral", ["frobnicate"]),
+    ("missing argument", ["claim", "{ready}"], "corral claim", ["worker"]),
+    ("claim:next without worker", ["claim:next"], "corral claim:next", ["worker"]),
+    ("unknown flag", ["ready", "--bogus"], "corral ready", ["--bogus"]),
+    ("unknown flag before the command", ["--bogus", "ready"], "corral ready", ["--bogus"]),
+    ("worker without subcommand", ["worker"], "corral worker", ["COMMAND"]),
+    ("unknown worker subcommand", ["worker", "bogus"], "corral worker", ["bogus"]),
+    ("register without --name", ["worker", "register"], "corral worker register", ["--name"]),
+    ("heartbeat without id", ["worker", "heartbeat"], "corral worker heartbeat", ["id"]),
+    (
+        "heartbeat with two ids",
+        ["worker", "heartbeat", "{worker}", "extra"],
+        "corral worker heartbeat",
+        ["extra"],
+    ),
+    ("start without a job", ["worker", "start", "--name", "x"], "corral worker start", ["--exec"]),
+    ("run without subcommand", ["run"], "corral run", ["COMMAND"]),
+    ("unknown run subcommand", ["run", "bogus"], "corral run", ["bogus"]),
+    ("run show without id", ["run", "show"], "corral run show", ["RUN_ID"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "prog", "names"), [c[1:] for c in USAGE_ERRORS], ids=[c[0] for c in USAGE_ERRORS]
+)
+def test_a_usage_error_shows_the_usage_of_its_command(scene, args, prog, names):
+    """A usage error prints the usage of the command it concerns, one line, exits 2, no write."""
+    before = dump(scene.db)
+    assert_usage_error(
+        run(*[fill(a, scene) for a in args], env={"CORRAL_DB": scene.db}), prog, *names
+    )
+    assert before == dump(scene.db)
+
+
+NESTED = [c.words for c in all_commands() if len(c.words) == 2]
+
+
+@pytest.mark.parametrize("words", NESTED, ids=" ".join)
+def test_an_unknown_flag_of_a_nested_command_shows_that_commands_usage(scene, words):
+    """Every command of every group (`worker`, `run`) answers an unknown flag with its own usage."""
+    proc = run(*words, "--bogus", env={"CORRAL_DB": scene.db})
+    assert_usage_error(proc, f"corral {' '.join(words)}")
 
 
 def test_a_non_utf8_argument_exits_2_with_one_line(scene):

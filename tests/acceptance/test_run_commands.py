@@ -302,18 +302,33 @@ def test_defer_with_a_stale_token_exits_1_and_changes_nothing(cli, scene: Scene)
 def test_defer_refuses_bad_input_in_one_line(
     cli, scene: Scene, args: tuple[str, ...], names: str
 ) -> None:  # type: ignore[no-untyped-def]
-    """A bad --until or token, or none, exits 2 with one line naming it, and changes nothing."""
+    """A bad --until or token, or none, exits 2 with one line naming it, and changes nothing.
+
+    A usage error (no --until, or no value for it) prints `defer`'s usage before that line.
+    """
     before = _task(cli, scene.task_id)
     result = cli("defer", scene.task_id, *args)
-    assert (2, 1) == (result.code, len(result.err.splitlines()))
-    assert names in result.err
+    *usage, line = result.err.splitlines()
+    assert 2 == result.code
+    assert line.startswith("corral: error: ") and names in line
+    assert not usage or usage[0].startswith("usage: corral defer ")
     assert before == _task(cli, scene.task_id)
 
 
 @pytest.mark.parametrize(
-    "args", [("runs", "--limit", "0"), ("runs", "--limit", "x"), ("run",), ("logs",)]
+    ("args", "usage"),
+    [
+        (("runs", "--limit", "0"), None),
+        (("runs", "--limit", "x"), None),
+        (("run",), "usage: corral run "),
+        (("logs",), "usage: corral logs "),
+    ],
 )
-def test_run_commands_refuse_bad_input_in_one_line(cli, args: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
-    """A bad --limit, or a missing subcommand or id, exits 2 with one line."""
+def test_run_commands_refuse_bad_input_in_one_line(cli, args: tuple[str, ...], usage) -> None:  # type: ignore[no-untyped-def]
+    """A bad --limit exits 2 with one line; a missing subcommand or id, with its usage first."""
     result = cli(*args)
-    assert (2, 1) == (result.code, len(result.err.splitlines()))
+    *before, line = result.err.splitlines()
+    assert 2 == result.code
+    assert line.startswith("corral: error: ")
+    assert (usage is None) == (not before)
+    assert usage is None or before[0].startswith(usage)

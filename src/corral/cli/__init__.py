@@ -10,13 +10,17 @@ from typing import NoReturn
 def run() -> NoReturn:
     """Run one command, then leave at once.
 
-    A command lives for milliseconds, so collecting garbage during imports and tearing
-    down a hundred modules at exit only cost start-up time (bench/cli_latency.py); the
-    store is closed and stdout flushed before `os._exit`.
+    A command lives for milliseconds, so collecting garbage during imports, importing
+    `inspect` for `dataclasses` (corral.cli.deferred) and tearing down a hundred modules
+    at exit only cost start-up time (bench/cli_latency.py); the store is closed and
+    stdout flushed before `os._exit`.
     """
     import gc
 
     gc.disable()
+    from corral.cli.deferred import CLI_DEFERRED, defer
+
+    defer(*CLI_DEFERRED)
     from corral.cli.main import main
 
     code = main()

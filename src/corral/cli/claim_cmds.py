@@ -6,9 +6,8 @@ on whatever claim is active (docs/cli.md).
 
 from __future__ import annotations
 
-import argparse
-
 from corral.cli import parsing
+from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import iso, parse_delay_or_instant
 from corral.leases import Claim
@@ -112,64 +111,48 @@ def cmd_fail(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add the claim commands to the parser."""
-    p = sub.add_parser(
-        "claim", parents=[common], help="claim a task for a worker (prints the lease)"
-    )
-    p.add_argument("id")
-    p.add_argument("worker")
-    p.add_argument("--lease", metavar="DURATION", help="lease length (default lease_s)")
-    p.set_defaults(handler=cmd_claim)
+LEASE = Arg("--lease", metavar="DURATION", help="lease length (default lease_s)")
+TOKEN = Arg("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
+ID, WORKER = Arg("id"), Arg("worker")
 
-    p = sub.add_parser(
-        "claim:next", parents=[common], help="pick and claim the next task, atomically"
-    )
-    p.add_argument("worker")
-    p.add_argument(
-        "--kind", action="append", help="only this kind (within the worker's), repeatable"
-    )
-    p.add_argument(
-        "--queue", action="append", help="only this queue (within the worker's), repeatable"
-    )
-    p.add_argument("--lease", metavar="DURATION")
-    p.set_defaults(handler=cmd_claim_next)
-
-    for name, handler, text in (
-        ("claim:renew", cmd_renew, "extend a lease"),
-        ("claim:release", cmd_release, "give a task back to the queue"),
-    ):
-        p = sub.add_parser(name, parents=[common], help=text)
-        p.add_argument("id")
-        p.add_argument("worker")
-        p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
-        if name == "claim:renew":
-            p.add_argument("--lease", metavar="DURATION")
-        else:
-            p.add_argument("--reason")
-        p.set_defaults(handler=handler)
-
-    p = sub.add_parser(
-        "defer", parents=[common], help="give a task back until later, the attempt not counted"
-    )
-    p.add_argument("id")
-    p.add_argument(
-        "--until", required=True, metavar="DURATION|ISO", help="delay (2h) or time (ISO 8601)"
-    )
-    p.add_argument("--reason", help="why (recorded in the event)")
-    p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
-    p.set_defaults(handler=cmd_defer)
-
-    p = sub.add_parser("done", parents=[common], help="report success")
-    p.add_argument("id")
-    p.add_argument("--result", metavar="JSON")
-    p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
-    p.set_defaults(handler=cmd_done)
-
-    p = sub.add_parser("fail", parents=[common], help="report failure")
-    p.add_argument("id")
-    p.add_argument("--error", required=True)
-    p.add_argument("--token", help="fencing token (default $CORRAL_CLAIM_TOKEN)")
-    p.set_defaults(handler=cmd_fail)
+COMMANDS = (
+    Command("claim", cmd_claim, "claim a task for a worker (prints the lease)", ID, WORKER, LEASE),
+    Command(
+        "claim:next",
+        cmd_claim_next,
+        "pick and claim the next task, atomically",
+        WORKER,
+        Arg("--kind", action="append", help="only this kind (within the worker's), repeatable"),
+        Arg("--queue", action="append", help="only this queue (within the worker's), repeatable"),
+        Arg("--lease", metavar="DURATION"),
+    ),
+    Command(
+        "claim:renew",
+        cmd_renew,
+        "extend a lease",
+        ID,
+        WORKER,
+        TOKEN,
+        Arg("--lease", metavar="DURATION"),
+    ),
+    Command(
+        "claim:release",
+        cmd_release,
+        "give a task back to the queue",
+        ID,
+        WORKER,
+        TOKEN,
+        Arg("--reason"),
+    ),
+    Command(
+        "defer",
+        cmd_defer,
+        "give a task back until later, the attempt not counted",
+        ID,
+        Arg("--until", required=True, metavar="DURATION|ISO", help="delay (2h) or time (ISO 8601)"),
+        Arg("--reason", help="why (recorded in the event)"),
+        TOKEN,
+    ),
+    Command("done", cmd_done, "report success", ID, Arg("--result", metavar="JSON"), TOKEN),
+    Command("fail", cmd_fail, "report failure", ID, Arg("--error", required=True), TOKEN),
+)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from corral.cli.commands import Command
 from corral.cli.context import Context
 from corral.settings import SPEC
 
@@ -54,13 +54,6 @@ def cmd_config_show(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add `config show`."""
-    config = sub.add_parser("config", help="the settings in force")
-    actions = config.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser(
-        "show", parents=[common], help="every setting, its value and where it came from"
-    )
-    p.set_defaults(handler=cmd_config_show)
+COMMANDS = (
+    Command("config show", cmd_config_show, "every setting, its value and where it came from"),
+)

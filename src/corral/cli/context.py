@@ -5,22 +5,29 @@ The store is opened on first use, so `--help` and usage errors never touch a dat
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidInput, StoreError
 from corral.settings import Settings, load_settings
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
+if TYPE_CHECKING:
+    import argparse
+    from typing import TypeAlias
+
+    # What the fast path (fast_parse) or argparse (argtree) made of the command line.
+    Args: TypeAlias = SimpleNamespace | argparse.Namespace
+
 
 class Context:
     """Resolved options of one command invocation."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: Args) -> None:
         self.args = args
         self.json = bool(getattr(args, "json", False))
         self._db: str | None = getattr(args, "db", None) or os.environ.get("CORRAL_DB") or None
@@ -61,8 +68,8 @@ class Context:
         """The store, opened (and migrated) on first use."""
         if self._store is None:
             self.settings  # noqa: B018 - every command reports a bad config the same way
-            migrate = getattr(self.args, "migrate_on_open", True)  # `db` commands: False
-            self._store = open_store(self.db, migrate=migrate)
+            # `db status` shows what is pending and `db migrate` applies it: they open as is.
+            self._store = open_store(self.db, migrate=self.args.command != "db")
         return self._store
 
     def token(self) -> int | None:

@@ -6,8 +6,7 @@ Both open the store without migrating it, so `db status` shows what is pending a
 
 from __future__ import annotations
 
-import argparse
-
+from corral.cli.commands import Command
 from corral.cli.context import Context
 from corral.store.pg_errors import safe_url
 
@@ -49,13 +48,7 @@ def cmd_migrate(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add `db status` and `db migrate` to the parser."""
-    group = sub.add_parser("db", parents=[common], help="the store's schema: status, migrate")
-    dsub = group.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
-    p = dsub.add_parser("status", parents=[common], help="schema version and pending migrations")
-    p.set_defaults(handler=cmd_status, migrate_on_open=False)
-    p = dsub.add_parser("migrate", parents=[common], help="apply pending migrations")
-    p.set_defaults(handler=cmd_migrate, migrate_on_open=False)
+COMMANDS = (
+    Command("db status", cmd_status, "schema version and pending migrations"),
+    Command("db migrate", cmd_migrate, "apply pending migrations"),
+)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.cli.render import table
 from corral.errors import InvalidInput
@@ -66,21 +65,15 @@ def cmd_queue_list(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add `queue list` and `queue set`."""
-    queue = sub.add_parser("queue", help="queue depth and backpressure limits")
-    actions = queue.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser(
-        "list", parents=[common], help="depth, running, limits and what is held back"
-    )
-    p.set_defaults(handler=cmd_queue_list)
-    p = actions.add_parser("set", parents=[common], help="change a queue's limits")
-    p.add_argument("queue", metavar="NAME")
-    p.add_argument(
-        "--max-ready", metavar="N|none", help="tasks waiting at most; add refused beyond"
-    )
-    p.add_argument("--max-running", metavar="N|none", help="tasks of the queue running at once")
-    p.add_argument("--rate", metavar="N|none", help="claims started per minute at most")
-    p.set_defaults(handler=cmd_queue_set)
+COMMANDS = (
+    Command("queue list", cmd_queue_list, "depth, running, limits and what is held back"),
+    Command(
+        "queue set",
+        cmd_queue_set,
+        "change a queue's limits",
+        Arg("queue", metavar="NAME"),
+        Arg("--max-ready", metavar="N|none", help="tasks waiting at most; add refused beyond"),
+        Arg("--max-running", metavar="N|none", help="tasks of the queue running at once"),
+        Arg("--rate", metavar="N|none", help="claims started per minute at most"),
+    ),
+)

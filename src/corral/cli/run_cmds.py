@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import BinaryIO
 
 from corral.cli import parsing, render
+from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.errors import Refused
 
@@ -81,26 +81,24 @@ def _copy_from(path: str, offset: int, out: BinaryIO) -> int | None:
     return offset
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add the run commands to the parser."""
-    p = sub.add_parser("runs", parents=[common], help="list runs (attempts at tasks), newest first")
-    p.add_argument("--task", metavar="ID", help="only runs of this task")
-    p.add_argument("--worker", metavar="ID", help="only runs by this worker")
-    p.add_argument("--limit", help="at most N runs (default 50)")
-    p.set_defaults(handler=cmd_runs)
-
-    group = sub.add_parser("run", parents=[common], help="one run")
-    rsub = group.add_subparsers(dest="run_command", required=True, metavar="COMMAND")
-    p = rsub.add_parser("show", parents=[common], help="show a run in full")
-    p.add_argument("id", metavar="RUN_ID")
-    p.set_defaults(handler=cmd_run_show)
-
-    p = sub.add_parser("logs", parents=[common], help="print a run's transcript or stderr")
-    p.add_argument("id", metavar="RUN_ID")
-    p.add_argument("--stderr", action="store_true", help="the stderr file, not the transcript")
-    p.add_argument(
-        "--follow", action="store_true", help="keep printing new output until the run finishes"
-    )
-    p.set_defaults(handler=cmd_logs)
+COMMANDS = (
+    Command(
+        "runs",
+        cmd_runs,
+        "list runs (attempts at tasks), newest first",
+        Arg("--task", metavar="ID", help="only runs of this task"),
+        Arg("--worker", metavar="ID", help="only runs by this worker"),
+        Arg("--limit", help="at most N runs (default 50)"),
+    ),
+    Command("run show", cmd_run_show, "show a run in full", Arg("id", metavar="RUN_ID")),
+    Command(
+        "logs",
+        cmd_logs,
+        "print a run's transcript or stderr",
+        Arg("id", metavar="RUN_ID"),
+        Arg("--stderr", action="store_true", help="the stderr file, not the transcript"),
+        Arg(
+            "--follow", action="store_true", help="keep printing new output until the run finishes"
+        ),
+    ),
+)

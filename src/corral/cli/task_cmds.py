@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 from datetime import datetime
 
 from corral.cli import parsing, render
+from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
 from corral.errors import InvalidInput
@@ -125,70 +125,73 @@ def cmd_events(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add the task commands to the parser."""
-    p = sub.add_parser("add", parents=[common], help="enqueue a task (prints its id)")
-    p.add_argument("title")
-    p.add_argument("--desc", help="longer description")
-    p.add_argument("--kind", default="default", help="capability a worker needs (default: default)")
-    p.add_argument("--queue", default="default", help="queue name (default: default)")
-    p.add_argument("--priority", help="whole number; higher runs first (default 0)")
-    p.add_argument("--payload", help="JSON object handed to the worker")
-    p.add_argument("--label", action="append", metavar="K=V", help="label, repeatable")
-    p.add_argument(
-        "--depends-on",
-        action="extend",
-        nargs="+",
-        metavar="ID",
-        help="tasks that must be done first",
-    )
-    p.add_argument(
-        "--assignee", metavar="WORKER", help="only this worker (id or name) may claim it"
-    )
-    p.add_argument("--parent", metavar="ID", help="parent task")
-    p.add_argument("--max-attempts", help="runs before it fails for good")
-    p.add_argument("--backoff", metavar="DURATION", help="first retry delay, doubling (e.g. 10s)")
-    p.add_argument("--timeout", metavar="DURATION", help="longest a run may take (e.g. 30m)")
-    p.add_argument("--run-after", metavar="DURATION|ISO", help="delay (10m) or time (ISO 8601)")
-    p.add_argument("--review", action="store_true", help="require review before done")
-    p.set_defaults(handler=cmd_add)
+ID = Arg("id")
 
-    p = sub.add_parser("ready", parents=[common], help="tasks claimable now, in claim order")
-    p.add_argument("--limit")
-    p.add_argument("--queue")
-    p.add_argument("--kind", action="append", help="only this kind, repeatable")
-    p.add_argument(
-        "--worker", metavar="ID", help="only tasks this worker may claim (kinds, queues, assignee)"
-    )
-    p.set_defaults(handler=cmd_ready)
-
-    p = sub.add_parser("list", parents=[common], help="list tasks")
-    p.add_argument(
-        "--status", action="extend", nargs="+", metavar="S", help=f"any of: {', '.join(STATUSES)}"
-    )
-    p.add_argument("--queue")
-    p.add_argument("--kind", action="append")
-    p.add_argument("--limit")
-    p.set_defaults(handler=cmd_list)
-
-    for name, handler, text in (
-        ("show", cmd_show, "show a task"),
-        ("retry", cmd_retry, "return a failed or cancelled task to the queue"),
-        ("why", cmd_why, "why is this task not running?"),
-    ):
-        p = sub.add_parser(name, parents=[common], help=text)
-        p.add_argument("id")
-        p.set_defaults(handler=handler)
-
-    p = sub.add_parser("cancel", parents=[common], help="cancel a task")
-    p.add_argument("id")
-    p.add_argument("--reason")
-    p.set_defaults(handler=cmd_cancel)
-
-    p = sub.add_parser("events", parents=[common], help="the audit trail, newest last")
-    p.add_argument("--task", metavar="ID")
-    p.add_argument("--worker", metavar="ID")
-    p.add_argument("--limit")
-    p.set_defaults(handler=cmd_events)
+COMMANDS = (
+    Command(
+        "add",
+        cmd_add,
+        "enqueue a task (prints its id)",
+        Arg("title"),
+        Arg("--desc", help="longer description"),
+        Arg("--kind", default="default", help="capability a worker needs (default: default)"),
+        Arg("--queue", default="default", help="queue name (default: default)"),
+        Arg("--priority", help="whole number; higher runs first (default 0)"),
+        Arg("--payload", help="JSON object handed to the worker"),
+        Arg("--label", action="append", metavar="K=V", help="label, repeatable"),
+        Arg(
+            "--depends-on",
+            action="extend",
+            nargs="+",
+            metavar="ID",
+            help="tasks that must be done first",
+        ),
+        Arg("--assignee", metavar="WORKER", help="only this worker (id or name) may claim it"),
+        Arg("--parent", metavar="ID", help="parent task"),
+        Arg("--max-attempts", help="runs before it fails for good"),
+        Arg("--backoff", metavar="DURATION", help="first retry delay, doubling (e.g. 10s)"),
+        Arg("--timeout", metavar="DURATION", help="longest a run may take (e.g. 30m)"),
+        Arg("--run-after", metavar="DURATION|ISO", help="delay (10m) or time (ISO 8601)"),
+        Arg("--review", action="store_true", help="require review before done"),
+    ),
+    Command(
+        "ready",
+        cmd_ready,
+        "tasks claimable now, in claim order",
+        Arg("--limit"),
+        Arg("--queue"),
+        Arg("--kind", action="append", help="only this kind, repeatable"),
+        Arg(
+            "--worker",
+            metavar="ID",
+            help="only tasks this worker may claim (kinds, queues, assignee)",
+        ),
+    ),
+    Command(
+        "list",
+        cmd_list,
+        "list tasks",
+        Arg(
+            "--status",
+            action="extend",
+            nargs="+",
+            metavar="S",
+            help=f"any of: {', '.join(STATUSES)}",
+        ),
+        Arg("--queue"),
+        Arg("--kind", action="append"),
+        Arg("--limit"),
+    ),
+    Command("show", cmd_show, "show a task", ID),
+    Command("retry", cmd_retry, "return a failed or cancelled task to the queue", ID),
+    Command("why", cmd_why, "why is this task not running?", ID),
+    Command("cancel", cmd_cancel, "cancel a task", ID, Arg("--reason")),
+    Command(
+        "events",
+        cmd_events,
+        "the audit trail, newest last",
+        Arg("--task", metavar="ID"),
+        Arg("--worker", metavar="ID"),
+        Arg("--limit"),
+    ),
+)

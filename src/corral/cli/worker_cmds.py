@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
 from corral.cli import parsing, render
+from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import format_duration
 from corral.errors import InvalidInput
 from corral.workers import NewWorker, WorkerStatus
+
+if TYPE_CHECKING:
+    import argparse
 
 STATUSES = [str(s) for s in WorkerStatus]
 
@@ -166,86 +170,105 @@ def cmd_stop(ctx: Context) -> int:
     return 0
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    """Add `corral worker ...` to the parser."""
-    group = sub.add_parser("worker", parents=[common], help="the worker registry")
-    wsub = group.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
-
-    p = wsub.add_parser("register", parents=[common], help="register a worker (prints its id)")
-    p.add_argument("--name", required=True)
-    p.add_argument("--kind", action="append", help="kind it runs, repeatable (default: any)")
-    p.add_argument("--queue", action="append", help="queue it serves, repeatable (default: any)")
-    p.add_argument("--max-concurrent", help="claims it may hold at once (default 1)")
-    p.add_argument("--label", action="append", metavar="K=V")
-    p.add_argument("--version")
-    p.add_argument("--pid", help="process id to record (default: the calling script)")
-    p.set_defaults(handler=cmd_register)
-
-    for name, handler, text in (
-        ("heartbeat", cmd_heartbeat, "prove the worker lives; answers interval and drain"),
-        ("deregister", cmd_deregister, "take a worker offline"),
-        ("drain", cmd_drain, "stop giving a worker new claims"),
-    ):
-        p = wsub.add_parser(name, parents=[common], help=text)
-        p.add_argument("id")
-        p.set_defaults(handler=handler)
-
-    p = wsub.add_parser("start", parents=[common], help="run a worker here until stopped")
-    p.add_argument("--name", required=True)
-    how = p.add_mutually_exclusive_group(required=True)
+def _exec_or_call(parser: argparse.ArgumentParser) -> None:
+    how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument(
         "--exec", metavar="CMD", help="command run per task (split like a shell, never run by one)"
     )
     how.add_argument("--call", metavar="MODULE:FUNCTION", help="Python function run per task")
-    p.add_argument("--kind", action="append", help="kind it runs, repeatable (default: any)")
-    p.add_argument("--queue", action="append", help="queue it serves, repeatable (default: any)")
-    p.add_argument("--label", action="append", metavar="K=V")
-    p.add_argument(
-        "--prompt-template", metavar="FILE", help="prompt template (${title}, ${description} ...)"
-    )
-    p.add_argument(
-        "--prompt-arg",
-        action="store_true",
-        help="pass the prompt as the last argument, not on stdin",
-    )
-    p.add_argument("--workdir", metavar="DIR", help="working directory of commands (default: here)")
-    p.add_argument("--timeout", metavar="DURATION", help="default task timeout (a task's own wins)")
-    p.add_argument("--concurrency", help="tasks run at once (default 1)")
-    p.add_argument("--max-tasks", help="exit after this many tasks")
-    p.add_argument("--once", action="store_true", help="run at most one task, then exit")
-    p.add_argument("--lease", metavar="DURATION", help="lease length (default lease_s)")
-    p.add_argument("--stall-timeout", metavar="DURATION", help="flag a command silent this long")
-    p.add_argument(
-        "--kill-stalled", action="store_true", help="and kill it (fails the run as stalled)"
-    )
-    p.add_argument(
-        "--grace", metavar="DURATION", help="SIGTERM to SIGKILL when killing a task (default 5s)"
-    )
-    p.add_argument(
-        "--shutdown-timeout",
-        metavar="DURATION",
-        help="how long SIGTERM waits for tasks (default 5m)",
-    )
-    p.add_argument(
-        "--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"
-    )
-    p.set_defaults(handler=cmd_start)
 
-    p = wsub.add_parser(
-        "stop", parents=[common], help="stop a worker's runner (now, or --graceful)"
-    )
-    p.add_argument("id")
-    p.add_argument(
-        "--graceful", action="store_true", help="finish the current task first (SIGTERM)"
-    )
-    p.set_defaults(handler=cmd_stop)
 
-    p = wsub.add_parser("list", parents=[common], help="list workers")
-    p.add_argument("--status", help=f"one of: {', '.join(STATUSES)}")
-    p.set_defaults(handler=cmd_list)
+ID = Arg("id")
+KIND = Arg("--kind", action="append", help="kind it runs, repeatable (default: any)")
+QUEUE = Arg("--queue", action="append", help="queue it serves, repeatable (default: any)")
+LABEL = Arg("--label", action="append", metavar="K=V")
 
-    p = wsub.add_parser("status", parents=[common], help="one worker, or every one not offline")
-    p.add_argument("id", nargs="?")
-    p.set_defaults(handler=cmd_status)
+COMMANDS = (
+    Command(
+        "worker register",
+        cmd_register,
+        "register a worker (prints its id)",
+        Arg("--name", required=True),
+        KIND,
+        QUEUE,
+        Arg("--max-concurrent", help="claims it may hold at once (default 1)"),
+        LABEL,
+        Arg("--version"),
+        Arg("--pid", help="process id to record (default: the calling script)"),
+    ),
+    Command(
+        "worker heartbeat",
+        cmd_heartbeat,
+        "prove the worker lives; answers interval and drain",
+        ID,
+    ),
+    Command("worker deregister", cmd_deregister, "take a worker offline", ID),
+    Command("worker drain", cmd_drain, "stop giving a worker new claims", ID),
+    Command(
+        "worker start",
+        cmd_start,
+        "run a worker here until stopped",
+        Arg("--name", required=True),
+        KIND,
+        QUEUE,
+        LABEL,
+        Arg(
+            "--prompt-template",
+            metavar="FILE",
+            help="prompt template (${title}, ${description} ...)",
+        ),
+        Arg(
+            "--prompt-arg",
+            action="store_true",
+            help="pass the prompt as the last argument, not on stdin",
+        ),
+        Arg("--workdir", metavar="DIR", help="working directory of commands (default: here)"),
+        Arg("--timeout", metavar="DURATION", help="default task timeout (a task's own wins)"),
+        Arg("--concurrency", help="tasks run at once (default 1)"),
+        Arg("--max-tasks", help="exit after this many tasks"),
+        Arg("--once", action="store_true", help="run at most one task, then exit"),
+        Arg("--lease", metavar="DURATION", help="lease length (default lease_s)"),
+        Arg("--stall-timeout", metavar="DURATION", help="flag a command silent this long"),
+        Arg("--kill-stalled", action="store_true", help="and kill it (fails the run as stalled)"),
+        Arg(
+            "--grace",
+            metavar="DURATION",
+            help="SIGTERM to SIGKILL when killing a task (default 5s)",
+        ),
+        Arg(
+            "--shutdown-timeout",
+            metavar="DURATION",
+            help="how long SIGTERM waits for tasks (default 5m)",
+        ),
+        Arg("--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"),
+        Arg(
+            "--worktree",
+            action="store_true",
+            help="run each task in its own git worktree and branch",
+        ),
+        Arg("--base", help="branch worktrees start from (default worktree.base, or HEAD's)"),
+        Arg(
+            "--keep-worktrees", action="store_true", help="keep each task's worktree after it ends"
+        ),
+        customize=_exec_or_call,
+    ),
+    Command(
+        "worker stop",
+        cmd_stop,
+        "stop a worker's runner (now, or --graceful)",
+        ID,
+        Arg("--graceful", action="store_true", help="finish the current task first (SIGTERM)"),
+    ),
+    Command(
+        "worker list",
+        cmd_list,
+        "list workers",
+        Arg("--status", help=f"one of: {', '.join(STATUSES)}"),
+    ),
+    Command(
+        "worker status",
+        cmd_status,
+        "one worker, or every one not offline",
+        Arg("id", nargs="?"),
+    ),
+)

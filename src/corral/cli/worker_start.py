@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import shlex
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.cli import parsing
 from corral.cli.context import Context
 from corral.errors import InvalidInput
 from corral.store.location import runs_dir
+
+if TYPE_CHECKING:
+    from corral.cli.context import Args
 
 
 def start_worker(ctx: Context) -> int:
@@ -33,7 +35,43 @@ def start_worker(ctx: Context) -> int:
         shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
     )
     job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
-    return Runner(ctx.store, config, job, settings=ctx.settings).run()
+    worktrees = _worktrees(ctx, a) if a.worktree else None
+    if a.exec is None:
+        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    from dataclasses import replace
+
+    from corral.runtime.worker_tmp import make_tmp, remove_tmp
+
+    tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
+    try:
+        job = replace(job, extra_env={**job.extra_env, "TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp})
+        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    finally:
+        remove_tmp(tmp)
+
+
+def _worktrees(ctx: Context, a: Args) -> Any:
+    """Each task in its own git worktree (`--worktree`); git is checked before registering."""
+    from corral.logs import logger
+    from corral.runtime.task_worktrees import TaskWorktrees
+    from corral.runtime.worktrees import Worktrees
+
+    if a.exec is None:
+        raise InvalidInput("worktree", "a command worker (--exec); --call runs in this process")
+    policy = ctx.settings.worktree
+    trees = Worktrees.open(a.workdir or os.getcwd(), policy)
+    base = a.base or policy.base or trees.default_base()
+    if trees.git.commit_of(base) is None:
+        raise InvalidInput("base", "a branch or commit of the repository", base)
+    return TaskWorktrees(
+        ctx.store,
+        trees,
+        worker_name=a.name,
+        base_ref=base,
+        setup=policy.setup,
+        keep=a.keep_worktrees,
+        log=logger("corral.worker"),
+    )
 
 
 def _duration(field: str, raw: str | None, default: float) -> float:
@@ -41,7 +79,7 @@ def _duration(field: str, raw: str | None, default: float) -> float:
     return default if value is None else value
 
 
-def _command_job(a: argparse.Namespace, db: str) -> Any:
+def _command_job(a: Args, db: str) -> Any:
     from corral.runtime.command_task import CommandJob
     from corral.runtime.executor import CommandNotFound
     from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template

@@ -1,4 +1,4 @@
--- The current schema of a corral PostgreSQL database, version 3.
+-- The current schema of a corral PostgreSQL database, version 4.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are timestamptz read from the server's clock (now()); durations are seconds
@@ -13,7 +13,8 @@ CREATE TABLE tasks (
     kind            text             NOT NULL,
     priority        integer          NOT NULL DEFAULT 0,
     status          text             NOT NULL CHECK (status IN
-                        ('blocked', 'ready', 'running', 'in_review', 'done', 'failed', 'cancelled')),
+                        ('blocked', 'ready', 'running', 'in_review', 'approved', 'done', 'failed',
+                         'cancelled')),
     payload         jsonb            NOT NULL DEFAULT '{}',
     labels          jsonb            NOT NULL DEFAULT '{}',
     assignee        text,
@@ -202,3 +203,51 @@ BEGIN
     WHERE l.queue = wanted AND l.max_ready IS NOT NULL;
 END;
 $$;
+
+-- The review of a task's branch: where it came from, what was said, what was approved.
+-- The task's status says where the review stands; this row keeps the details. Every
+-- change to it is made under the lock of its task's row.
+CREATE TABLE reviews (
+    task_id         text  PRIMARY KEY REFERENCES tasks (id),
+    base_ref        text,
+    worktree_path   text,
+    note            text,
+    pr_url          text,
+    approved_commit text,
+    approve_note    text,
+    changes_note    text,
+    conflict_files  jsonb,
+    merged_commit   text
+);
+
+-- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
+-- in id order. An acknowledgement is a row of its own, so a message never changes.
+CREATE TABLE messages (
+    id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at        timestamptz NOT NULL,
+    sender    text        NOT NULL,
+    recipient text        NOT NULL,
+    type      text        NOT NULL,
+    body      jsonb
+);
+
+CREATE INDEX messages_by_recipient ON messages (recipient, id);
+
+CREATE FUNCTION messages_refuse_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'messages are append-only' USING ERRCODE = 'integrity_constraint_violation';
+END;
+$$;
+
+CREATE TRIGGER messages_never_change BEFORE UPDATE ON messages
+FOR EACH ROW EXECUTE FUNCTION messages_refuse_change();
+
+CREATE TRIGGER messages_never_go BEFORE DELETE ON messages
+FOR EACH ROW EXECUTE FUNCTION messages_refuse_change();
+
+CREATE TABLE message_acks (
+    message_id bigint      PRIMARY KEY REFERENCES messages (id),
+    at         timestamptz NOT NULL,
+    actor      text        NOT NULL
+);

@@ -1,0 +1,122 @@
+"""The argparse tree, built from the command tables: help, and every usage error.
+
+Only the branch the command line names is built (`corral worker heartbeat` builds the
+root, `worker` and `heartbeat`), because building every parser costs milliseconds; an
+unknown or missing word builds all its siblings, so help and "invalid choice" list them.
+A usage error prints the usage of the command it concerns and one line, and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import NoReturn
+
+from corral.cli.commands import COMMAND_MODULES, GROUPS, Command, all_commands, module_commands
+
+USAGE_EXIT = 2
+DB_HELP = "store path or URL (default $CORRAL_DB or .corral/corral.db)"
+JSON_HELP = "machine-readable output"
+
+Path = tuple[str, ...]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors show this parser's usage, one line, and exit code 2."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse would import shutil (and with it bz2, lzma, zlib) just to learn the width.
+        return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(self.format_usage())
+        sys.stderr.write(f"corral: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(USAGE_EXIT)
+
+
+def _columns() -> int:
+    try:
+        return int(os.environ.get("COLUMNS", "")) or os.get_terminal_size().columns
+    except (ValueError, OSError):
+        return 80
+
+
+def parse(argv: list[str], words: list[str]) -> argparse.Namespace:
+    """Parse `argv` with the branch `words` names; a usage error exits 2."""
+    root, parsers = build(words)
+    args, extras = root.parse_known_args(argv)
+    if extras:
+        deepest = parsers.get(_path_of(args), root)
+        deepest.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _path_of(args: argparse.Namespace) -> Path:
+    command: str = args.command
+    if command in GROUPS:
+        return (command, getattr(args, f"{command}_command"))
+    return (command,)
+
+
+def build(words: list[str]) -> tuple[argparse.ArgumentParser, dict[Path, argparse.ArgumentParser]]:
+    """The root parser and every parser built under it, by command words."""
+    common = _Parser(add_help=False)
+    common.add_argument("--db", default=argparse.SUPPRESS, help=DB_HELP)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
+    root = _Parser(
+        prog="corral", description="A headless orchestrator for fleets of long-running workers."
+    )
+    root.add_argument("--db", help=DB_HELP)
+    root.add_argument("--json", action="store_true", help=JSON_HELP)
+    sub = root.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+    tree = _Tree(sub, common)
+    for command in _wanted(words):
+        tree.add(command)
+    return root, tree.parsers
+
+
+def _wanted(words: list[str]) -> list[Command]:
+    """The commands to build: the one `words` names, else every sibling of the unknown word."""
+    module = COMMAND_MODULES.get(words[0]) if words else None
+    if module is None:
+        return all_commands()
+    if words[0] not in GROUPS:
+        return [c for c in module_commands(module) if c.words == (words[0],)]
+    group = [c for c in module_commands(module) if c.words[0] == words[0]]
+    named = [c for c in group if c.words == tuple(words[:2])]
+    return named or group
+
+
+class _Tree:
+    """Adds commands under the root, creating each group's parser on first use."""
+
+    def __init__(self, sub: argparse._SubParsersAction[_Parser], common: _Parser) -> None:
+        self.common = common
+        self.subs: dict[Path, argparse._SubParsersAction[_Parser]] = {(): sub}
+        self.parsers: dict[Path, argparse.ArgumentParser] = {}
+
+    def add(self, command: Command) -> None:
+        """Add `command`'s parser, its arguments and its handler."""
+        *group, name = command.words
+        parser = self._under(tuple(group)).add_parser(
+            name, parents=[self.common], help=command.help
+        )
+        for arg in command.args:
+            parser.add_argument(*arg.flags, **arg.options)
+        if command.customize is not None:
+            command.customize(parser)
+        parser.set_defaults(handler=command.handler)
+        self.parsers[command.words] = parser
+
+    def _under(self, group: Path) -> argparse._SubParsersAction[_Parser]:
+        if group not in self.subs:
+            (name,) = group
+            parser = self.subs[()].add_parser(name, parents=[self.common], help=GROUPS[name])
+            self.parsers[group] = parser
+            self.subs[group] = parser.add_subparsers(
+                dest=f"{name}_command", required=True, metavar="COMMAND"
+            )
+        return self.subs[group]
