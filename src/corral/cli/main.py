@@ -38,6 +38,8 @@ COMMAND_MODULES = {
     "logs": "run_cmds",
     "worker": "worker_cmds",
     "config": "config_cmds",
+    "orchestrator": "orchestrator_cmds",
+    "status": "orchestrator_cmds",
 }
 
 

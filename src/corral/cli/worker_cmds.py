@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from contextlib import suppress
 
 from corral.cli import parsing, render
@@ -166,6 +167,43 @@ def cmd_stop(ctx: Context) -> int:
     return 0
 
 
+def cmd_logs(ctx: Context) -> int:
+    """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
+    from corral.cli.run_cmds import copy_from
+    from corral.errors import Refused
+    from corral.store.location import state_dir
+
+    ident = ctx.args.id
+    worker = None if not ident.startswith("w-") else ctx.store.get_worker(ident)
+    name = ident if worker is None else worker.name
+    path = os.path.join(state_dir(ctx.db), "logs", "workers", f"{name}.log")
+    offset = copy_from(path, 0, sys.stdout.buffer)
+    if offset is None:
+        raise Refused(f"{ident} has no pool log: {path} does not exist")
+    if ctx.args.follow:
+        _follow_log(ctx, path, offset, worker.id if worker else None)
+    return 0
+
+
+def _follow_log(ctx: Context, path: str, offset: int, worker_id: str | None) -> None:
+    """Print what is appended until the worker is gone (or Ctrl-C); a rotation starts over."""
+    from corral.cli.run_cmds import FOLLOW_POLL_S, copy_from
+    from corral.clock import SystemClock
+    from corral.workers import GONE
+
+    clock = SystemClock()
+    while True:
+        gone = worker_id is not None and ctx.store.get_worker(worker_id).status in GONE
+        with suppress(OSError):
+            if os.path.getsize(path) < offset:  # copied and truncated by the rotation
+                offset = 0
+        copied = copy_from(path, offset, sys.stdout.buffer)
+        offset = offset if copied is None else copied
+        if gone:
+            return
+        clock.sleep(FOLLOW_POLL_S)
+
+
 def register(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
@@ -242,6 +280,8 @@ def register(
     )
     p.set_defaults(handler=cmd_stop)
 
+    _register_logs(wsub, common)
+
     p = wsub.add_parser("list", parents=[common], help="list workers")
     p.add_argument("--status", help=f"one of: {', '.join(STATUSES)}")
     p.set_defaults(handler=cmd_list)
@@ -249,3 +289,12 @@ def register(
     p = wsub.add_parser("status", parents=[common], help="one worker, or every one not offline")
     p.add_argument("id", nargs="?")
     p.set_defaults(handler=cmd_status)
+
+
+def _register_logs(
+    wsub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    p = wsub.add_parser("logs", parents=[common], help="a pool worker's log (id or slot name)")
+    p.add_argument("id", help="worker id (w-...) or pool slot name (slot-1)")
+    p.add_argument("--follow", action="store_true", help="keep printing until the worker is gone")
+    p.set_defaults(handler=cmd_logs)

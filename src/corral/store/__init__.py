@@ -13,14 +13,15 @@ from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.base import Driver
 from corral.store.claim_ops import ClaimOps
+from corral.store.orchestrator_ops import OrchestratorOps
 from corral.store.recovery_ops import RecoveryOps
 from corral.store.run_ops import RunOps
 from corral.store.task_ops import TaskOps
 from corral.store.worker_ops import WorkerOps
 
 
-class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps):
-    """Tasks, claims, workers, reconciliation and runs over one driver."""
+class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps, OrchestratorOps):
+    """Tasks, claims, workers, reconciliation, runs and the orchestrator row over one driver."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

@@ -1,4 +1,4 @@
--- The current schema of a corral SQLite database, version 2.
+-- The current schema of a corral SQLite database, version 3.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
@@ -159,3 +159,24 @@ CREATE VIEW worker_view AS
 SELECT w.*,
        (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active') AS active
 FROM workers w;
+
+-- The orchestrator in charge of this store, or the last one that was. Starting takes the
+-- row by compare-and-set (stopped, or the observed dead holder); heartbeat_at lets an
+-- orchestrator on another host see that the holder died. `slots` is the pool as the
+-- holder last wrote it (JSON list), `config` the settings it runs with (JSON object).
+CREATE TABLE orchestrator (
+    id                INTEGER PRIMARY KEY CHECK (id = 1),
+    status            TEXT    NOT NULL DEFAULT 'stopped'
+                          CHECK (status IN ('stopped', 'starting', 'running', 'stopping')),
+    pid               INTEGER,
+    host              TEXT,
+    started_at        REAL,
+    heartbeat_at      REAL,
+    last_reconcile_at REAL,
+    stopped_at        REAL,
+    stop_timeout_s    REAL,
+    config            TEXT    NOT NULL DEFAULT '{}',
+    slots             TEXT    NOT NULL DEFAULT '[]'
+);
+
+INSERT INTO orchestrator (id) VALUES (1);
