@@ -166,9 +166,12 @@ def cmd_stop(ctx: Context) -> int:
     os.kill(state.pid, signal.SIGTERM)
     clock = SystemClock()
     deadline = clock.monotonic() + grace_s + ctx.settings.kill_timeout_s + 30.0
-    while process_alive(state.pid, started_s) and clock.monotonic() < deadline:
-        clock.sleep(0.05)
     final = ctx.store.get_orchestrator()
+    while final.status is not OrchestratorStatus.STOPPED and clock.monotonic() < deadline:
+        if not process_alive(state.pid, started_s):
+            break
+        clock.sleep(0.05)
+        final = ctx.store.get_orchestrator()
     if final.status is not OrchestratorStatus.STOPPED:
         raise Refused(f"the orchestrator (pid {state.pid}) did not stop; it is {final.status}")
     ctx.emit(final.to_dict(), f"orchestrator stopped (pid {state.pid})")

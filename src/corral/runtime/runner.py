@@ -562,6 +562,10 @@ def process_alive(pid: int | None, registered_at_s: float) -> bool:
     if pid is None:
         return True  # cannot tell: leave it to the reconciler
     try:
-        return psutil.Process(pid).create_time() <= registered_at_s + 1.0
+        process = psutil.Process(pid)
+        return bool(
+            process.create_time() <= registered_at_s + 1.0
+            and process.status() != psutil.STATUS_ZOMBIE  # exited, not yet reaped
+        )
     except psutil.Error:
         return False

@@ -1,0 +1,151 @@
+"""The orchestrator with real processes: crashes, restarts, stops, takeovers, secrets.
+
+Each test starts `corral orchestrator start` as a process over a temporary store, kills
+what the scenario says with SIGKILL, and checks the store's record of what happened.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import signal
+from typing import Any
+
+import psutil
+
+from corral import EventFilter, TaskFilter, TaskStatus
+from corral.runs import RunOutcome
+
+
+def _completions(pool: Any, task_id: str) -> int:
+    events = pool.store.list_events(EventFilter(task_id=task_id, limit=1000))
+    return sum(e.name == "task.completed" for e in events)
+
+
+def _all_done(pool: Any) -> bool:
+    return all(t.status is TaskStatus.DONE for t in pool.store.list_tasks(TaskFilter()))
+
+
+def _busy_pid(pool: Any, task_id: str) -> int:
+    task = pool.store.get_task(task_id)
+    assert task.worker_id is not None
+    pid = pool.store.get_worker(task.worker_id).pid
+    assert pid is not None
+    return pid
+
+
+def _runs_never_overlap(pool: Any, task_id: str) -> bool:
+    runs = sorted(pool.store.list_runs(task_id=task_id, limit=100), key=lambda r: r.started_at)
+    return all(
+        a.finished_at is not None and a.finished_at <= b.started_at
+        for a, b in itertools.pairwise(runs)
+    )
+
+
+def test_a_killed_busy_worker_is_restarted_and_its_task_done_exactly_once(pool: Any):
+    """kill -9 of a busy worker: task requeued with a crash, worker restarted, task done once."""
+    pool.env["AGENT_SLEEP_S"] = "1"
+    (task_id,) = pool.add(1)
+    orchestrator = pool.start(workers=1)
+    pool.wait(lambda: pool.store.get_task(task_id).status is TaskStatus.RUNNING, 30)
+    victim = _busy_pid(pool, task_id)
+    os.kill(victim, signal.SIGKILL)
+    pool.wait(lambda: _all_done(pool), 30)
+
+    task = pool.store.get_task(task_id)
+    assert (2, 1) == (task.attempts, task.crashes)
+    assert 1 == _completions(pool, task_id)
+    assert _runs_never_overlap(pool, task_id)
+    outcomes = [r.outcome for r in pool.store.list_runs(task_id=task_id, limit=10)]
+    assert RunOutcome.DONE in outcomes
+    names = [e.name for e in pool.store.list_events(EventFilter(limit=1000))]
+    assert "worker.dead" in names
+    log = pool.log()
+    assert f"worker.exited slot=slot-1 pid={victim} exit_code=-9" in log
+    assert "worker.restart_scheduled slot=slot-1 delay_s=0.1 restarts=1" in log
+    pool.wait(lambda: pool.status()["slots"][0]["restarts"] == 1, 10)
+    assert -9 == pool.status()["slots"][0]["last_exit_code"]
+    assert orchestrator.poll() is None
+
+
+def test_a_worker_that_exits_at_once_backs_off_then_its_slot_fails_and_is_replaced(pool: Any):
+    """Immediate exits: delays double to the cap; past max_restarts the slot fails, then returns."""
+    pool.env["CORRAL_MAX_RESTARTS"] = "3"
+    orchestrator = pool.start("--exec", "/nonexistent/agent", workers=1)
+    pool.wait(lambda: "slot.replaced" in pool.log(), 30)
+    delays = re.findall(r"worker\.restart_scheduled slot=slot-1 delay_s=([\d.]+)", pool.log())
+    assert ["0.1", "0.2", "0.4"] == delays[:3]
+    assert "slot.failed slot=slot-1 delay_s=0.4 restarts=4" in pool.log()
+    assert "exit_code=3" in pool.log()  # the worker's own code: command not found
+    assert orchestrator.poll() is None
+
+
+def test_graceful_stop_lets_busy_workers_finish_and_leaves_nothing_running(pool: Any):
+    """stop --graceful: running tasks finish, the orchestrator exits 0, no process is left."""
+    pool.env["AGENT_SLEEP_S"] = "1.5"
+    ids = pool.add(2)
+    orchestrator = pool.start(workers=2)
+    pool.wait(lambda: all(pool.store.get_task(t).status is TaskStatus.RUNNING for t in ids), 30)
+
+    stopped = pool.corral("orchestrator", "stop", "--graceful", "--timeout", "30s")
+
+    assert 0 == stopped.returncode, stopped.stderr
+    assert 0 == orchestrator.wait(timeout=10)
+    assert [TaskStatus.DONE, TaskStatus.DONE] == [pool.store.get_task(t).status for t in ids]
+    assert "stopped" == pool.status()["status"]
+    assert [] == pool.processes()
+    assert not os.path.exists(os.path.join(pool.folder, ".corral", "orchestrator.pid"))
+    assert [] == os.listdir(os.path.join(pool.folder, ".corral", "tmp"))
+
+
+def test_a_new_orchestrator_adopts_live_workers_and_restarts_dead_ones(pool: Any):
+    """kill -9 of the orchestrator: workers keep their tasks; the next one adopts or restarts."""
+    pool.env["AGENT_SLEEP_S"] = "2"
+    ids = pool.add(2)
+    first = pool.start(workers=2)
+    pool.wait(lambda: all(pool.store.get_task(t).status is TaskStatus.RUNNING for t in ids), 30)
+    survivor, victim = _busy_pid(pool, ids[0]), _busy_pid(pool, ids[1])
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    os.kill(victim, signal.SIGKILL)
+    assert psutil.pid_exists(survivor)
+
+    pool.start(workers=2)
+    pool.wait(lambda: _all_done(pool), 30)
+
+    log = pool.log(1)
+    assert re.search(rf"worker\.adopted slot=slot-\d worker_id=\S+ pid={survivor}\n", log)
+    assert "orchestrator.took_over" in log
+    kept, retried = (pool.store.get_task(t) for t in ids)
+    assert (1, 0) == (kept.attempts, kept.crashes)  # finished by the adopted worker
+    assert (2, 1) == (retried.attempts, retried.crashes)
+    for task_id in ids:
+        assert 1 == _completions(pool, task_id)
+        assert _runs_never_overlap(pool, task_id)
+
+
+def test_a_second_orchestrator_on_the_same_store_is_refused(pool: Any):
+    """While one runs, a second start exits 1 with one line naming the running one."""
+    pool.start(workers=1)
+    pool.wait_running(1)
+    second = pool.corral("orchestrator", "start", "--workers", "1", "--exec", str(pool.agent))
+    first_pid = pool.status()["pid"]
+    assert 1 == second.returncode
+    lines = second.stderr.strip().splitlines()
+    assert 1 == len(lines)
+    assert f"pid {first_pid} on {os.uname().nodename}" in lines[0]
+
+
+def test_workers_get_the_environment_without_secrets_but_with_allowed_names(pool: Any):
+    """FOO_TOKEN is filtered out, an allowed MY_API_KEY passes, TMPDIR and CORRAL_DB are set."""
+    pool.env.update({"FOO_TOKEN": "x", "MY_API_KEY": "k", "CORRAL_ENV_ALLOW": "MY_API_KEY"})
+    pool.start(workers=1)
+    pool.wait_running(1)
+    pid = pool.status()["slots"][0]["pid"]
+    env = psutil.Process(pid).environ()
+    assert "FOO_TOKEN" not in env
+    assert "k" == env["MY_API_KEY"]
+    assert pool.db == env["CORRAL_DB"]
+    assert env["TMPDIR"].endswith(os.path.join(".corral", "tmp", "slot-1"))
+    assert os.path.isdir(env["TMPDIR"])
