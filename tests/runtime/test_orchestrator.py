@@ -149,3 +149,39 @@ def test_workers_get_the_environment_without_secrets_but_with_allowed_names(pool
     assert pool.db == env["CORRAL_DB"]
     assert env["TMPDIR"].endswith(os.path.join(".corral", "tmp", "slot-1"))
     assert os.path.isdir(env["TMPDIR"])
+
+
+def test_a_daemon_detaches_and_is_seen_and_stopped_through_the_cli(pool: Any):
+    """--daemon: pid file and log under .corral/; status, worker logs and stop work against it."""
+    started = pool.corral(
+        "orchestrator", "start", "--workers", "1", "--exec", str(pool.agent), "--daemon"
+    )
+    assert 0 == started.returncode, started.stderr
+    pool.wait_running(1)
+    corral_dir = os.path.join(pool.folder, ".corral")
+    pid = pool.status()["pid"]
+    with open(os.path.join(corral_dir, "orchestrator.pid")) as handle:
+        assert str(pid) == handle.read().strip()
+    assert f"pid {pid}" in started.stdout
+
+    overview = pool.corral("status")
+    assert 0 == overview.returncode
+    assert "orchestrator: running" in overview.stdout
+    assert "slot-1" in overview.stdout
+    logs = pool.corral("worker", "logs", "slot-1")
+    assert "worker.started" in logs.stdout
+
+    stopped = pool.corral("orchestrator", "stop")
+    assert 0 == stopped.returncode, stopped.stderr
+    assert "stopped" == pool.status()["status"]
+    assert not os.path.exists(os.path.join(corral_dir, "orchestrator.pid"))
+    with open(os.path.join(corral_dir, "logs", "orchestrator.log")) as handle:
+        assert "orchestrator.stopped" in handle.read()
+    pool.wait(lambda: [] == pool.processes(), 10)
+
+
+def test_stop_without_a_running_orchestrator_is_refused_in_one_line(pool: Any):
+    """Nothing to stop: exit 1 and one line."""
+    result = pool.corral("orchestrator", "stop")
+    assert (1, 1) == (result.returncode, len(result.stderr.strip().splitlines()))
+    assert "no orchestrator is running" in result.stderr
