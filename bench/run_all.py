@@ -22,6 +22,8 @@ SCRIPTS = (
     "runner_throughput",
     "runner_overhead",
     "runner_idle",
+    "orchestrator_throughput",
+    "orchestrator_lifecycle",
 )
 TIMEOUT_S = 300
 
