@@ -6,6 +6,7 @@ what the scenario says with SIGKILL, and checks the store's record of what happe
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -35,6 +36,16 @@ def _busy_pid(pool: Any, task_id: str) -> int:
     return pid
 
 
+def _marked(pool, run_id: str) -> list[Any]:
+    """The pool's live processes marked with `run_id`."""
+    found = []
+    for proc in pool.processes():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get("CORRAL_RUN_ID") == run_id:
+                found.append(proc)
+    return found
+
+
 def _runs_never_overlap(pool: Any, task_id: str) -> bool:
     runs = sorted(pool.store.list_runs(task_id=task_id, limit=100), key=lambda r: r.started_at)
     return all(
@@ -48,7 +59,9 @@ def test_a_killed_busy_worker_is_restarted_and_its_task_done_exactly_once(pool: 
     pool.env["AGENT_SLEEP_S"] = "1"
     (task_id,) = pool.add(1)
     orchestrator = pool.start(workers=1)
-    pool.wait(lambda: pool.store.get_task(task_id).status is TaskStatus.RUNNING, 30)
+    pool.wait(lambda: pool.store.list_runs(task_id=task_id, limit=10), 30)
+    (first_run,) = pool.store.list_runs(task_id=task_id, limit=10)
+    pool.wait(lambda: _marked(pool, first_run.id), 30)  # its command runs
     victim = _busy_pid(pool, task_id)
     os.kill(victim, signal.SIGKILL)
     pool.wait(lambda: _all_done(pool), 30)
@@ -66,6 +79,7 @@ def test_a_killed_busy_worker_is_restarted_and_its_task_done_exactly_once(pool: 
     assert "worker.restart_scheduled slot=slot-1 delay_s=0.1 restarts=1" in log
     pool.wait(lambda: pool.status()["slots"][0]["restarts"] == 1, 10)
     assert -9 == pool.status()["slots"][0]["last_exit_code"]
+    assert [] == _marked(pool, first_run.id)  # the killed worker's command was ended
     assert orchestrator.poll() is None
 
 
@@ -129,6 +143,8 @@ def test_a_second_orchestrator_on_the_same_store_is_refused(pool: Any):
     """While one runs, a second start exits 1 with one line naming the running one."""
     pool.start(workers=1)
     pool.wait_running(1)
+    first = pool.store.get_orchestrator().last_reconcile_at
+    pool.wait(lambda: pool.store.get_orchestrator().last_reconcile_at > first, 10)  # the loop
     second = pool.corral("orchestrator", "start", "--workers", "1", "--exec", str(pool.agent))
     first_pid = pool.status()["pid"]
     assert 1 == second.returncode
@@ -185,3 +201,30 @@ def test_stop_without_a_running_orchestrator_is_refused_in_one_line(pool: Any):
     result = pool.corral("orchestrator", "stop")
     assert (1, 1) == (result.returncode, len(result.stderr.strip().splitlines()))
     assert "no orchestrator is running" in result.stderr
+
+
+def test_a_stop_without_grace_gives_running_tasks_back_at_once(pool: Any):
+    """stop (not --graceful): a long task goes back to ready uncounted; nothing is left running."""
+    pool.env["AGENT_SLEEP_S"] = "30"
+    (task_id,) = pool.add(1)
+    orchestrator = pool.start(workers=1)
+    pool.wait(lambda: pool.store.get_task(task_id).status is TaskStatus.RUNNING, 30)
+
+    stopped = pool.corral("orchestrator", "stop")
+
+    assert 0 == stopped.returncode, stopped.stderr
+    assert 0 == orchestrator.wait(timeout=10)
+    task = pool.store.get_task(task_id)
+    assert (TaskStatus.READY, 0) == (task.status, task.crashes)
+    assert "worker.sigquit slot=slot-1" in pool.log()
+    assert [] == pool.processes()
+
+
+def test_bad_pool_flags_are_usage_errors_in_one_line(pool: Any):
+    """No command to run, or zero workers: exit 2 naming the field; nothing starts."""
+    no_exec = pool.corral("orchestrator", "start", "--workers", "1")
+    zero = pool.corral("orchestrator", "start", "--workers", "0", "--exec", str(pool.agent))
+    assert (2, 2) == (no_exec.returncode, zero.returncode)
+    assert no_exec.stderr.startswith("corral: error: exec: expected")
+    assert zero.stderr.startswith("corral: error: workers: expected")
+    assert "stopped" == pool.status()["status"]
