@@ -190,7 +190,8 @@ class Orchestrator:
             if changed or reconciled or now >= next_beat:
                 if not self._beat(reconciled):
                     return False
-                next_beat = now + beat_s
+                # While a worker has yet to register, look again soon: status shows it.
+                next_beat = now + (min(beat_s, 0.25) if self.supervisor.starting() else beat_s)
         return True
 
     def _beat(self, reconciled: bool) -> bool:

@@ -153,6 +153,10 @@ class Supervisor:
         times = [t for slot in self.slots for t in (slot.due_at, slot.quit_at, slot.kill_at) if t]
         return min(times, default=None)
 
+    def starting(self) -> bool:
+        """Whether a slot's worker has been started and has not registered yet."""
+        return any(slot.state is SlotState.STARTING for slot in self.slots)
+
     def note_registrations(self) -> bool:
         """Mark starting slots running once their worker has registered; True if any did."""
         starting = {
