@@ -11,6 +11,8 @@ import itertools
 import os
 import re
 import signal
+import subprocess
+import sys
 from typing import Any
 
 import psutil
@@ -186,9 +188,19 @@ def test_a_daemon_detaches_and_is_seen_and_stopped_through_the_cli(pool: Any):
     assert "slot-1" in overview.stdout
     logs = pool.corral("worker", "logs", "slot-1")
     assert "worker.started" in logs.stdout
+    worker_id = pool.status()["slots"][0]["worker_id"]
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "corral.cli.main", "worker", "logs", worker_id, "--follow"],
+        stdout=subprocess.PIPE,
+        env=pool.env,
+        text=True,
+    )
 
     stopped = pool.corral("orchestrator", "stop")
     assert 0 == stopped.returncode, stopped.stderr
+    followed, _ = follow.communicate(timeout=10)  # ends once the worker is offline
+    assert (0, True) == (follow.returncode, "worker.stopped" in followed)
+    assert "stopped" in pool.corral("status").stdout.splitlines()[0]
     assert "stopped" == pool.status()["status"]
     assert not os.path.exists(os.path.join(corral_dir, "orchestrator.pid"))
     with open(os.path.join(corral_dir, "logs", "orchestrator.log")) as handle:

@@ -168,10 +168,12 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
         return "never" if at is None else format_duration((now - at).total_seconds()) + " ago"
 
     config = state.config
-    head = (
-        f"orchestrator: {state.status}  pid {state.pid} on {state.host}  "
-        f"started {ago(state.started_at)}  last reconcile {ago(state.last_reconcile_at)}"
+    when = (
+        f"stopped {ago(state.stopped_at)}"
+        if state.stopped_at is not None
+        else f"started {ago(state.started_at)}  last reconcile {ago(state.last_reconcile_at)}"
     )
+    head = f"orchestrator: {state.status}  pid {state.pid} on {state.host}  {when}"
     pool = (
         f"pool: {config.get('workers')} worker(s) running {config.get('exec')!r}  "
         f"kinds {','.join(config.get('kinds') or []) or '*'}  "
