@@ -13,12 +13,15 @@ import re
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psutil
 
-from corral import EventFilter, TaskFilter, TaskStatus
+from corral import EventFilter, FakeClock, NewWorker, TaskFilter, TaskStatus, open_store
+from corral.registry import register
 from corral.runs import RunOutcome
+from corral.workers import WorkerStatus
 
 
 def _completions(pool: Any, task_id: str) -> int:
@@ -240,3 +243,13 @@ def test_bad_pool_flags_are_usage_errors_in_one_line(pool: Any):
     assert no_exec.stderr.startswith("corral: error: exec: expected")
     assert zero.stderr.startswith("corral: error: workers: expected")
     assert "stopped" == pool.status()["status"]
+
+
+def test_the_start_up_pass_repairs_what_was_left_without_waiting_for_the_interval(pool: Any):
+    """A worker silent for an hour is declared dead at start, with reconcile_interval an hour."""
+    pool.env["CORRAL_RECONCILE_INTERVAL_S"] = "3600"
+    an_hour_ago = FakeClock(datetime.now(UTC) - timedelta(hours=1))
+    with open_store(pool.db, clock=an_hour_ago) as past:
+        lost = register(past, NewWorker(name="lost")).worker
+    pool.start(workers=1)
+    pool.wait(lambda: pool.store.get_worker(lost.id).status is WorkerStatus.DEAD, 10)

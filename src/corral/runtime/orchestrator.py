@@ -27,7 +27,7 @@ from typing import Any
 
 from corral import reconciler
 from corral.clock import Clock, SystemClock
-from corral.errors import CorralError, InvalidInput, Refused
+from corral.errors import CorralError, InvalidInput, Refused, StoreError
 from corral.logs import event, logger
 from corral.orchestration import (
     STOPPABLE,
@@ -79,6 +79,7 @@ class Orchestrator:
         self._log = log or logger("corral.orchestrator")
         self._wake = threading.Event()
         self._stop_grace_s: float | None = None
+        self._reconciled = False  # a pass ran since the last beat
         self._pid = os.getpid()
         self._rng = random.Random()
         self.supervisor = Supervisor(
@@ -183,26 +184,34 @@ class Orchestrator:
             self._wake.clear()
             changed = self.supervisor.tick()
             now = self._clock.monotonic()
-            reconciled = now >= next_reconcile
-            if reconciled:
+            if now >= next_reconcile:
                 self._reconcile()
                 next_reconcile = now + self._settings.reconcile_interval_s
-            if changed or reconciled or now >= next_beat:
-                if not self._beat(reconciled):
+            if changed or self._reconciled or now >= next_beat:
+                if not self._beat():
                     return False
                 # While a worker has yet to register, look again soon: status shows it.
                 next_beat = now + (min(beat_s, 0.25) if self.supervisor.starting() else beat_s)
         return True
 
-    def _beat(self, reconciled: bool) -> bool:
-        self.supervisor.note_registrations()
+    def _beat(self) -> bool:
+        """Note registrations, rotate logs, beat the row; False once the row is not ours.
+
+        A store that cannot be reached now costs one beat, not the pool: the next one retries.
+        """
         self.supervisor.rotate_logs()
-        held = self._store.beat_orchestrator(
-            pid=self._pid,
-            host=self._place.host,
-            slots=[slot.to_dict() for slot in self.supervisor.slots],
-            reconciled=reconciled,
-        )
+        try:
+            self.supervisor.note_registrations()
+            held = self._store.beat_orchestrator(
+                pid=self._pid,
+                host=self._place.host,
+                slots=[slot.to_dict() for slot in self.supervisor.slots],
+                reconciled=self._reconciled,
+            )
+        except StoreError as exc:
+            event(self._log, "orchestrator.beat_failed", logging.WARNING, error=exc.message)
+            return True
+        self._reconciled = False
         if not held:  # a newer orchestrator judged us dead: it adopts our workers
             event(self._log, "orchestrator.row_lost", logging.ERROR, pid=self._pid)
         return held
@@ -216,12 +225,7 @@ class Orchestrator:
         if report.total:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
-        self._store.beat_orchestrator(
-            pid=self._pid,
-            host=self._place.host,
-            slots=[slot.to_dict() for slot in self.supervisor.slots],
-            reconciled=True,
-        )
+        self._reconciled = True  # the next beat records the pass
 
     # -- stop ----------------------------------------------------------------------------
 
@@ -246,8 +250,8 @@ class Orchestrator:
             self._clock.wait(self._wake, wait_s)
             self._wake.clear()
             self.supervisor.tick()
-            self._beat(reconciled=False)
-        self._beat(reconciled=False)
+            self._beat()
+        self._beat()
 
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():

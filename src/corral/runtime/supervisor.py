@@ -23,6 +23,7 @@ from typing import Any
 
 from corral import reconciler
 from corral.clock import Clock
+from corral.errors import StoreError
 from corral.logs import event
 from corral.orchestration import SlotState
 from corral.restarts import RestartHistory, after_exit
@@ -221,10 +222,17 @@ class Supervisor:
     # -- recovery ------------------------------------------------------------------------
 
     def _recover_pid(self, name: str, pid: int) -> None:
-        """Return the tasks of the worker that ran as `pid` in slot `name` to the queue."""
-        for worker in self._store.list_workers(tuple(WATCHED)):
-            if worker.name == name and worker.pid == pid and worker.hostname == self._host:
-                self._recover(worker, f"process {pid} exited")
+        """Return the tasks of the worker that ran as `pid` in slot `name` to the queue.
+
+        A store that cannot be reached now is not fatal: the worker stops heartbeating, so
+        a later reconcile pass declares it dead and does the same.
+        """
+        try:
+            for worker in self._store.list_workers(tuple(WATCHED)):
+                if worker.name == name and worker.pid == pid and worker.hostname == self._host:
+                    self._recover(worker, f"process {pid} exited")
+        except StoreError as exc:
+            event(self._log, "worker.recover_failed", logging.WARNING, pid=pid, error=exc.message)
 
     def _recover(self, worker: Worker, reason: str) -> None:
         for run in self._store.unfinished_runs(worker.id):
