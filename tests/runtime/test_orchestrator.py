@@ -253,3 +253,18 @@ def test_the_start_up_pass_repairs_what_was_left_without_waiting_for_the_interva
         lost = register(past, NewWorker(name="lost")).worker
     pool.start(workers=1)
     pool.wait(lambda: pool.store.get_worker(lost.id).status is WorkerStatus.DEAD, 10)
+
+
+def test_sigquit_after_sigterm_cuts_the_grace_short(pool: Any):
+    """SIGTERM waits for a 30 s task; a SIGQUIT then gives it back at once and the pool stops."""
+    pool.env["AGENT_SLEEP_S"] = "30"
+    (task_id,) = pool.add(1)
+    orchestrator = pool.start(workers=1)
+    pool.wait(lambda: pool.store.get_task(task_id).status is TaskStatus.RUNNING, 30)
+    orchestrator.send_signal(signal.SIGTERM)
+    pool.wait(lambda: "worker.sigterm" in pool.log(), 10)
+    orchestrator.send_signal(signal.SIGQUIT)
+
+    assert 0 == orchestrator.wait(timeout=10)
+    assert TaskStatus.READY == pool.store.get_task(task_id).status
+    assert "worker.sigquit" in pool.log()

@@ -249,6 +249,9 @@ class Orchestrator:
             wait_s = 1.0 if due is None else max(0.0, due - self._clock.monotonic())
             self._clock.wait(self._wake, wait_s)
             self._wake.clear()
+            if (self._stop_grace_s or 0.0) < grace_s:  # asked again, more urgently
+                grace_s = self._stop_grace_s or 0.0
+                self.supervisor.stop(grace_s)
             self.supervisor.tick()
             self._beat()
         self._beat()

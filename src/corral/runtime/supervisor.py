@@ -249,19 +249,24 @@ class Supervisor:
     # -- stop ----------------------------------------------------------------------------
 
     def stop(self, grace_s: float) -> None:
-        """SIGTERM every worker; SIGQUIT after `grace_s`, SIGKILL after kill_timeout_s more."""
+        """SIGTERM every worker; SIGQUIT after `grace_s`, SIGKILL after kill_timeout_s more.
+
+        Called again (a second Ctrl-C), it only brings the SIGQUIT still to come forward.
+        """
         self.stopping = True
         now = self._clock.monotonic()
         for slot in self.slots:
             slot.due_at = None
             if slot.process is None:
                 slot.state = SlotState.STOPPED
-                continue
-            slot.state = SlotState.STOPPING
-            slot.quit_at = now + grace_s
-            slot.kill_at = slot.quit_at + self._policy.kill_timeout_s
-            event(self._log, "worker.sigterm", slot=slot.name, pid=slot.process.pid)
-            slot.process.signal(signal.SIGTERM)
+            elif slot.state is not SlotState.STOPPING:
+                slot.state, slot.quit_at = SlotState.STOPPING, now + grace_s
+                slot.kill_at = slot.quit_at + self._policy.kill_timeout_s
+                event(self._log, "worker.sigterm", slot=slot.name, pid=slot.process.pid)
+                slot.process.signal(signal.SIGTERM)
+            elif slot.quit_at is not None and now + grace_s < slot.quit_at:
+                slot.quit_at = now + grace_s
+                slot.kill_at = slot.quit_at + self._policy.kill_timeout_s
 
     def all_stopped(self) -> bool:
         """True once every worker process has exited and been handled."""
