@@ -85,6 +85,8 @@ def test_a_killed_busy_worker_is_restarted_and_its_task_done_exactly_once(pool: 
     pool.wait(lambda: pool.status()["slots"][0]["restarts"] == 1, 10)
     assert -9 == pool.status()["slots"][0]["last_exit_code"]
     assert [] == _marked(pool, first_run.id)  # the killed worker's command was ended
+    children = psutil.Process(orchestrator.pid).children()
+    assert [] == [c.pid for c in children if c.status() == psutil.STATUS_ZOMBIE]
     assert orchestrator.poll() is None
 
 
