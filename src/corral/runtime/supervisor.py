@@ -18,6 +18,7 @@ import random
 import re
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from corral.store import Store
 from corral.workers import WATCHED, Worker
 
 SLOT_NAME = re.compile(r"slot-(\d+)")
+Spawner = Callable[..., Process]  # worker_process.spawn's signature
 ORPHAN_GRACE_S = 0.5  # a dead worker's task commands: SIGTERM, then SIGKILL this much later
 
 
@@ -81,8 +83,10 @@ class Supervisor:
         clock: Clock,
         log: logging.Logger,
         wake: threading.Event,
+        spawner: Spawner = worker_process.spawn,
     ) -> None:
         self._store, self._settings, self._env, self._layout = store, settings, env, layout
+        self._spawner = spawner  # tests hand in fake processes
         self._pool, self._policy = settings.pool, settings.process
         self._clock, self._log, self._wake = clock, log, wake
         self._exits: queue.SimpleQueue[tuple[int, int | None]] = queue.SimpleQueue()
@@ -124,7 +128,7 @@ class Supervisor:
         event(self._log, "worker.adopted", slot=slot.name, worker_id=worker.id, pid=worker.pid)
 
     def _spawn(self, slot: Slot) -> None:
-        slot.process = worker_process.spawn(
+        slot.process = self._spawner(
             slot.name, pool=self._pool, env=self._env, layout=self._layout, on_exit=self._on_exit
         )
         slot.state, slot.worker_id, slot.adopted = SlotState.STARTING, None, False
