@@ -270,3 +270,16 @@ def test_sigquit_after_sigterm_cuts_the_grace_short(pool: Any):
     assert 0 == orchestrator.wait(timeout=10)
     assert TaskStatus.READY == pool.store.get_task(task_id).status
     assert "worker.sigquit" in pool.log()
+
+
+def test_a_daemon_that_cannot_start_says_why_in_one_line(pool: Any):
+    """--daemon beside a running orchestrator: exit 1 with the child's reason."""
+    pool.start(workers=1)
+    pool.wait_running(1)
+    second = pool.corral(
+        "orchestrator", "start", "--workers", "1", "--exec", str(pool.agent), "--daemon"
+    )
+    assert 1 == second.returncode
+    assert 1 == len(second.stderr.strip().splitlines())
+    reason = "exited at once: an orchestrator is already running on this store"
+    assert f"{reason} (pid {pool.status()['pid']}" in second.stderr

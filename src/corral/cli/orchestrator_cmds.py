@@ -97,9 +97,7 @@ def _daemonize(ctx: Context) -> int:
     deadline = clock.monotonic() + 30.0
     while clock.monotonic() < deadline:
         if child.poll() is not None:
-            raise Refused(
-                f"the orchestrator exited at once (code {child.returncode}); see {log_path}"
-            )
+            raise Refused(f"the orchestrator exited at once: {_last_line(log_path)}")
         state = ctx.store.get_orchestrator()
         if state.pid == child.pid and state.status is OrchestratorStatus.RUNNING:
             ctx.emit(
@@ -109,6 +107,14 @@ def _daemonize(ctx: Context) -> int:
             return 0
         clock.sleep(0.05)
     raise Refused(f"the orchestrator did not start within 30 s; see {log_path}")
+
+
+def _last_line(path: str) -> str:
+    """The log's last line without the `corral: error: ` prefix (the child's reason)."""
+    with open(path, "rb") as handle:
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4096))
+        lines = handle.read().decode(errors="replace").strip().splitlines()
+    return (lines[-1] if lines else f"see {path}").removeprefix("corral: error: ")
 
 
 def cmd_status(ctx: Context) -> int:
