@@ -155,7 +155,12 @@ class Supervisor:
 
     def next_due(self) -> float | None:
         """The monotonic instant of the next timed action, if any."""
-        times = [t for slot in self.slots for t in (slot.due_at, slot.quit_at, slot.kill_at) if t]
+        times = [
+            t
+            for slot in self.slots
+            for t in (slot.due_at, slot.quit_at, slot.kill_at)
+            if t is not None
+        ]
         return min(times, default=None)
 
     def starting(self) -> bool:
@@ -184,7 +189,7 @@ class Supervisor:
             return True
         process = slot.process
         if process is not None and slot.kill_at is not None and now >= slot.kill_at:
-            slot.kill_at = None
+            slot.kill_at = slot.quit_at = None
             event(self._log, "worker.sigkill", logging.WARNING, slot=slot.name, pid=process.pid)
             process.signal(signal.SIGKILL)
         elif process is not None and slot.quit_at is not None and now >= slot.quit_at:
