@@ -211,7 +211,12 @@ class Supervisor:
         worker_process.remove_tmp(slot.name, self._layout)
         if self.stopping:
             slot.state = SlotState.STOPPED
-            return True
+        else:
+            self._schedule_restart(slot)
+        return True
+
+    def _schedule_restart(self, slot: Slot) -> None:
+        """Back off, or fail the slot, as `restarts.after_exit` decides."""
         uptime_s = self._clock.monotonic() - slot.started_at
         decision = after_exit(slot.history, uptime_s, self._policy)
         slot.history = decision.history
@@ -226,7 +231,6 @@ class Supervisor:
             delay_s=round(decision.delay_s, 3),
             restarts=slot.history.total,
         )
-        return True
 
     # -- recovery ------------------------------------------------------------------------
 
