@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import re
 import signal
@@ -283,3 +284,21 @@ def test_a_daemon_that_cannot_start_says_why_in_one_line(pool: Any):
     assert 1 == len(second.stderr.strip().splitlines())
     reason = "exited at once: an orchestrator is already running on this store"
     assert f"{reason} (pid {pool.status()['pid']}" in second.stderr
+
+
+def test_processes_left_by_runs_that_are_over_are_shown_then_ended(pool: Any):
+    """A process marked with a run the store does not run: `status` lists it, start ends it."""
+    marked = {**pool.env, "CORRAL_RUN_ID": "r-long-gone"}
+    stray = subprocess.Popen(["sleep", "60"], env=marked, start_new_session=True)
+    try:
+        status = pool.corral("status")
+        assert f"pid {stray.pid} (run r-long-gone)" in status.stdout
+        pool.start(workers=1)
+        assert -signal.SIGTERM == stray.wait(timeout=10)
+        assert f"run.leftover_ended pid={stray.pid} run_id=r-long-gone" in pool.log()
+        after = pool.corral("status", "--json")
+        assert [] == json.loads(after.stdout)["leftovers"]
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+            stray.wait()

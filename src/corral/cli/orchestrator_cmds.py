@@ -126,22 +126,26 @@ def cmd_status(ctx: Context) -> int:
 
 def cmd_overview(ctx: Context) -> int:
     """`corral status`: the orchestrator, its pool, the live workers and the tasks by status."""
+    from corral.runtime import leftovers
     from corral.workers import WorkerStatus
 
     store = ctx.store
     state = store.get_orchestrator()
     workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     counts = store.task_counts()
+    left = leftovers.find(store)
     now = store.now()
     data = {
         "orchestrator": state.to_dict(),
         "workers": [w.to_dict() for w in workers],
         "tasks": counts,
+        "leftovers": [leftover.to_dict() for leftover in left],
     }
+    shown = ", ".join(f"pid {x.pid} (run {x.run_id})" for x in left)
     human = [
         render.orchestrator_status(state, now),
         render.worker_table(workers, now) or "workers: none live",
-        render.task_counts(counts),
+        render.task_counts(counts) + f"\nleft behind by finished runs: {shown or 'none'}",
     ]
     ctx.emit(data, "\n\n".join(human))
     return 0

@@ -35,7 +35,7 @@ from corral.orchestration import (
     OrchestratorStatus,
     holder_is_dead,
 )
-from corral.runtime import worker_process
+from corral.runtime import leftovers, worker_process
 from corral.runtime.runner import process_alive
 from corral.runtime.supervisor import Supervisor
 from corral.runtime.worker_process import Layout
@@ -226,6 +226,8 @@ class Orchestrator:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
         self._reconciled = True  # the next beat records the pass
+        for leftover in leftovers.end(self._store, clock=self._clock):
+            event(self._log, "run.leftover_ended", pid=leftover.pid, run_id=leftover.run_id)
 
     # -- stop ----------------------------------------------------------------------------
 
