@@ -295,7 +295,8 @@ def test_processes_left_by_runs_that_are_over_are_shown_then_ended(pool: Any):
         assert f"pid {stray.pid} (run r-long-gone)" in status.stdout
         pool.start(workers=1)
         assert -signal.SIGTERM == stray.wait(timeout=10)
-        assert f"run.leftover_ended pid={stray.pid} run_id=r-long-gone" in pool.log()
+        ended = f"run.leftover_ended pid={stray.pid} run_id=r-long-gone"
+        pool.wait(lambda: ended in pool.log(), 10)
         after = pool.corral("status", "--json")
         assert [] == json.loads(after.stdout)["leftovers"]
     finally:
