@@ -175,7 +175,7 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
     )
     head = f"orchestrator: {state.status}  pid {state.pid} on {state.host}  {when}"
     pool = (
-        f"pool: {config.get('workers')} worker(s) running {config.get('exec')!r}  "
+        f"pool: {config.get('workers')} worker(s)  exec {config.get('exec')!r}  "
         f"kinds {','.join(config.get('kinds') or []) or '*'}  "
         f"queues {','.join(config.get('queues') or []) or '*'}"
     )
