@@ -87,7 +87,7 @@ def spawn_times(spawns: int) -> list[float]:
         db = os.path.join(folder, "corral.db")
         store = open_store(db)
         settings = load_settings(pool_env(db)).with_values({"pool_exec": "true"}, "bench")
-        layout = Layout(logs_dir=os.path.join(folder, "logs"), tmp_dir=os.path.join(folder, "tmp"))
+        layout = Layout(logs_dir=os.path.join(folder, "logs"))
         exited = threading.Event()
         times = []
         for n in range(spawns):

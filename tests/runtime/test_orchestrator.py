@@ -162,7 +162,7 @@ def test_a_second_orchestrator_on_the_same_store_is_refused(pool: Any):
 
 
 def test_workers_get_the_environment_without_secrets_but_with_allowed_names(pool: Any):
-    """FOO_TOKEN is filtered out, an allowed MY_API_KEY passes, TMPDIR and CORRAL_DB are set."""
+    """FOO_TOKEN is filtered out, an allowed MY_API_KEY passes, CORRAL_DB is set."""
     pool.env.update({"FOO_TOKEN": "x", "MY_API_KEY": "k", "CORRAL_ENV_ALLOW": "MY_API_KEY"})
     pool.start(workers=1)
     pool.wait_running(1)
@@ -171,8 +171,6 @@ def test_workers_get_the_environment_without_secrets_but_with_allowed_names(pool
     assert "FOO_TOKEN" not in env
     assert "k" == env["MY_API_KEY"]
     assert pool.db == env["CORRAL_DB"]
-    assert env["TMPDIR"].endswith(os.path.join(".corral", "tmp", "slot-1"))
-    assert os.path.isdir(env["TMPDIR"])
 
 
 def test_a_daemon_detaches_and_is_seen_and_stopped_through_the_cli(pool: Any):
@@ -303,3 +301,27 @@ def test_processes_left_by_runs_that_are_over_are_shown_then_ended(pool: Any):
         if stray.poll() is None:
             stray.kill()
             stray.wait()
+
+
+def test_start_writes_the_configured_queue_limits_and_status_shows_them(pool: Any):
+    """[queues.api] in config.toml is in force once the orchestrator holds the store, and
+    `corral status` shows the queue held back at max_running."""
+    (pool.folder / ".corral" / "config.toml").write_text("[queues.api]\nmax_running = 1\n")
+    pool.env["AGENT_SLEEP_S"] = "30"
+    pool.add(3, queue="api")
+    pool.start(workers=2)
+    pool.wait(lambda: bool(pool.store.queue_stats("api")[0].limits.max_running), 15)
+    pool.wait(lambda: pool.store.queue_stats("api")[0].running == 1, 15)
+    overview = json.loads(pool.corral("status", "--json").stdout)
+    [api] = overview["queues"]
+    assert (1, 2, "at max_running (1 of 1 running)") == (api["running"], api["ready"], api["held"])
+    assert "HELD BACK" in pool.corral("status").stdout
+
+
+def test_the_reconcile_loop_removes_temporary_directories_of_dead_workers(pool: Any):
+    """A worker killed with SIGKILL leaves tmp/NAME.PID behind; the orchestrator's pass
+    removes it, as `corral reconcile` does."""
+    left = pool.folder / ".corral" / "tmp" / f"gone.{2**22 + 1}"  # above Linux's pid_max
+    left.mkdir(parents=True)
+    pool.start(workers=1)
+    pool.wait(lambda: not left.exists(), 15)

@@ -68,7 +68,7 @@ def supervisor(store, clock, tmp_path, spawned):
         store,
         settings=settings,
         env={},
-        layout=Layout(logs_dir=str(tmp_path / "logs"), tmp_dir=str(tmp_path / "tmp")),
+        layout=Layout(logs_dir=str(tmp_path / "logs")),
         clock=clock,
         log=logging.getLogger("test.supervisor"),
         wake=threading.Event(),

@@ -14,6 +14,7 @@ from corral.store.location import state_dir
 
 if TYPE_CHECKING:
     from corral.cli.context import Args
+    from corral.settings import Settings
 
 DEFAULT_STOP_TIMEOUT_S = 300.0
 PID_FILE = "orchestrator.pid"
@@ -31,9 +32,7 @@ def cmd_start(ctx: Context) -> int:
     placement = Placement(
         db=ctx.db,
         config_path=config_path(ctx.db),
-        layout=Layout(
-            logs_dir=os.path.join(folder, "logs", "workers"), tmp_dir=os.path.join(folder, "tmp")
-        ),
+        layout=Layout(logs_dir=os.path.join(folder, "logs", "workers")),
         host=ctx.args.hostname or os.uname().nodename,
     )
     orchestrator = Orchestrator(ctx.store, settings=settings, placement=placement)  # validates
@@ -41,10 +40,18 @@ def cmd_start(ctx: Context) -> int:
         return _daemonize(ctx)
     pid_file = os.path.join(folder, PID_FILE)
     try:
-        code = orchestrator.run(on_held=lambda: _write_pid_file(pid_file))
+        code = orchestrator.run(on_held=lambda: _on_held(ctx, settings, pid_file))
     finally:
         _remove_pid_file(pid_file)
     return code
+
+
+def _on_held(ctx: Context, settings: Settings, pid_file: str) -> None:
+    """Once this orchestrator holds the store: its pid file, and the config's queue limits."""
+    from corral.queue_limits import apply_configured_limits
+
+    _write_pid_file(pid_file)
+    apply_configured_limits(ctx.store, settings)
 
 
 def _pool_flags(a: Args) -> dict[str, Any]:
@@ -128,7 +135,7 @@ def cmd_status(ctx: Context) -> int:
 
 
 def cmd_overview(ctx: Context) -> int:
-    """`corral status`: the orchestrator, its pool, the live workers and the tasks by status."""
+    """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks."""
     from corral.runtime import leftovers
     from corral.workers import WorkerStatus
 
@@ -136,11 +143,13 @@ def cmd_overview(ctx: Context) -> int:
     state = store.get_orchestrator()
     workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     counts = store.task_counts()
+    queues = store.queue_stats()
     left = leftovers.find(store)
     now = store.now()
     data = {
         "orchestrator": state.to_dict(),
         "workers": [w.to_dict() for w in workers],
+        "queues": [q.to_dict() for q in queues],
         "tasks": counts,
         "leftovers": [leftover.to_dict() for leftover in left],
     }
@@ -148,6 +157,7 @@ def cmd_overview(ctx: Context) -> int:
     human = [
         render.orchestrator_status(state, now),
         render.worker_table(workers, now) or "workers: none live",
+        render.queue_table(queues) if queues else "queues: none with work or limits",
         render.task_counts(counts) + f"\nleft behind by finished runs: {shown or 'none'}",
     ]
     ctx.emit(data, "\n\n".join(human))

@@ -12,6 +12,7 @@ from corral.tasks import Task
 from corral.workers import Worker
 
 if TYPE_CHECKING:
+    from corral.backpressure import QueueStat
     from corral.events import Event
     from corral.orchestration import OrchestratorState
     from corral.runs import Run
@@ -193,3 +194,27 @@ def task_counts(counts: dict[str, int]) -> str:
     """`tasks: ready 3, running 2, done 10` (or `tasks: none`)."""
     shown = ", ".join(f"{status} {n}" for status, n in counts.items())
     return f"tasks: {shown or 'none'}"
+
+
+def queue_table(stats: Sequence[QueueStat]) -> str:
+    """Each queue's depth, running tasks, limits and what holds it back now."""
+
+    def limit(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    rows = [
+        (
+            s.queue,
+            s.ready,
+            s.delayed,
+            s.blocked,
+            s.running,
+            limit(s.limits.max_ready),
+            limit(s.limits.max_running),
+            limit(s.limits.rate),
+            s.held or ("full" if s.full else ""),
+        )
+        for s in stats
+    ]
+    headers = ("QUEUE", "READY", "DELAYED", "BLOCKED", "RUNNING", "MAX_READY", "MAX_RUNNING")
+    return table((*headers, "RATE/MIN", "HELD BACK"), rows)

@@ -39,6 +39,8 @@ from corral.runtime import leftovers, worker_process
 from corral.runtime.runner import process_alive
 from corral.runtime.supervisor import Supervisor
 from corral.runtime.worker_process import Layout
+from corral.runtime.worker_tmp import prune_tmp
+from corral.runtime.worktree_prune import prune_if_managed
 from corral.settings import Settings
 from corral.store import Store
 
@@ -228,6 +230,20 @@ class Orchestrator:
         self._reconciled = True  # the next beat records the pass
         for leftover in leftovers.end(self._store, clock=self._clock):
             event(self._log, "run.leftover_ended", pid=leftover.pid, run_id=leftover.run_id)
+        self._clean_up()
+
+    def _clean_up(self) -> None:
+        """What dead workers left on disk: temporary directories, and orphaned worktrees of
+        the repository the orchestrator runs in (as `corral reconcile` removes them)."""
+        for path in prune_tmp(self._place.db):
+            event(self._log, "worker.tmp_removed", path=path)
+        try:
+            pruned = prune_if_managed(self._store, os.getcwd(), self._settings.worktree)
+        except CorralError as exc:
+            event(self._log, "worktree.prune_failed", logging.WARNING, error=exc.message)
+            return
+        for path in pruned.removed if pruned else ():
+            event(self._log, "worktree.removed", path=path)
 
     # -- stop ----------------------------------------------------------------------------
 

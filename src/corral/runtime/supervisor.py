@@ -208,7 +208,6 @@ class Supervisor:
         level = logging.INFO if exit_code == 0 or self.stopping else logging.WARNING
         event(self._log, "worker.exited", level, slot=slot.name, pid=pid, exit_code=exit_code)
         self._recover_pid(slot.name, pid)
-        worker_process.remove_tmp(slot.name, self._layout)
         if self.stopping:
             slot.state = SlotState.STOPPED
         else:

@@ -5,7 +5,9 @@
   commands) in a session and process group of its own, so a signal to the orchestrator's
   terminal or the orchestrator's death does not reach it.
 - Its environment is the orchestrator's minus the names matching `env.deny`, plus those
-  matching `env.allow`, with CORRAL_DB, CORRAL_CONFIG (when the file exists) and TMPDIR set.
+  matching `env.allow`, with CORRAL_DB and CORRAL_CONFIG (when the file exists) set. Its
+  temporary directory is the runner's own (`worker_tmp`: made at start, removed on stop,
+  pruned by reconcile), so a pool worker and a hand-started one are cleaned the same way.
 - stdout and stderr go straight to `logs/workers/SLOT.log` (opened for appending), so a
   worker keeps its log when the orchestrator dies. The orchestrator rotates the file by
   copy-and-truncate (`rotate_log`): the worker's appends then land at the new end.
@@ -56,18 +58,13 @@ class Process:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Layout:
-    """Where a pool keeps its workers' logs and temporary directories."""
+    """Where a pool keeps its workers' logs."""
 
     logs_dir: str
-    tmp_dir: str
 
     def log_path(self, name: str) -> str:
         """The worker's log file."""
         return os.path.join(self.logs_dir, f"{name}.log")
-
-    def tmp_path(self, name: str) -> str:
-        """The worker's TMPDIR."""
-        return os.path.join(self.tmp_dir, name)
 
 
 def filter_env(environ: Mapping[str, str], policy: EnvPolicy) -> dict[str, str]:
@@ -108,8 +105,6 @@ def spawn(
 ) -> Process:
     """Start worker `name` in its own session. A thread reaps it and calls `on_exit`."""
     os.makedirs(layout.logs_dir, exist_ok=True)
-    tmp = layout.tmp_path(name)
-    os.makedirs(tmp, exist_ok=True)
     with open(layout.log_path(name), "ab") as log:
         # S603: a fixed argv of this Python and corral's own module, never a shell.
         proc = subprocess.Popen(  # noqa: S603
@@ -117,7 +112,7 @@ def spawn(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
-            env={**env, "TMPDIR": tmp},
+            env=dict(env),
             start_new_session=True,
         )
     pidfd = os.pidfd_open(proc.pid)  # before the reaper runs: the pid cannot be reused yet
@@ -146,11 +141,6 @@ def watch(pid: int, on_exit: OnExit) -> Process | None:
 def _wait_pidfd(pid: int, fd: int, on_exit: OnExit) -> None:
     select.select([fd], [], [])  # readable once the process has exited
     on_exit(pid, None)  # not our child: its exit code belongs to its parent (init)
-
-
-def remove_tmp(name: str, layout: Layout) -> None:
-    """Remove the worker's temporary directory."""
-    shutil.rmtree(layout.tmp_path(name), ignore_errors=True)
 
 
 def rotate_log(path: str, *, max_bytes: int, backups: int) -> bool:
