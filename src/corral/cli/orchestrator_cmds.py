@@ -23,6 +23,7 @@ LOG_FILE = os.path.join("logs", "orchestrator.log")
 
 def cmd_start(ctx: Context) -> int:
     """Run the orchestrator here (or, with --daemon, in the background) until stopped."""
+    ctx.long_running()
     from corral.runtime.orchestrator import Orchestrator, Placement
     from corral.runtime.worker_process import Layout
     from corral.store.location import config_path
