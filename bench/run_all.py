@@ -23,6 +23,8 @@ SCRIPTS = (
     "runner_overhead",
     "runner_idle",
     "worktree_ops",
+    "orchestrator_throughput",
+    "orchestrator_lifecycle",
     "pg_claim_cycle",
 )
 TIMEOUT_S = 300

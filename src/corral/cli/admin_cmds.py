@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 
@@ -25,13 +27,19 @@ def cmd_init(ctx: Context) -> int:
 def cmd_reconcile(ctx: Context) -> int:
     """One reconcile pass; prints what it found and fixed."""
     from corral import reconciler
-    from corral.cli.worktree_cmds import prune_if_managed
+    from corral.cli.worktree_cmds import prune
+    from corral.runtime.worktree_prune import prune_if_managed
 
     report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
     counts = report.to_dict()
     from corral.runtime.worker_tmp import prune_tmp
 
-    pruned = prune_if_managed(ctx)  # after: tasks of dead workers no longer hold worktrees
+    # After the pass: tasks of dead workers no longer hold worktrees.
+    pruned = (
+        prune(ctx)
+        if ctx.args.repo
+        else prune_if_managed(ctx.store, os.getcwd(), ctx.settings.worktree)
+    )
     if pruned is not None:
         counts["worktrees_removed"] = len(pruned.removed)
     counts["tmp_dirs_removed"] = len(prune_tmp(ctx.db))

@@ -50,6 +50,8 @@ COMMAND_MODULES = {
     "merge": "review_cmds",
     "worktree": "worktree_cmds",
     "msg": "msg_cmds",
+    "orchestrator": "orchestrator_cmds",
+    "status": "orchestrator_cmds",
     "db": "db_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
@@ -61,6 +63,7 @@ GROUPS = {
     "review": "tasks in review",
     "worktree": "task worktrees",
     "msg": "worker and orchestrator inboxes",
+    "orchestrator": "the pool and its reconciler",
     "db": "the store's schema: status, migrate",
 }
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
+    ctx.long_running()
     from corral.runtime.runner import Runner, RunnerConfig
 
     a = ctx.args

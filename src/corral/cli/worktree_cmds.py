@@ -43,38 +43,9 @@ def cmd_prune(ctx: Context) -> int:
 
 def prune(ctx: Context) -> Any:
     """One prune pass in the repository at `--repo` (default: here)."""
-    from corral.runtime.worktree_prune import prune_orphans
+    from corral.runtime.worktree_prune import prune_in
 
-    trees = open_trees(ctx)
-    base = ctx.settings.worktree.base or trees.checked_out()
-    return prune_orphans(ctx.store, trees, base_ref=base)
-
-
-def prune_if_managed(ctx: Context) -> Any:
-    """A prune pass for `corral reconcile`: in `--repo`, else here when this is a git
-    repository with corral worktrees; None when there is nothing to look at."""
-    from corral.runtime.git import GitUnavailable
-
-    if ctx.args.repo:
-        return prune(ctx)
-    root = _repository_above(os.getcwd())
-    if root is None or not os.path.isdir(os.path.join(root, ctx.settings.worktree.dir)):
-        return None  # no corral worktrees here: git is not even started
-    try:
-        return prune(ctx)
-    except GitUnavailable:
-        return None
-
-
-def _repository_above(folder: str) -> str | None:
-    """The nearest folder from `folder` upwards that holds a `.git`, as git finds it."""
-    here = os.path.abspath(folder)
-    while not os.path.exists(os.path.join(here, ".git")):
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-    return here
+    return prune_in(ctx.store, ctx.args.repo or os.getcwd(), ctx.settings.worktree)
 
 
 REPO = Arg("--repo", metavar="DIR", help="the git repository (default: here)")

@@ -132,26 +132,33 @@ class Runner:
 
     def run(self) -> int:
         """Run until told to stop (or out of work with --once / --max-tasks)."""
-        self._recover_dead_incarnations()
-        beat = registry.register(self._store, self._new_worker(), settings=self._settings)
-        self.worker_id = beat.worker.id
-        event(
-            self._log,
-            "worker.started",
-            worker_id=self.worker_id,
-            name=self._config.name,
-            pid=os.getpid(),
-        )
-        self._heartbeat = Heartbeat(
-            self._store, self.worker_id, settings=self._settings, clock=self._clock, log=self._log
-        )
-        self._heartbeat.start()
+        # Before registering: a stop that comes as soon as the worker shows up is a stop.
         previous = self._install_signal_handlers()
         try:
-            self._run_slots()
+            self._recover_dead_incarnations()
+            beat = registry.register(self._store, self._new_worker(), settings=self._settings)
+            self.worker_id = beat.worker.id
+            event(
+                self._log,
+                "worker.started",
+                worker_id=self.worker_id,
+                name=self._config.name,
+                pid=os.getpid(),
+            )
+            self._heartbeat = Heartbeat(
+                self._store,
+                self.worker_id,
+                settings=self._settings,
+                clock=self._clock,
+                log=self._log,
+            )
+            self._heartbeat.start()
+            try:
+                self._run_slots()
+            finally:
+                self._heartbeat.stop()
+                self._deregister()
         finally:
-            self._heartbeat.stop()
-            self._deregister()
             self._restore_signal_handlers(previous)  # after: a late signal cannot cut it short
         return self._exit_code()
 
@@ -575,6 +582,10 @@ def process_alive(pid: int | None, registered_at_s: float) -> bool:
     if pid is None:
         return True  # cannot tell: leave it to the reconciler
     try:
-        return psutil.Process(pid).create_time() <= registered_at_s + 1.0
+        process = psutil.Process(pid)
+        return bool(
+            process.create_time() <= registered_at_s + 1.0
+            and process.status() != psutil.STATUS_ZOMBIE  # exited, not yet reaped
+        )
     except psutil.Error:
         return False

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.errors import NotFound
+from corral.runtime.git import GitUnavailable
 from corral.runtime.runner import process_alive
 from corral.runtime.worktrees import Worktrees
+from corral.settings import WorktreePolicy
 from corral.store import Store
 from corral.tasks import FINAL, Task, TaskFilter, TaskStatus
 from corral.workers import GONE
@@ -42,6 +44,35 @@ class PruneReport:
             "backups": list(self.backups),
             "branches_deleted": list(self.branches_deleted),
         }
+
+
+def prune_in(store: Store, repo: str, policy: WorktreePolicy) -> PruneReport:
+    """One prune pass in the repository at `repo`."""
+    trees = Worktrees.open(repo, policy)
+    return prune_orphans(store, trees, base_ref=policy.base or trees.checked_out())
+
+
+def prune_if_managed(store: Store, folder: str, policy: WorktreePolicy) -> PruneReport | None:
+    """A prune pass for a reconcile pass run in `folder`: in the repository above it when it
+    has corral worktrees; None when there is nothing to look at (or no usable git)."""
+    root = _repository_above(folder)
+    if root is None or not os.path.isdir(os.path.join(root, policy.dir)):
+        return None  # no corral worktrees here: git is not even started
+    try:
+        return prune_in(store, root, policy)
+    except GitUnavailable:
+        return None
+
+
+def _repository_above(folder: str) -> str | None:
+    """The nearest folder from `folder` upwards that holds a `.git`, as git finds it."""
+    here = os.path.abspath(folder)
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return here
 
 
 def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:

@@ -15,6 +15,7 @@ from corral.errors import StoreError
 from corral.store.base import Driver
 from corral.store.claim_ops import ClaimOps
 from corral.store.message_ops import MessageOps
+from corral.store.orchestrator_ops import OrchestratorOps
 from corral.store.queries import migration_files
 from corral.store.queue_ops import QueueOps
 from corral.store.recovery_ops import RecoveryOps
@@ -24,8 +25,19 @@ from corral.store.task_ops import TaskOps
 from corral.store.worker_ops import WorkerOps
 
 
-class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps, QueueOps, ReviewOps, MessageOps):
-    """Tasks, claims, workers, reconciliation, runs, queue limits, reviews and messages."""
+class Store(
+    TaskOps,
+    ClaimOps,
+    WorkerOps,
+    RecoveryOps,
+    RunOps,
+    QueueOps,
+    ReviewOps,
+    MessageOps,
+    OrchestratorOps,
+):
+    """Every state change corral makes, over one driver: tasks, claims, workers, repair,
+    runs, queue limits, reviews, messages and the orchestrator row."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

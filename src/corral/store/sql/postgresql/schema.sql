@@ -1,4 +1,4 @@
--- The current schema of a corral PostgreSQL database, version 4.
+-- The current schema of a corral PostgreSQL database, version 5.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are timestamptz read from the server's clock (now()); durations are seconds
@@ -251,3 +251,24 @@ CREATE TABLE message_acks (
     at         timestamptz NOT NULL,
     actor      text        NOT NULL
 );
+
+-- The orchestrator in charge of this store, or the last one that was. Starting takes the
+-- row by compare-and-set (stopped, or the observed dead holder); heartbeat_at lets an
+-- orchestrator on another host see that the holder died. `slots` is the pool as the
+-- holder last wrote it (JSON list), `config` the settings it runs with (JSON object).
+CREATE TABLE orchestrator (
+    id                integer          PRIMARY KEY CHECK (id = 1),
+    status            text             NOT NULL DEFAULT 'stopped'
+                          CHECK (status IN ('stopped', 'starting', 'running', 'stopping')),
+    pid               integer,
+    host              text,
+    started_at        timestamptz,
+    heartbeat_at      timestamptz,
+    last_reconcile_at timestamptz,
+    stopped_at        timestamptz,
+    stop_timeout_s    double precision,
+    config            jsonb            NOT NULL DEFAULT '{}',
+    slots             jsonb            NOT NULL DEFAULT '[]'
+);
+
+INSERT INTO orchestrator (id) VALUES (1);

@@ -39,6 +39,9 @@ WHERE status = 'ready' AND run_after <= :now
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
+-- name: count_tasks_by_status
+SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
+
 -- name: dependency_statuses
 SELECT d.depends_on AS id, t.status AS status
 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
@@ -423,3 +426,41 @@ WHERE m.id = :message_id;
 -- name: ack_message
 INSERT INTO message_acks (message_id, at, actor) VALUES (:message_id, :now, :actor)
 ON CONFLICT (message_id) DO NOTHING;
+
+-- The orchestrator's state row (id 1). Taking it is one compare-and-set: the row is
+-- stopped, or still exactly as the caller saw it when it judged the holder dead.
+
+-- name: get_orchestrator
+SELECT * FROM orchestrator WHERE id = 1;
+
+-- name: acquire_orchestrator
+UPDATE orchestrator
+SET status = 'starting', pid = :pid, host = :host, started_at = :now, heartbeat_at = :now,
+    last_reconcile_at = NULL, stopped_at = NULL, stop_timeout_s = NULL, config = :config,
+    slots = '[]'
+WHERE id = 1
+  AND (status = 'stopped'
+       OR (pid IS :seen_pid AND host IS :seen_host AND started_at IS :seen_started_at
+           AND heartbeat_at IS :seen_heartbeat_at))
+RETURNING *;
+
+-- name: set_orchestrator_status
+UPDATE orchestrator
+SET status = :to_status,
+    stopped_at = CASE WHEN :to_status = 'stopped' THEN :now ELSE stopped_at END
+WHERE id = 1 AND pid = :pid AND host = :host
+  AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING *;
+
+-- name: beat_orchestrator
+UPDATE orchestrator
+SET heartbeat_at = :now, slots = :slots,
+    last_reconcile_at = CASE WHEN :reconciled THEN :now ELSE last_reconcile_at END
+WHERE id = 1 AND pid = :pid AND host = :host
+  AND status IN ('starting', 'running', 'stopping');
+
+-- name: request_orchestrator_stop
+UPDATE orchestrator
+SET status = 'stopping', stop_timeout_s = :stop_timeout_s
+WHERE id = 1 AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING *;

@@ -1,4 +1,4 @@
--- The current schema of a corral SQLite database, version 4.
+-- The current schema of a corral SQLite database, version 5.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
@@ -218,3 +218,24 @@ CREATE TABLE message_acks (
     at         REAL    NOT NULL,
     actor      TEXT    NOT NULL
 );
+
+-- The orchestrator in charge of this store, or the last one that was. Starting takes the
+-- row by compare-and-set (stopped, or the observed dead holder); heartbeat_at lets an
+-- orchestrator on another host see that the holder died. `slots` is the pool as the
+-- holder last wrote it (JSON list), `config` the settings it runs with (JSON object).
+CREATE TABLE orchestrator (
+    id                INTEGER PRIMARY KEY CHECK (id = 1),
+    status            TEXT    NOT NULL DEFAULT 'stopped'
+                          CHECK (status IN ('stopped', 'starting', 'running', 'stopping')),
+    pid               INTEGER,
+    host              TEXT,
+    started_at        REAL,
+    heartbeat_at      REAL,
+    last_reconcile_at REAL,
+    stopped_at        REAL,
+    stop_timeout_s    REAL,
+    config            TEXT    NOT NULL DEFAULT '{}',
+    slots             TEXT    NOT NULL DEFAULT '[]'
+);
+
+INSERT INTO orchestrator (id) VALUES (1);
