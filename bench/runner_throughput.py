@@ -102,14 +102,12 @@ def profile_child(path: str, tasks: int) -> dict[str, Any]:
     """Drain the store like corral_child, with the runner's phases and statements timed."""
     from corral import run_worker
     from corral.runtime import runner
-    from corral.store import Store, claim_ops
+    from corral.store import Store
     from corral.store import sqlite as driver
 
     timer = PhaseTimer()
-    for name in ("claim_next", "get_task", "start_run", "complete", "finish_run"):
-        timer.wrap(Store, name, f"store.{name}: its Python (rows, records, params)")
-    timer.wrap(claim_ops, "read_task", "store.complete: read the task back after COMMIT")
-    timer.wrap(runner, "event", "runner: log lines (task.started, task.finished)")
+    timer.wrap(Store, "exchange", "store.exchange: its Python (rows, records, params)")
+    timer.wrap(runner, "event", "runner: log lines (per task: DEBUG, off)")
     timer.wrap(runner, "run_callable", "runner: execute (the no-op) and its Done")
     timer.wrap_context(driver.SQLiteDriver, "_transaction", begin_label, commit_label)
     for method in ("one", "all", "run"):

@@ -26,6 +26,8 @@ def logger(name: str) -> logging.Logger:
 
 def event(log: logging.Logger, name: str, /, level: int = logging.INFO, **fields: object) -> None:
     """Log event `name` with its fields as key=value pairs (values with spaces are quoted)."""
+    if not log.isEnabledFor(level):
+        return  # per-task DEBUG lines cost nothing when nobody reads them
     pairs = " ".join(f"{k}={_value(v)}" for k, v in fields.items() if v is not None)
     log.log(level, "%s %s", name, pairs)
 

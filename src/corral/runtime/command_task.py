@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.clock import Clock
-from corral.leases import Claim
 from corral.runtime.executor import CommandResult, CommandSpec, run_command
 from corral.runtime.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.prompts import DEFAULT_TEMPLATE, render_prompt
@@ -50,7 +49,9 @@ class Prepared:
     prompt: str
 
 
-def prepare(job: CommandJob, task: Task, claim: Claim, run_id: str, db: str) -> Prepared:
+def prepare(
+    job: CommandJob, task: Task, *, token: int, run_id: str, worker_id: str, db: str
+) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`."""
     prompt = render_prompt(task, job.template)
     argv = (*job.argv, prompt) if job.prompt_arg else job.argv
@@ -58,9 +59,9 @@ def prepare(job: CommandJob, task: Task, claim: Claim, run_id: str, db: str) -> 
         **os.environ,
         **job.extra_env,
         "CORRAL_TASK_ID": task.id,
-        "CORRAL_WORKER_ID": claim.worker_id,
+        "CORRAL_WORKER_ID": worker_id,
         "CORRAL_RUN_ID": run_id,
-        "CORRAL_CLAIM_TOKEN": str(claim.token),
+        "CORRAL_CLAIM_TOKEN": str(token),
         "CORRAL_DB": db,
     }
     workdir = task.payload.get("workdir")

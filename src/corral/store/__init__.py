@@ -12,6 +12,7 @@ from datetime import datetime
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.base import Driver
+from corral.store.batch_ops import BatchOps
 from corral.store.claim_ops import ClaimOps
 from corral.store.recovery_ops import RecoveryOps
 from corral.store.run_ops import RunOps
@@ -19,8 +20,8 @@ from corral.store.task_ops import TaskOps
 from corral.store.worker_ops import WorkerOps
 
 
-class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps):
-    """Tasks, claims, workers, reconciliation and runs over one driver."""
+class Store(TaskOps, ClaimOps, BatchOps, WorkerOps, RecoveryOps, RunOps):
+    """Tasks, claims, batches, workers, reconciliation and runs over one driver."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

@@ -108,6 +108,22 @@ class RunOps:
             )
         return run
 
+    def set_run_paths(
+        self, run_id: str, *, transcript_path: str | None, stderr_path: str | None
+    ) -> None:
+        """Record where an unfinished run's output goes (paths made absolute)."""
+        import os
+
+        with self._driver.write() as tx:
+            tx.run(
+                "set_run_paths",
+                run_id=run_id,
+                transcript_path=None
+                if transcript_path is None
+                else os.path.abspath(transcript_path),
+                stderr_path=None if stderr_path is None else os.path.abspath(stderr_path),
+            )
+
     def mark_stalled(self, run_id: str) -> None:
         """Flag an unfinished run as stalled (event `task.stalled`); else change nothing.
 
