@@ -5,26 +5,29 @@ The model:
   process group whose id is its pid, so one `killpg` reaches it and every descendant that
   stayed in the group. Nothing is run through a shell.
 - stdout goes to the transcript file and stderr to the stderr file, written by the OS as
-  the child prints; nothing passes through this process. The prompt is written to stdin
-  from a thread (a prompt larger than the pipe buffer must not block the watch), then
-  stdin is closed.
-- The watch polls, fast at first so that short commands return at once, then every
-  `poll_s` on the injected clock: the caller's `stop()` ends the run (STOPPED), then
-  `timeout_s` (TIMEOUT), then a stall: no growth of transcript + stderr for
-  `stall_timeout_s` calls `on_stall()` once per episode and, with `kill_stalled`, ends the
-  run (STALLED). An episode ends when the output grows again.
+  the child prints; nothing passes through this process. A prompt that fits in a pipe's
+  guaranteed capacity is written to stdin at once; a larger one from a thread (it must
+  not block the watch). Then stdin is closed.
+- The watch waits on a pidfd, so it wakes the moment the child exits, and looks every
+  `poll_s` on the injected clock (without pidfds: polls that start fast and double up to
+  `poll_s`): the caller's `stop()` ends the run (STOPPED), then `timeout_s` (TIMEOUT),
+  then a stall: no growth of transcript + stderr for `stall_timeout_s` calls
+  `on_stall()` once per episode and, with `kill_stalled`, ends the run (STALLED). An
+  episode ends when the output grows again.
 - Exit is detected with `waitid(WNOWAIT)`, which does not reap: the child's pid, and so
   its group id, cannot be reused by another process while the tree is being ended. The
   child is reaped last, always.
 - Ending the tree, after a kill decision and after a normal exit alike ("no orphaned
   grandchildren"): collect the targets first, while parents still link to their children
-  (the child's descendants, plus every process started since the child whose environment
-  says `CORRAL_RUN_ID=<run_id>`); SIGTERM the group and each target; wait up to `grace_s`;
-  SIGKILL the group and the survivors.
-- Why the environment scan: a grandchild that called `setsid` has left the group, and one
-  whose parent died was handed to init, so neither `killpg` nor a walk of the tree finds
-  it. The environment is inherited, so the run id marks every process the command started,
-  wherever it went, unless it cleared its environment: only a cgroup could catch that one.
+  (the child's descendants, plus every process of the run that escaped them); SIGTERM the
+  group and each target; wait up to `grace_s`; SIGKILL the group and the survivors.
+- Escaped processes: a grandchild that called `setsid` has left the group, and one whose
+  parent died is re-parented, so neither `killpg` nor a walk of the child's tree finds
+  it. The process running commands makes itself a child subreaper (proctree.py), so
+  those orphans become its own children, found there by their `CORRAL_RUN_ID=<run_id>`
+  mark and reaped by pid. Where that is not available, every process on the machine
+  started since the child is scanned for the mark. Either way a process that cleared
+  its environment escapes the mark: only a cgroup could catch that one.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import psutil
 
 from corral.clock import Clock
 from corral.errors import CorralError, InvalidInput
+from corral.runtime import proctree
 from corral.runtime.outcome import Ending
 
 RUN_ID_ENV = "CORRAL_RUN_ID"
@@ -50,6 +54,7 @@ STDERR_TAIL_BYTES = 2048
 # After SIGKILL, how long to wait for the processes to be gone before returning anyway.
 KILL_WAIT_S = 1.0
 FIRST_POLL_S = 0.0001  # short commands (`true`) end in under a millisecond
+PIPE_BYTES = 4096  # a write this small to a new pipe never blocks (POSIX: PIPE_BUF at least)
 
 
 class CommandNotFound(CorralError):
@@ -114,9 +119,12 @@ def run_command(
 ) -> CommandResult:
     """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it."""
     watch = _Watch(started_at=clock.monotonic())
-    proc = _spawn(spec)
+    adopting = proctree.available()
+    with proctree.spawning() as owned:
+        proc = _spawn(spec)
+        owned.add(proc.pid)
     feeder = _start_feeder(proc.stdin, spec.stdin_text)
-    since = _create_time(proc.pid)
+    since = 0.0 if adopting else _create_time(proc.pid)
     try:
         ending = _supervise(
             proc.pid,
@@ -131,6 +139,9 @@ def run_command(
     finally:
         _end_tree(proc.pid, spec, since, clock, poll_s)
         proc.wait()
+        proctree.release(proc.pid)
+        if adopting:
+            proctree.reap_adopted()
         if feeder is not None:
             feeder.join(timeout=spec.grace_s)
     return CommandResult(
@@ -177,10 +188,15 @@ def _spawn_error(spec: CommandSpec, exc: OSError) -> CorralError:
 
 
 def _start_feeder(pipe: IO[bytes] | None, text: str | None) -> threading.Thread | None:
-    """Write the prompt to the child's stdin from a thread, then close it."""
+    """Write the prompt to the child's stdin, then close it: at once when it fits in the
+    pipe (the write cannot block), else from a thread, so the watch starts regardless."""
     if pipe is None or text is None:
         return None
-    feeder = threading.Thread(target=_feed, args=(pipe, text.encode()), daemon=True)
+    data = text.encode()
+    if len(data) <= PIPE_BYTES:
+        _feed(pipe, data)
+        return None
+    feeder = threading.Thread(target=_feed, args=(pipe, data), daemon=True)
     feeder.start()
     return feeder
 
@@ -204,15 +220,35 @@ def _supervise(
     on_resume: Callable[[], None] | None,
     poll_s: float,
 ) -> Ending:
-    """Poll until the child exits or a reason to end it comes up."""
+    """Poll until the child exits or a reason to end it comes up.
+
+    Where pidfds exist the wait wakes the moment the child exits; elsewhere the polls
+    start fast and double up to `poll_s`.
+    """
+    pidfd = _pidfd(pid)
     delay_s = min(FIRST_POLL_S, poll_s)
-    while not _has_exited(pid):
-        ending = _check(spec, watch, clock.monotonic(), stop, (on_stall, on_resume))
-        if ending is not None:
-            return ending
-        clock.sleep(delay_s)
-        delay_s = min(delay_s * 2, poll_s)
-    return Ending.EXITED
+    try:
+        while not _has_exited(pid):
+            ending = _check(spec, watch, clock.monotonic(), stop, (on_stall, on_resume))
+            if ending is not None:
+                return ending
+            if pidfd is None:
+                clock.sleep(delay_s)
+                delay_s = min(delay_s * 2, poll_s)
+            else:
+                clock.wait_readable(pidfd, poll_s)
+        return Ending.EXITED
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd for the child (Linux 5.3+), readable once it exits; None where there is none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _check(
@@ -284,9 +320,22 @@ def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: f
 
 def _targets(pid: int, run_id: str, since: float) -> list[psutil.Process]:
     """The child's live descendants and every other process marked with the run id."""
+    if proctree.available():
+        pids = [] if _has_exited(pid) else proctree.tree(pid)
+        pids += proctree.adopted(f"{RUN_ID_ENV}={run_id}".encode())
+        return _processes(set(pids) - {pid})
     found = {} if _has_exited(pid) else {p.pid: p for p in _descendants(pid)}
     found.update((p.pid, p) for p in _marked(run_id, since) if p.pid != pid)
     return list(found.values())
+
+
+def _processes(pids: set[int]) -> list[psutil.Process]:
+    """psutil handles for the pids that still exist."""
+    found = []
+    for pid in pids:
+        with suppress(psutil.Error):
+            found.append(psutil.Process(pid))
+    return found
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
