@@ -48,6 +48,7 @@ from corral.clock import Clock
 from corral.errors import CorralError, InvalidInput
 from corral.runtime import proctree
 from corral.runtime.outcome import Ending
+from corral.runtime.spares import Spares
 
 RUN_ID_ENV = "CORRAL_RUN_ID"
 STDERR_TAIL_BYTES = 2048
@@ -116,12 +117,16 @@ def run_command(
     on_stall: Callable[[], None] | None = None,
     on_resume: Callable[[], None] | None = None,
     poll_s: float = 0.05,
+    spares: Spares | None = None,
 ) -> CommandResult:
-    """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it."""
+    """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it.
+
+    With `spares`, the output files are taken from those made ahead of time.
+    """
     watch = _Watch(started_at=clock.monotonic())
     adopting = proctree.available()
     with proctree.spawning() as owned:
-        proc = _spawn(spec)
+        proc = _spawn(spec, spares)
         owned.add(proc.pid)
     feeder = _start_feeder(proc.stdin, spec.stdin_text)
     since = 0.0 if adopting else _create_time(proc.pid)
@@ -137,10 +142,10 @@ def run_command(
             poll_s=poll_s,
         )
     finally:
-        _end_tree(proc.pid, spec, since, clock, poll_s)
+        ended = _end_tree(proc.pid, spec, since, clock, poll_s)
         proc.wait()
         proctree.release(proc.pid)
-        if adopting:
+        if adopting and ended:  # what it ended may now be zombies the runner adopted
             proctree.reap_adopted()
         if feeder is not None:
             feeder.join(timeout=spec.grace_s)
@@ -154,12 +159,14 @@ def run_command(
     )
 
 
-def _spawn(spec: CommandSpec) -> subprocess.Popen[bytes]:
+def _spawn(spec: CommandSpec, spares: Spares | None) -> subprocess.Popen[bytes]:
     """Start the command in a new session, its output going straight to the files."""
     if not spec.argv:
         raise InvalidInput("argv", "a command to run", list(spec.argv))
     if not os.path.isdir(spec.cwd):
         raise InvalidInput("cwd", "an existing directory", spec.cwd)
+    if spares is not None:
+        spares.take(spec.transcript_path, spec.stderr_path)  # else opened (created) below
     stdin = subprocess.DEVNULL if spec.stdin_text is None else subprocess.PIPE
     env = {**spec.env, RUN_ID_ENV: spec.run_id}  # the mark that finds escaped descendants
     with open(spec.transcript_path, "wb") as out, open(spec.stderr_path, "wb") as err:
@@ -305,9 +312,11 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
-def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: float) -> None:
-    """SIGTERM the child's group and every process of the run, wait `grace_s`, SIGKILL the rest."""
-    targets = _targets(pid, spec.run_id, since)
+def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: float) -> bool:
+    """SIGTERM the child's group and every process of the run, wait `grace_s`, SIGKILL the
+    rest; whether there was more than an exited child to end."""
+    running = not _has_exited(pid)
+    targets = _targets(pid, spec.run_id, since, running=running)
     _signal_group(pid, signal.SIGTERM)
     _signal_each(targets, signal.SIGTERM)
     survivors = _wait_gone(pid, targets, clock.monotonic() + spec.grace_s, clock, poll_s)
@@ -316,15 +325,16 @@ def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: f
         os.kill(pid, signal.SIGKILL)
     _signal_each(survivors, signal.SIGKILL)
     _wait_gone(pid, survivors, clock.monotonic() + KILL_WAIT_S, clock, poll_s)
+    return running or bool(targets)
 
 
-def _targets(pid: int, run_id: str, since: float) -> list[psutil.Process]:
+def _targets(pid: int, run_id: str, since: float, *, running: bool) -> list[psutil.Process]:
     """The child's live descendants and every other process marked with the run id."""
     if proctree.available():
-        pids = [] if _has_exited(pid) else proctree.tree(pid)
+        pids = proctree.tree(pid) if running else []
         pids += proctree.adopted(f"{RUN_ID_ENV}={run_id}".encode())
         return _processes(set(pids) - {pid})
-    found = {} if _has_exited(pid) else {p.pid: p for p in _descendants(pid)}
+    found = {p.pid: p for p in _descendants(pid)} if running else {}
     found.update((p.pid, p) for p in _marked(run_id, since) if p.pid != pid)
     return list(found.values())
 

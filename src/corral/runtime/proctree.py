@@ -89,13 +89,15 @@ def marked(pid: int, mark: bytes) -> bool:
 
 
 def adopted(mark: bytes) -> list[int]:
-    """The runner's adopted children marked with `mark`, with their descendants."""
-    with _LOCK:
-        owned = set(_OWNED)
+    """The runner's adopted children marked with `mark`, with their descendants; adopted
+    children that have exited are reaped on the way."""
     found = []
-    for child in children(os.getpid()):
-        if child not in owned and marked(child, mark):
-            found += [child, *tree(child)]
+    with _LOCK:
+        for child in children(os.getpid()):
+            if child in _OWNED or _reaped(child):
+                continue
+            if marked(child, mark):
+                found += [child, *tree(child)]
     return found
 
 
@@ -104,5 +106,12 @@ def reap_adopted() -> None:
     with _LOCK:
         for child in children(os.getpid()):
             if child not in _OWNED:
-                with suppress(ChildProcessError):
-                    os.waitpid(child, os.WNOHANG)
+                _reaped(child)
+
+
+def _reaped(pid: int) -> bool:
+    """Reap child `pid` if it has exited; whether it had."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:
+        return True

@@ -47,6 +47,7 @@ from corral.runtime.executor import end_marked_processes
 from corral.runtime.heartbeat import Heartbeat
 from corral.runtime.outcome import Done, report_of
 from corral.runtime.pytask import Execute, TaskContext, run_callable
+from corral.runtime.spares import Spares
 from corral.settings import Settings
 from corral.store import Store
 from corral.tasks import Task
@@ -122,6 +123,7 @@ class Runner:
         self._python_run = RunStart(command=(_name_of(job),), cwd=os.getcwd())
         self.worker_id = ""
         self._heartbeat: Heartbeat | None = None
+        self._spares: Spares | None = None  # output files made ahead, for command jobs
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -141,10 +143,14 @@ class Runner:
             self._store, self.worker_id, settings=self._settings, clock=self._clock, log=self._log
         )
         self._heartbeat.start()
+        if isinstance(self._job, CommandJob):
+            self._spares = Spares(self._job.runs_dir)
         previous = self._install_signal_handlers()
         try:
             self._run_slots()
         finally:
+            if self._spares is not None:
+                self._spares.close()
             self._heartbeat.stop()
             self._deregister()
             self._restore_signal_handlers(previous)  # after: a late signal cannot cut it short
@@ -467,6 +473,7 @@ class Runner:
                 stop=stop,
                 on_stall=lambda: self._store.mark_stalled(h.run_id),
                 on_resume=lambda: self._store.record_progress(h.run_id, None),
+                spares=self._spares,
             )
         if self._job.capture_io:
             paths = self._job.capture_io(h.run_id, task) or {}

@@ -62,7 +62,7 @@ class BatchOps:
         """Apply `reports` under their tokens, then claim what `ask` asks for (module doc)."""
         with self._driver.write() as tx:
             events: list[dict[str, Any]] = []
-            stale = _apply_reports(tx, self._driver, worker_id, reports, events)
+            live = _apply_reports(tx, self._driver, worker_id, reports, events)
             held: tuple[Held, ...] = ()
             refused = None
             if ask is not None:
@@ -78,32 +78,35 @@ class BatchOps:
                     )
                 except WorkerUnavailable as exc:  # drained, dead ...: the reports still count
                     refused = exc.message
+            if live or held:  # one refresh of the worker's status and counters for both
+                tx.run(
+                    "worker_after_claim",
+                    worker_id=worker_id,
+                    completed=sum(r.action is Action.COMPLETE for r in live),
+                    failed=sum(r.action is Action.FAIL for r in live),
+                )
             journal.record_all(tx, events)
+        applied = {r.held.token for r in live}
+        stale = tuple(r for r in reports if r.held.token not in applied)
         return Exchanged(stale=stale, held=held, refused=refused)
 
 
 def _apply_reports(
     tx: Tx, driver: Driver, worker_id: str, reports: Sequence[Report], events: list[dict[str, Any]]
-) -> tuple[Report, ...]:
-    """Apply every report whose claim is still active; the others, which are stale."""
+) -> list[Report]:
+    """Apply every report whose claim is still active; those (the others are stale)."""
     if not reports:
-        return ()
+        return []
     ends = [{"token": r.held.token, "status": _CLAIM_END[r.action]} for r in reports]
     ended = {row["token"] for row in tx.all("end_claims", claims=Json(ends))}
     live = [r for r in reports if r.held.token in ended]
     if live:
-        tx.run(
-            "worker_after_claim",
-            worker_id=worker_id,
-            completed=sum(r.action is Action.COMPLETE for r in live),
-            failed=sum(r.action is Action.FAIL for r in live),
-        )
         _complete(tx, [r for r in live if r.action is Action.COMPLETE], events)
         for report in live:
             if report.action is not Action.COMPLETE:
                 _step_aside(tx, driver, report, events)
         _finish_runs(tx, worker_id, live, events)
-    return tuple(r for r in reports if r.held.token not in ended)
+    return live
 
 
 def _actor(report: Report) -> str:
@@ -232,7 +235,6 @@ def _claim(
             lease_s=ask.lease_s,
         )
     }
-    tx.run("worker_after_claim", worker_id=worker_id, completed=0, failed=0)
     found.sort(key=lambda row: (-row["priority"], row["seq"]))  # claim order
     held = tuple(_hold(driver, row, claims[row["id"]], worker_id) for row in found)
     runs = [_open(h, open_run, events) for h in held]
