@@ -142,11 +142,11 @@ class Runner:
         self._heartbeat = Heartbeat(
             self._store, self.worker_id, settings=self._settings, clock=self._clock, log=self._log
         )
-        self._heartbeat.start()
-        if isinstance(self._job, CommandJob):
-            self._spares = Spares(self._job.runs_dir)
-        previous = self._install_signal_handlers()
+        previous = self._install_signal_handlers()  # before the first beat makes it idle
         try:
+            self._heartbeat.start()
+            if isinstance(self._job, CommandJob):
+                self._spares = Spares(self._job.runs_dir)
             self._run_slots()
         finally:
             if self._spares is not None:
