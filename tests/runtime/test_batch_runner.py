@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import CORRAL
 from tests.runtime.conftest import wait_until
 from tests.runtime.test_runner import Harness
 
@@ -159,4 +160,37 @@ def test_run_worker_refuses_a_batch_below_one(h: Harness) -> None:
     """`batch` must be a whole number of at least 1; nothing is registered otherwise."""
     with pytest.raises(InvalidInput, match="batch"):
         corral.run_worker(lambda task, ctx: None, db=h.db, batch=0)
+    assert [] == h.store.list_workers()
+
+
+def test_worker_start_call_with_batch_drains_the_queue(h: Harness) -> None:
+    """`--call module:function --batch 8` runs every task once and exits 0 at --max-tasks."""
+    (h.tmp / "handlers.py").write_text("def handle(task, ctx):\n    return None\n")
+    ids = [h.add(f"t{n}") for n in range(20)]
+    h.env["PYTHONPATH"] = str(h.tmp)
+    assert 0 == h.start("--call", "handlers:handle", "--batch", "8", "--max-tasks", "20").wait(30)
+    assert {TaskStatus.DONE} == {h.task(t).status for t in ids}
+    assert 8 == h.store.list_workers()[0].max_concurrent  # it may hold a batch of 8
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (("--exec", "true", "--batch", "2"), "--call"),
+        (("--call", "m:f", "--batch", "0"), "at least 1"),
+    ],
+)
+def test_worker_start_refuses_a_bad_batch(
+    h: Harness, flags: tuple[str, ...], expected: str
+) -> None:
+    """--batch is a whole number of at least 1, and more than 1 only for --call workers."""
+    run = subprocess.run(
+        [CORRAL, "worker", "start", "--name", "w", *flags],
+        env=h.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (2, 1) == (run.returncode, len(run.stderr.strip().splitlines()))
+    assert "batch" in run.stderr and expected in run.stderr
     assert [] == h.store.list_workers()

@@ -213,6 +213,7 @@ def register(
     p.add_argument("--workdir", metavar="DIR", help="working directory of commands (default: here)")
     p.add_argument("--timeout", metavar="DURATION", help="default task timeout (a task's own wins)")
     p.add_argument("--concurrency", help="tasks run at once (default 1)")
+    p.add_argument("--batch", help="--call: claim up to N tasks at once (default 1)")
     p.add_argument("--max-tasks", help="exit after this many tasks")
     p.add_argument("--once", action="store_true", help="run at most one task, then exit")
     p.add_argument("--lease", metavar="DURATION", help="lease length (default lease_s)")

@@ -31,9 +31,18 @@ def start_worker(ctx: Context) -> int:
         once=a.once,
         lease_s=parsing.positive_duration("lease", a.lease),
         shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
+        batch=_batch(a),
     )
     job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
     return Runner(ctx.store, config, job, settings=ctx.settings).run()
+
+
+def _batch(a: argparse.Namespace) -> int:
+    """--batch: how many tasks a --call worker may claim at once (commands: one)."""
+    batch = parsing.whole("batch", a.batch, minimum=1) or 1
+    if batch > 1 and a.exec is not None:
+        raise InvalidInput("batch", "1 with --exec (batches are for --call workers)", a.batch)
+    return batch
 
 
 def _duration(field: str, raw: str | None, default: float) -> float:
