@@ -18,6 +18,7 @@ from corral.store.location import runs_dir
 
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
+    from corral.logs import logger
     from corral.runtime.runner import Runner, RunnerConfig
 
     a = ctx.args
@@ -34,7 +35,8 @@ def start_worker(ctx: Context) -> int:
         batch=_batch(a),
     )
     job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
-    return Runner(ctx.store, config, job, settings=ctx.settings).run()
+    log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
+    return Runner(ctx.store, config, job, settings=ctx.settings, log=log).run()
 
 
 def _batch(a: argparse.Namespace) -> int:
