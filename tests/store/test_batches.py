@@ -156,3 +156,17 @@ def test_completing_the_last_dependency_in_a_batch_unblocks_the_dependent(
     assert TaskStatus.READY == store.get_task(child.id).status
     unblocked = store.list_events(EventFilter(task_id=child.id, limit=10))[-1]
     assert ("task.unblocked", f"{min(a.id, b.id)} done") == (unblocked.name, unblocked.reason)
+
+
+def test_a_claimed_task_comes_with_its_dependencies(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """The held task is the task as `get_task` shows it, dependencies included."""
+    first = add("first")
+    w = worker(max_concurrent=2)
+    (held,) = take(store, w.id, settings, limit=1)
+    corral.queue.exchange(store, w.id, reports=[done(held)], settings=settings)
+    child = corral.enqueue(store, NewTask(title="child", depends_on=(first.id,)), settings=settings)
+    (again,) = take(store, w.id, settings, limit=2)
+    assert (child.id, (first.id,)) == (again.task.id, again.task.depends_on)
+    assert store.get_task(child.id) == again.task

@@ -226,28 +226,28 @@ def _claim(
     found = tx.all("claim_next_tasks", limit=limit, **params)
     if not found:
         return ()
+    ids = [row["id"] for row in found]
     claims = {
         row["task_id"]: row
-        for row in tx.all(
-            "insert_claims",
-            task_ids=[row["id"] for row in found],
-            worker_id=worker_id,
-            lease_s=ask.lease_s,
-        )
+        for row in tx.all("insert_claims", task_ids=ids, worker_id=worker_id, lease_s=ask.lease_s)
     }
+    deps = {row["task_id"]: row["depends_on"] for row in tx.all("dependencies_of", task_ids=ids)}
     found.sort(key=lambda row: (-row["priority"], row["seq"]))  # claim order
-    held = tuple(_hold(driver, row, claims[row["id"]], worker_id) for row in found)
+    held = tuple(
+        _hold(driver, row, claims[row["id"]], worker_id, deps.get(row["id"], "[]")) for row in found
+    )
     runs = [_open(h, open_run, events) for h in held]
     tx.run("insert_runs", worker_id=worker_id, runs=Json(runs))
     return held
 
 
-def _hold(driver: Driver, task_row: Row, claim_row: Row, worker_id: str) -> Held:
+def _hold(driver: Driver, task_row: Row, claim_row: Row, worker_id: str, deps: str) -> Held:
     values = dict(zip(task_row.keys(), task_row, strict=True))
     values.update(
         token=claim_row["token"],
         worker_id=worker_id,
         lease_expires_at=claim_row["lease_expires_at"],
+        depends_on=deps,
     )
     return Held(
         task=rows.task(driver, values),

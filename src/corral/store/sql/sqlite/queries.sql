@@ -306,8 +306,13 @@ WHERE seq IN (
       AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
     ORDER BY priority DESC, seq
     LIMIT :limit)
-RETURNING *, (SELECT json_group_array(d.depends_on) FROM task_deps d WHERE d.task_id = tasks.id)
-             AS depends_on;
+RETURNING *;
+
+-- name: dependencies_of
+-- (Not a subquery of RETURNING above: there SQLite scans task_deps instead of seeking.)
+SELECT task_id, json_group_array(depends_on) AS depends_on FROM task_deps
+WHERE task_id IN (SELECT value FROM json_each(:task_ids))
+GROUP BY task_id;
 
 -- name: insert_claims
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
