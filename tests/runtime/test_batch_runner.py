@@ -194,3 +194,28 @@ def test_worker_start_refuses_a_bad_batch(
     assert (2, 1) == (run.returncode, len(run.stderr.strip().splitlines()))
     assert "batch" in run.stderr and expected in run.stderr
     assert [] == h.store.list_workers()
+
+
+def test_reports_the_store_did_not_take_go_with_the_next_exchange(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store unavailable while reporting loses no report: it is sent again, and applied once."""
+    from corral import StoreError, queue
+    from corral.runtime import runner
+
+    ids = [h.add(f"t{n}") for n in range(3)]
+    real = queue.exchange
+    refused: list[int] = []
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        if kwargs.get("reports") and len(refused) < 2:
+            refused.append(len(kwargs["reports"]))  # type: ignore[arg-type]
+            raise StoreError("database: locked by another process for more than 10 s")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queue, "exchange", flaky)
+    monkeypatch.setattr(runner, "REPORT_RETRIES", 0)  # no waits: the next exchange retries
+    assert 0 == corral.run_worker(lambda task, ctx: None, db=h.db, max_tasks=3)
+    assert 2 == len(refused)
+    assert {TaskStatus.DONE} == {h.task(t).status for t in ids}
+    assert {1} == set(completions(h, ids).values())

@@ -2,13 +2,19 @@
 
     start ── recover dead incarnations of this name on this host (their claims, at once)
           ── register ── heartbeat thread ── N slots, each:
-               claim_next (only its kinds) ─none─► wait, backing off with jitter (0.05 s .. 2 s)
+               exchange: one write transaction that reports the tasks finished since
+               the last one and claims up to k more (only its kinds), each claim
+               opening its run record ─none─► wait, backing off with jitter (0.05 s .. 2 s)
                    │
-                   └─► start run record ─► command or Python function ─► one report:
+                   └─► for each task held: command or Python function ─► its report:
                         success: complete · exit 75: defer · shutdown: release ·
-                        claim lost: nothing (the token is stale) · else: fail (retry policy)
+                        else: fail (retry policy); a report whose token went stale
+                        changes nothing, and its run records what the agent reported
+                        or lease_lost
+    k is 1 unless `batch` allows more (corral.batch: it adapts to the queue's depth).
     SIGTERM / SIGINT ─► stop claiming, let running tasks finish within shutdown_timeout_s,
-                        then stop them and release their claims ─► deregister ─► exit 0
+                        then stop them; release their claims and those of held tasks
+                        not started ─► deregister ─► exit 0
     second signal, or SIGQUIT ─► stop running tasks now (claims released) ─► exit 0
 
 Exit codes (seed 003): 0 clean exit; 1 the task of `--once` did not succeed, or the store
@@ -264,17 +270,16 @@ class Runner:
         reports: list[Report] = []
         while True:
             asked = self._reserve(size)
-            held = self._exchange(reports, asked)
-            reports = []
+            held = self._exchange(reports, asked)  # empties `reports` once they are applied
             if not held:
                 if not asked or self._config.once:
-                    return
+                    return  # reports the store never took are left to the reconciler
                 self._clock.wait(self._wake, idle_s * self._rng.uniform(0.5, 1.0))
                 idle_s, size = min(self._config.idle_max_s, idle_s * 2), 1
                 continue
             idle_s = self._config.idle_min_s
             began = self._clock.monotonic()
-            reports = self._run_batch(held)
+            reports += self._run_batch(held)
             size = next_batch_size(
                 size,
                 len(held),
@@ -292,11 +297,15 @@ class Runner:
             reports.append(self._work(h) if self._may_start(h) else self._unstarted(h))
             if n < len(held) and self._clock.monotonic() - since >= self._config.batch_window_s:
                 self._exchange(reports, 0)
-                reports, since = [], self._clock.monotonic()
+                since = self._clock.monotonic()
         return reports
 
     def _exchange(self, reports: list[Report], asked: int) -> list[Held]:
-        """Report, and claim up to `asked` tasks, in one transaction; what was claimed."""
+        """Report, and claim up to `asked` tasks, in one transaction; what was claimed.
+
+        `reports` is emptied once the store took them; while it cannot be reached they
+        stay, to go with the next exchange.
+        """
         c = self._config
         ask = ClaimAsk(limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s)
 
@@ -315,7 +324,7 @@ class Runner:
             return []
         try:
             done = self._retrying(once) if reports else once()
-        except StoreError as exc:  # claims are tried again later; reports, by the reconciler
+        except StoreError as exc:  # tried again with the next exchange
             event(
                 self._log,
                 "claim.failed",
@@ -326,6 +335,7 @@ class Runner:
             self._unreserve(asked)
             return []
         self._settle(reports, done)
+        reports.clear()
         self._unreserve(asked - len(done.held))
         for h in done.held:
             self._heartbeat_of().hold(h.task.id, h.token)
