@@ -46,6 +46,7 @@ class RunStart:
     prompt: str | None = None
     transcript_path: str | None = None
     stderr_path: str | None = None
+    base_commit: str | None = None  # the commit a task's worktree starts from
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +71,7 @@ class Report:
     exit_code: int | None = None
     usage: dict[str, Any] | None = None
     defer_s: float | None = None
+    final_commit: str | None = None  # the commit a task's worktree ends at
     retry: Outcome | None = None  # for FAIL: the retry policy's decision
 
 

@@ -170,3 +170,25 @@ def test_a_claimed_task_comes_with_its_dependencies(
     (again,) = take(store, w.id, settings, limit=2)
     assert (child.id, (first.id,)) == (again.task.id, again.task.depends_on)
     assert store.get_task(child.id) == again.task
+
+
+def test_a_run_records_its_base_and_final_commit(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """What a worktree runner knows of a run's commits is kept on its record."""
+    add()
+    w = worker()
+
+    def in_worktree(task: Task, token: int, run_id: str) -> RunStart:
+        return RunStart(command=("agent",), cwd="/wt/t", base_commit="abc123")
+
+    ask = ClaimAsk(limit=1, kinds=(), queues=())
+    (held,) = corral.queue.exchange(
+        store, w.id, ask=ask, open_run=in_worktree, settings=settings
+    ).held
+    report = Report(
+        held=held, action=Action.COMPLETE, outcome=RunOutcome.DONE, final_commit="def456"
+    )
+    corral.queue.exchange(store, w.id, reports=[report], settings=settings)
+    run = store.get_run(held.run_id)
+    assert ("abc123", "def456", "/wt/t") == (run.base_commit, run.final_commit, run.cwd)

@@ -171,6 +171,7 @@ def _finish_runs(tx: Tx, worker_id: str, live: list[Report], events: list[dict[s
             "exit_code": r.exit_code,
             "error": r.error,
             "usage": _json_text(r.usage),
+            "final_commit": r.final_commit,
         }
         for r in live
     ]
@@ -284,6 +285,7 @@ def _open(h: Held, open_run: OpenRun, events: list[dict[str, Any]]) -> dict[str,
         "prompt": start.prompt,
         "command": list(start.command),
         "cwd": start.cwd,
+        "base_commit": start.base_commit,
         "transcript_path": start.transcript_path,
         "stderr_path": start.stderr_path,
     }

@@ -325,12 +325,12 @@ RETURNING token, task_id, lease_expires_at;
 
 -- name: insert_runs
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
-                  transcript_path, stderr_path)
+                  base_commit, transcript_path, stderr_path)
 SELECT json_extract(value, '$.id'), json_extract(value, '$.task_id'), :worker_id,
        json_extract(value, '$.token'), json_extract(value, '$.attempt'), :now,
        json_extract(value, '$.prompt'), json_extract(value, '$.command'),
-       json_extract(value, '$.cwd'), json_extract(value, '$.transcript_path'),
-       json_extract(value, '$.stderr_path')
+       json_extract(value, '$.cwd'), json_extract(value, '$.base_commit'),
+       json_extract(value, '$.transcript_path'), json_extract(value, '$.stderr_path')
 FROM json_each(:runs);
 
 -- name: set_run_paths
@@ -357,11 +357,12 @@ WHERE tasks.id = json_extract(j.value, '$.id')
 RETURNING tasks.id, tasks.status;
 
 -- name: finish_runs
--- :runs holds {id, outcome, exit_code, error, usage}, the usage as JSON text.
+-- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.
 UPDATE runs
 SET finished_at = :now, outcome = json_extract(j.value, '$.outcome'),
     exit_code = json_extract(j.value, '$.exit_code'), error = json_extract(j.value, '$.error'),
-    usage = json_extract(j.value, '$.usage')
+    usage = json_extract(j.value, '$.usage'),
+    final_commit = json_extract(j.value, '$.final_commit')
 FROM json_each(:runs) AS j
 WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
 RETURNING runs.id;
