@@ -41,9 +41,12 @@ class Spares:
             ready, self._ready = self._ready, None
         if ready is None:
             return False
-        os.rename(ready[0], transcript_path)
-        os.rename(ready[1], stderr_path)
         self._wanted.set()
+        try:
+            for spare, path in zip(ready, (transcript_path, stderr_path), strict=True):
+                os.rename(spare, path)
+        except OSError:  # the folder moved or went away: the run opens its own files
+            return False
         return True
 
     def close(self) -> None:
