@@ -25,6 +25,7 @@ def test_a_ready_pair_is_renamed_into_place_and_another_made(tmp_path: Path) -> 
         out, err = tmp_path / "r-1.jsonl", tmp_path / "r-1.stderr"
         assert spares.take(str(out), str(err))
         assert (0, 0) == (out.stat().st_size, err.stat().st_size)
+        spares.refill()
         wait_until(lambda: len(spare_files(tmp_path)) == 2, 5)
     finally:
         spares.close()

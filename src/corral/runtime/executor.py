@@ -128,6 +128,8 @@ def run_command(
     with proctree.spawning() as owned:
         proc = _spawn(spec, spares)
         owned.add(proc.pid)
+    if spares is not None:
+        spares.refill()
     feeder = _start_feeder(proc.stdin, spec.stdin_text)
     since = 0.0 if adopting else _create_time(proc.pid)
     try:

@@ -41,13 +41,17 @@ class Spares:
             ready, self._ready = self._ready, None
         if ready is None:
             return False
-        self._wanted.set()
         try:
             for spare, path in zip(ready, (transcript_path, stderr_path), strict=True):
                 os.rename(spare, path)
         except OSError:  # the folder moved or went away: the run opens its own files
             return False
         return True
+
+    def refill(self) -> None:
+        """Make the next pair now (call it once the command runs: the work overlaps its run,
+        not its start)."""
+        self._wanted.set()
 
     def close(self) -> None:
         """Stop making spares and remove the one left."""
