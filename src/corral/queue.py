@@ -9,11 +9,13 @@ fencing token; without one the caller acts as an operator on whatever claim is a
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from corral.backoff import Outcome, after_failure
+from corral.batch import Action, ClaimAsk, Exchanged, Report, RunStart
 from corral.durations import MAX_SPAN_S
 from corral.errors import InvalidInput
 from corral.leases import Claim
@@ -83,6 +85,41 @@ def claim_next(
         queues=queues,
         lease_s=_lease_s(lease_s, settings),
         actor=worker_id,
+    )
+
+
+def exchange(
+    store: Store,
+    worker_id: str,
+    *,
+    reports: Sequence[Report] = (),
+    ask: ClaimAsk | None = None,
+    open_run: Callable[[Task, int, str], RunStart] | None = None,
+    settings: Settings = DEFAULTS,
+    rng: random.Random | None = None,
+) -> Exchanged:
+    """Report finished tasks under their tokens and claim up to `ask.limit` more, in one step.
+
+    Each failure's retry is decided here, by the retry policy, from the attempt its claim
+    started (a claim still active means nobody changed the task since).
+    """
+    chance = rng or random.Random()
+    decided = [
+        replace(r, retry=_after(r.held.task, settings, chance)) if r.action is Action.FAIL else r
+        for r in reports
+    ]
+    if ask is not None:
+        ask = replace(ask, lease_s=_lease_s(ask.lease_s, settings))
+    return store.exchange(worker_id, reports=decided, ask=ask, open_run=open_run)
+
+
+def _after(task: Task, settings: Settings, rng: random.Random) -> Outcome:
+    return after_failure(
+        attempts=task.attempts,
+        max_attempts=task.max_attempts,
+        base_s=task.retry_base_s,
+        policy=settings.retry,
+        rng=rng,
     )
 
 
@@ -161,13 +198,7 @@ def fail(
     chance = rng or random.Random()
 
     def decide(task: Task) -> Outcome:
-        return after_failure(
-            attempts=task.attempts,
-            max_attempts=task.max_attempts,
-            base_s=task.retry_base_s,
-            policy=settings.retry,
-            rng=chance,
-        )
+        return _after(task, settings, chance)
 
     return store.fail(task_id, token=token, error=error, decide=decide, actor=_actor(token))
 

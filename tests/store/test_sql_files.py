@@ -32,7 +32,7 @@ LITERAL_GUARDS = {
     # The claim query filters on `status = 'ready'` literally so that SQLite can walk the
     # partial index tasks_ready_order; test_claim_literal_agrees_with_the_table ties it
     # to ALLOWED_FROM["claim"].
-    "claim_next_task": "status = 'ready'",
+    "claim_next_tasks": "status = 'ready'",
 }
 
 
@@ -147,7 +147,7 @@ def test_task_status_updates_are_guarded_by_the_transition_table(dialect):
 
 
 def test_claim_literal_agrees_with_the_table():
-    """The literal `status = 'ready'` in claim_next_task is what ALLOWED_FROM says of claim."""
+    """The literal `status = 'ready'` in claim_next_tasks is what ALLOWED_FROM says of claim."""
     assert frozenset({TaskStatus.READY}) == ALLOWED_FROM["claim"]
 
 

@@ -123,7 +123,7 @@ class ReviewOps:
                 actor=actor,
                 data={"commit": approved_commit, "merged_commit": merged_commit},
             )
-            unblock_dependents(tx, task_id, actor)
+            journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
         return read_task(self._driver, task_id)
 
     def merge_conflict(
