@@ -22,6 +22,9 @@ SCRIPTS = (
     "runner_throughput",
     "runner_overhead",
     "runner_idle",
+    "worktree_ops",
+    "orchestrator_throughput",
+    "orchestrator_lifecycle",
 )
 TIMEOUT_S = 300
 

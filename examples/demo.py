@@ -1,10 +1,12 @@
-"""`make run`: corral's primitives at work on a demo workload you can watch.
+"""`make run`: an orchestrator with a pool of three workers works through a demo workload.
 
-Three copies of examples/worker-loop.sh (the README's bash loop) process twenty tasks
-from a fresh SQLite store. Some tasks fail once and are retried after a backoff; some
-wait on others; one worker is killed with SIGKILL mid-task, and the reconcile pass this
-script runs every second (the orchestrator's job, once it exists) declares it dead and
-returns its task to the queue. Events stream as they happen; a summary ends the run.
+A fresh SQLite store gets eighteen tasks: mixed priorities, a dependency chain, and three
+flaky ones whose first attempt fails (examples/agent.sh) and is retried after a backoff.
+`corral orchestrator start --workers 3 --exec examples/agent.sh` runs them; a few seconds
+in, this script kills one busy worker with SIGKILL, and the orchestrator returns its task
+to the queue at once and restarts it after its restart delay. Events stream as they
+happen; once every task is finished the orchestrator is stopped gracefully and
+`corral status` ends the run.
 """
 
 from __future__ import annotations
@@ -22,13 +24,42 @@ import corral
 
 HERE = Path(__file__).resolve().parent
 DEMO_DIR = HERE.parent / ".corral" / "demo"
-LOOP = HERE / "worker-loop.sh"
-DEADLINE_S = 120
-SETTINGS = {"CORRAL_HEARTBEAT_INTERVAL_S": "2", "CORRAL_RETRY_BASE_S": "2", "CORRAL_LEASE_S": "60"}
+AGENT = HERE / "agent.sh"
+DEADLINE_S = 90
+KILL_AFTER_S = 3.0
+# Short intervals, so that restarts, retries and reconcile passes show within the minute.
+CONFIG = """\
+[heartbeat]
+interval = "1s"
+
+[reconcile]
+interval = "5s"
+
+[retry]
+base = "1s"
+jitter = 0
+
+[process]
+restart_delay = "1s"
+min_uptime = "5s"
+"""
+SHOWN = {
+    "task.claimed",
+    "task.completed",
+    "task.retry_scheduled",
+    "task.failed",
+    "task.unblocked",
+    "task.crashed",
+    "task.lease_expired",
+    "worker.started",
+    "worker.dead",
+    "orchestrator.started",
+    "orchestrator.stopped",
+}
 
 
-def enqueue_workload(store: corral.Store, settings: corral.Settings, rng: random.Random) -> None:
-    """Twenty tasks: mixed priorities, a dependency chain, three that fail once."""
+def enqueue_workload(store: corral.Store, settings: corral.Settings, rng: random.Random) -> int:
+    """Eighteen tasks: a dependency chain, three flaky tasks, the rest plain; how many."""
 
     def add(title: str, **fields: object) -> corral.Task:
         return corral.enqueue(store, corral.NewTask(title=title, **fields), settings=settings)  # type: ignore[arg-type]
@@ -36,108 +67,107 @@ def enqueue_workload(store: corral.Store, settings: corral.Settings, rng: random
     first = add("Design the schema", priority=9)
     second = add("Write the migration", depends_on=(first.id,), priority=5)
     add("Backfill old rows", depends_on=(second.id,))
-    for n in range(17):
-        payload = {"seconds": round(rng.uniform(0.3, 1.2), 2), "fail_times": int(n % 6 == 0)}
-        title = f"Fix issue #{100 + n}" + (" (flaky)" if payload["fail_times"] else "")
-        add(title, priority=rng.randint(0, 5), payload=payload)
+    for n in range(15):
+        flaky = " (flaky)" if n % 5 == 0 else ""
+        add(f"Fix issue #{100 + n}{flaky}", priority=rng.randint(0, 5))
+    return 18
 
 
-def start_loops(env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
-    """Three bash workers, each in its own process group."""
-    return [
-        subprocess.Popen(["bash", str(LOOP), f"loop-{n}"], env=env, start_new_session=True)
-        for n in (1, 2, 3)
-    ]
-
-
-def show_events(store: corral.Store, after_id: int) -> int:
-    """Print events newer than `after_id`; return the newest id."""
+def show_events(store: corral.Store, after_id: int, names: dict[str, str]) -> int:
+    """Print the interesting events newer than `after_id`; return the newest id."""
     for event in store.list_events(corral.EventFilter(after_id=after_id, limit=500)):
-        subject = event.task_id or event.worker_id
+        after_id = event.id
+        if event.name not in SHOWN:
+            continue
+        who = names.get(event.worker_id or "", event.worker_id or "")
         move = f"{event.from_status or ''} -> {event.to_status}" if event.to_status else ""
         why = f"  ({event.reason})" if event.reason else ""
-        print(f"  {event.at:%H:%M:%S}  {event.name:22} {subject:14} {move}{why}", flush=True)
-        after_id = event.id
+        print(
+            f"  {event.at:%H:%M:%S}  {event.name:22} {event.task_id or '':14} {who:7} {move}{why}"
+        )
     return after_id
 
 
-def kill_one_busy_loop(store: corral.Store, loops: list[subprocess.Popen[bytes]]) -> bool:
-    """SIGKILL the process group of a loop whose worker holds a task."""
-    busy = store.list_workers((corral.WorkerStatus.BUSY,))
+def progress(store: corral.Store) -> str:
+    """`done 5/18  running 3  ready 9 ...`."""
+    counts = store.task_counts()
+    total = sum(counts.values())
+    rest = "  ".join(f"{s} {n}" for s, n in counts.items() if s != "done")
+    return f"  -- done {counts.get('done', 0)}/{total}  {rest}"
+
+
+def kill_one_busy_worker(store: corral.Store) -> bool:
+    """SIGKILL a worker process that holds a task."""
+    busy = [w for w in store.list_workers((corral.WorkerStatus.BUSY,)) if w.pid]
     if not busy:
         return False
     victim = busy[0]
-    loop = loops[int(victim.name.rsplit("-", 1)[1]) - 1]
-    print(f"\n  *** killing worker {victim.name} ({victim.id}) with SIGKILL mid-task ***\n")
-    os.killpg(loop.pid, signal.SIGKILL)
-    loop.wait()
+    print(f"\n  *** killing {victim.name} (pid {victim.pid}) with SIGKILL mid-task ***\n")
+    os.kill(victim.pid or 0, signal.SIGKILL)
     return True
 
 
 def unfinished(store: corral.Store) -> int:
     """Tasks not yet done or failed."""
-    final = {corral.TaskStatus.DONE, corral.TaskStatus.FAILED}
-    return sum(t.status not in final for t in store.list_tasks(corral.TaskFilter()))
+    counts = store.task_counts()
+    return sum(n for status, n in counts.items() if status not in ("done", "failed"))
 
 
-def run(store: corral.Store, settings: corral.Settings, env: dict[str, str]) -> None:
-    """Start the loops, reconcile every second, stream events until the work is done."""
-    loops = start_loops(env)
-    started, last_event, killed = time.monotonic(), 0, False
-    try:
-        while unfinished(store) and time.monotonic() - started < DEADLINE_S:
-            time.sleep(1.0)
-            if not killed and time.monotonic() - started > 3:
-                killed = kill_one_busy_loop(store, loops)
-            report = corral.reconcile_once(store, settings=settings)
-            last_event = show_events(store, last_event)
-            if report.total:
-                found = ", ".join(
-                    f"{k.replace('_', ' ')} {v}" for k, v in report.to_dict().items() if v
-                )
-                print(f"  reconcile: {found}", flush=True)
-    finally:
-        for loop in loops:
-            if loop.poll() is None:
-                loop.send_signal(signal.SIGTERM)  # the loop's trap deregisters its worker
-        for loop in loops:
-            loop.wait(timeout=30)
-        show_events(store, last_event)
+def watch(store: corral.Store) -> None:
+    """Stream events and progress until the workload is finished, killing one worker early on."""
+    began, last_event, killed, last_progress = time.monotonic(), 0, False, ""
+    while unfinished(store) and time.monotonic() - began < DEADLINE_S:
+        time.sleep(0.25)
+        if not killed and time.monotonic() - began > KILL_AFTER_S:
+            killed = kill_one_busy_worker(store)
+        names = {w.id: w.name for w in store.list_workers()}
+        last_event = show_events(store, last_event, names)
+        line = progress(store)
+        if line != last_progress:
+            print(line, flush=True)
+            last_progress = line
 
 
-def summarize(store: corral.Store, env: dict[str, str], elapsed_s: float) -> None:
-    """`corral worker list` and the tasks by status."""
-    print("\n$ corral worker list", flush=True)
-    subprocess.run(["corral", "worker", "list"], env=env, check=False)
-    tasks = store.list_tasks(corral.TaskFilter())
-    by_status: dict[str, int] = {}
-    for task in tasks:
-        by_status[str(task.status)] = by_status.get(str(task.status), 0) + 1
-    runs = sum(t.attempts for t in tasks)
-    crashes = sum(t.crashes for t in tasks)
-    print(
-        f"\n{len(tasks)} tasks in {elapsed_s:.1f} s: {by_status}; {runs} runs, {crashes} crash(es)"
-    )
-    print(f"store: {store.url}  (try: CORRAL_DB={store.url} corral events --limit 20)")
+def corral_cli(env: dict[str, str], *args: str) -> int:
+    """Run a corral command, its output shown."""
+    print(f"\n$ corral {' '.join(args)}", flush=True)
+    return subprocess.run(
+        [sys.executable, "-m", "corral.cli.main", *args], env=env, check=False
+    ).returncode
 
 
 def main() -> int:
     """Run the demo from a fresh store."""
-    if shutil.which("jq") is None:
-        print("the demo's bash workers need jq: apt-get install jq (or brew install jq)")
-        return 2
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
     DEMO_DIR.mkdir(parents=True)
+    (DEMO_DIR / "config.toml").write_text(CONFIG)
     db = str(DEMO_DIR / "corral.db")
-    bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, **SETTINGS, "CORRAL_DB": db, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    settings = corral.load_settings(env)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    env["CORRAL_DB"] = db
+    settings = corral.load_settings(env, config_path=str(DEMO_DIR / "config.toml"))
     with corral.open_store(db) as store:
-        enqueue_workload(store, settings, random.Random(7))
-        print(f"20 tasks queued in {db}; starting 3 bash workers (examples/worker-loop.sh)\n")
+        count = enqueue_workload(store, settings, random.Random(7))
+        print(f"{count} tasks queued in {db}")
+        print("$ corral orchestrator start --workers 3 --exec examples/agent.sh\n", flush=True)
         began = time.monotonic()
-        run(store, settings, env)
-        summarize(store, env, time.monotonic() - began)
+        with open(DEMO_DIR / "orchestrator.log", "wb") as log:
+            orchestrator = subprocess.Popen(
+                [sys.executable, "-m", "corral.cli.main", "orchestrator", "start",
+                 "--workers", "3", "--exec", str(AGENT)],
+                env=env, stdout=log, stderr=log, start_new_session=True,
+            )  # fmt: skip
+        try:
+            watch(store)
+        finally:
+            corral_cli(env, "orchestrator", "stop", "--graceful", "--timeout", "30s")
+            orchestrator.wait(timeout=60)
+        corral_cli(env, "status")
+        tasks = store.list_tasks(corral.TaskFilter())
+        runs, crashes = sum(t.attempts for t in tasks), sum(t.crashes for t in tasks)
+        elapsed_s = time.monotonic() - began
+        print(f"\n{len(tasks)} tasks in {elapsed_s:.1f} s; {runs} runs, {crashes} crash(es)")
+        print(f"orchestrator log: {DEMO_DIR / 'orchestrator.log'}")
+        print(f"try: export CORRAL_DB={db}; corral events --limit 20; corral worker logs slot-1")
         return 0 if unfinished(store) == 0 else 1
 
 

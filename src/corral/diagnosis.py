@@ -127,5 +127,7 @@ def _settled(task: Task) -> Reason:
             f"failed ({task.failure_reason}): {error}; `corral retry {task.id}` runs it again",
         )
     if task.status is TaskStatus.IN_REVIEW:
-        return Reason("in_review", "waiting for review")
+        return Reason("in_review", f"waiting for review: `corral approve {task.id}`")
+    if task.status is TaskStatus.APPROVED:
+        return Reason("approved", f"approved, waiting to be merged: `corral merge {task.id}`")
     return Reason(str(task.status), f"{task.status}: nothing more will run")

@@ -9,6 +9,7 @@ fencing token; without one the caller acts as an operator on whatever claim is a
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +41,12 @@ def _lease_s(lease_s: float | None, settings: Settings) -> float:
 
 
 def enqueue(store: Store, spec: NewTask, *, settings: Settings = DEFAULTS) -> Task:
-    """Add a task; attempts and backoff default from `settings` when the spec leaves them."""
+    """Add a task; attempts and backoff default from `settings` when the spec leaves them.
+
+    A task of a queue listed in `review_queues` requires review whatever the spec says.
+    """
+    if spec.queue in settings.review_queues and not spec.requires_review:
+        spec = replace(spec, requires_review=True)
     return store.enqueue(
         spec,
         max_attempts=settings.max_attempts,

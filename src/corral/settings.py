@@ -112,6 +112,35 @@ SPEC: dict[str, Spec] = {
     "env_allow": Spec(
         "env.allow", (), None, "list", "variables passed even when a deny pattern matches"
     ),
+    "worktree_dir": Spec(
+        "worktree.dir", ".corral/worktrees", None, "text", "where task worktrees go (repo-relative)"
+    ),
+    "worktree_branch_template": Spec(
+        "worktree.branch_template",
+        "corral/{worker}/{task}",
+        None,
+        "text",
+        "a task's branch name, from {worker} and {task}",
+    ),
+    "worktree_base": Spec(
+        "worktree.base", "", None, "text", "branch tasks start from (empty: the checked-out one)"
+    ),
+    "worktree_setup": Spec(
+        "worktree.setup", "", None, "text", "command run in each new worktree before the task"
+    ),
+    "merge_strategy": Spec(
+        "worktree.merge_strategy",
+        "merge",
+        None,
+        "text",
+        "how `merge` lands a branch: ff, merge, squash",
+    ),
+    "review_queues": Spec(
+        "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
+    ),
+    "review_stale_after_s": Spec(
+        "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
+    ),
 }
 
 _BY_KEY = {spec.key: name for name, spec in SPEC.items()}
@@ -177,6 +206,21 @@ class PoolSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorktreePolicy:
+    """Where task worktrees go, what their branches are called, how reviews end."""
+
+    dir: str
+    branch_template: str
+    base: str
+    setup: str
+    merge_strategy: str
+    review_stale_after_s: float
+
+
+MERGE_STRATEGIES = ("ff", "merge", "squash")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueLimits:
     """Backpressure for one queue; None means unlimited.
 
@@ -220,6 +264,13 @@ class Settings:
     log_backups: int = int(_default("log_backups"))
     env_deny: tuple[str, ...] = _default("env_deny")
     env_allow: tuple[str, ...] = _default("env_allow")
+    worktree_dir: str = str(_default("worktree_dir"))
+    worktree_branch_template: str = str(_default("worktree_branch_template"))
+    worktree_base: str = str(_default("worktree_base"))
+    worktree_setup: str = str(_default("worktree_setup"))
+    merge_strategy: str = str(_default("merge_strategy"))
+    review_stale_after_s: float = float(_default("review_stale_after_s"))
+    review_queues: tuple[str, ...] = _default("review_queues")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)
     # Where each value came from ("default" when absent); not part of equality.
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -233,6 +284,16 @@ class Settings:
                 )
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
+        if self.merge_strategy not in MERGE_STRATEGIES:
+            raise InvalidInput(
+                "merge_strategy", f"one of {', '.join(MERGE_STRATEGIES)}", self.merge_strategy
+            )
+        if "{task}" not in self.worktree_branch_template:
+            raise InvalidInput(
+                "worktree_branch_template",
+                "a template naming {task}",
+                self.worktree_branch_template,
+            )
 
     @property
     def retry(self) -> RetryPolicy:
@@ -283,6 +344,18 @@ class Settings:
             exec=self.pool_exec,
             kinds=self.pool_kinds,
             queues=self.pool_queues,
+        )
+
+    @property
+    def worktree(self) -> WorktreePolicy:
+        """The worktree and review slice."""
+        return WorktreePolicy(
+            dir=self.worktree_dir,
+            branch_template=self.worktree_branch_template,
+            base=self.worktree_base,
+            setup=self.worktree_setup,
+            merge_strategy=self.merge_strategy,
+            review_stale_after_s=self.review_stale_after_s,
         )
 
     def source_of(self, name: str) -> str:

@@ -8,7 +8,10 @@
                                                              │
                           attempts used up, or lost leases ──┴──► failed   (reason: error, poison …)
     running ──release, or defer (run_after set)──► ready   (the attempt is given back)
-    blocked | ready | running | in_review ──cancel──► cancelled
+    running ──submit──► in_review ──approve (pins the commit)──► approved ──merge──► done
+                        in_review | approved ──request-changes──► ready (same branch)
+                                               approved ──merge conflict──► ready (files recorded)
+    blocked | ready | running | in_review | approved ──cancel──► cancelled
     failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
 
 A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
@@ -34,6 +37,7 @@ class TaskStatus(StrEnum):
     READY = "ready"
     RUNNING = "running"
     IN_REVIEW = "in_review"
+    APPROVED = "approved"
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -54,6 +58,12 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "unblock": frozenset({TaskStatus.BLOCKED}),
     "cancel": frozenset(set(TaskStatus) - FINAL),
     "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
+    # The review flow (corral.review): the branch is handed in, approved at a pinned
+    # commit, merged; changes requested or a merge conflict send it back to work.
+    "submit": frozenset({TaskStatus.RUNNING}),
+    "approve": frozenset({TaskStatus.IN_REVIEW}),
+    "request_changes": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
+    "merge": frozenset({TaskStatus.APPROVED}),
 }
 
 MAX_TITLE_CHARS = 500

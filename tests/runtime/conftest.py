@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
+
+from corral import NewTask, enqueue, load_settings, open_store
 
 PRELUDE = '''
 import json, os, sys, time
@@ -122,3 +125,139 @@ def children(tmp_path: Path) -> Iterator[Children]:
         yield started
     finally:
         started.kill_all()
+
+
+AGENT = """#!/bin/sh
+# A sample agent for pool tests: takes AGENT_SLEEP_S seconds, then succeeds.
+sleep "${AGENT_SLEEP_S:-0.1}"
+"""
+# Short intervals so that restarts, beats and reconcile passes take fractions of a second.
+POOL_ENV = {
+    "CORRAL_HEARTBEAT_INTERVAL_S": "0.2",
+    "CORRAL_RECONCILE_INTERVAL_S": "1",
+    "CORRAL_RESTART_DELAY_S": "0.1",
+    "CORRAL_MAX_RESTART_DELAY_S": "0.4",
+    "CORRAL_MIN_UPTIME_S": "5",
+    "CORRAL_KILL_TIMEOUT_S": "2",
+    "CORRAL_RETRY_BASE_S": "0",
+    "CORRAL_RETRY_JITTER": "0",
+}
+
+
+class Pool:
+    """Orchestrators (`corral orchestrator start`) as real processes on one temporary store."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.db = str(folder / ".corral" / "corral.db")
+        (folder / ".corral").mkdir(parents=True)
+        self.agent = folder / "agent.sh"
+        self.agent.write_text(AGENT)
+        self.agent.chmod(0o755)
+        bin_dir = str(Path(sys.executable).parent)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+        self.env.update(POOL_ENV, CORRAL_DB=self.db, PATH=f"{bin_dir}:{os.environ['PATH']}")
+        self.started: list[subprocess.Popen[bytes]] = []
+        self.store = open_store(self.db)
+
+    def corral(self, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run one corral command against the store."""
+        return subprocess.run(
+            [sys.executable, "-m", "corral.cli.main", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.folder,
+            timeout=timeout_s,
+            check=False,
+        )
+
+    def add(self, count: int, **fields: object) -> list[str]:
+        """Enqueue `count` tasks, with the retry settings of the pool's environment; their ids."""
+        settings = load_settings(self.env)
+        return [
+            enqueue(self.store, NewTask(title=f"task {n}", **fields), settings=settings).id  # type: ignore[arg-type]
+            for n in range(count)
+        ]
+
+    def start(self, *args: str, workers: int = 2) -> subprocess.Popen[bytes]:
+        """Start an orchestrator in the foreground; its log is `log(n)`."""
+        n = len(self.started)
+        with open(self.folder / f"orchestrator-{n}.log", "wb") as log:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "corral.cli.main",
+                    "orchestrator",
+                    "start",
+                    "--workers",
+                    str(workers),
+                    "--exec",
+                    str(self.agent),
+                    *args,
+                ],
+                stdout=log,
+                stderr=log,
+                env=self.env,
+                cwd=self.folder,
+                start_new_session=True,
+            )
+        self.started.append(proc)
+        return proc
+
+    @staticmethod
+    def wait(predicate: Callable[[], bool], timeout_s: float = 30) -> None:
+        """`wait_until`, for test modules (they cannot import this conftest)."""
+        wait_until(predicate, timeout_s)
+
+    def log(self, n: int = 0) -> str:
+        """What orchestrator number `n` has logged so far."""
+        return (self.folder / f"orchestrator-{n}.log").read_text()
+
+    def status(self) -> dict[str, object]:
+        """The state row as `orchestrator status --json` shows it."""
+        return self.store.get_orchestrator().to_dict()
+
+    def wait_running(self, workers: int) -> None:
+        """Until the row is running and `workers` slots have registered workers."""
+
+        def ready() -> bool:
+            state = self.store.get_orchestrator()
+            running = [s for s in state.slots if s["state"] == "running"]
+            return str(state.status) == "running" and len(running) == workers
+
+        wait_until(ready, 30)
+
+    def processes(self) -> list[psutil.Process]:
+        """Live processes whose environment names this store: orchestrators, workers, agents."""
+        found = []
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if (
+                    proc.status() != psutil.STATUS_ZOMBIE
+                    and proc.environ().get("CORRAL_DB") == self.db
+                ):
+                    found.append(proc)
+        return found
+
+    def close(self) -> None:
+        """Kill whatever is left, reap what we started, close the store."""
+        for proc in self.processes():
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        for proc in self.started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        self.store.close()
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[Pool]:
+    """A store and a sample agent for orchestrator tests; nothing outlives the test."""
+    made = Pool(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()

@@ -445,6 +445,19 @@ def test_worker_start_call_runs_a_python_function_by_name(h: Harness) -> None:
     assert (TaskStatus.DONE, "SHOUT") == (h.task(task_id).status, h.task(task_id).result)
 
 
+def test_a_runner_started_by_the_console_script_collects_garbage(h: Harness) -> None:
+    """The `corral` script turns the collector off for short commands; a runner lives long
+    and turns it back on (cycles its tasks make are freed)."""
+    (h.tmp / "gc_probe.py").write_text(
+        "import gc\n\n"
+        "def handle(task, ctx):\n    return {'success': True, 'output': gc.isenabled()}\n"
+    )
+    task_id = h.add("probe")
+    h.env["PYTHONPATH"] = str(h.tmp)
+    assert 0 == h.start("--call", "gc_probe:handle", "--once").wait(30)
+    assert True is h.task(task_id).result
+
+
 def test_worker_start_call_with_a_bad_target_is_exit_2(h: Harness) -> None:
     """An unimportable --call target is a one-line usage error before anything registers."""
     assert 2 == h.start("--call", "no_such_module:handle").wait(30)

@@ -26,7 +26,13 @@ from corral import (
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
 Names = Callable[..., list[str]]
-NON_FINAL = [TaskStatus.BLOCKED, TaskStatus.READY, TaskStatus.RUNNING, TaskStatus.IN_REVIEW]
+NON_FINAL = [
+    TaskStatus.BLOCKED,
+    TaskStatus.READY,
+    TaskStatus.RUNNING,
+    TaskStatus.IN_REVIEW,
+    TaskStatus.APPROVED,
+]
 FINAL = [TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED]
 
 
@@ -41,14 +47,18 @@ def in_state(
             return add("blocked", depends_on=(add("blocker", kind="elsewhere").id,))
         if status is TaskStatus.CANCELLED:
             return corral.cancel(store, add("cancelled").id)
-        task = add(status.value, max_attempts=1, requires_review=status is TaskStatus.IN_REVIEW)
+        reviewed = status in (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
+        task = add(status.value, max_attempts=1, requires_review=reviewed)
         if status is TaskStatus.READY:
             return task
         claim = corral.claim(store, task.id, worker(f"w-{status}").id, settings=settings)
         if status is TaskStatus.FAILED:
             return corral.fail(store, task.id, error="boom", token=claim.token, settings=settings)
-        if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW):
-            return corral.complete(store, task.id, token=claim.token)
+        if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED):
+            done = corral.complete(store, task.id, token=claim.token)
+            if status is TaskStatus.APPROVED:
+                done = store.approve(task.id, commit=None, note=None, actor="test")
+            return done
         return store.get_task(task.id)
 
     return make

@@ -89,8 +89,13 @@ def test_the_transition_table() -> None:
             TaskStatus.READY,
             TaskStatus.RUNNING,
             TaskStatus.IN_REVIEW,
+            TaskStatus.APPROVED,
         },
         "retry": {TaskStatus.FAILED, TaskStatus.CANCELLED},
+        "submit": {TaskStatus.RUNNING},
+        "approve": {TaskStatus.IN_REVIEW},
+        "request_changes": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
+        "merge": {TaskStatus.APPROVED},
     } == {action: set(states) for action, states in ALLOWED_FROM.items()}
 
 
@@ -103,6 +108,13 @@ def test_final_states() -> None:
 
 def test_statuses_are_stable_strings() -> None:
     """Task states serialise as the lower-case names the docs and JSON use."""
-    assert ["blocked", "ready", "running", "in_review", "done", "failed", "cancelled"] == [
-        str(s) for s in TaskStatus
-    ]
+    assert [
+        "blocked",
+        "ready",
+        "running",
+        "in_review",
+        "approved",
+        "done",
+        "failed",
+        "cancelled",
+    ] == [str(s) for s in TaskStatus]

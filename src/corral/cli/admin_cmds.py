@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from corral.cli.commands import Command
+import os
+
+from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 
 
@@ -23,9 +25,22 @@ def cmd_init(ctx: Context) -> int:
 def cmd_reconcile(ctx: Context) -> int:
     """One reconcile pass; prints what it found and fixed."""
     from corral import reconciler
+    from corral.cli.worktree_cmds import prune
+    from corral.runtime.worktree_prune import prune_if_managed
 
     report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
     counts = report.to_dict()
+    from corral.runtime.worker_tmp import prune_tmp
+
+    # After the pass: tasks of dead workers no longer hold worktrees.
+    pruned = (
+        prune(ctx)
+        if ctx.args.repo
+        else prune_if_managed(ctx.store, os.getcwd(), ctx.settings.worktree)
+    )
+    if pruned is not None:
+        counts["worktrees_removed"] = len(pruned.removed)
+    counts["tmp_dirs_removed"] = len(prune_tmp(ctx.db))
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
     ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
     return 0
@@ -33,5 +48,14 @@ def cmd_reconcile(ctx: Context) -> int:
 
 COMMANDS = (
     Command("init", cmd_init, "create the store (.corral/corral.db by default)"),
-    Command("reconcile", cmd_reconcile, "one reconcile pass"),
+    Command(
+        "reconcile",
+        cmd_reconcile,
+        "one reconcile pass",
+        Arg(
+            "--repo",
+            metavar="DIR",
+            help="also prune orphaned worktrees there (default: here, if any)",
+        ),
+    ),
 )

@@ -43,6 +43,15 @@ COMMAND_MODULES = {
     "worker": "worker_cmds",
     "config": "config_cmds",
     "queue": "queue_cmds",
+    "submit": "review_cmds",
+    "review": "review_cmds",
+    "approve": "review_cmds",
+    "request-changes": "review_cmds",
+    "merge": "review_cmds",
+    "worktree": "worktree_cmds",
+    "msg": "msg_cmds",
+    "orchestrator": "orchestrator_cmds",
+    "status": "orchestrator_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
 GROUPS = {
@@ -50,6 +59,10 @@ GROUPS = {
     "run": "one run",
     "config": "the settings in force",
     "queue": "queue depth and backpressure limits",
+    "review": "tasks in review",
+    "worktree": "task worktrees",
+    "msg": "worker and orchestrator inboxes",
+    "orchestrator": "the pool and its reconciler",
 }
 
 

@@ -88,6 +88,14 @@ class Context:
         elif human:
             print(human)
 
+    @staticmethod
+    def long_running() -> None:
+        """Collect garbage again: the console script turns the collector off for commands that
+        live milliseconds (corral.cli.run), but a runner or an orchestrator lives for days."""
+        import gc
+
+        gc.enable()
+
     def close(self) -> None:
         """Close the store if it was opened."""
         if self._store is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.cli.render import table
+from corral.cli.render import queue_table
 from corral.errors import InvalidInput
 
 LIMIT_FLAGS = {"max_ready": "--max-ready", "max_running": "--max-running", "rate": "--rate"}
@@ -41,26 +41,7 @@ def cmd_queue_list(ctx: Context) -> int:
     from corral.queue_limits import queue_stats
 
     stats = queue_stats(ctx.store)
-
-    def limit(value: float | None) -> str:
-        return "-" if value is None else f"{value:g}"
-
-    rows = [
-        (
-            s.queue,
-            s.ready,
-            s.delayed,
-            s.blocked,
-            s.running,
-            limit(s.limits.max_ready),
-            limit(s.limits.max_running),
-            limit(s.limits.rate),
-            s.held or ("full" if s.full else ""),
-        )
-        for s in stats
-    ]
-    headers = ("QUEUE", "READY", "DELAYED", "BLOCKED", "RUNNING", "MAX_READY", "MAX_RUNNING")
-    human = table((*headers, "RATE/MIN", "HELD BACK"), rows) if rows else "no queues"
+    human = queue_table(stats) if stats else "no queues"
     ctx.emit([s.to_dict() for s in stats], human)
     return 0
 

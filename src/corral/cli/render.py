@@ -12,7 +12,9 @@ from corral.tasks import Task
 from corral.workers import Worker
 
 if TYPE_CHECKING:
+    from corral.backpressure import QueueStat
     from corral.events import Event
+    from corral.orchestration import OrchestratorState
     from corral.runs import Run
 
 
@@ -156,3 +158,63 @@ def run_detail(run: Run) -> str:
     data["outcome"] = run_state(run)
     data["prompt"] = data.pop("prompt")
     return key_values(data)
+
+
+def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
+    """The state row in two lines, then one line per pool slot."""
+    if state.pid is None:
+        return "orchestrator: never started on this store"
+
+    def ago(at: datetime | None) -> str:
+        return "never" if at is None else format_duration((now - at).total_seconds()) + " ago"
+
+    config = state.config
+    when = (
+        f"stopped {ago(state.stopped_at)}"
+        if state.stopped_at is not None
+        else f"started {ago(state.started_at)}  last reconcile {ago(state.last_reconcile_at)}"
+    )
+    head = f"orchestrator: {state.status}  pid {state.pid} on {state.host}  {when}"
+    pool = (
+        f"pool: {config.get('workers')} worker(s)  exec {config.get('exec')!r}  "
+        f"kinds {','.join(config.get('kinds') or []) or '*'}  "
+        f"queues {','.join(config.get('queues') or []) or '*'}"
+    )
+    slots = table(
+        ["SLOT", "STATE", "WORKER", "PID", "RESTARTS", "LAST EXIT"],
+        [
+            [s["name"], s["state"], s["worker_id"], s["pid"], s["restarts"], s["last_exit_code"]]
+            for s in state.slots
+        ],
+    )
+    return "\n".join(line for line in (head, pool, slots) if line)
+
+
+def task_counts(counts: dict[str, int]) -> str:
+    """`tasks: ready 3, running 2, done 10` (or `tasks: none`)."""
+    shown = ", ".join(f"{status} {n}" for status, n in counts.items())
+    return f"tasks: {shown or 'none'}"
+
+
+def queue_table(stats: Sequence[QueueStat]) -> str:
+    """Each queue's depth, running tasks, limits and what holds it back now."""
+
+    def limit(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    rows = [
+        (
+            s.queue,
+            s.ready,
+            s.delayed,
+            s.blocked,
+            s.running,
+            limit(s.limits.max_ready),
+            limit(s.limits.max_running),
+            limit(s.limits.rate),
+            s.held or ("full" if s.full else ""),
+        )
+        for s in stats
+    ]
+    headers = ("QUEUE", "READY", "DELAYED", "BLOCKED", "RUNNING", "MAX_READY", "MAX_RUNNING")
+    return table((*headers, "RATE/MIN", "HELD BACK"), rows)

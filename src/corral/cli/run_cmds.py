@@ -40,7 +40,7 @@ def cmd_logs(ctx: Context) -> int:
     path = run.stderr_path if a.stderr else run.transcript_path
     if path is None:
         raise Refused(f"run {run.id} recorded no {what} file")
-    copied = _follow(ctx, run.id, path) if a.follow else _copy_from(path, 0, sys.stdout.buffer)
+    copied = _follow(ctx, run.id, path) if a.follow else copy_from(path, 0, sys.stdout.buffer)
     if copied is None:
         raise Refused(f"the {what} of run {run.id} is missing: {path} does not exist")
     return 0
@@ -57,14 +57,14 @@ def _follow(ctx: Context, run_id: str, path: str) -> int | None:
     clock, offset = SystemClock(), None
     while True:
         finished = ctx.store.get_run(run_id).finished
-        copied = _copy_from(path, offset or 0, sys.stdout.buffer)
+        copied = copy_from(path, offset or 0, sys.stdout.buffer)
         offset = offset if copied is None else copied
         if finished:
             return offset
         clock.sleep(FOLLOW_POLL_S)
 
 
-def _copy_from(path: str, offset: int, out: BinaryIO) -> int | None:
+def copy_from(path: str, offset: int, out: BinaryIO) -> int | None:
     """Write the file's bytes from `offset` on to `out`; the new offset, or None if no file."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, after the missing-file case

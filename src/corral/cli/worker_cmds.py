@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
@@ -170,6 +171,43 @@ def cmd_stop(ctx: Context) -> int:
     return 0
 
 
+def cmd_logs(ctx: Context) -> int:
+    """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
+    from corral.cli.run_cmds import copy_from
+    from corral.errors import Refused
+    from corral.store.location import state_dir
+
+    ident = ctx.args.id
+    worker = None if not ident.startswith("w-") else ctx.store.get_worker(ident)
+    name = ident if worker is None else worker.name
+    path = os.path.join(state_dir(ctx.db), "logs", "workers", f"{name}.log")
+    offset = copy_from(path, 0, sys.stdout.buffer)
+    if offset is None:
+        raise Refused(f"{ident} has no pool log: {path} does not exist")
+    if ctx.args.follow:
+        _follow_log(ctx, path, offset, worker.id if worker else None)
+    return 0
+
+
+def _follow_log(ctx: Context, path: str, offset: int, worker_id: str | None) -> None:
+    """Print what is appended until the worker is gone (or Ctrl-C); a rotation starts over."""
+    from corral.cli.run_cmds import FOLLOW_POLL_S, copy_from
+    from corral.clock import SystemClock
+    from corral.workers import GONE
+
+    clock = SystemClock()
+    while True:
+        gone = worker_id is not None and ctx.store.get_worker(worker_id).status in GONE
+        with suppress(OSError):
+            if os.path.getsize(path) < offset:  # copied and truncated by the rotation
+                offset = 0
+        copied = copy_from(path, offset, sys.stdout.buffer)
+        offset = offset if copied is None else copied
+        if gone:
+            return
+        clock.sleep(FOLLOW_POLL_S)
+
+
 def _exec_or_call(parser: argparse.ArgumentParser) -> None:
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument(
@@ -241,6 +279,15 @@ COMMANDS = (
             help="how long SIGTERM waits for tasks (default 5m)",
         ),
         Arg("--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"),
+        Arg(
+            "--worktree",
+            action="store_true",
+            help="run each task in its own git worktree and branch",
+        ),
+        Arg("--base", help="branch worktrees start from (default worktree.base, or HEAD's)"),
+        Arg(
+            "--keep-worktrees", action="store_true", help="keep each task's worktree after it ends"
+        ),
         customize=_exec_or_call,
     ),
     Command(
@@ -249,6 +296,13 @@ COMMANDS = (
         "stop a worker's runner (now, or --graceful)",
         ID,
         Arg("--graceful", action="store_true", help="finish the current task first (SIGTERM)"),
+    ),
+    Command(
+        "worker logs",
+        cmd_logs,
+        "a pool worker's log (id or slot name)",
+        Arg("id", help="worker id (w-...) or pool slot name (slot-1)"),
+        Arg("--follow", action="store_true", help="keep printing until the worker is gone"),
     ),
     Command(
         "worker list",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
+    ctx.long_running()
     from corral.runtime.runner import Runner, RunnerConfig
 
     a = ctx.args
@@ -35,7 +36,43 @@ def start_worker(ctx: Context) -> int:
         shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
     )
     job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
-    return Runner(ctx.store, config, job, settings=ctx.settings).run()
+    worktrees = _worktrees(ctx, a) if a.worktree else None
+    if a.exec is None:
+        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    from dataclasses import replace
+
+    from corral.runtime.worker_tmp import make_tmp, remove_tmp
+
+    tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
+    try:
+        job = replace(job, extra_env={**job.extra_env, "TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp})
+        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+    finally:
+        remove_tmp(tmp)
+
+
+def _worktrees(ctx: Context, a: Args) -> Any:
+    """Each task in its own git worktree (`--worktree`); git is checked before registering."""
+    from corral.logs import logger
+    from corral.runtime.task_worktrees import TaskWorktrees
+    from corral.runtime.worktrees import Worktrees
+
+    if a.exec is None:
+        raise InvalidInput("worktree", "a command worker (--exec); --call runs in this process")
+    policy = ctx.settings.worktree
+    trees = Worktrees.open(a.workdir or os.getcwd(), policy)
+    base = a.base or policy.base or trees.default_base()
+    if trees.git.commit_of(base) is None:
+        raise InvalidInput("base", "a branch or commit of the repository", base)
+    return TaskWorktrees(
+        ctx.store,
+        trees,
+        worker_name=a.name,
+        base_ref=base,
+        setup=policy.setup,
+        keep=a.keep_worktrees,
+        log=logger("corral.worker"),
+    )
 
 
 def _duration(field: str, raw: str | None, default: float) -> float:

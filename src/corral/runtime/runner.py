@@ -51,6 +51,7 @@ from corral.runtime.executor import end_marked_processes
 from corral.runtime.heartbeat import Heartbeat
 from corral.runtime.outcome import Done, Ending
 from corral.runtime.pytask import Execute, TaskContext, run_callable
+from corral.runtime.task_worktrees import TaskWorktrees
 from corral.settings import Settings
 from corral.store import Store
 from corral.tasks import Task
@@ -66,6 +67,7 @@ _AGENT_REPORTS = {
     "task.deferred": RunOutcome.DEFERRED,
     "task.retry_scheduled": RunOutcome.FAILED,
     "task.failed": RunOutcome.FAILED,
+    "task.submitted": RunOutcome.DONE,
 }
 
 
@@ -108,8 +110,10 @@ class Runner:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         log: logging.Logger | None = None,
+        worktrees: TaskWorktrees | None = None,
     ) -> None:
         self._store, self._config, self._job, self._settings = store, config, job, settings
+        self._worktrees = worktrees  # each command task in its own git worktree
         self._clock = clock or SystemClock()
         self._rng = rng or random.Random()
         self._log = log or logger("corral.worker")
@@ -128,26 +132,33 @@ class Runner:
 
     def run(self) -> int:
         """Run until told to stop (or out of work with --once / --max-tasks)."""
-        self._recover_dead_incarnations()
-        beat = registry.register(self._store, self._new_worker(), settings=self._settings)
-        self.worker_id = beat.worker.id
-        event(
-            self._log,
-            "worker.started",
-            worker_id=self.worker_id,
-            name=self._config.name,
-            pid=os.getpid(),
-        )
-        self._heartbeat = Heartbeat(
-            self._store, self.worker_id, settings=self._settings, clock=self._clock, log=self._log
-        )
-        self._heartbeat.start()
+        # Before registering: a stop that comes as soon as the worker shows up is a stop.
         previous = self._install_signal_handlers()
         try:
-            self._run_slots()
+            self._recover_dead_incarnations()
+            beat = registry.register(self._store, self._new_worker(), settings=self._settings)
+            self.worker_id = beat.worker.id
+            event(
+                self._log,
+                "worker.started",
+                worker_id=self.worker_id,
+                name=self._config.name,
+                pid=os.getpid(),
+            )
+            self._heartbeat = Heartbeat(
+                self._store,
+                self.worker_id,
+                settings=self._settings,
+                clock=self._clock,
+                log=self._log,
+            )
+            self._heartbeat.start()
+            try:
+                self._run_slots()
+            finally:
+                self._heartbeat.stop()
+                self._deregister()
         finally:
-            self._heartbeat.stop()
-            self._deregister()
             self._restore_signal_handlers(previous)  # after: a late signal cannot cut it short
         return self._exit_code()
 
@@ -334,6 +345,8 @@ class Runner:
             outcome = self._give_up(claim, run_id, f"runner error: {type(exc).__name__}: {exc}")
         finally:
             self._heartbeat.drop(claim.task_id)
+            if self._worktrees is not None:
+                self._worktrees.leave(claim.task_id)
         if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN):
             with self._lock:
                 self._unsuccessful += 1
@@ -350,6 +363,7 @@ class Runner:
         """Run the task and report it; store hiccups while reporting are retried."""
         task = self._retrying(lambda: self._store.get_task(claim.task_id))
         done = self._perform(task, claim, run_id)
+        final_commit = self._worktrees.final_commit(task.id) if self._worktrees else None
         outcome, error = self._retrying(lambda: self._report(task, claim, done))
         try:
             self._retrying(
@@ -359,7 +373,7 @@ class Runner:
                     exit_code=done.exit_code,
                     error=error,
                     usage=done.usage,
-                    final_commit=None,
+                    final_commit=final_commit,
                 )
             )
         except Refused:  # closed already: this worker was declared dead meanwhile
@@ -403,7 +417,10 @@ class Runner:
             return self._stop_reason(task.id)
 
         if isinstance(self._job, CommandJob):
-            prepared = command_task.prepare(self._job, task, claim, run_id, self._store.url)
+            job, base_commit = self._job, None
+            if self._worktrees is not None:
+                job, base_commit = self._worktrees.enter(task, claim, job)
+            prepared = command_task.prepare(job, task, claim, run_id, self._store.url)
             spec = prepared.spec
             self._start_run(
                 task,
@@ -414,9 +431,10 @@ class Runner:
                 cwd=spec.cwd,
                 transcript=spec.transcript_path,
                 stderr=spec.stderr_path,
+                base_commit=base_commit,
             )
             return command_task.perform(
-                self._job,
+                job,
                 prepared,
                 clock=self._clock,
                 stop=stop,
@@ -460,6 +478,7 @@ class Runner:
         cwd: str,
         transcript: str | None,
         stderr: str | None,
+        base_commit: str | None = None,
     ) -> None:
         self._store.start_run(
             NewRun(
@@ -472,6 +491,7 @@ class Runner:
                 cwd=cwd,
                 transcript_path=transcript,
                 stderr_path=stderr,
+                base_commit=base_commit,
             ),
             run_id=run_id,
         )
@@ -562,6 +582,10 @@ def process_alive(pid: int | None, registered_at_s: float) -> bool:
     if pid is None:
         return True  # cannot tell: leave it to the reconciler
     try:
-        return psutil.Process(pid).create_time() <= registered_at_s + 1.0
+        process = psutil.Process(pid)
+        return bool(
+            process.create_time() <= registered_at_s + 1.0
+            and process.status() != psutil.STATUS_ZOMBIE  # exited, not yet reaped
+        )
     except psutil.Error:
         return False

@@ -13,15 +13,29 @@ from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.base import Driver
 from corral.store.claim_ops import ClaimOps
+from corral.store.message_ops import MessageOps
+from corral.store.orchestrator_ops import OrchestratorOps
 from corral.store.queue_ops import QueueOps
 from corral.store.recovery_ops import RecoveryOps
+from corral.store.review_ops import ReviewOps
 from corral.store.run_ops import RunOps
 from corral.store.task_ops import TaskOps
 from corral.store.worker_ops import WorkerOps
 
 
-class Store(TaskOps, ClaimOps, WorkerOps, RecoveryOps, RunOps, QueueOps):
-    """Tasks, claims, workers, reconciliation, runs and queue limits over one driver."""
+class Store(
+    TaskOps,
+    ClaimOps,
+    WorkerOps,
+    RecoveryOps,
+    RunOps,
+    QueueOps,
+    ReviewOps,
+    MessageOps,
+    OrchestratorOps,
+):
+    """Every state change corral makes, over one driver: tasks, claims, workers, repair,
+    runs, queue limits, reviews, messages and the orchestrator row."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

@@ -38,8 +38,12 @@ def config_path(db: str) -> str:
     return os.path.join(folder, "config.toml")
 
 
+def state_dir(db: str) -> str:
+    """The folder of a SQLite file (`.corral/`), else `.corral`: runs, logs, temp dirs, pid file."""
+    path = db.removeprefix("sqlite:///")
+    return os.path.dirname(os.path.abspath(path)) if "://" not in path else DEFAULT_DIR
+
+
 def runs_dir(db: str) -> str:
     """Where run transcripts go: `runs/` beside a SQLite file, else `.corral/runs`."""
-    path = db.removeprefix("sqlite:///")
-    folder = os.path.dirname(os.path.abspath(path)) if "://" not in path else DEFAULT_DIR
-    return os.path.join(folder, "runs")
+    return os.path.join(state_dir(db), "runs")

@@ -16,6 +16,8 @@ from corral.workers import Worker, WorkerStatus
 
 if TYPE_CHECKING:
     from corral.events import Event
+    from corral.messages import Message
+    from corral.reviews import Review
     from corral.runs import Run
 
 
@@ -146,4 +148,39 @@ def run(driver: Driver, row: Row) -> Run:
         stalled_at=_maybe_instant(driver, row["stalled_at"]),
         last_progress_at=_maybe_instant(driver, row["last_progress_at"]),
         progress=row["progress"],
+    )
+
+
+def review(driver: Driver, row: Row) -> Review:
+    """A `reviews` row."""
+    files = row["conflict_files"]
+    from corral.reviews import Review
+
+    return Review(
+        task_id=row["task_id"],
+        base_ref=row["base_ref"],
+        worktree_path=row["worktree_path"],
+        note=row["note"],
+        pr_url=row["pr_url"],
+        approved_commit=row["approved_commit"],
+        approve_note=row["approve_note"],
+        changes_note=row["changes_note"],
+        conflict_files=None if files is None else tuple(driver.json(files)),
+        merged_commit=row["merged_commit"],
+    )
+
+
+def message(driver: Driver, row: Row) -> Message:
+    """A `list_messages` row: a message with its acknowledgement, if any."""
+    from corral.messages import Message
+
+    return Message(
+        id=row["id"],
+        at=driver.instant(row["at"]),
+        sender=row["sender"],
+        recipient=row["recipient"],
+        type=row["type"],
+        body=_maybe_json(driver, row["body"]),
+        acked_at=_maybe_instant(driver, row["acked_at"]),
+        acked_by=row["acked_by"],
     )

@@ -84,6 +84,11 @@ class TaskOps:
             )
             return [rows.task(self._driver, r) for r in found]
 
+    def task_counts(self) -> dict[str, int]:
+        """How many tasks are in each status (statuses with none are left out)."""
+        with self._driver.read() as tx:
+            return {row["status"]: row["n"] for row in tx.all("count_tasks_by_status")}
+
     def ready_tasks(
         self, *, queue: str | None, kinds: tuple[str, ...], limit: int, worker: Worker | None = None
     ) -> list[Task]:

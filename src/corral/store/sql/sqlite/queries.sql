@@ -39,6 +39,9 @@ WHERE status = 'ready' AND run_after <= :now
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
+-- name: count_tasks_by_status
+SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
+
 -- name: dependency_statuses
 SELECT d.depends_on AS id, t.status AS status
 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
@@ -356,3 +359,104 @@ SELECT n.queue,
 FROM names n LEFT JOIN queue_limits l ON l.queue = n.queue
 WHERE :queue IS NULL OR n.queue = :queue
 ORDER BY n.queue;
+
+-- name: set_task_branch
+UPDATE tasks SET branch = :branch WHERE id = :task_id;
+
+-- name: get_review
+SELECT * FROM reviews WHERE task_id = :task_id;
+
+-- name: reviews_of
+SELECT * FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: save_review
+INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
+                     approve_note, changes_note, conflict_files, merged_commit)
+VALUES (:task_id, :base_ref, :worktree_path, :note, :pr_url, :approved_commit,
+        :approve_note, :changes_note, :conflict_files, :merged_commit)
+ON CONFLICT (task_id) DO UPDATE
+SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
+    note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
+    approve_note = excluded.approve_note, changes_note = excluded.changes_note,
+    conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit;
+
+-- name: move_reviewed_task
+-- in_review, approved and done along the review flow; finished_at only when done.
+UPDATE tasks
+SET status = :to_status, updated_at = :now,
+    finished_at = CASE WHEN :to_status = 'done' THEN :now END
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: reopen_task
+-- Back to work on the same branch (changes requested, a merge conflict), with a fresh
+-- attempt budget: review rounds are not failures.
+UPDATE tasks
+SET status = 'ready', attempts = 0, crashes = 0, failure_reason = NULL,
+    last_error = coalesce(:reason, last_error), run_after = :now, updated_at = :now,
+    finished_at = NULL
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: inbox_owner
+-- A worker's inbox is its name, so it outlives the worker's restarts (new ids).
+SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
+
+-- name: insert_message
+INSERT INTO messages (at, sender, recipient, type, body)
+VALUES (:now, :sender, :recipient, :type, :body)
+RETURNING id;
+
+-- name: list_messages
+SELECT m.*, a.at AS acked_at, a.actor AS acked_by
+FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
+WHERE (:recipient IS NULL OR m.recipient = :recipient)
+  AND m.id > :after_id
+  AND (:unacked = 0 OR a.message_id IS NULL)
+ORDER BY m.id
+LIMIT :limit;
+
+-- name: get_message
+SELECT m.*, a.at AS acked_at, a.actor AS acked_by
+FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
+WHERE m.id = :message_id;
+
+-- name: ack_message
+INSERT INTO message_acks (message_id, at, actor) VALUES (:message_id, :now, :actor)
+ON CONFLICT (message_id) DO NOTHING;
+
+-- The orchestrator's state row (id 1). Taking it is one compare-and-set: the row is
+-- stopped, or still exactly as the caller saw it when it judged the holder dead.
+
+-- name: get_orchestrator
+SELECT * FROM orchestrator WHERE id = 1;
+
+-- name: acquire_orchestrator
+UPDATE orchestrator
+SET status = 'starting', pid = :pid, host = :host, started_at = :now, heartbeat_at = :now,
+    last_reconcile_at = NULL, stopped_at = NULL, stop_timeout_s = NULL, config = :config,
+    slots = '[]'
+WHERE id = 1
+  AND (status = 'stopped'
+       OR (pid IS :seen_pid AND host IS :seen_host AND started_at IS :seen_started_at
+           AND heartbeat_at IS :seen_heartbeat_at))
+RETURNING *;
+
+-- name: set_orchestrator_status
+UPDATE orchestrator
+SET status = :to_status,
+    stopped_at = CASE WHEN :to_status = 'stopped' THEN :now ELSE stopped_at END
+WHERE id = 1 AND pid = :pid AND host = :host
+  AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING *;
+
+-- name: beat_orchestrator
+UPDATE orchestrator
+SET heartbeat_at = :now, slots = :slots,
+    last_reconcile_at = CASE WHEN :reconciled THEN :now ELSE last_reconcile_at END
+WHERE id = 1 AND pid = :pid AND host = :host
+  AND status IN ('starting', 'running', 'stopping');
+
+-- name: request_orchestrator_stop
+UPDATE orchestrator
+SET status = 'stopping', stop_timeout_s = :stop_timeout_s
+WHERE id = 1 AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING *;

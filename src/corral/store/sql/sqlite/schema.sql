@@ -1,4 +1,4 @@
--- The current schema of a corral SQLite database, version 3.
+-- The current schema of a corral SQLite database, version 5.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
@@ -12,7 +12,8 @@ CREATE TABLE tasks (
     kind            TEXT    NOT NULL,
     priority        INTEGER NOT NULL DEFAULT 0,
     status          TEXT    NOT NULL CHECK (status IN
-                        ('blocked', 'ready', 'running', 'in_review', 'done', 'failed', 'cancelled')),
+                        ('blocked', 'ready', 'running', 'in_review', 'approved', 'done', 'failed',
+                         'cancelled')),
     payload         TEXT    NOT NULL DEFAULT '{}',
     labels          TEXT    NOT NULL DEFAULT '{}',
     assignee        TEXT,
@@ -173,3 +174,68 @@ CREATE VIEW worker_view AS
 SELECT w.*,
        (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active') AS active
 FROM workers w;
+
+-- The review of a task's branch: where it came from, what was said, what was approved.
+-- The task's status says where the review stands; this row keeps the details.
+CREATE TABLE reviews (
+    task_id         TEXT    PRIMARY KEY REFERENCES tasks (id),
+    base_ref        TEXT,
+    worktree_path   TEXT,
+    note            TEXT,
+    pr_url          TEXT,
+    approved_commit TEXT,
+    approve_note    TEXT,
+    changes_note    TEXT,
+    conflict_files  TEXT,
+    merged_commit   TEXT
+) WITHOUT ROWID;
+
+-- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
+-- in id order. An acknowledgement is a row of its own, so a message never changes.
+CREATE TABLE messages (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at        REAL    NOT NULL,
+    sender    TEXT    NOT NULL,
+    recipient TEXT    NOT NULL,
+    type      TEXT    NOT NULL,
+    body      TEXT
+);
+
+CREATE INDEX messages_by_recipient ON messages (recipient, id);
+
+CREATE TRIGGER messages_never_change BEFORE UPDATE ON messages
+BEGIN
+    SELECT RAISE(ABORT, 'messages are append-only');
+END;
+
+CREATE TRIGGER messages_never_go BEFORE DELETE ON messages
+BEGIN
+    SELECT RAISE(ABORT, 'messages are append-only');
+END;
+
+CREATE TABLE message_acks (
+    message_id INTEGER PRIMARY KEY REFERENCES messages (id),
+    at         REAL    NOT NULL,
+    actor      TEXT    NOT NULL
+);
+
+-- The orchestrator in charge of this store, or the last one that was. Starting takes the
+-- row by compare-and-set (stopped, or the observed dead holder); heartbeat_at lets an
+-- orchestrator on another host see that the holder died. `slots` is the pool as the
+-- holder last wrote it (JSON list), `config` the settings it runs with (JSON object).
+CREATE TABLE orchestrator (
+    id                INTEGER PRIMARY KEY CHECK (id = 1),
+    status            TEXT    NOT NULL DEFAULT 'stopped'
+                          CHECK (status IN ('stopped', 'starting', 'running', 'stopping')),
+    pid               INTEGER,
+    host              TEXT,
+    started_at        REAL,
+    heartbeat_at      REAL,
+    last_reconcile_at REAL,
+    stopped_at        REAL,
+    stop_timeout_s    REAL,
+    config            TEXT    NOT NULL DEFAULT '{}',
+    slots             TEXT    NOT NULL DEFAULT '[]'
+);
+
+INSERT INTO orchestrator (id) VALUES (1);

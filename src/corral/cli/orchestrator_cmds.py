@@ -1,0 +1,226 @@
+"""`corral orchestrator start | status | stop`: the store's one orchestrator and its pool."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from corral.cli import parsing, render
+from corral.cli.commands import Arg, Command
+from corral.cli.context import Context
+from corral.errors import Refused
+from corral.store.location import state_dir
+
+if TYPE_CHECKING:
+    from corral.cli.context import Args
+    from corral.settings import Settings
+
+DEFAULT_STOP_TIMEOUT_S = 300.0
+PID_FILE = "orchestrator.pid"
+LOG_FILE = os.path.join("logs", "orchestrator.log")
+
+
+def cmd_start(ctx: Context) -> int:
+    """Run the orchestrator here (or, with --daemon, in the background) until stopped."""
+    ctx.long_running()
+    from corral.runtime.orchestrator import Orchestrator, Placement
+    from corral.runtime.worker_process import Layout
+    from corral.store.location import config_path
+
+    settings = ctx.settings.with_values(_pool_flags(ctx.args), "command line")
+    folder = state_dir(ctx.db)
+    placement = Placement(
+        db=ctx.db,
+        config_path=config_path(ctx.db),
+        layout=Layout(logs_dir=os.path.join(folder, "logs", "workers")),
+        host=ctx.args.hostname or os.uname().nodename,
+    )
+    orchestrator = Orchestrator(ctx.store, settings=settings, placement=placement)  # validates
+    if ctx.args.daemon:
+        return _daemonize(ctx)
+    pid_file = os.path.join(folder, PID_FILE)
+    try:
+        code = orchestrator.run(on_held=lambda: _on_held(ctx, settings, pid_file))
+    finally:
+        _remove_pid_file(pid_file)
+    return code
+
+
+def _on_held(ctx: Context, settings: Settings, pid_file: str) -> None:
+    """Once this orchestrator holds the store: its pid file, and the config's queue limits."""
+    from corral.queue_limits import apply_configured_limits
+
+    _write_pid_file(pid_file)
+    apply_configured_limits(ctx.store, settings)
+
+
+def _pool_flags(a: Args) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if a.workers is not None:
+        values["pool_workers"] = parsing.whole("workers", a.workers, minimum=1)
+    if a.exec is not None:
+        values["pool_exec"] = a.exec
+    if a.kind:
+        values["pool_kinds"] = list(a.kind)
+    if a.queue:
+        values["pool_queues"] = list(a.queue)
+    return values
+
+
+def _write_pid_file(path: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"{os.getpid()}\n")
+
+
+def _remove_pid_file(path: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            mine = handle.read().strip() == str(os.getpid())
+    except OSError:
+        return
+    if mine:
+        os.unlink(path)
+
+
+def _daemonize(ctx: Context) -> int:
+    """Start this command again without --daemon, detached; wait until it holds the row."""
+    import subprocess
+
+    from corral.clock import SystemClock
+    from corral.orchestration import OrchestratorStatus
+
+    folder = state_dir(ctx.db)
+    log_path = os.path.join(folder, LOG_FILE)
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    argv = [a for a in sys.argv[1:] if a != "--daemon"]
+    with open(log_path, "ab") as log:
+        # S603: this same corral command line, re-run without --daemon.
+        child = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "corral.cli.main", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "CORRAL_DB": ctx.db},
+            start_new_session=True,
+        )
+    clock = SystemClock()
+    deadline = clock.monotonic() + 30.0
+    while clock.monotonic() < deadline:
+        if child.poll() is not None:
+            raise Refused(f"the orchestrator exited at once: {_last_line(log_path)}")
+        state = ctx.store.get_orchestrator()
+        if state.pid == child.pid and state.status is OrchestratorStatus.RUNNING:
+            ctx.emit(
+                {"pid": child.pid, "log": log_path},
+                f"orchestrator running in the background (pid {child.pid}); log: {log_path}",
+            )
+            return 0
+        clock.sleep(0.05)
+    raise Refused(f"the orchestrator did not start within 30 s; see {log_path}")
+
+
+def _last_line(path: str) -> str:
+    """The log's last line without the `corral: error: ` prefix (the child's reason)."""
+    with open(path, "rb") as handle:
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4096))
+        lines = handle.read().decode(errors="replace").strip().splitlines()
+    return (lines[-1] if lines else f"see {path}").removeprefix("corral: error: ")
+
+
+def cmd_status(ctx: Context) -> int:
+    """The state row and the pool it last reported."""
+    state = ctx.store.get_orchestrator()
+    ctx.emit(state.to_dict(), render.orchestrator_status(state, ctx.store.now()))
+    return 0
+
+
+def cmd_overview(ctx: Context) -> int:
+    """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks."""
+    from corral.runtime import leftovers
+    from corral.workers import WorkerStatus
+
+    store = ctx.store
+    state = store.get_orchestrator()
+    workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
+    counts = store.task_counts()
+    queues = store.queue_stats()
+    left = leftovers.find(store)
+    now = store.now()
+    data = {
+        "orchestrator": state.to_dict(),
+        "workers": [w.to_dict() for w in workers],
+        "queues": [q.to_dict() for q in queues],
+        "tasks": counts,
+        "leftovers": [leftover.to_dict() for leftover in left],
+    }
+    shown = ", ".join(f"pid {x.pid} (run {x.run_id})" for x in left)
+    human = [
+        render.orchestrator_status(state, now),
+        render.worker_table(workers, now) or "workers: none live",
+        render.queue_table(queues) if queues else "queues: none with work or limits",
+        render.task_counts(counts) + f"\nleft behind by finished runs: {shown or 'none'}",
+    ]
+    ctx.emit(data, "\n\n".join(human))
+    return 0
+
+
+def cmd_stop(ctx: Context) -> int:
+    """Mark the orchestrator stopping, signal it, and wait until it has stopped."""
+    import signal
+
+    from corral.clock import SystemClock
+    from corral.orchestration import OrchestratorStatus
+    from corral.runtime.runner import process_alive
+
+    a = ctx.args
+    grace_s = parsing.duration("timeout", a.timeout)
+    grace_s = (DEFAULT_STOP_TIMEOUT_S if grace_s is None else grace_s) if a.graceful else 0.0
+    state = ctx.store.get_orchestrator()
+    if state.status is OrchestratorStatus.STOPPED:
+        raise Refused("no orchestrator is running on this store (it is stopped)")
+    if state.host != os.uname().nodename or state.pid is None:
+        raise Refused(f"the orchestrator runs on {state.host} (pid {state.pid}): stop it there")
+    started_s = state.started_at.timestamp() if state.started_at else 0.0
+    if not process_alive(state.pid, started_s):
+        raise Refused(
+            f"the orchestrator (pid {state.pid}) is not running; the next start takes its place"
+        )
+    ctx.store.request_orchestrator_stop(stop_timeout_s=grace_s)
+    os.kill(state.pid, signal.SIGTERM)
+    clock = SystemClock()
+    deadline = clock.monotonic() + grace_s + ctx.settings.kill_timeout_s + 30.0
+    final = ctx.store.get_orchestrator()
+    while final.status is not OrchestratorStatus.STOPPED and clock.monotonic() < deadline:
+        if not process_alive(state.pid, started_s):
+            break
+        clock.sleep(0.05)
+        final = ctx.store.get_orchestrator()
+    if final.status is not OrchestratorStatus.STOPPED:
+        raise Refused(f"the orchestrator (pid {state.pid}) did not stop; it is {final.status}")
+    ctx.emit(final.to_dict(), f"orchestrator stopped (pid {state.pid})")
+    return 0
+
+
+COMMANDS = (
+    Command(
+        "orchestrator start",
+        cmd_start,
+        "run the orchestrator until stopped",
+        Arg("--workers", help="worker processes to keep running (default pool.workers)"),
+        Arg("--exec", metavar="CMD", help="command each worker runs per task (pool.exec)"),
+        Arg("--kind", action="append", help="kind the workers take, repeatable"),
+        Arg("--queue", action="append", help="queue the workers serve, repeatable"),
+        Arg("--daemon", action="store_true", help="detach; log to .corral/logs/"),
+        Arg("--hostname", help="host name recorded in the state row (default: this host)"),
+    ),
+    Command("orchestrator status", cmd_status, "the orchestrator and its pool"),
+    Command(
+        "orchestrator stop",
+        cmd_stop,
+        "stop the orchestrator and its workers",
+        Arg("--graceful", action="store_true", help="let running tasks finish (up to --timeout)"),
+        Arg("--timeout", metavar="DURATION", help="how long tasks may finish (default 5m)"),
+    ),
+    Command("status", cmd_overview, "one screen: orchestrator, pool, workers, queues, tasks"),
+)

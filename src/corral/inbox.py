@@ -1,0 +1,38 @@
+"""Use cases of the message channel: send (with the effect of `drain` and `cancel`), ack.
+
+`drain` to a worker marks it draining before the message is appended; `cancel` with
+`{"task_id": ...}` cancels that task first (its holder finds its token stale at its next
+report and its runner stops the command). Either effect is its own compare-and-set; if
+it is refused, nothing is appended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.errors import InvalidInput
+from corral.messages import ORCHESTRATOR, Message, NewMessage
+from corral.store import Store
+from corral.workers import WORKER_ALLOWED_FROM
+
+
+def send(store: Store, *, to: str, type: str, body: Any = None, sender: str) -> Message:
+    """Append a message to `to`'s inbox, applying `drain` and `cancel` first."""
+    spec = NewMessage(sender=sender, recipient=to, type=type, body=body)
+    if type == "drain" and to != ORCHESTRATOR:
+        for worker in store.list_workers():
+            if to in (worker.id, worker.name) and worker.status in WORKER_ALLOWED_FROM["drain"]:
+                store.drain_worker(worker.id, actor=sender)
+    elif type == "cancel":
+        task_id = body.get("task_id") if isinstance(body, dict) else None
+        if not isinstance(task_id, str):
+            raise InvalidInput("body", 'an object naming the task, {"task_id": "t-..."}', body)
+        store.cancel(task_id, reason=f"cancelled by a message from {sender}", actor=sender)
+    return store.send_message(spec)
+
+
+def ack(store: Store, message_id: str, *, actor: str) -> Message:
+    """Acknowledge message `message_id` (a whole number)."""
+    if not message_id.isdigit():
+        raise InvalidInput("id", "a message id (a whole number)", message_id)
+    return store.ack_message(int(message_id), actor=actor)

@@ -1,0 +1,109 @@
+"""The orchestrator's state row and its pool slots: records, states, and who holds the row.
+
+    orchestrator:  stopped ──start (compare-and-set)──► starting ──pool up──► running
+                   running | starting ──stop / SIGTERM──► stopping ──pool gone──► stopped
+                   a holder that died (its pid gone on its host, or its heartbeat too old)
+                   is replaced by the next start, by compare-and-set on what it observed
+
+    slot:          starting ──worker registered──► running ──exit──► backoff ──delay──► starting
+                   backoff past max_restarts ──► failed ──max_restart_delay──► starting (fresh)
+                   any ──stop──► stopping ──exit──► stopped
+
+One orchestrator holds a store's row at a time; `holder_is_dead` is the pure rule a new
+one applies before it tries the compare-and-set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from corral.durations import iso
+
+if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
+    from corral.settings import LivenessPolicy
+
+
+class OrchestratorStatus(StrEnum):
+    """Where the store's orchestrator is in its life."""
+
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+
+
+LIVE = frozenset(
+    {OrchestratorStatus.STARTING, OrchestratorStatus.RUNNING, OrchestratorStatus.STOPPING}
+)
+STOPPABLE = frozenset({OrchestratorStatus.STARTING, OrchestratorStatus.RUNNING})
+
+
+class SlotState(StrEnum):
+    """Where one pool slot is."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    BACKOFF = "backoff"
+    FAILED = "failed"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrchestratorState:
+    """The state row: who holds it, since when, and the pool it last reported."""
+
+    status: OrchestratorStatus
+    pid: int | None
+    host: str | None
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    last_reconcile_at: datetime | None
+    stopped_at: datetime | None
+    stop_timeout_s: float | None
+    config: dict[str, Any] = field(default_factory=dict)
+    slots: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of `orchestrator status --json` (docs/cli.md)."""
+        return {
+            "status": str(self.status),
+            "pid": self.pid,
+            "host": self.host,
+            "started_at": iso(self.started_at),
+            "heartbeat_at": iso(self.heartbeat_at),
+            "last_reconcile_at": iso(self.last_reconcile_at),
+            "stopped_at": iso(self.stopped_at),
+            "stop_timeout_s": self.stop_timeout_s,
+            "config": self.config,
+            "slots": self.slots,
+        }
+
+
+def holder_is_dead(
+    state: OrchestratorState,
+    *,
+    now: datetime,
+    host: str,
+    pid_alive: Callable[[int], bool],
+    policy: LivenessPolicy,
+) -> bool:
+    """Whether the row's live holder is gone: its pid ended on this host, or it went silent.
+
+    Silence uses the workers' rule (`dead_after_missed` heartbeats missed), so a holder on
+    another host is judged as its workers would be.
+    """
+    if state.status not in LIVE:
+        return False
+    if state.host == host and state.pid is not None and not pid_alive(state.pid):
+        return True
+    if state.heartbeat_at is None:
+        return True
+    from corral.workers import WorkerStatus, liveness
+
+    silent_s = (now - state.heartbeat_at).total_seconds()
+    return liveness(silent_s, policy) is WorkerStatus.DEAD

@@ -1,0 +1,73 @@
+"""Processes a finished run left behind: found by the run id in their environment, ended.
+
+Every process a task's command starts inherits `CORRAL_RUN_ID` and `CORRAL_DB`. The runner
+ends its own run's tree after each run; what escaped it (a dev server that daemonized after
+the runner looked, or the tree of a runner that was killed before its run was finished as
+`killed`) is found here: a live process of this store whose run has finished, or whose run
+the store does not know. The orchestrator ends them at each reconcile pass; `corral status`
+lists them.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+
+import psutil
+
+from corral.clock import Clock
+from corral.errors import NotFound
+from corral.runtime.executor import RUN_ID_ENV, end_marked_processes
+from corral.store import Store
+
+GRACE_S = 0.5  # SIGTERM to SIGKILL for a leftover; the orchestrator's loop waits meanwhile
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Leftover:
+    """A live process marked with a run that is over."""
+
+    pid: int
+    run_id: str
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON shape in `corral status --json`."""
+        return {"pid": self.pid, "run_id": self.run_id}
+
+
+def find(store: Store) -> list[Leftover]:
+    """Live processes of this store whose run has finished or is unknown to it."""
+    found, over = [], {}
+    for pid, run_id in _marked(store.url):
+        if run_id not in over:
+            over[run_id] = _is_over(store, run_id)
+        if over[run_id]:
+            found.append(Leftover(pid=pid, run_id=run_id))
+    return found
+
+
+def end(store: Store, *, clock: Clock) -> list[Leftover]:
+    """End this store's leftovers (SIGTERM, then SIGKILL after GRACE_S); which they were."""
+    found = find(store)
+    for run_id in {leftover.run_id for leftover in found}:
+        end_marked_processes(run_id, clock=clock, grace_s=GRACE_S)
+    return found
+
+
+def _is_over(store: Store, run_id: str) -> bool:
+    try:
+        return store.get_run(run_id).finished
+    except NotFound:
+        return True
+
+
+def _marked(db: str) -> list[tuple[int, str]]:
+    """(pid, run id) of every live process whose environment names store `db` and a run."""
+    marked = []
+    for proc in psutil.process_iter():
+        with suppress(psutil.Error):  # gone, a zombie, or not ours to read
+            environ = proc.environ()
+            run_id = environ.get(RUN_ID_ENV)
+            if run_id and environ.get("CORRAL_DB") == db and proc.status() != psutil.STATUS_ZOMBIE:
+                marked.append((proc.pid, run_id))
+    return marked

@@ -1,0 +1,111 @@
+"""`Branches` (corral.review) over git: merge an approved branch into its base, safely.
+
+The merge commit is built without touching any working tree: `git merge-tree
+--write-tree` yields the merged tree (or the conflicting files, and then nothing changes),
+`git commit-tree` the commit (two parents for `merge`, one for `squash`; the branch's own
+head for `ff`). The base then moves to it: by a fast-forward inside the worktree that has
+the base checked out (so its files follow; it must have no uncommitted changes), or by a
+compare-and-set `git update-ref` when no worktree has it. A file lock in the repository's
+git directory serializes merges, which all move the same base.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from corral.errors import Refused
+from corral.review import MergeAttempt
+from corral.reviews import MergeStrategy
+from corral.runtime.worktrees import Worktrees
+
+
+class GitBranches:
+    """The review flow's view of one repository."""
+
+    def __init__(self, worktrees: Worktrees) -> None:
+        self._trees = worktrees
+        self._git = worktrees.git
+
+    def head_of(self, branch: str) -> str | None:
+        """The tip of local branch `branch`, or None."""
+        return self._git.commit_of(f"refs/heads/{branch}")
+
+    def diff_stat(self, base: str, branch: str) -> str:
+        """What the branch changes since it left the base."""
+        return self._git.out("diff", "--stat", f"{base}...{branch}")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold `corral-merge.lock` in the repository's common git directory."""
+        common = self._git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
+        fd = os.open(os.path.join(common, "corral-merge.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def merge(
+        self, *, branch: str, base: str, strategy: MergeStrategy, message: str
+    ) -> MergeAttempt:
+        """Merge, or return the conflicts having changed nothing."""
+        old = self._git.commit_of(f"refs/heads/{base}")
+        if old is None:
+            raise Refused(f"base {base} is not a local branch of {self._trees.root}")
+        checkout = self._trees.path_of(base)
+        if checkout is not None:
+            self._require_clean(checkout, base)
+        tree = self._git.run(
+            "merge-tree", "--write-tree", "--name-only", "--no-messages", base, branch
+        )
+        if tree.code == 1:
+            files = tuple(dict.fromkeys(line for line in tree.out.splitlines()[1:] if line))
+            return MergeAttempt(conflicts=files)
+        if tree.code != 0:
+            raise Refused(f"cannot merge {branch} into {base}: {tree.err.strip()}")
+        merged_tree = tree.out.split()[0]
+        if merged_tree == self._git.out("rev-parse", f"{old}^{{tree}}"):
+            # The base has it all already: a merge recorded in git whose recording in the
+            # store was cut short (the process killed between the two). No second commit.
+            return MergeAttempt(merged_commit=old)
+        new = self._commit(strategy, merged_tree, base=old, branch=branch, message=message)
+        if checkout is not None:
+            self._git.at(checkout).out("merge", "--ff-only", "--quiet", new)
+        else:
+            self._git.out("update-ref", "-m", message, f"refs/heads/{base}", new, old)
+        return MergeAttempt(merged_commit=new)
+
+    def _require_clean(self, checkout: str, base: str) -> None:
+        dirty = self._git.at(checkout).out("status", "--porcelain", "--untracked-files=no")
+        if dirty:
+            raise Refused(
+                f"the checkout of {base} at {checkout} has uncommitted changes: "
+                "commit or stash them, then merge again"
+            )
+
+    def _commit(
+        self, strategy: MergeStrategy, tree: str, *, base: str, branch: str, message: str
+    ) -> str:
+        head = self._git.out("rev-parse", f"refs/heads/{branch}")
+        if strategy is MergeStrategy.FF:
+            if not self._git.ok("merge-base", "--is-ancestor", base, head):
+                raise Refused(
+                    f"branch {branch} does not contain the base's latest commit, so it cannot be "
+                    "fast-forwarded: merge with --strategy merge or squash, or update the branch"
+                )
+            return head
+        parents = ["-p", base] + (["-p", head] if strategy is MergeStrategy.MERGE else [])
+        return self._git.out("commit-tree", tree, *parents, "-m", message)
+
+    def clean_up(self, *, branch: str, base: str, worktree_path: str | None) -> list[str]:
+        """Remove the branch's worktree (wherever it is) and the branch; the backups written."""
+        backups = []
+        for path in {worktree_path, self._trees.path_of(branch)}:
+            if path and self._trees.manages(path):
+                saved = self._trees.remove(path)
+                backups += [saved] if saved else []
+        saved = self._trees.delete_branch(branch, base)
+        return backups + ([saved] if saved else [])

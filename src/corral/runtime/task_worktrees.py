@@ -1,0 +1,158 @@
+"""A runner's worktrees: each task runs in its own, and leaves it as its outcome says.
+
+enter(task, claim, job) ─► plan ─► record the branch in the store (under the claim's
+    token, before git creates anything, so the reconciler never takes the new worktree
+    for an orphan) ─► git worktree add ─► `worktree.setup` in a new worktree ─► the job,
+    with its working directory, CORRAL_WORKTREE_PATH, CORRAL_BRANCH and, after changes
+    were requested, CORRAL_REVIEW_NOTE (the note is added to the prompt too)
+leave(task) ─► kept with --keep-worktrees or while the task is in review or approved;
+    otherwise removed (uncommitted work saved as a backup ref first), and the branch
+    deleted only when it holds nothing the base lacks
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import subprocess
+import threading
+from dataclasses import dataclass, replace
+
+from corral.errors import CorralError, InvalidInput
+from corral.leases import Claim
+from corral.logs import event
+from corral.runtime.command_task import CommandJob
+from corral.runtime.worktrees import Worktrees
+from corral.store import Store
+from corral.tasks import Task, TaskStatus
+
+KEPT_FOR_REVIEW = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
+SETUP_TAIL_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entered:
+    """The worktree a task runs in."""
+
+    path: str
+    branch: str
+    base_ref: str
+    base_commit: str
+
+
+class TaskWorktrees:
+    """Worktrees of one runner's tasks, by task id (slots run tasks concurrently)."""
+
+    def __init__(
+        self,
+        store: Store,
+        trees: Worktrees,
+        *,
+        worker_name: str,
+        base_ref: str,
+        setup: str = "",
+        keep: bool = False,
+        log: logging.Logger,
+    ) -> None:
+        try:
+            self._setup = tuple(shlex.split(setup))
+        except ValueError as exc:
+            raise InvalidInput("worktree.setup", "a command with balanced quotes", setup) from exc
+        self._store, self._trees, self._worker = store, trees, worker_name
+        self._base, self._keep, self._log = base_ref, keep, log
+        self._entered: dict[str, Entered] = {}
+        self._lock = threading.Lock()
+
+    def enter(self, task: Task, claim: Claim, job: CommandJob) -> tuple[CommandJob, str]:
+        """Make (or reuse) the task's worktree; the job to run there and the base commit."""
+        review = self._store.get_review(task.id)
+        base = review.base_ref or self._base
+        plan = self._trees.plan(self._worker, task.id, base, task.branch)
+        self._store.record_branch(
+            task.id,
+            token=claim.token,
+            branch=plan.branch,
+            base_ref=base,
+            worktree_path=plan.path,
+            actor=claim.worker_id,
+        )
+        self._trees.create(plan)
+        entered = Entered(
+            path=plan.path,
+            branch=plan.branch,
+            base_ref=base,
+            base_commit=self._trees.git.out("rev-parse", base),
+        )
+        with self._lock:
+            self._entered[task.id] = entered
+        event(self._log, "worktree.entered", task_id=task.id, path=plan.path, branch=plan.branch)
+        if self._setup and not plan.reuse:
+            self._run_setup(plan.path)
+        return self._job_in(job, entered, review.changes_note), entered.base_commit
+
+    def _run_setup(self, path: str) -> None:
+        try:
+            proc = subprocess.run(  # noqa: S603 - an argument list from the user's own config
+                self._setup, cwd=path, capture_output=True, text=True, check=False
+            )
+        except OSError as exc:
+            raise CorralError(f"worktree setup {self._setup[0]!r} failed: {exc}") from None
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip()[-SETUP_TAIL_CHARS:]
+            raise CorralError(
+                f"worktree setup `{shlex.join(self._setup)}` exited with status "
+                f"{proc.returncode}" + (f": {tail}" if tail else "")
+            )
+
+    def _job_in(self, job: CommandJob, entered: Entered, note: str | None) -> CommandJob:
+        env = {
+            **job.extra_env,
+            "CORRAL_WORKTREE_PATH": entered.path,
+            "CORRAL_BRANCH": entered.branch,
+            "CORRAL_BASE_REF": entered.base_ref,
+        }
+        template = job.template
+        if note:
+            env["CORRAL_REVIEW_NOTE"] = note
+            # `$` would start a placeholder in the template: the note is text, not a template.
+            template += "\nChanges requested by the reviewer:\n" + note.replace("$", "$$") + "\n"
+        return replace(job, workdir=entered.path, extra_env=env, template=template)
+
+    def final_commit(self, task_id: str) -> str | None:
+        """The head of the task's worktree now, if it has one."""
+        with self._lock:
+            entered = self._entered.get(task_id)
+        if entered is None:
+            return None
+        return self._trees.git.at(entered.path).commit_of("HEAD")
+
+    def leave(self, task_id: str) -> None:
+        """Remove the task's worktree unless kept; never raises (the task's outcome stands)."""
+        with self._lock:
+            entered = self._entered.pop(task_id, None)
+        if entered is None or self._keep:
+            return
+        try:
+            status = self._store.get_task(task_id).status
+            if status in KEPT_FOR_REVIEW:
+                return
+            backup = self._trees.remove(entered.path)
+            deleted = self._trees.is_merged(entered.branch, entered.base_ref)
+            if deleted:
+                self._trees.delete_branch(entered.branch, entered.base_ref)
+            event(
+                self._log,
+                "worktree.removed",
+                task_id=task_id,
+                path=entered.path,
+                backup=backup,
+                branch_deleted=deleted,
+            )
+        except CorralError as exc:
+            event(
+                self._log,
+                "worktree.cleanup_failed",
+                logging.WARNING,
+                task_id=task_id,
+                error=exc.message,
+            )

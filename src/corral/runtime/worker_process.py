@@ -1,0 +1,167 @@
+"""One pool worker as an operating-system process: spawn it, watch it, log it, clean up.
+
+- A worker is `python -m corral.cli.main worker start --name SLOT ...` (the `corral worker
+  start` command; not the console script, which turns garbage collection off for short
+  commands) in a session and process group of its own, so a signal to the orchestrator's
+  terminal or the orchestrator's death does not reach it.
+- Its environment is the orchestrator's minus the names matching `env.deny`, plus those
+  matching `env.allow`, with CORRAL_DB and CORRAL_CONFIG (when the file exists) set. Its
+  temporary directory is the runner's own (`worker_tmp`: made at start, removed on stop,
+  pruned by reconcile), so a pool worker and a hand-started one are cleaned the same way.
+- stdout and stderr go straight to `logs/workers/SLOT.log` (opened for appending), so a
+  worker keeps its log when the orchestrator dies. The orchestrator rotates the file by
+  copy-and-truncate (`rotate_log`): the worker's appends then land at the new end.
+- Exits are seen at once, without polling: a thread waits on each child (`waitpid`, which
+  also reaps it: no zombies) or, for a worker adopted from a dead orchestrator (not our
+  child), on a pidfd. Each exit is handed to `on_exit(pid, exit_code or None)`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+
+from corral.settings import EnvPolicy, PoolSpec
+
+OnExit = Callable[[int, int | None], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Process:
+    """A watched worker process; `pidfd` names it safely for signals (never a reused pid)."""
+
+    pid: int
+    pidfd: int
+
+    def signal(self, sig: int) -> bool:
+        """Send `sig`; False if the process has ended."""
+        try:
+            signal.pidfd_send_signal(self.pidfd, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Release the pidfd, once the exit has been handled."""
+        with suppress(OSError):
+            os.close(self.pidfd)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """Where a pool keeps its workers' logs."""
+
+    logs_dir: str
+
+    def log_path(self, name: str) -> str:
+        """The worker's log file."""
+        return os.path.join(self.logs_dir, f"{name}.log")
+
+
+def filter_env(environ: Mapping[str, str], policy: EnvPolicy) -> dict[str, str]:
+    """`environ` without the names a deny pattern matches, unless an allow pattern matches."""
+
+    def matches(name: str, patterns: tuple[str, ...]) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+    return {
+        name: value
+        for name, value in environ.items()
+        if matches(name, policy.allow) or not matches(name, policy.deny)
+    }
+
+
+def worker_argv(name: str, pool: PoolSpec) -> list[str]:
+    """The command line of pool worker `name`.
+
+    The runner's own shutdown timeout is a day: the orchestrator decides when a stopping
+    worker must give up its tasks (it sends SIGQUIT then).
+    """
+    argv = [sys.executable, "-m", "corral.cli.main", "worker", "start", "--name", name]
+    argv += ["--exec", pool.exec, "--shutdown-timeout", "1d"]
+    for kind in pool.kinds:
+        argv += ["--kind", kind]
+    for queue in pool.queues:
+        argv += ["--queue", queue]
+    return argv
+
+
+def spawn(
+    name: str,
+    *,
+    pool: PoolSpec,
+    env: Mapping[str, str],
+    layout: Layout,
+    on_exit: OnExit,
+) -> Process:
+    """Start worker `name` in its own session. A thread reaps it and calls `on_exit`."""
+    os.makedirs(layout.logs_dir, exist_ok=True)
+    with open(layout.log_path(name), "ab") as log:
+        # S603: a fixed argv of this Python and corral's own module, never a shell.
+        proc = subprocess.Popen(  # noqa: S603
+            worker_argv(name, pool),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=dict(env),
+            start_new_session=True,
+        )
+    pidfd = os.pidfd_open(proc.pid)  # before the reaper runs: the pid cannot be reused yet
+    threading.Thread(
+        target=_reap, args=(proc, on_exit), name=f"corral-reap-{proc.pid}", daemon=True
+    ).start()
+    return Process(pid=proc.pid, pidfd=pidfd)
+
+
+def _reap(proc: subprocess.Popen[bytes], on_exit: OnExit) -> None:
+    on_exit(proc.pid, proc.wait())
+
+
+def watch(pid: int, on_exit: OnExit) -> Process | None:
+    """Watch a process that is not our child (adopted); None if it is gone already."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+    threading.Thread(
+        target=_wait_pidfd, args=(pid, fd, on_exit), name=f"corral-watch-{pid}", daemon=True
+    ).start()
+    return Process(pid=pid, pidfd=fd)
+
+
+def _wait_pidfd(pid: int, fd: int, on_exit: OnExit) -> None:
+    select.select([fd], [], [])  # readable once the process has exited
+    on_exit(pid, None)  # not our child: its exit code belongs to its parent (init)
+
+
+def rotate_log(path: str, *, max_bytes: int, backups: int) -> bool:
+    """Copy-and-truncate `path` into `path.1` (shifting older copies) once it reaches `max_bytes`.
+
+    The writer appends (O_APPEND), so after the truncation its next line starts the
+    fresh file; lines written between the copy and the truncation are lost (logrotate's
+    `copytruncate` trade-off, for a writer that cannot be told to reopen).
+    """
+    try:
+        if os.path.getsize(path) < max_bytes:
+            return False
+    except OSError:
+        return False
+    if backups == 0:
+        os.truncate(path, 0)
+        return True
+    for n in range(backups - 1, 0, -1):
+        older = f"{path}.{n}"
+        if os.path.exists(older):
+            os.replace(older, f"{path}.{n + 1}")
+    shutil.copyfile(path, f"{path}.1")
+    os.truncate(path, 0)
+    return True

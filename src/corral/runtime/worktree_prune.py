@@ -1,0 +1,113 @@
+"""Orphaned worktrees: the ones no live claim and no review needs any more.
+
+A managed worktree is kept while its branch belongs to a task in review or approved, or
+to a running task whose worker lives (not dead or offline and, on this host, its process
+still there). Every other one is removed, its uncommitted work saved as a backup ref
+first; its branch goes too when it holds nothing the base lacks (a task that runs again
+gets it back, created afresh from the base, under the same name). Then `git worktree
+prune` forgets worktrees whose folders vanished.
+
+The worktrees are listed before the store is read: a runner records a task's branch
+before git creates the worktree, so a worktree being born is never taken for an orphan.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from corral.errors import NotFound
+from corral.runtime.git import GitUnavailable
+from corral.runtime.runner import process_alive
+from corral.runtime.worktrees import Worktrees
+from corral.settings import WorktreePolicy
+from corral.store import Store
+from corral.tasks import FINAL, Task, TaskFilter, TaskStatus
+from corral.workers import GONE
+
+REVIEWED = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneReport:
+    """What one pass removed."""
+
+    removed: tuple[str, ...] = ()
+    backups: tuple[str, ...] = ()
+    branches_deleted: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {
+            "removed": list(self.removed),
+            "backups": list(self.backups),
+            "branches_deleted": list(self.branches_deleted),
+        }
+
+
+def prune_in(store: Store, repo: str, policy: WorktreePolicy) -> PruneReport:
+    """One prune pass in the repository at `repo`."""
+    trees = Worktrees.open(repo, policy)
+    return prune_orphans(store, trees, base_ref=policy.base or trees.checked_out())
+
+
+def prune_if_managed(store: Store, folder: str, policy: WorktreePolicy) -> PruneReport | None:
+    """A prune pass for a reconcile pass run in `folder`: in the repository above it when it
+    has corral worktrees; None when there is nothing to look at (or no usable git)."""
+    root = _repository_above(folder)
+    if root is None or not os.path.isdir(os.path.join(root, policy.dir)):
+        return None  # no corral worktrees here: git is not even started
+    try:
+        return prune_in(store, root, policy)
+    except GitUnavailable:
+        return None
+
+
+def _repository_above(folder: str) -> str | None:
+    """The nearest folder from `folder` upwards that holds a `.git`, as git finds it."""
+    here = os.path.abspath(folder)
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return here
+
+
+def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:
+    """Remove the managed worktrees nothing needs; `base_ref` decides what counts as merged
+    (without one, every branch is kept)."""
+    listed = trees.trees()
+    unfinished = [t for t in store.list_tasks(TaskFilter(limit=100_000)) if t.status not in FINAL]
+    needed = {t.branch for t in unfinished if t.branch and _needs_worktree(store, t)}
+    removed, backups, deleted = [], [], []
+    for tree in listed:
+        if tree.branch in needed:
+            continue
+        saved = trees.remove(tree.path)
+        removed.append(tree.path)
+        backups += [saved] if saved else []
+        if base_ref and tree.branch and trees.is_merged(tree.branch, base_ref):
+            trees.delete_branch(tree.branch, base_ref)
+            deleted.append(tree.branch)
+    trees.prune_git()
+    return PruneReport(
+        removed=tuple(removed), backups=tuple(backups), branches_deleted=tuple(deleted)
+    )
+
+
+def _needs_worktree(store: Store, task: Task) -> bool:
+    if task.status in REVIEWED:
+        return True
+    if task.status is not TaskStatus.RUNNING or task.worker_id is None:
+        return False
+    try:
+        worker = store.get_worker(task.worker_id)
+    except NotFound:
+        return False
+    if worker.status in GONE:
+        return False
+    if worker.hostname != os.uname().nodename:
+        return True  # cannot look at another host's processes: its heartbeats decide
+    return process_alive(worker.pid, worker.registered_at.timestamp())

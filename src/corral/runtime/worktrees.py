@@ -1,0 +1,279 @@
+"""Git worktrees, one per task, under `.corral/worktrees/` of the repository.
+
+    plan(worker, task, branch) ─► a branch name and a path that are free (or the task's own
+                                   branch again, resuming after changes were requested)
+    create(plan)               ─► `git worktree add` from the base ref (or on the kept branch)
+    remove(path)               ─► uncommitted work first saved as a backup ref, then removed
+    delete_branch(branch)      ─► a backup ref first when the branch holds work the base lacks
+
+Work is never lost by cleanup: a branch is "merged" when `git cherry` finds every commit's
+patch in the base, or when merging it into the base would change nothing (a squash merge,
+a cherry-pick). Anything else gets `refs/corral/backup/BRANCH/COMMIT` before it goes.
+Planning is separate from creating so that a runner can record the branch in the store
+first: `prune` then never mistakes a worktree being born for an orphan.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+
+from corral.errors import InvalidInput, Refused
+from corral.runtime.git import Git
+from corral.settings import WorktreePolicy
+
+BACKUP_PREFIX = "refs/corral/backup/"
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "corral",
+    "GIT_AUTHOR_EMAIL": "corral@localhost",
+    "GIT_COMMITTER_NAME": "corral",
+    "GIT_COMMITTER_EMAIL": "corral@localhost",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorktreeConfig:
+    """Where worktrees go and how their branches are named (settings `[worktree]`)."""
+
+    base_dir: str = ".corral/worktrees"  # relative to the repository's root
+    branch_template: str = "corral/{worker}/{task}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """A worktree to create: `reuse` when the path already holds the branch."""
+
+    branch: str
+    path: str
+    base_ref: str
+    existing_branch: bool
+    reuse: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Worktree:
+    """A worktree git knows, as `git worktree list --porcelain` describes it."""
+
+    path: str
+    branch: str | None
+    head: str | None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {"path": self.path, "branch": self.branch, "head": self.head}
+
+
+def _field(line: str) -> tuple[str, str]:
+    """`worktree /path` -> ("worktree", "/path"); a bare word (`bare`, `locked`) -> (word, "")."""
+    key, _, value = line.partition(" ")
+    return key, value
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "task"
+
+
+class Worktrees:
+    """The worktrees and branches corral manages in one repository."""
+
+    def __init__(self, git: Git, config: WorktreeConfig) -> None:
+        self.root = git.toplevel()
+        self.git = git.at(self.root)
+        self.config = config
+        self.base_dir = os.path.join(self.root, config.base_dir)
+
+    @classmethod
+    def open(cls, path: str, policy: WorktreePolicy) -> Worktrees:
+        """The repository containing `path`, managed as `policy` says."""
+        if not os.path.isdir(path):
+            raise InvalidInput("repo", "a folder inside a git repository", path)
+        git = Git(os.path.abspath(path))
+        if not git.ok("rev-parse", "--git-dir"):
+            raise InvalidInput("repo", "a folder inside a git repository", path)
+        config = WorktreeConfig(base_dir=policy.dir, branch_template=policy.branch_template)
+        return cls(git, config)
+
+    def default_base(self) -> str:
+        """The branch checked out in the repository's main working tree."""
+        branch = self.checked_out()
+        if branch is None:
+            raise InvalidInput("base", "a branch (the repository's HEAD is detached): use --base")
+        return branch
+
+    def checked_out(self) -> str | None:
+        """The branch checked out in the repository's main working tree, if one is."""
+        return self.git.run("symbolic-ref", "--quiet", "--short", "HEAD").out.strip() or None
+
+    # -- names -----------------------------------------------------------------------
+
+    def branch_exists(self, branch: str) -> bool:
+        """Whether local branch `branch` exists."""
+        return self.git.ok("show-ref", "--verify", "--quiet", f"refs/heads/{branch}")
+
+    def plan(self, worker: str, task_id: str, base_ref: str, branch: str | None) -> Plan:
+        """Where the task's worktree goes; its own `branch` again when it has one that exists."""
+        if self.git.commit_of(base_ref) is None:
+            raise InvalidInput("base", "a branch or commit of the repository", base_ref)
+        if branch and self.branch_exists(branch):
+            current = self.path_of(branch)
+            if current is not None and not self.manages(current):
+                raise Refused(
+                    f"branch {branch} is checked out at {current}, outside corral's worktrees: "
+                    "check out another branch there first"
+                )
+            path, existing, reuse = current or self._free_path(branch), True, current is not None
+        else:
+            wanted = branch or self._branch_name(worker, task_id)
+            branch = self._free_branch(wanted)
+            path, existing, reuse = self._free_path(branch), False, False
+        return Plan(
+            branch=branch, path=path, base_ref=base_ref, existing_branch=existing, reuse=reuse
+        )
+
+    def _branch_name(self, worker: str, task_id: str) -> str:
+        template = self.config.branch_template
+        try:
+            return template.format(worker=worker, task=task_id)
+        except (KeyError, IndexError, ValueError):
+            raise InvalidInput(
+                "worktree.branch_template", "a template with only {worker} and {task}", template
+            ) from None
+
+    def _free_branch(self, wanted: str) -> str:
+        if not self.git.ok("check-ref-format", "--branch", wanted):
+            raise InvalidInput("worktree.branch_template", "a valid branch name", wanted)
+        name, n = wanted, 1
+        while self.branch_exists(name):
+            n += 1
+            name = f"{wanted}-{n}"
+        return name
+
+    def _free_path(self, branch: str) -> str:
+        stem = os.path.join(self.base_dir, _slug(branch.replace("/", "-")))
+        path, n = stem, 1
+        while os.path.lexists(path):
+            n += 1
+            path = f"{stem}-{n}"
+        return path
+
+    # -- create and remove ----------------------------------------------------------------
+
+    def create(self, plan: Plan) -> str:
+        """Make the planned worktree; returns the commit it starts at."""
+        if not plan.reuse:
+            self._make_base_dir()
+            if plan.existing_branch:
+                self.git.out("worktree", "add", "--quiet", plan.path, plan.branch)
+            else:
+                self.git.out(
+                    "worktree", "add", "--quiet", "-b", plan.branch, plan.path, plan.base_ref
+                )
+        return self.git.at(plan.path).out("rev-parse", "HEAD")
+
+    def _make_base_dir(self) -> None:
+        """The worktrees' folder, with a `.gitignore` of `*` so the main checkout's
+        `git status` does not list the worktrees inside it as untracked files."""
+        os.makedirs(self.base_dir, exist_ok=True)
+        ignore = os.path.join(self.base_dir, ".gitignore")
+        if not os.path.exists(ignore):
+            with open(ignore, "w", encoding="utf-8") as handle:
+                handle.write("*\n")
+
+    def remove(self, path: str) -> str | None:
+        """Remove the worktree at `path`; a backup ref of its uncommitted work, if it had any."""
+        if not os.path.isdir(path):
+            self.git.out("worktree", "prune")
+            return None
+        backup = self._save_uncommitted(path)
+        self.git.out("worktree", "remove", "--force", "--force", path)
+        return backup
+
+    def _save_uncommitted(self, path: str) -> str | None:
+        """Commit everything in the worktree (untracked files too) to a backup ref, through a
+        scratch index, so neither the branch nor the worktree's own index changes."""
+        here = self.git.at(path)
+        if not here.out("status", "--porcelain"):
+            return None
+        branch = here.run("symbolic-ref", "--quiet", "--short", "HEAD").out.strip() or "detached"
+        with tempfile.TemporaryDirectory() as scratch:
+            env = {**_IDENTITY, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
+            here.out("read-tree", "HEAD", env=env)
+            here.out("add", "--all", env=env)
+            tree = here.out("write-tree", env=env)
+            commit = here.out(
+                "commit-tree",
+                tree,
+                "-p",
+                "HEAD",
+                "-m",
+                f"corral: uncommitted work in {path}",
+                env=env,
+            )
+        ref = f"{BACKUP_PREFIX}{branch}/wip-{commit[:12]}"
+        self.git.out("update-ref", ref, commit)
+        return ref
+
+    def path_of(self, branch: str) -> str | None:
+        """The path of the worktree that has `branch` checked out, if one does."""
+        for tree in self.trees(everywhere=True):
+            if tree.branch == branch:
+                return tree.path
+        return None
+
+    # -- merged or not ------------------------------------------------------------------------
+
+    def is_merged(self, branch: str, base: str) -> bool:
+        """Whether the base already has all of the branch's changes (patch equivalence)."""
+        cherry = self.git.out("cherry", base, branch)
+        if not any(line.startswith("+") for line in cherry.splitlines()):
+            return True
+        merged = self.git.run("merge-tree", "--write-tree", base, branch)
+        if merged.code != 0:
+            return False
+        return merged.out.split()[0] == self.git.out("rev-parse", f"{base}^{{tree}}")
+
+    def delete_branch(self, branch: str, base: str) -> str | None:
+        """Delete `branch`; first a backup ref when it holds work `base` lacks (returned)."""
+        head = self.git.commit_of(f"refs/heads/{branch}")
+        if head is None:
+            return None
+        backup = None
+        if not self.is_merged(branch, base):
+            backup = f"{BACKUP_PREFIX}{branch}/{head[:12]}"
+            self.git.out("update-ref", backup, head)
+        self.git.out("branch", "--quiet", "-D", branch)
+        return backup
+
+    # -- listing ------------------------------------------------------------------------------
+
+    def trees(self, *, everywhere: bool = False) -> list[Worktree]:
+        """The worktrees under the base directory (every worktree with `everywhere`)."""
+        found: list[Worktree] = []
+        for block in self.git.out("worktree", "list", "--porcelain").split("\n\n"):
+            fields = dict(_field(line) for line in block.splitlines() if line)
+            path = fields.get("worktree")
+            if not path or "bare" in fields:
+                continue
+            branch = fields.get("branch", "").removeprefix("refs/heads/") or None
+            tree = Worktree(path=path, branch=branch, head=fields.get("HEAD") or None)
+            if everywhere or self.manages(path):
+                found.append(tree)
+        return found
+
+    def manages(self, path: str) -> bool:
+        """Whether `path` lies under the base directory."""
+        base = os.path.realpath(self.base_dir)
+        return os.path.realpath(path).startswith(base + os.sep)
+
+    def backups(self) -> list[tuple[str, str]]:
+        """(ref, commit) of every backup ref, by name."""
+        out = self.git.out(
+            "for-each-ref", "--format=%(refname) %(objectname)", BACKUP_PREFIX.rstrip("/")
+        )
+        return [(ref, commit) for ref, _, commit in (ln.partition(" ") for ln in out.splitlines())]
+
+    def prune_git(self) -> None:
+        """`git worktree prune`: forget worktrees whose folders are gone."""
+        self.git.out("worktree", "prune")

@@ -1,0 +1,140 @@
+"""Store operations on the orchestrator's state row: take it, move it, beat, read.
+
+Every change is one compare-and-set on the row's holder (pid and host) and its status;
+the caller learns from the answer whether it still holds the row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral import errors
+from corral.orchestration import STOPPABLE, OrchestratorState, OrchestratorStatus
+from corral.store import journal
+from corral.store.base import Driver, Json, Row, Tx
+
+ACTOR = "orchestrator"
+
+
+class OrchestratorOps:
+    """The singleton row of the store's orchestrator."""
+
+    _driver: Driver
+
+    def get_orchestrator(self) -> OrchestratorState:
+        """The row as it is now."""
+        with self._driver.read() as tx:
+            return _state(self._driver, _row(tx))
+
+    def acquire_orchestrator(
+        self, *, pid: int, host: str, config: dict[str, Any], seen: OrchestratorState
+    ) -> OrchestratorState | None:
+        """Take the row if it is stopped or still exactly `seen` (a holder judged dead).
+
+        None when another orchestrator holds it (or took it since `seen` was read).
+        """
+        with self._driver.write() as tx:
+            row = tx.one(
+                "acquire_orchestrator",
+                pid=pid,
+                host=host,
+                config=Json(config),
+                seen_pid=seen.pid,
+                seen_host=seen.host,
+                seen_started_at=seen.started_at,
+                seen_heartbeat_at=seen.heartbeat_at,
+            )
+            if row is None:
+                return None
+            reason = None if seen.status is OrchestratorStatus.STOPPED else "previous holder died"
+            journal.record(
+                tx,
+                "orchestrator.started",
+                actor=ACTOR,
+                from_status=seen.status,
+                to_status=OrchestratorStatus.STARTING,
+                reason=reason,
+                data={"pid": pid, "host": host, "previous_pid": seen.pid},
+            )
+            return _state(self._driver, row)
+
+    def set_orchestrator_status(
+        self, *, pid: int, host: str, to: OrchestratorStatus, allowed: frozenset[str]
+    ) -> OrchestratorState:
+        """Move the row held by (pid, host) to `to`; Refused if it is not held so."""
+        with self._driver.write() as tx:
+            row = tx.one(
+                "set_orchestrator_status",
+                pid=pid,
+                host=host,
+                to_status=to,
+                allowed=sorted(allowed),
+            )
+            if row is None:
+                current = _state(self._driver, _row(tx))
+                raise errors.Refused(
+                    f"orchestrator row is {current.status} under pid {current.pid} on "
+                    f"{current.host}, not held by pid {pid} on {host}"
+                )
+            journal.record(tx, f"orchestrator.{to}", actor=ACTOR, to_status=to, data={"pid": pid})
+            return _state(self._driver, row)
+
+    def beat_orchestrator(
+        self, *, pid: int, host: str, slots: list[dict[str, Any]], reconciled: bool
+    ) -> bool:
+        """Record that the holder lives, its pool, and a reconcile pass; False if not the holder."""
+        with self._driver.write() as tx:
+            return bool(
+                tx.run(
+                    "beat_orchestrator",
+                    pid=pid,
+                    host=host,
+                    slots=Json(slots),
+                    reconciled=reconciled,
+                )
+            )
+
+    def request_orchestrator_stop(self, *, stop_timeout_s: float) -> OrchestratorState:
+        """Mark the live orchestrator stopping, with how long its workers may finish tasks."""
+        with self._driver.write() as tx:
+            row = tx.one(
+                "request_orchestrator_stop",
+                stop_timeout_s=stop_timeout_s,
+                allowed=sorted(STOPPABLE | {OrchestratorStatus.STOPPING}),
+            )
+            if row is None:
+                current = _state(self._driver, _row(tx))
+                raise errors.Refused(f"no orchestrator is running (it is {current.status})")
+            journal.record(
+                tx,
+                "orchestrator.stop_requested",
+                actor="operator",
+                to_status=OrchestratorStatus.STOPPING,
+                data={"pid": row["pid"], "stop_timeout_s": stop_timeout_s},
+            )
+            return _state(self._driver, row)
+
+
+def _row(tx: Tx) -> Row:
+    row = tx.one("get_orchestrator")
+    if row is None:  # the migration inserts it; only a hand-edited database lacks it
+        raise errors.StoreError("the orchestrator row is missing: the database was edited")
+    return row
+
+
+def _state(driver: Driver, row: Row) -> OrchestratorState:
+    def instant(name: str) -> Any:
+        return None if row[name] is None else driver.instant(row[name])
+
+    return OrchestratorState(
+        status=OrchestratorStatus(row["status"]),
+        pid=row["pid"],
+        host=row["host"],
+        started_at=instant("started_at"),
+        heartbeat_at=instant("heartbeat_at"),
+        last_reconcile_at=instant("last_reconcile_at"),
+        stopped_at=instant("stopped_at"),
+        stop_timeout_s=row["stop_timeout_s"],
+        config=driver.json(row["config"]),
+        slots=driver.json(row["slots"]),
+    )

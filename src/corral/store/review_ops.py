@@ -1,0 +1,230 @@
+"""Store operations of the review flow: record a branch, submit, approve, request changes,
+merge, merge conflict.
+
+Each is one write transaction: a compare-and-set on the task's status (from
+`ALLOWED_FROM`), the review row saved whole, and one event. Merge and merge conflict are
+also guarded by the approved commit, so a re-approval between the git merge and its
+recording is caught rather than recorded over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from corral import errors
+from corral.leases import Claim, ClaimStatus
+from corral.reviews import Review
+from corral.store import journal, rows
+from corral.store.base import Driver, Json, Tx
+from corral.store.claim_ops import end_claim, unblock_dependents
+from corral.store.lookups import held_claim, read_task, task_in
+from corral.tasks import ALLOWED_FROM, Task, TaskStatus
+
+
+class ReviewOps:
+    """The review flow's state changes and reads."""
+
+    _driver: Driver
+
+    def record_branch(
+        self,
+        task_id: str,
+        *,
+        token: int | None,
+        branch: str,
+        base_ref: str,
+        worktree_path: str,
+        actor: str,
+    ) -> None:
+        """Note the branch and worktree a claim works in, under the claim's token."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="record a branch for", token=token, worker_id=None
+            )
+            tx.run("set_task_branch", task_id=task_id, branch=branch)
+            review = _review_in(tx, self._driver, task_id)
+            _save(tx, replace(review, base_ref=base_ref, worktree_path=worktree_path))
+            journal.record(
+                tx,
+                "task.branch_recorded",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=claim.token,
+                data={"branch": branch, "base_ref": base_ref, "worktree_path": worktree_path},
+            )
+
+    def submit(
+        self, task_id: str, *, token: int | None, note: str | None, pr_url: str | None, actor: str
+    ) -> Task:
+        """Hand a running task in for review: its claim ends, the task is in_review."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="submit", token=token, worker_id=None
+            )
+            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, completed=1)
+            self._step(
+                tx,
+                Step(
+                    task_id=task_id,
+                    action="submit",
+                    to=TaskStatus.IN_REVIEW,
+                    event="task.submitted",
+                ),
+                {"note": note, "pr_url": pr_url, "conflict_files": None},
+                actor=actor,
+                claim=claim,
+                reason=note,
+                data={"pr_url": pr_url},
+            )
+        return read_task(self._driver, task_id)
+
+    def approve(self, task_id: str, *, commit: str | None, note: str | None, actor: str) -> Task:
+        """in_review -> approved, pinning `commit` (the branch's head the reviewer saw)."""
+        with self._driver.write() as tx:
+            self._step(
+                tx,
+                Step(
+                    task_id=task_id, action="approve", to=TaskStatus.APPROVED, event="task.approved"
+                ),
+                {"approved_commit": commit, "approve_note": note},
+                actor=actor,
+                reason=note,
+                data={"commit": commit},
+            )
+        return read_task(self._driver, task_id)
+
+    def request_changes(self, task_id: str, *, note: str, actor: str) -> Task:
+        """in_review or approved -> ready on the same branch; `note` goes to the next run."""
+        step = Step(
+            task_id=task_id,
+            action="request_changes",
+            to=TaskStatus.READY,
+            event="task.changes_requested",
+        )
+        with self._driver.write() as tx:
+            self._step(
+                tx, step, {"changes_note": note, "approved_commit": None}, actor=actor, reason=note
+            )
+        return read_task(self._driver, task_id)
+
+    def finish_merge(
+        self, task_id: str, *, approved_commit: str | None, merged_commit: str | None, actor: str
+    ) -> Task:
+        """approved -> done once the branch is merged; unblocks dependents."""
+        step = Step(task_id=task_id, action="merge", to=TaskStatus.DONE, event="task.merged")
+        with self._driver.write() as tx:
+            _check_approved_at(tx, self._driver, task_id, approved_commit)
+            self._step(
+                tx,
+                step,
+                {"merged_commit": merged_commit, "conflict_files": None},
+                actor=actor,
+                data={"commit": approved_commit, "merged_commit": merged_commit},
+            )
+            unblock_dependents(tx, task_id, actor)
+        return read_task(self._driver, task_id)
+
+    def merge_conflict(
+        self, task_id: str, *, approved_commit: str | None, files: tuple[str, ...], actor: str
+    ) -> Task:
+        """approved -> ready with the conflicting files recorded, on the same branch."""
+        reason = "merge conflict in " + ", ".join(files)
+        step = Step(
+            task_id=task_id, action="merge", to=TaskStatus.READY, event="task.merge_conflict"
+        )
+        changes = {"conflict_files": files, "changes_note": reason, "approved_commit": None}
+        with self._driver.write() as tx:
+            _check_approved_at(tx, self._driver, task_id, approved_commit)
+            self._step(tx, step, changes, actor=actor, reason=reason, data={"files": list(files)})
+        return read_task(self._driver, task_id)
+
+    def get_review(self, task_id: str) -> Review:
+        """The review record of task `task_id` (empty when nothing was recorded); NotFound."""
+        with self._driver.read() as tx:
+            task_in(tx, self._driver, task_id)
+            return _review_in(tx, self._driver, task_id)
+
+    def reviews_of(self, task_ids: list[str]) -> dict[str, Review]:
+        """Review records of the given tasks that have one, by task id."""
+        with self._driver.read() as tx:
+            found = tx.all("reviews_of", ids=task_ids)
+            return {r["task_id"]: rows.review(self._driver, r) for r in found}
+
+    def _step(
+        self,
+        tx: Tx,
+        step: Step,
+        changes: dict[str, Any],
+        *,
+        actor: str,
+        claim: Claim | None = None,
+        reason: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        """Compare-and-set the task's status, save the review with `changes`, record the event.
+
+        Back to ready is `reopen_task` (a fresh attempt budget, the reason kept as the last
+        error); the steps forward are `move_reviewed_task`.
+        """
+        before = task_in(tx, self._driver, step.task_id)
+        allowed = ALLOWED_FROM[step.action]
+        if step.to is TaskStatus.READY:
+            moved = tx.run("reopen_task", task_id=step.task_id, reason=reason, allowed=allowed)
+        else:
+            moved = tx.run(
+                "move_reviewed_task", task_id=step.task_id, to_status=step.to, allowed=allowed
+            )
+        if not moved:
+            raise errors.InvalidTransition(
+                step.task_id, step.action.replace("_", " "), before.status
+            )
+        _save(tx, replace(_review_in(tx, self._driver, step.task_id), **changes))
+        journal.record(
+            tx,
+            step.event,
+            actor=actor,
+            task_id=step.task_id,
+            worker_id=None if claim is None else claim.worker_id,
+            token=None if claim is None else claim.token,
+            from_status=before.status,
+            to_status=step.to,
+            reason=reason,
+            data=data,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One move of the review flow: the action whose start states apply, where it goes, and
+    the event that records it."""
+
+    task_id: str
+    action: str
+    to: TaskStatus
+    event: str
+
+
+def _check_approved_at(tx: Tx, driver: Driver, task_id: str, commit: str | None) -> None:
+    """Refuse unless the task is approved at `commit` (a re-approval since would differ)."""
+    task = task_in(tx, driver, task_id)
+    if task.status is not TaskStatus.APPROVED:
+        raise errors.InvalidTransition(task_id, "merge", task.status)
+    review = _review_in(tx, driver, task_id)
+    if review.approved_commit != commit:
+        raise errors.Refused(
+            f"task {task_id} was approved again meanwhile (at {review.approved_commit})"
+        )
+
+
+def _review_in(tx: Tx, driver: Driver, task_id: str) -> Review:
+    row = tx.one("get_review", task_id=task_id)
+    return Review(task_id=task_id) if row is None else rows.review(driver, row)
+
+
+def _save(tx: Tx, review: Review) -> None:
+    fields: dict[str, Any] = review.to_dict()
+    files = fields["conflict_files"]
+    fields["conflict_files"] = None if files is None else Json(files)
+    tx.run("save_review", task_id=review.task_id, **fields)

@@ -1,0 +1,267 @@
+"""The review flow over a real repository: submit, approve (pinned), request changes, merge,
+conflicts, and the refusals that change nothing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import corral
+from corral import review
+from corral.errors import InvalidInput, Refused
+from corral.reviews import MergeStrategy
+from corral.runtime.merging import GitBranches
+from corral.runtime.worktrees import Worktrees
+from corral.settings import Settings
+from corral.tasks import NewTask, TaskStatus
+
+from .conftest import commit_file, git
+
+
+@pytest.fixture
+def trees(repo: Path) -> Worktrees:
+    """corral's worktrees of the test repository, default settings."""
+    return Worktrees.open(str(repo), Settings().worktree)
+
+
+@pytest.fixture
+def branches(trees: Worktrees):
+    """The review flow's factory for the test repository."""
+    return lambda: GitBranches(trees)
+
+
+@pytest.fixture
+def work(store, settings, trees):
+    """Claim task `task_id` as worker `name`, make its worktree, commit `files`, submit it."""
+
+    def run(task_id: str, name: str, files: dict[str, str]) -> str:
+        spec = corral.NewWorker(name=name, hostname="h", pid=1)
+        worker = corral.register(store, spec, settings=settings).worker
+        claim = corral.claim(store, task_id, worker.id, settings=settings)
+        task = store.get_task(task_id)
+        plan = trees.plan(name, task_id, "main", task.branch)
+        store.record_branch(
+            task_id,
+            token=claim.token,
+            branch=plan.branch,
+            base_ref="main",
+            worktree_path=plan.path,
+            actor=worker.id,
+        )
+        trees.create(plan)
+        for name_, text in files.items():
+            commit_file(plan.path, name_, text)
+        review.submit(store, task_id, token=claim.token, note="ready")
+        return plan.path
+
+    return run
+
+
+def _add(store, settings, title="edit"):
+    return corral.enqueue(store, NewTask(title=title, requires_review=True), settings=settings)
+
+
+def test_two_workers_same_file_second_merge_conflicts_then_resolves(
+    store, settings, repo, branches, work
+):
+    """Both approved; the second merge conflicts, returns to ready with the file recorded,
+    is fixed on its own branch by another worker and then merges."""
+    first, second = _add(store, settings, "first"), _add(store, settings, "second")
+    work(first.id, "w1", {"shared.txt": "one\nTWO by w1\nthree\n"})
+    path2 = work(second.id, "w2", {"shared.txt": "one\ntwo by w2\nthree\n"})
+    for task in (first, second):
+        assert TaskStatus.APPROVED == review.approve(store, task.id, branches=branches).status
+    merged = review.merge(store, first.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert (TaskStatus.DONE, ()) == (merged.task.status, merged.conflicts)
+    assert git(repo, "rev-parse", "main") == merged.merged_commit
+    assert "one\nTWO by w1\nthree" == (repo / "shared.txt").read_text().strip()
+    assert not Worktrees.open(str(repo), Settings().worktree).branch_exists(merged.task.branch)
+    clash = review.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert (TaskStatus.READY, ("shared.txt",)) == (clash.task.status, clash.conflicts)
+    assert ("shared.txt",) == store.get_review(second.id).conflict_files
+    assert "merge conflict in shared.txt" == store.get_task(second.id).last_error
+    assert merged.merged_commit == git(repo, "rev-parse", "main")  # nothing changed in git
+    # w3 resumes on the same branch, in the same worktree, merges main in and resolves.
+    task = store.get_task(second.id)
+    assert "corral/w2/" + second.id == task.branch
+    spec = corral.NewWorker(name="w3", hostname="h", pid=1)
+    w3 = corral.register(store, spec, settings=settings).worker
+    claim = corral.claim(store, second.id, w3.id, settings=settings)
+    agent = subprocess.run(["git", "merge", "main"], cwd=path2, capture_output=True, check=False)
+    assert 0 != agent.returncode  # the conflict, as the agent sees it
+    Path(path2, "shared.txt").write_text("one\nTWO by w1, two by w2\nthree\n")
+    git(path2, "commit", "--quiet", "-am", "resolve")
+    review.submit(store, second.id, token=claim.token)
+    review.approve(store, second.id, branches=branches)
+    final = review.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert TaskStatus.DONE == final.task.status
+    assert "one\nTWO by w1, two by w2\nthree\n" == (repo / "shared.txt").read_text()
+    assert [] == [t.path for t in Worktrees.open(str(repo), Settings().worktree).trees()]
+
+
+def _events(store, task_id):
+    return [e.name for e in store.list_events(corral.EventFilter(task_id=task_id, limit=1000))]
+
+
+def test_merge_refuses_a_task_that_is_not_approved_and_changes_nothing(
+    store, settings, repo, branches, work
+):
+    """In review, not approved: refused by name of its state; git and store unchanged."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    main = git(repo, "rev-parse", "main")
+    seen = _events(store, task.id)
+    with pytest.raises(Refused, match="it is in_review, not approved"):
+        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert (main, seen) == (git(repo, "rev-parse", "main"), _events(store, task.id))
+
+
+def test_approve_refuses_a_task_not_in_review(store, settings, branches):
+    """A ready task cannot be approved; it stays ready."""
+    task = _add(store, settings)
+    with pytest.raises(Refused, match="it is ready, not in_review"):
+        review.approve(store, task.id, branches=branches)
+    assert TaskStatus.READY == store.get_task(task.id).status
+
+
+def test_a_branch_that_moved_after_approval_is_not_merged_until_approved_again(
+    store, settings, repo, branches, work
+):
+    """Approval pins the head: a later commit makes merge refuse, a new approval allows it."""
+    task = _add(store, settings)
+    path = work(task.id, "w1", {"a.txt": "a\n"})
+    approved = review.approve(store, task.id, branches=branches)
+    pinned = store.get_review(task.id).approved_commit
+    assert git(path, "rev-parse", "HEAD") == pinned
+    commit_file(path, "b.txt", "sneaked in\n")
+    with pytest.raises(Refused, match="moved after approval"):
+        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert TaskStatus.APPROVED == store.get_task(task.id).status == approved.status
+    review.request_changes(store, task.id, note="look at b.txt")
+    assert store.get_review(task.id).approved_commit is None
+
+
+def test_a_branch_deleted_behind_corrals_back_is_refused(store, settings, repo, branches, work):
+    """Approve and merge name the missing branch; the task keeps its state."""
+    task = _add(store, settings)
+    path = work(task.id, "w1", {"a.txt": "a\n"})
+    git(repo, "worktree", "remove", "--force", path)
+    git(repo, "branch", "-D", store.get_task(task.id).branch)
+    with pytest.raises(Refused, match="no longer exists"):
+        review.approve(store, task.id, branches=branches)
+    assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
+
+
+def test_a_dirty_base_checkout_is_refused(store, settings, repo, branches, work):
+    """Uncommitted changes to tracked files of the base checkout: refused, nothing changes."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    review.approve(store, task.id, branches=branches)
+    (repo / "README").write_text("edited, not committed\n")
+    main = git(repo, "rev-parse", "main")
+    with pytest.raises(Refused, match="uncommitted changes"):
+        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert (TaskStatus.APPROVED, main) == (
+        store.get_task(task.id).status,
+        git(repo, "rev-parse", "main"),
+    )
+
+
+def test_request_changes_returns_to_ready_with_the_note_and_a_fresh_budget(
+    store, settings, trees, work
+):
+    """Same branch, note recorded for the next run, attempts back to 0."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    with pytest.raises(InvalidInput, match="note"):
+        review.request_changes(store, task.id, note="  ")
+    reopened = review.request_changes(store, task.id, note="add tests")
+    assert (TaskStatus.READY, 0) == (reopened.status, reopened.attempts)
+    assert "add tests" == store.get_review(task.id).changes_note
+    plan = trees.plan("w9", task.id, "main", reopened.branch)
+    assert (reopened.branch, True) == (plan.branch, plan.reuse)
+
+
+@pytest.mark.parametrize("strategy", list(MergeStrategy))
+def test_each_strategy_lands_the_branch_when_the_base_is_not_checked_out(
+    store, settings, repo, branches, work, strategy
+):
+    """ff, merge and squash; with main checked out nowhere, the ref moves by compare-and-set."""
+    git(repo, "checkout", "--quiet", "--detach")
+    task = _add(store, settings)
+    path = work(task.id, "w1", {"a.txt": "a\n", "b.txt": "b\n"})
+    head = git(path, "rev-parse", "HEAD")
+    review.approve(store, task.id, branches=branches)
+    result = review.merge(store, task.id, branches=branches, strategy=strategy)
+    main = git(repo, "rev-parse", "main")
+    assert main == result.merged_commit
+    parents = git(repo, "log", "-1", "--format=%P", "main").split()
+    expected = {"ff": 1, "merge": 2, "squash": 1}[strategy]
+    assert expected == len(parents)
+    assert (main == head) == (strategy is MergeStrategy.FF)
+    assert "b" == git(repo, "show", "main:b.txt")
+    assert () == result.backups
+
+
+def test_ff_refuses_a_branch_behind_its_base(store, settings, repo, branches, work):
+    """The base moved on: no fast-forward, the task stays approved."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    review.approve(store, task.id, branches=branches)
+    commit_file(repo, "other.txt", "other\n")
+    with pytest.raises(Refused, match="cannot be fast-forwarded"):
+        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.FF)
+    assert TaskStatus.APPROVED == store.get_task(task.id).status
+
+
+def test_pending_lists_reviews_and_flags_stale_ones(store, settings, clock, work):
+    """A review older than review_stale_after is flagged; approved ones are listed too."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    assert [False] == [p.stale for p in review.pending(store, stale_after_s=60)]
+    clock.advance(61)
+    listed = review.pending(store, stale_after_s=60)
+    assert [(task.id, True, "ready")] == [(p.task.id, p.stale, p.review.note) for p in listed]
+
+
+def test_a_task_without_a_branch_is_approved_and_merged_without_git(store, settings):
+    """No worktree was used: approve pins nothing, merge simply marks it done."""
+    task = _add(store, settings)
+    spec = corral.NewWorker(name="w1", hostname="h", pid=1)
+    worker = corral.register(store, spec, settings=settings).worker
+    corral.claim(store, task.id, worker.id, settings=settings)
+    review.submit(store, task.id, note="done")
+
+    def no_git():
+        raise AssertionError("git was not needed")
+
+    review.approve(store, task.id, branches=no_git)
+    done = review.merge(store, task.id, branches=no_git, strategy=MergeStrategy.MERGE)
+    assert TaskStatus.DONE == done.task.status
+
+
+def test_a_queue_listed_in_review_queues_requires_review(store):
+    """worktree.review_queues: its tasks go to in_review on success, others to done."""
+    settings = Settings(review_queues=("code",))
+    reviewed = corral.enqueue(store, NewTask(title="patch", queue="code"), settings=settings)
+    plain = corral.enqueue(store, NewTask(title="report"), settings=settings)
+    assert (True, False) == (reviewed.requires_review, plain.requires_review)
+
+
+def test_a_merge_cut_short_before_it_was_recorded_completes_without_a_second_commit(
+    store, settings, repo, trees, branches, work
+):
+    """git merged but the store still says approved (killed in between): merging again
+    records it, and the base gets no further commit."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    review.approve(store, task.id, branches=branches)
+    branch = store.get_task(task.id).branch
+    landed = GitBranches(trees).merge(
+        branch=branch, base="main", strategy=MergeStrategy.SQUASH, message="squashed"
+    )
+    result = review.merge(store, task.id, branches=branches, strategy=MergeStrategy.SQUASH)
+    assert (TaskStatus.DONE, landed.merged_commit) == (result.task.status, result.merged_commit)
+    assert landed.merged_commit == git(repo, "rev-parse", "main")

@@ -1,0 +1,245 @@
+"""`corral worker start --worktree` in a real repository, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.conftest import CORRAL
+from tests.runtime.conftest import wait_until
+
+from .conftest import git
+
+AGENT = """#!/bin/sh
+# Record what the task saw, then commit one line of work on its branch.
+seen="$OBS/$CORRAL_TASK_ID"
+echo "$PWD" > "$seen.cwd"
+echo "$CORRAL_WORKTREE_PATH" > "$seen.path"
+echo "$CORRAL_BRANCH" > "$seen.branch"
+printf '%s' "$CORRAL_REVIEW_NOTE" > "$seen.note"
+cat > "$seen.prompt"
+echo "work by $CORRAL_WORKER_ID" >> work.txt
+git add work.txt && git commit --quiet -m "work on $CORRAL_TASK_ID"
+"""
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> tuple[str, Path]:
+    """The agent script and the folder where it records what it saw."""
+    obs = tmp_path / "obs"
+    obs.mkdir()
+    script = tmp_path / "agent.sh"
+    script.write_text(AGENT)
+    script.chmod(0o755)
+    return str(script), obs
+
+
+def _start(cli, repo, agent, name, *extra, env=None):
+    script, obs = agent
+    return cli(
+        *("worker", "start", "--name", name, "--exec", script, "--once", "--worktree"),
+        *("--workdir", str(repo), *extra),
+        env={"OBS": str(obs), **(env or {})},
+    )
+
+
+def test_a_review_task_runs_in_its_worktree_and_waits_there_for_review(cli, repo, agent):
+    """In review after success; the worktree stays; the run keeps base and final commits."""
+    task = cli("add", "edit", "--review").out.strip()
+    started = _start(cli, repo, agent, "w1")
+    assert 0 == started.code, started.err
+    shown = json.loads(cli("show", task, "--json").out)
+    assert ("in_review", f"corral/w1/{task}") == (shown["status"], shown["branch"])
+    _, obs = agent
+    path = (obs / f"{task}.path").read_text().strip()
+    assert path == (obs / f"{task}.cwd").read_text().strip()
+    assert str(repo / ".corral" / "worktrees" / f"corral-w1-{task}") == path
+    assert os.path.isdir(path)
+    run = json.loads(cli("runs", "--task", task, "--json").out)[0]
+    assert git(repo, "rev-parse", "main") == run["base_commit"]
+    assert git(repo, "rev-parse", f"corral/w1/{task}") == run["final_commit"]
+    stat = json.loads(cli("review", "show", task, "--repo", str(repo), "--json").out)["diff_stat"]
+    assert "work.txt | 1 +" in stat
+
+
+def test_changes_requested_resume_on_the_same_branch_with_the_note(cli, repo, agent):
+    """Another worker picks it up on the same branch and worktree; the note reaches it in the
+    environment and the prompt; then approve and merge land both commits and clean up."""
+    task = cli("add", "edit", "--review").out.strip()
+    assert 0 == _start(cli, repo, agent, "w1").code
+    assert 0 == cli("request-changes", task, "--note", "say $HOME plainly").code
+    assert 0 == _start(cli, repo, agent, "w2").code
+    _, obs = agent
+    assert "say $HOME plainly" == (obs / f"{task}.note").read_text()
+    assert "say $HOME plainly" in (obs / f"{task}.prompt").read_text()
+    assert f"corral/w1/{task}" == (obs / f"{task}.branch").read_text().strip()
+    assert 0 == cli("approve", task, "--repo", str(repo)).code
+    merged = cli("merge", task, "--repo", str(repo), "--json")
+    assert 0 == merged.code, merged.err
+    assert 2 == len((repo / "work.txt").read_text().splitlines())
+    listed = json.loads(cli("worktree", "list", "--repo", str(repo), "--json").out)
+    assert [] == listed["worktrees"]
+    assert "" == git(repo, "branch", "--list", "corral/*")
+
+
+def test_a_task_without_review_leaves_no_worktree_and_keeps_a_useful_branch(cli, repo, agent):
+    """Done: the worktree goes, the branch with its commit stays for whoever wants it."""
+    task = cli("add", "edit").out.strip()
+    assert 0 == _start(cli, repo, agent, "w1").code
+    assert "done" == json.loads(cli("show", task, "--json").out)["status"]
+    assert not (repo / ".corral" / "worktrees" / f"corral-w1-{task}").exists()
+    assert f"corral/w1/{task}" == git(
+        repo, "branch", "--list", "corral/*", "--format=%(refname:short)"
+    )
+
+
+def test_keep_worktrees_keeps_them(cli, repo, agent):
+    """--keep-worktrees: the finished task's worktree is still there."""
+    task = cli("add", "edit").out.strip()
+    assert 0 == _start(cli, repo, agent, "w1", "--keep-worktrees").code
+    assert (repo / ".corral" / "worktrees" / f"corral-w1-{task}" / "work.txt").is_file()
+
+
+def test_a_failing_setup_command_fails_the_run_clearly(cli, repo, agent, tmp_path):
+    """worktree.setup exits 1: the task fails with the setup's words; the agent never ran."""
+    config = tmp_path / "config.toml"
+    config.write_text("[worktree]\nsetup = \"sh -c 'echo no node here >&2; exit 1'\"\n")
+    task = cli("add", "edit", "--max-attempts", "1").out.strip()
+    _, obs = agent
+    started = _start(cli, repo, agent, "w1", env={"CORRAL_CONFIG": str(config)})
+    assert 1 == started.code
+    shown = json.loads(cli("show", task, "--json").out)
+    assert "failed" == shown["status"]
+    assert "worktree setup" in shown["last_error"] and "no node here" in shown["last_error"]
+    assert not (obs / f"{task}.cwd").exists()
+
+
+def test_git_missing_fails_the_start_with_exit_code_3(cli, repo, agent, tmp_path):
+    """No git on PATH: one line naming git, exit 3, no worker registered."""
+    started = _start(cli, repo, agent, "w1", env={"PATH": str(tmp_path / "empty")})
+    assert (3, 1) == (started.code, len(started.err.splitlines()))
+    assert "git" in started.err
+    assert [] == json.loads(cli("worker", "list", "--json").out)
+
+
+SLEEPER = """#!/bin/sh
+echo $$ > "$OBS/agent.pid"
+if [ -n "$COMMIT" ]; then
+    echo "committed" > done.txt && git add done.txt && git commit --quiet -m "part one"
+fi
+echo "not committed yet" > draft.txt
+touch "$OBS/working"
+exec sleep 60
+"""
+
+
+def _killed_mid_task(cli, repo, tmp_path, *, commit: bool) -> tuple[str, Path]:
+    """Start a worker whose agent may commit, then SIGKILL both mid-task; (task, worktree)."""
+    obs = tmp_path / "obs"
+    obs.mkdir()
+    script = tmp_path / "sleeper.sh"
+    script.write_text(SLEEPER)
+    script.chmod(0o755)
+    task = cli("add", "long edit", "--backoff", "0").out.strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    env.update(FAST, CORRAL_DB=cli.db, OBS=str(obs), COMMIT="yes" if commit else "")
+    worker = subprocess.Popen(
+        [
+            CORRAL,
+            "worker",
+            "start",
+            "--name",
+            "w1",
+            "--exec",
+            str(script),
+            "--worktree",
+            "--workdir",
+            str(repo),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until((obs / "working").exists, 30)
+        live = json.loads(cli("worktree", "prune", "--repo", str(repo), "--json").out)
+        assert [] == live["removed"]  # a live claim uses it
+        os.kill(int((obs / "agent.pid").read_text()), signal.SIGKILL)
+        os.killpg(worker.pid, signal.SIGKILL)
+    finally:
+        worker.wait(timeout=10)
+    path = repo / ".corral" / "worktrees" / f"corral-w1-{task}"
+    assert path.is_dir()
+
+    def reconciled() -> bool:
+        done = json.loads(cli("reconcile", "--repo", str(repo), "--json", env=FAST).out)
+        return done.get("worktrees_removed", 0) == 1
+
+    wait_until(reconciled, 30, interval_s=0.1)
+    assert "ready" == json.loads(cli("show", task, "--json").out)["status"]
+    assert not path.exists()
+    return task, path
+
+
+FAST = {"CORRAL_HEARTBEAT_INTERVAL_S": "0.05", "CORRAL_DEAD_AFTER_MISSED": "1"}
+
+
+def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(cli, repo, tmp_path):
+    """The worker and its agent die; reconcile returns the task, removes the worktree (the
+    draft saved as a backup ref) and keeps the branch with its commit for the next run."""
+    task, _ = _killed_mid_task(cli, repo, tmp_path, commit=True)
+    backups = json.loads(cli("worktree", "list", "--backups", "--repo", str(repo), "--json").out)
+    [wip] = backups["backups"]
+    assert "not committed yet" == git(repo, "show", f"{wip['ref']}:draft.txt")
+    assert "committed" == git(repo, "show", f"corral/w1/{task}:done.txt")
+
+
+def test_kill_9_before_any_commit_leaves_no_branch_behind(cli, repo, tmp_path):
+    """Nothing committed: the branch is not useful and goes; the draft is still backed up,
+    and the task's next run starts a fresh branch of the same name."""
+    task, _ = _killed_mid_task(cli, repo, tmp_path, commit=False)
+    assert "" == git(repo, "branch", "--list", "corral/*")
+    backups = json.loads(cli("worktree", "list", "--backups", "--repo", str(repo), "--json").out)
+    assert 1 == len(backups["backups"])
+    script = tmp_path / "agent.sh"
+    script.write_text(AGENT)
+    script.chmod(0o755)
+    obs = tmp_path / "obs"
+    assert 0 == _start(cli, repo, (str(script), obs), "w2").code
+    assert f"corral/w1/{task}" == (obs / f"{task}.branch").read_text().strip()
+
+
+SUBMITTER = """#!/bin/sh
+echo "fix" > fix.txt && git add fix.txt && git commit --quiet -m fix
+exec "$CORRAL" submit "$CORRAL_TASK_ID" --note "please review" --pr-url https://example.com/pr/1
+"""
+
+
+def test_an_agent_submits_its_own_work_under_its_token(cli, repo, tmp_path):
+    """`corral submit` from the task's command: in_review with its note; the run is done."""
+    script = tmp_path / "submitter.sh"
+    script.write_text(SUBMITTER)
+    script.chmod(0o755)
+    task = cli("add", "fix it").out.strip()
+    started = cli(
+        *("worker", "start", "--name", "w1", "--exec", str(script), "--once", "--worktree"),
+        *("--workdir", str(repo)),
+        env={"CORRAL": CORRAL},
+    )
+    assert 0 == started.code, started.err
+    shown = json.loads(cli("review", "show", task, "--repo", str(repo), "--json").out)
+    assert ("in_review", "please review") == (shown["task"]["status"], shown["review"]["note"])
+    assert "https://example.com/pr/1" == shown["review"]["pr_url"]
+    assert "done" == json.loads(cli("runs", "--task", task, "--json").out)[0]["outcome"]
+
+
+def test_a_repo_that_is_not_one_is_exit_2(cli, tmp_path):
+    """--repo naming a folder that is not in a repository, or no folder at all: exit 2."""
+    for path in (tmp_path, tmp_path / "missing"):
+        listed = cli("worktree", "list", "--repo", str(path))
+        assert (2, 1) == (listed.code, len(listed.err.splitlines()))

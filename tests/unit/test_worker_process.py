@@ -1,0 +1,39 @@
+"""Pool worker processes: the environment they inherit and the rotation of their logs."""
+
+from __future__ import annotations
+
+from corral.runtime.worker_process import filter_env, rotate_log
+from corral.settings import Settings
+
+
+def test_deny_patterns_drop_secrets_and_allow_patterns_keep_named_ones():
+    """*_TOKEN and AWS_* go; an allowed API key and ordinary names stay."""
+    policy = Settings(env_allow=("OPENAI_API_KEY",)).env
+    env = {
+        "PATH": "/bin",
+        "FOO_TOKEN": "t",
+        "AWS_SECRET_ACCESS_KEY": "a",
+        "OPENAI_API_KEY": "k",
+        "OTHER_API_KEY": "o",
+    }
+    assert {"PATH": "/bin", "OPENAI_API_KEY": "k"} == filter_env(env, policy)
+
+
+def test_a_log_at_its_size_limit_is_copied_aside_and_truncated(tmp_path):
+    """log -> log.1 -> log.2; the live file starts empty; older copies past backups are gone."""
+    log = tmp_path / "slot-1.log"
+    for n in range(3):
+        log.write_text(f"round {n}\n" * 200)
+        assert rotate_log(str(log), max_bytes=1024, backups=2)
+    assert "" == log.read_text()
+    assert (tmp_path / "slot-1.log.1").read_text().startswith("round 2")
+    assert (tmp_path / "slot-1.log.2").read_text().startswith("round 1")
+    assert not (tmp_path / "slot-1.log.3").exists()
+
+
+def test_a_log_under_its_limit_is_left_alone(tmp_path):
+    """No rotation below max_bytes."""
+    log = tmp_path / "slot-1.log"
+    log.write_text("short\n")
+    assert not rotate_log(str(log), max_bytes=1024, backups=2)
+    assert "short\n" == log.read_text()
