@@ -8,12 +8,15 @@ transaction, so no limit is checked in one transaction and relied on in another.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from corral import errors
-from corral.backpressure import QueueStat
 from corral.settings import QueueLimits
 from corral.store import journal
 from corral.store.base import Driver, Row, Tx
+
+if TYPE_CHECKING:  # built only by `queue list`: keeps the record off every command's start-up
+    from corral.backpressure import QueueStat
 
 LIMIT_NAMES = ("max_ready", "max_running", "rate")
 
@@ -75,6 +78,8 @@ def _limits(row: Row) -> QueueLimits:
 
 
 def _stat(row: Row) -> QueueStat:
+    from corral.backpressure import QueueStat
+
     return QueueStat(
         queue=row["queue"],
         ready=row["ready"],
