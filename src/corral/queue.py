@@ -8,20 +8,23 @@ fencing token; without one the caller acts as an operator on whatever claim is a
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.backoff import Outcome, after_failure
-from corral.batch import Action, ClaimAsk, Exchanged, Report, RunStart
 from corral.durations import MAX_SPAN_S
 from corral.errors import InvalidInput
 from corral.leases import Claim
 from corral.settings import Settings
 from corral.store import Store
 from corral.tasks import NewTask, Task
+
+if TYPE_CHECKING:  # imported where used: a `corral claim` needs neither (its start-up time)
+    import random
+
+    from corral.backoff import Outcome
+    from corral.batch import ClaimAsk, Exchanged, Report, RunStart
 
 OPERATOR = "operator"
 DEFAULTS = Settings()
@@ -103,6 +106,10 @@ def exchange(
     Each failure's retry is decided here, by the retry policy, from the attempt its claim
     started (a claim still active means nobody changed the task since).
     """
+    import random
+
+    from corral.batch import Action
+
     chance = rng or random.Random()
     decided = [
         replace(r, retry=_after(r.held.task, settings, chance)) if r.action is Action.FAIL else r
@@ -114,6 +121,8 @@ def exchange(
 
 
 def _after(task: Task, settings: Settings, rng: random.Random) -> Outcome:
+    from corral.backoff import after_failure
+
     return after_failure(
         attempts=task.attempts,
         max_attempts=task.max_attempts,
@@ -195,6 +204,8 @@ def fail(
     rng: random.Random | None = None,
 ) -> Task:
     """Report failure: ready again after a backoff while attempts remain, else failed."""
+    import random
+
     chance = rng or random.Random()
 
     def decide(task: Task) -> Outcome:

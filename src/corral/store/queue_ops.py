@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from corral import errors
-from corral.settings import QueueLimits
 from corral.store import journal
 from corral.store.base import Driver, Row, Tx
 
 if TYPE_CHECKING:  # built only by `queue list`: keeps the record off every command's start-up
     from corral.backpressure import QueueStat
+    from corral.policies import QueueLimits
 
 LIMIT_NAMES = ("max_ready", "max_running", "rate")
 
@@ -74,6 +74,8 @@ def held_reason(tx: Tx, queue: str) -> str | None:
 
 
 def _limits(row: Row) -> QueueLimits:
+    from corral.policies import QueueLimits
+
     return QueueLimits(max_ready=row["max_ready"], max_running=row["max_running"], rate=row["rate"])
 
 
