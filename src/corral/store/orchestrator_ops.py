@@ -6,12 +6,14 @@ the caller learns from the answer whether it still holds the row.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import errors
-from corral.orchestration import STOPPABLE, OrchestratorState, OrchestratorStatus
 from corral.store import journal
 from corral.store.base import Driver, Json, Row, Tx
+
+if TYPE_CHECKING:  # imported where used: every CLI command imports the store, few the row
+    from corral.orchestration import OrchestratorState, OrchestratorStatus
 
 ACTOR = "orchestrator"
 
@@ -46,6 +48,8 @@ class OrchestratorOps:
             )
             if row is None:
                 return None
+            from corral.orchestration import OrchestratorStatus
+
             reason = None if seen.status is OrchestratorStatus.STOPPED else "previous holder died"
             journal.record(
                 tx,
@@ -96,6 +100,8 @@ class OrchestratorOps:
 
     def request_orchestrator_stop(self, *, stop_timeout_s: float) -> OrchestratorState:
         """Mark the live orchestrator stopping, with how long its workers may finish tasks."""
+        from corral.orchestration import STOPPABLE, OrchestratorStatus
+
         with self._driver.write() as tx:
             row = tx.one(
                 "request_orchestrator_stop",
@@ -123,6 +129,8 @@ def _row(tx: Tx) -> Row:
 
 
 def _state(driver: Driver, row: Row) -> OrchestratorState:
+    from corral.orchestration import OrchestratorState, OrchestratorStatus
+
     def instant(name: str) -> Any:
         return None if row[name] is None else driver.instant(row[name])
 
