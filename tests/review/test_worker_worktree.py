@@ -169,8 +169,9 @@ def _killed_mid_task(cli, repo, tmp_path, *, commit: bool) -> tuple[str, Path]:
         wait_until((obs / "working").exists, 30)
         live = json.loads(cli("worktree", "prune", "--repo", str(repo), "--json").out)
         assert [] == live["removed"]  # a live claim uses it
-        os.kill(int((obs / "agent.pid").read_text()), signal.SIGKILL)
+        # The runner first: killed second, it could see its agent die and report the run.
         os.killpg(worker.pid, signal.SIGKILL)
+        os.kill(int((obs / "agent.pid").read_text()), signal.SIGKILL)
     finally:
         worker.wait(timeout=10)
     path = repo / ".corral" / "worktrees" / f"corral-w1-{task}"
