@@ -2,7 +2,8 @@
 
     start ── recover dead incarnations of this name on this host (their claims, at once)
           ── register ── heartbeat thread ── N slots, each:
-               claim_next (only its kinds) ─none─► wait, backing off with jitter (0.05 s .. 2 s)
+               claim_next (only its kinds) ─none─► wait, backing off with jitter (0.05 s .. 2 s),
+                   cut short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY)
                    │
                    └─► start run record ─► command or Python function ─► one report:
                         success: complete · exit 75: defer · shutdown: release ·
@@ -117,7 +118,7 @@ class Runner:
         self._clock = clock or SystemClock()
         self._rng = rng or random.Random()
         self._log = log or logger("corral.worker")
-        self._wake = threading.Event()
+        self._ready = threading.Event()  # a task became ready (PostgreSQL NOTIFY), or a stop
         self._refused = threading.Event()
         self._lock = threading.Lock()
         self._shutdown_at: float | None = None
@@ -153,9 +154,11 @@ class Runner:
                 log=self._log,
             )
             self._heartbeat.start()
+            stop_listening = self._store.wake_on_work(self._ready)
             try:
                 self._run_slots()
             finally:
+                stop_listening()
                 self._heartbeat.stop()
                 self._deregister()
         finally:
@@ -169,7 +172,7 @@ class Runner:
                 self._immediate = True
             if self._shutdown_at is None:
                 self._shutdown_at = self._clock.monotonic()
-        self._wake.set()
+        self._ready.set()
 
     def _new_worker(self) -> NewWorker:
         from corral import __version__
@@ -265,12 +268,14 @@ class Runner:
     def _slot(self) -> None:
         idle_s = self._config.idle_min_s
         while not self._claiming_stopped() and self._reserve():
+            self._ready.clear()  # from here on, a task made ready cuts the idle wait short
             claim = self._claim()
             if claim is None:
                 self._unreserve()
                 if self._config.once:
                     return
-                self._clock.wait(self._wake, idle_s * self._rng.uniform(0.5, 1.0))
+                if self._shutdown_at is None:  # else stop() set _ready before the clear
+                    self._clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
                 idle_s = min(self._config.idle_max_s, idle_s * 2)
                 continue
             idle_s = self._config.idle_min_s
