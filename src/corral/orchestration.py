@@ -146,3 +146,44 @@ def holder_is_dead(
 
     silent_s = (now - state.heartbeat_at).total_seconds()
     return liveness(silent_s, policy) is WorkerStatus.DEAD
+
+
+def fleet(
+    state: OrchestratorState,
+    members: list[OrchestratorMember],
+    *,
+    now: datetime,
+    policy: LivenessPolicy,
+) -> dict[str, Any]:
+    """`leader` (the host that leads, or None) and `orchestrators` (each one not stopped:
+    host, pid, role, status), for `orchestrator status`.
+
+    With no member rows (SQLite, where orchestrators never join) the state row's live
+    holder is the one orchestrator, and it leads. A member silent for the dead window
+    shows status `dead` until the next orchestrator of its host takes its row.
+    """
+    from corral.workers import WorkerStatus, liveness
+
+    leader = state.host if state.status in LIVE else None
+    if not members:
+        only = [] if leader is None else [_sole(state)]
+        return {"leader": leader, "orchestrators": only}
+    shown = []
+    for member in members:
+        if member.status is OrchestratorStatus.STOPPED:
+            continue
+        silent_s = (now - member.heartbeat_at).total_seconds()
+        dead = liveness(silent_s, policy) is WorkerStatus.DEAD
+        shown.append(member.to_dict(dead=dead))
+    return {"leader": leader, "orchestrators": shown}
+
+
+def _sole(state: OrchestratorState) -> dict[str, Any]:
+    return {
+        "host": state.host,
+        "pid": state.pid,
+        "role": str(Role.LEADER),
+        "status": str(state.status),
+        "started_at": iso(state.started_at),
+        "heartbeat_at": iso(state.heartbeat_at),
+    }

@@ -69,6 +69,8 @@ def _pool_flags(a: Args) -> dict[str, Any]:
 
 
 def _write_pid_file(path: str) -> None:
+    # On PostgreSQL the folder is `.corral/` under the current one, which may not exist yet.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(f"{os.getpid()}\n")
 
@@ -110,7 +112,11 @@ def _daemonize(ctx: Context) -> int:
         if child.poll() is not None:
             raise Refused(f"the orchestrator exited at once: {_last_line(log_path)}")
         state = ctx.store.get_orchestrator()
-        if state.pid == child.pid and state.status is OrchestratorStatus.RUNNING:
+        standing_by = any(  # PostgreSQL: another orchestrator may lead; it joined
+            m.pid == child.pid and m.status is OrchestratorStatus.RUNNING
+            for m in ctx.store.list_orchestrators()
+        )
+        if standing_by or (state.pid == child.pid and state.status is OrchestratorStatus.RUNNING):
             ctx.emit(
                 {"pid": child.pid, "log": log_path},
                 f"orchestrator running in the background (pid {child.pid}); log: {log_path}",
@@ -129,9 +135,17 @@ def _last_line(path: str) -> str:
 
 
 def cmd_status(ctx: Context) -> int:
-    """The state row and the pool it last reported."""
+    """The state row and the pool it last reported; which host leads, and every orchestrator
+    (several on PostgreSQL)."""
+    from corral.orchestration import fleet
+
     state = ctx.store.get_orchestrator()
-    ctx.emit(state.to_dict(), render.orchestrator_status(state, ctx.store.now()))
+    now = ctx.store.now()
+    members = fleet(state, ctx.store.list_orchestrators(), now=now, policy=ctx.settings.liveness)
+    human = render.orchestrator_status(state, now)
+    if members["orchestrators"]:
+        human += "\n" + render.orchestrator_fleet(members)
+    ctx.emit({**state.to_dict(), **members}, human)
     return 0
 
 
