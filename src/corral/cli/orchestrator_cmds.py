@@ -14,6 +14,7 @@ from corral.store.location import state_dir
 
 if TYPE_CHECKING:
     from corral.cli.context import Args
+    from corral.orchestration import OrchestratorState
     from corral.settings import Settings
 
 DEFAULT_STOP_TIMEOUT_S = 300.0
@@ -205,15 +206,28 @@ def cmd_stop(ctx: Context) -> int:
     clock = SystemClock()
     deadline = clock.monotonic() + grace_s + ctx.settings.kill_timeout_s + 30.0
     final = ctx.store.get_orchestrator()
-    while final.status is not OrchestratorStatus.STOPPED and clock.monotonic() < deadline:
+    while _still_held(final, state) and clock.monotonic() < deadline:
         if not process_alive(state.pid, started_s):
             break
         clock.sleep(0.05)
         final = ctx.store.get_orchestrator()
-    if final.status is not OrchestratorStatus.STOPPED:
+    if _still_held(final, state):
         raise Refused(f"the orchestrator (pid {state.pid}) did not stop; it is {final.status}")
     ctx.emit(final.to_dict(), f"orchestrator stopped (pid {state.pid})")
     return 0
+
+
+def _still_held(now: OrchestratorState, stopping: OrchestratorState) -> bool:
+    """Whether the row is still the stopping orchestrator's and not stopped. On PostgreSQL a
+    standby may take the row the moment it is stopped: the stop has happened then too."""
+    from corral.orchestration import OrchestratorStatus
+
+    same = (now.pid, now.host, now.started_at) == (
+        stopping.pid,
+        stopping.host,
+        stopping.started_at,
+    )
+    return same and now.status is not OrchestratorStatus.STOPPED
 
 
 COMMANDS = (
