@@ -12,6 +12,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from corral import TaskStatus
 from corral.orchestration import OrchestratorStatus, Role
 
@@ -99,3 +101,22 @@ def _line_of(human: str, host: str) -> list[str]:
     """HOST, ROLE and STATUS of the orchestrators table's line for `host`."""
     (line,) = [x.split() for x in human.splitlines() if x.startswith(host)]
     return [line[0], line[2], line[3]]
+
+
+def test_a_leader_whose_lock_session_is_ended_stands_by_then_leads_again(pg_pool: Any):
+    """The server ends the lock's session: the leader stops leading, then takes the lock back."""
+    running = OrchestratorStatus.RUNNING
+    pg_pool.start("--hostname", "host-a", workers=1, cwd=_host(pg_pool, "a"))
+    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
+    with psycopg.connect(pg_pool.db, autocommit=True) as conn:
+        ended = conn.execute(
+            """SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a
+               ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted
+               AND a.datname = current_database()
+               AND l.objid = hashtext(current_schema())::oid"""
+        ).fetchall()
+    assert [(True,)] == ended
+    pg_pool.wait(lambda: "orchestrator.standing_by" in pg_pool.log(0))
+    assert "reason='leader lock lost'" in pg_pool.log(0)
+    pg_pool.wait(lambda: pg_pool.log(0).count("orchestrator.leading") == 2)
+    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
