@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import sqlite3
 import statistics
@@ -38,7 +39,7 @@ from measure import (
     Verdicts,
     banner,
     bulk_load,
-    iso_now,
+    event_params,
     ms,
     new_store,
     register_worker,
@@ -167,18 +168,11 @@ class RawCycle:
 
 
 def _event(name: str, task_id: str, *, worker_id: str, token: int) -> dict[str, Any]:
-    claimed = name == "task.claimed"
-    return {
-        "name": name,
-        "task_id": task_id,
-        "worker_id": worker_id,
-        "token": token,
-        "from_status": "ready" if claimed else "running",
-        "to_status": "running" if claimed else "done",
-        "actor": worker_id,
-        "reason": None,
-        "data": f'{{"lease_expires_at":"{iso_now()}"}}' if claimed else None,
-    }
+    return event_params(name, task_id, worker_id=worker_id, token=token, encode=_json)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def one_run(mode: str, procs: int, seconds: float) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ from psycopg.types.json import Jsonb
 from corral import queue
 from corral.store import open_store
 from corral.store.postgres import compile_queries
-from measure import Verdicts, banner, iso_now, register_worker, run_processes, table
+from measure import Verdicts, banner, event_params, register_worker, run_processes, table
 
 SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PROCESS_COUNTS = (1, 4, 8)
@@ -141,18 +141,7 @@ class RawCycle:
 
 
 def _event(name: str, task_id: str, worker_id: str, token: int) -> dict[str, Any]:
-    claimed = name == "task.claimed"
-    return {
-        "name": name,
-        "task_id": task_id,
-        "worker_id": worker_id,
-        "token": token,
-        "from_status": "ready" if claimed else "running",
-        "to_status": "running" if claimed else "done",
-        "actor": worker_id,
-        "reason": None,
-        "data": Jsonb({"lease_expires_at": iso_now()}) if claimed else None,
-    }
+    return event_params(name, task_id, worker_id=worker_id, token=token, encode=Jsonb)
 
 
 def drain_raw(start: Any, url: str, worker_id: str) -> tuple[float, float, int]:

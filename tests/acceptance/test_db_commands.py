@@ -1,4 +1,4 @@
-"""`corral db status` / `db migrate` on both stores, and bad PostgreSQL URLs at the CLI.
+"""`corral db status` / `db migrate` on both stores, the CLI on PostgreSQL, and bad URLs.
 
 A bad URL, a refused connection, wrong credentials and a database the user may not
 create tables in each give one line on stderr and exit code 3 (store unavailable).
@@ -86,6 +86,23 @@ def test_db_commands_on_postgresql(cli, pg_url):
         after["schema_version"],
         after["pending"],
     )
+
+
+def test_a_task_goes_through_the_cli_on_postgresql(cli, pg_url):
+    """init, add, register, claim:next, done and show against a postgresql:// store."""
+    env = {"CORRAL_DB": pg_url}
+    init = cli("init", env=env)
+    task = cli("add", "Fix the login bug", "--kind", "code", env=env).out.strip()
+    worker = json.loads(cli("worker", "register", "--name", "w1", "--json", env=env).out)["id"]
+    claim = json.loads(cli("claim:next", worker, "--json", env=env).out)
+    done = cli("done", task, "--token", str(claim["token"]), "--result", '{"pr": 17}', env=env)
+    shown = json.loads(cli("show", task, "--json", env=env).out)
+
+    assert (0, "") == (init.code, init.err)
+    assert init.out.startswith("corral store ready at postgresql://")
+    assert task == claim["task_id"]
+    assert (0, f"{task} done\n") == (done.code, done.out)
+    assert ("done", {"pr": 17}, 1) == (shown["status"], shown["result"], shown["attempts"])
 
 
 def _fails_in_one_line(cli, url: str, *args: str) -> str:

@@ -90,6 +90,28 @@ def test_four_processes_drain_500_tasks_claiming_each_exactly_once(children, rac
     assert dict.fromkeys(task_ids, 1) == dict(completions)
 
 
+@pytest.mark.slow
+def test_eight_processes_drain_2000_tasks_claiming_each_exactly_once(children, pg_url):
+    """Eight processes looping claim_next + complete claim every one of 2,000 tasks once."""
+    task_ids = _enqueue(pg_url, 2000)
+    for n in range(8):
+        children.start(f"p{n}", DRAIN_QUEUE, pg_url)
+    children.go()
+    finished = children.finish(timeout_s=120)
+
+    assert {name: (0, "") for name in finished} == {n: (f.code, f.err) for n, f in finished.items()}
+    claimed = [t for f in finished.values() for t in json.loads(f.out)["claimed"]]
+    assert sorted(task_ids) == sorted(claimed)
+    assert 8 == sum(1 for f in finished.values() if json.loads(f.out)["claimed"])
+    with open_store(pg_url) as store:
+        tasks = store.list_tasks(TaskFilter(limit=10_000))
+        events = store.list_events(EventFilter(limit=100_000))
+    assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
+    claims = Counter(e.task_id for e in events if e.name == "task.claimed")
+    completions = Counter(e.task_id for e in events if e.name == "task.completed")
+    assert dict.fromkeys(task_ids, 1) == dict(claims) == dict(completions)
+
+
 def test_processes_racing_for_the_same_task_leave_exactly_one_winner(children, race_db):
     """Six processes claiming the same tasks by id at once: each task has exactly one winner."""
     db = race_db

@@ -40,19 +40,6 @@ from .conftest import wait_until
 CORRAL = str(Path(sys.executable).with_name("corral"))
 LATEST = migration_files("postgresql")[-1][0]
 
-DRAIN_QUEUE = """
-from corral import NewWorker, claim_next, complete, open_store, register
-
-with open_store(ARGS[0]) as store:
-    worker_id = register(store, NewWorker(name=NAME)).worker.id
-    barrier()
-    claimed = []
-    while (claim := claim_next(store, worker_id)) is not None:
-        complete(store, claim.task_id, token=claim.token)
-        claimed.append(claim.task_id)
-print(json.dumps({"worker_id": worker_id, "claimed": claimed}))
-"""
-
 OPEN_STORE = """
 from corral import open_store
 
@@ -65,28 +52,6 @@ with open_store(ARGS[0]) as store:
 def _enqueue(url: str, count: int) -> list[str]:
     with open_store(url) as store:
         return [enqueue(store, NewTask(title=f"task {n}")).id for n in range(count)]
-
-
-@pytest.mark.slow
-def test_eight_processes_drain_2000_tasks_claiming_each_exactly_once(children, pg_url):
-    """Eight processes looping claim_next + complete claim every one of 2,000 tasks once."""
-    task_ids = _enqueue(pg_url, 2000)
-    for n in range(8):
-        children.start(f"p{n}", DRAIN_QUEUE, pg_url)
-    children.go()
-    finished = children.finish(timeout_s=120)
-
-    assert {name: (0, "") for name in finished} == {n: (f.code, f.err) for n, f in finished.items()}
-    claimed = [t for f in finished.values() for t in json.loads(f.out)["claimed"]]
-    assert sorted(task_ids) == sorted(claimed)
-    assert 8 == sum(1 for f in finished.values() if json.loads(f.out)["claimed"])
-    with open_store(pg_url) as store:
-        tasks = store.list_tasks(TaskFilter(limit=10_000))
-        events = store.list_events(EventFilter(limit=100_000))
-    assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
-    claims = Counter(e.task_id for e in events if e.name == "task.claimed")
-    completions = Counter(e.task_id for e in events if e.name == "task.completed")
-    assert dict.fromkeys(task_ids, 1) == dict(claims) == dict(completions)
 
 
 def test_processes_opening_a_new_schema_at_once_migrate_it_exactly_once(children, pg_url):

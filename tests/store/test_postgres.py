@@ -15,6 +15,7 @@ import pytest
 
 import corral
 from corral import NewTask, NewWorker, SchemaTooNew, Settings, StoreError, open_store
+from corral.messages import NewMessage
 from corral.store.queries import migration_files
 
 LATEST = migration_files("postgresql")[-1][0]
@@ -175,3 +176,23 @@ def test_the_sqlite_command_line_never_imports_psycopg(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert "[]" == done.stdout.splitlines()[-1]
+
+
+def test_messages_are_sent_one_at_a_time_so_ids_appear_in_order(pg_url):
+    """A sender waits while another's message is uncommitted: no reader following ids
+    can see a later id before an earlier one commits."""
+    from corral.store.postgres import compile_queries
+
+    insert = compile_queries(server_clock=True)[0]["insert_message"]
+    params = {"sender": "a", "recipient": "orchestrator", "type": "note", "body": None}
+    with open_store(pg_url) as store:
+        store.send_message(NewMessage(sender="x", recipient="orchestrator", type="note"))
+    with psycopg.connect(pg_url) as first, psycopg.connect(pg_url, autocommit=True) as second:
+        first.execute(insert, params)  # uncommitted
+        second.execute("SET lock_timeout = '200ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            second.execute(insert, params)
+        first.commit()
+        second.execute(insert, params)
+        ids = second.execute("SELECT id FROM messages ORDER BY id").fetchall()
+    assert 3 == len(ids)

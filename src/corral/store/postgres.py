@@ -18,9 +18,15 @@ Transactions and locking:
   it touches its worker row; ending a claim locks the claim's task first. The one
   exception is a claim, which locks its worker first (its capacity must hold until
   commit) and then only a ready task and a brand-new claim, which no holder of a
-  claim or worker lock waits for in turn.
-- Claims use `FOR UPDATE SKIP LOCKED`; the partial unique index
-  claims_one_active_per_task is the final word on one active claim per task.
+  claim or worker lock waits for in turn. Before its worker, a claim locks the rows of
+  queues with a running or rate limit, and an enqueue into a queue with max_ready locks
+  that queue's row, so each counts what the one before it committed.
+- A lock waited for shows the locked row as it is now, but the rest of that statement
+  still reads the snapshot from before the wait; a decision that needs both is made by a
+  later statement (see cancel_task, release_task and queue_room in queries.sql).
+- `claim:next` uses `FOR UPDATE SKIP LOCKED`; a claim of a named task waits for its row
+  and re-checks it. The partial unique index claims_one_active_per_task is the final
+  word on one active claim per task.
 - `read()` is one REPEATABLE READ READ ONLY snapshot running the same named queries with
   their locking clauses removed.
 

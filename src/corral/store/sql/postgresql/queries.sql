@@ -474,8 +474,12 @@ WHERE id = :task_id AND status = ANY(:allowed::text[]);
 SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
 
 -- name: insert_message
+-- Readers follow an inbox by id (`msg inbox --follow` asks for ids after the last it saw),
+-- so ids must become visible in order: the lock, held to commit, makes senders take
+-- turns, and a message's id is drawn only once the one before it has committed.
 INSERT INTO messages (at, sender, recipient, type, body)
-VALUES (:now, :sender, :recipient, :type, :body)
+SELECT :now, :sender, :recipient, :type, :body
+FROM (SELECT pg_advisory_xact_lock(hashtext('corral.messages'))) AS turn
 RETURNING id;
 
 -- name: list_messages
