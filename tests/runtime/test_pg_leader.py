@@ -95,6 +95,11 @@ def test_a_leader_stopped_gracefully_hands_over_and_status_shows_both(pg_pool: A
     pg_pool.wait(lambda: "host-b" == pg_pool.store.get_orchestrator().host)
     assert OrchestratorStatus.STOPPED == _members(pg_pool)["host-a"][1]
     assert ["host-b"] == [o["host"] for o in _status(pg_pool)["orchestrators"]]
+    overview = json.loads(pg_pool.corral("status", "--json").stdout)["orchestrator"]
+    assert ("host-b", ["host-b"]) == (
+        overview["leader"],
+        [o["host"] for o in overview["orchestrators"]],
+    )
 
 
 def _line_of(human: str, host: str) -> list[str]:

@@ -13,6 +13,8 @@ from corral.errors import Refused
 from corral.store.location import state_dir
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from corral.cli.context import Args
     from corral.orchestration import OrchestratorState
     from corral.settings import Settings
@@ -138,16 +140,20 @@ def _last_line(path: str) -> str:
 def cmd_status(ctx: Context) -> int:
     """The state row and the pool it last reported; which host leads, and every orchestrator
     (several on PostgreSQL)."""
+    ctx.emit(*_orchestrators(ctx, ctx.store.now()))
+    return 0
+
+
+def _orchestrators(ctx: Context, now: datetime) -> tuple[dict[str, Any], str]:
+    """`orchestrator status` as (JSON, human text)."""
     from corral.orchestration import fleet
 
     state = ctx.store.get_orchestrator()
-    now = ctx.store.now()
     members = fleet(state, ctx.store.list_orchestrators(), now=now, policy=ctx.settings.liveness)
     human = render.orchestrator_status(state, now)
     if members["orchestrators"]:
         human += "\n" + render.orchestrator_fleet(members)
-    ctx.emit({**state.to_dict(), **members}, human)
-    return 0
+    return {**state.to_dict(), **members}, human
 
 
 def cmd_overview(ctx: Context) -> int:
@@ -156,14 +162,14 @@ def cmd_overview(ctx: Context) -> int:
     from corral.workers import WorkerStatus
 
     store = ctx.store
-    state = store.get_orchestrator()
+    now = store.now()
+    orchestrators, orchestrators_human = _orchestrators(ctx, now)
     workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     counts = store.task_counts()
     queues = store.queue_stats()
     left = leftovers.find(store)
-    now = store.now()
     data = {
-        "orchestrator": state.to_dict(),
+        "orchestrator": orchestrators,
         "workers": [w.to_dict() for w in workers],
         "queues": [q.to_dict() for q in queues],
         "tasks": counts,
@@ -171,7 +177,7 @@ def cmd_overview(ctx: Context) -> int:
     }
     shown = ", ".join(f"pid {x.pid} (run {x.run_id})" for x in left)
     human = [
-        render.orchestrator_status(state, now),
+        orchestrators_human,
         render.worker_table(workers, now) or "workers: none live",
         render.queue_table(queues) if queues else "queues: none with work or limits",
         render.task_counts(counts) + f"\nleft behind by finished runs: {shown or 'none'}",
