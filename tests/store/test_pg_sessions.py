@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import corral
 from corral import NewTask, NewWorker, open_store
@@ -10,7 +11,7 @@ from corral import NewTask, NewWorker, open_store
 WAIT_S = 10.0  # a bound for a test that fails, never reached by one that passes
 
 
-def _listening(store: corral.Store) -> tuple[threading.Event, object]:
+def _listening(store: corral.Store) -> tuple[threading.Event, Callable[[], None]]:
     """A listener on `store`, with its first (catch-up) wake-up already consumed."""
     wake = threading.Event()
     stop = store.wake_on_work(wake)
@@ -27,7 +28,7 @@ def test_an_enqueue_wakes_a_listener_at_commit(pg_url):
             corral.enqueue(store, NewTask(title="t"))
             assert wake.wait(WAIT_S)
         finally:
-            stop()  # type: ignore[operator]
+            stop()
 
 
 def test_a_task_becoming_ready_again_notifies(pg_url):
@@ -41,7 +42,7 @@ def test_a_task_becoming_ready_again_notifies(pg_url):
             corral.release(store, task.id, token=claim.token)
             assert wake.wait(WAIT_S)
         finally:
-            stop()  # type: ignore[operator]
+            stop()
 
 
 def test_one_session_holds_the_leader_lock_until_it_ends(pg_url):
