@@ -37,7 +37,7 @@ LITERAL_GUARDS = {
 
 # Queries only PostgreSQL has, each run on a session of its own (store/pg_sessions.py);
 # SQLite's driver has nothing to listen to and one orchestrator, so it needs neither.
-POSTGRESQL_ONLY = {"listen_ready", "try_leader_lock"}
+POSTGRESQL_ONLY = {"listen_ready", "try_leader_lock", "release_leader_lock"}
 
 
 def _objects(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:

@@ -62,8 +62,8 @@ class ReadyListener:
 class LeaderLock:
     """The session advisory lock that makes one orchestrator the leader of a store."""
 
-    def __init__(self, connect: Connect, lock_sql: bytes) -> None:
-        self._connect, self._sql = connect, lock_sql
+    def __init__(self, connect: Connect, lock_sql: bytes, unlock_sql: bytes) -> None:
+        self._connect, self._sql, self._unlock_sql = connect, lock_sql, unlock_sql
         self._conn: psycopg.Connection[Any] | None = None
 
     def try_acquire(self) -> bool:
@@ -82,13 +82,16 @@ class LeaderLock:
         return bool(row and row[0])
 
     def release(self) -> None:
-        """End the session, and the lock with it."""
+        """Give the lock up (free when this returns) and end the session."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except _psycopg_error():
-                pass  # already gone: the server released the lock
+        if conn is None:
+            return
+        try:
+            conn.execute(self._unlock_sql)
+        except _psycopg_error():
+            pass  # the session is gone, and the lock with it
+        finally:
+            conn.close()
 
 
 def _psycopg_error() -> type[Exception]:

@@ -379,7 +379,11 @@ class PostgresDriver:
         """The advisory lock the orchestrators of this store elect their leader with."""
         from corral.store.pg_sessions import LeaderLock
 
-        return LeaderLock(self._connect, self._write_sql["try_leader_lock"])
+        return LeaderLock(
+            self._connect,
+            self._write_sql["try_leader_lock"],
+            self._write_sql["release_leader_lock"],
+        )
 
     def close(self) -> None:
         """Close every pooled connection."""

@@ -578,3 +578,8 @@ LISTEN corral_ready;
 
 -- name: try_leader_lock
 SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()));
+
+-- Given up before the session closes, so that the lock is free when release() returns
+-- (the server ends a closed session a moment later).
+-- name: release_leader_lock
+SELECT pg_advisory_unlock_all();
