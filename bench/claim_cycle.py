@@ -115,6 +115,8 @@ class RawCycle:
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.lock_fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644) if flock else None
         self.worker_id = worker_id
+        columns = [r[1] for r in self.conn.execute("PRAGMA table_info(tasks)")]
+        self.id_at, self.timeout_at = columns.index("id"), columns.index("timeout_s")
 
     @contextmanager
     def tx(self) -> Iterator[Callable[..., list[Any]]]:
@@ -136,16 +138,22 @@ class RawCycle:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
     def claim(self) -> tuple[str, int]:
-        """claim_next: worker lookup, claim_next_task, insert_claim, worker_after_claim, event."""
+        """claim_next: worker lookup, claim_next_tasks (limit 1), insert_claim,
+        worker_after_claim, event."""
         w = self.worker_id
         with self.tx() as run:
             worker = run("get_worker", worker_id=w)[0]
             found = run(
-                "claim_next_task", worker_id=w, worker_name=worker[1], kinds=None, queues=None
+                "claim_next_tasks",
+                worker_id=w,
+                worker_name=worker[1],
+                kinds=None,
+                queues=None,
+                limit=1,
             )
             if not found:
                 raise RuntimeError("the queue ran dry: raise TASKS_PER_RUN")
-            task_id, timeout_s = found[0]
+            task_id, timeout_s = found[0][self.id_at], found[0][self.timeout_at]
             token = run(
                 "insert_claim", task_id=task_id, worker_id=w, lease_s=1800.0, timeout_s=timeout_s
             )[0][0]
@@ -163,7 +171,7 @@ class RawCycle:
             run("worker_after_claim", worker_id=self.worker_id, completed=1, failed=0)
             w = self.worker_id
             run("insert_event", **_event("task.completed", task_id, worker_id=w, token=token))
-            run("unblock_dependents", task_id=task_id, allowed='["blocked"]')
+            run("unblock_dependents", task_ids=f'["{task_id}"]', allowed='["blocked"]')
             run("get_task", task_id=task_id)
 
 

@@ -97,6 +97,9 @@ class RawCycle:
         self.conn = psycopg.connect(url, autocommit=True, options="-c TimeZone=UTC")
         self.cur = self.conn.cursor()
         self.worker_id = worker_id
+        # claim_next_tasks returns whole task rows: where their id and timeout_s are.
+        columns = [c.name for c in self.conn.execute(b"SELECT * FROM tasks LIMIT 0").description]
+        self.task_id_at, self.timeout_at = columns.index("id"), columns.index("timeout_s")
 
     def run(self, query: bytes, **params: Any) -> list[Any]:
         """Execute one statement; its rows (none for a plain UPDATE)."""
@@ -104,17 +107,18 @@ class RawCycle:
         return self.cur.fetchall() if self.cur.description else []
 
     def claim(self) -> tuple[str, int] | None:
-        """claim_next: claiming_worker, claim_next_task, insert_claim, worker_after_claim, event."""
+        """claim_next: claiming_worker, claim_next_tasks (limit 1), insert_claim,
+        worker_after_claim, event."""
         q, w = self.write, self.worker_id
         self.cur.execute(b"BEGIN")
         name = self.run(q["claiming_worker"], worker_id=w)[0][1]
         found = self.run(
-            q["claim_next_task"], worker_id=w, worker_name=name, kinds=None, queues=None
+            q["claim_next_tasks"], worker_id=w, worker_name=name, kinds=None, queues=None, limit=1
         )
         if not found:
             self.cur.execute(b"COMMIT")
             return None
-        task_id, timeout_s = found[0]
+        task_id, timeout_s = found[0][self.task_id_at], found[0][self.timeout_at]
         claim = self.run(
             q["insert_claim"], task_id=task_id, worker_id=w, lease_s=LEASE_S, timeout_s=timeout_s
         )
@@ -133,7 +137,7 @@ class RawCycle:
         self.run(q["worker_after_claim"], worker_id=w, completed=1, failed=0)
         self.run(q["complete_task"], task_id=task_id, result=None, allowed=["running"])
         self.run(q["insert_event"], **_event("task.completed", task_id, w, token))
-        self.run(q["unblock_dependents"], task_id=task_id, allowed=["blocked"])
+        self.run(q["unblock_dependents"], task_ids=[task_id], allowed=["blocked"])
         self.cur.execute(b"COMMIT")
         self.cur.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self.run(self.read["get_task"], task_id=task_id)

@@ -7,7 +7,7 @@
   whole command, start-up included. Each task is a claim, a run record, `true` in its own
   session with the prompt on its stdin and its output in the run's transcript and stderr
   files, the sweep for processes it left, and the report. "start-up" is the time from
-  spawning the command to its first `task.started` log line.
+  spawning the command to its `worker.started` log line (registered, about to claim).
 - The two alternate, in both orders, --reps times; the figures are medians. On a miss, or
   with --profile, a child process runs the same runner in-process with its phases timed
   (measure.PhaseTimer), then a bare loop with Popen and wait timed apart, and the script
@@ -79,32 +79,27 @@ def corral_runner(folder: str, name: str, tasks: int) -> tuple[float, float]:
     done = count_tasks(path, "done")
     if code != 0 or done != tasks:
         raise RuntimeError(f"corral worker start exited {code}, {done}/{tasks} done:\n{tail(log)}")
-    return elapsed, first_task_at(log) - spawned_at
+    return elapsed, started_at(log) - spawned_at
 
 
-def first_task_at(log: str) -> float:
-    """The epoch time of the runner's first `task.started` line (its log has ms precision)."""
+def started_at(log: str) -> float:
+    """The epoch time of the runner's `worker.started` line (its log has ms precision)."""
     with open(log, encoding="utf-8") as handle:
         for line in handle:
-            if " task.started " in line:
+            if " worker.started " in line:
                 # logging's asctime: local time, then ",mmm"
                 return (
                     time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
                     + int(line[20:23]) / 1000
                 )
-    raise RuntimeError(f"no task.started line in {log}")
+    raise RuntimeError(f"no worker.started line in {log}")
 
 
 # -- profile (a child process) --------------------------------------------------------------
 
 PHASES = [
-    ("corral.store", "Store", "claim_next", "store.claim_next (write transaction)"),
-    ("corral.store", "Store", "get_task", "store.get_task after the claim (read)"),
-    ("corral.store", "Store", "start_run", "store.start_run (write transaction)"),
-    ("corral.store", "Store", "complete", "store.complete (write transaction)"),
-    ("corral.store.claim_ops", None, "read_task", "store.complete: read the task back"),
-    ("corral.store", "Store", "finish_run", "store.finish_run (write transaction)"),
-    ("corral.runtime.runner", None, "event", "runner: log lines (two a task)"),
+    ("corral.store", "Store", "exchange", "store.exchange: report + claim (write transaction)"),
+    ("corral.runtime.runner", None, "event", "runner: log lines (DEBUG: off)"),
     ("corral.runtime.command_task", None, "prepare", "prompt, environment, paths"),
     ("corral.runtime.executor", None, "_spawn", "spawn: open transcript files, Popen set-up"),
     ("subprocess", "Popen", "_execute_child", "spawn: fork + exec (Popen._execute_child)"),

@@ -56,7 +56,8 @@ _HOMES = {
     "corral.registry": ["Beat", "deregister", "drain", "heartbeat", "register"],
     "corral.runtime.worker_api": ["run_worker"],
     "corral.runs": ["NewRun", "Run", "RunOutcome"],
-    "corral.settings": ["QueueLimits", "Settings", "load_settings"],
+    "corral.policies": ["QueueLimits"],
+    "corral.settings": ["Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
     "corral.tasks": ["NewTask", "Task", "TaskFilter", "TaskStatus"],
     "corral.workers": ["NewWorker", "Worker", "WorkerStatus"],
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
     )
     from corral.events import Event, EventFilter
     from corral.leases import Claim, ClaimStatus
+    from corral.policies import QueueLimits
     from corral.queue import (
         cancel,
         claim,
@@ -113,7 +115,7 @@ if TYPE_CHECKING:
     from corral.registry import Beat, deregister, drain, heartbeat, register
     from corral.runs import NewRun, Run, RunOutcome
     from corral.runtime.worker_api import run_worker
-    from corral.settings import QueueLimits, Settings, load_settings
+    from corral.settings import Settings, load_settings
     from corral.store import Store, open_store
     from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
     from corral.workers import NewWorker, Worker, WorkerStatus

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from corral.settings import QueueLimits
+from corral.policies import QueueLimits
 
 #: The window of the rate limit: `rate` is claims started per minute.
 RATE_WINDOW_S = 60

@@ -6,6 +6,7 @@ instead of sleeping. Instants are aware UTC datetimes; durations are seconds.
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,10 @@ class Clock(Protocol):
         """Wait up to `seconds` for `event`; True if it is set."""
         ...
 
+    def wait_readable(self, fd: int, seconds: float) -> bool:
+        """Wait up to `seconds` for file descriptor `fd` (a pidfd ...) to be readable."""
+        ...
+
 
 class SystemClock:
     """The real clock."""
@@ -50,6 +55,10 @@ class SystemClock:
     def wait(self, event: threading.Event, seconds: float) -> bool:
         """`event.wait(seconds)`: wakes at once when the event is set."""
         return event.wait(seconds)
+
+    def wait_readable(self, fd: int, seconds: float) -> bool:
+        """`select` on `fd`: wakes at once when it becomes readable."""
+        return bool(select.select([fd], [], [], seconds)[0])
 
 
 class FakeClock:
@@ -76,6 +85,13 @@ class FakeClock:
         if not event.is_set():
             self.advance(seconds)
         return event.is_set()
+
+    def wait_readable(self, fd: int, seconds: float) -> bool:
+        """Advance by `seconds` unless `fd` is readable already (it is not waited for)."""
+        if select.select([fd], [], [], 0)[0]:
+            return True
+        self.advance(seconds)
+        return False
 
     def advance(self, seconds: float) -> None:
         """Move time forward by `seconds`."""

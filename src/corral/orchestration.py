@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from corral.durations import iso
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
-    from corral.settings import LivenessPolicy
+    from corral.policies import LivenessPolicy
 
 
 class OrchestratorStatus(StrEnum):

@@ -8,18 +8,23 @@ fencing token; without one the caller acts as an operator on whatever claim is a
 
 from __future__ import annotations
 
-import random
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.backoff import Outcome, after_failure
 from corral.durations import MAX_SPAN_S
 from corral.errors import InvalidInput
 from corral.leases import Claim
 from corral.settings import Settings
 from corral.store import Store
 from corral.tasks import NewTask, Task
+
+if TYPE_CHECKING:  # imported where used: a `corral claim` needs neither (its start-up time)
+    import random
+
+    from corral.backoff import Outcome
+    from corral.batch import ClaimAsk, Exchanged, Report, RunStart
 
 OPERATOR = "operator"
 DEFAULTS = Settings()
@@ -83,6 +88,47 @@ def claim_next(
         queues=queues,
         lease_s=_lease_s(lease_s, settings),
         actor=worker_id,
+    )
+
+
+def exchange(
+    store: Store,
+    worker_id: str,
+    *,
+    reports: Sequence[Report] = (),
+    ask: ClaimAsk | None = None,
+    open_run: Callable[[Task, int, str], RunStart] | None = None,
+    settings: Settings = DEFAULTS,
+    rng: random.Random | None = None,
+) -> Exchanged:
+    """Report finished tasks under their tokens and claim up to `ask.limit` more, in one step.
+
+    Each failure's retry is decided here, by the retry policy, from the attempt its claim
+    started (a claim still active means nobody changed the task since).
+    """
+    import random
+
+    from corral.batch import Action
+
+    chance = rng or random.Random()
+    decided = [
+        replace(r, retry=_after(r.held.task, settings, chance)) if r.action is Action.FAIL else r
+        for r in reports
+    ]
+    if ask is not None:
+        ask = replace(ask, lease_s=_lease_s(ask.lease_s, settings))
+    return store.exchange(worker_id, reports=decided, ask=ask, open_run=open_run)
+
+
+def _after(task: Task, settings: Settings, rng: random.Random) -> Outcome:
+    from corral.backoff import after_failure
+
+    return after_failure(
+        attempts=task.attempts,
+        max_attempts=task.max_attempts,
+        base_s=task.retry_base_s,
+        policy=settings.retry,
+        rng=rng,
     )
 
 
@@ -158,16 +204,12 @@ def fail(
     rng: random.Random | None = None,
 ) -> Task:
     """Report failure: ready again after a backoff while attempts remain, else failed."""
+    import random
+
     chance = rng or random.Random()
 
     def decide(task: Task) -> Outcome:
-        return after_failure(
-            attempts=task.attempts,
-            max_attempts=task.max_attempts,
-            base_s=task.retry_base_s,
-            policy=settings.retry,
-            rng=chance,
-        )
+        return _after(task, settings, chance)
 
     return store.fail(task_id, token=token, error=error, decide=decide, actor=_actor(token))
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from corral.backpressure import QueueStat
 from corral.errors import InvalidInput
-from corral.settings import QueueLimits, Settings
+from corral.policies import QueueLimits
+from corral.settings import Settings
 from corral.store import Store
 from corral.tasks import check_name
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
-    from corral.settings import ProcessPolicy
+    from corral.policies import ProcessPolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

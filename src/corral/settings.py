@@ -13,10 +13,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.durations import parse_duration_s
 from corral.errors import InvalidInput
+
+if TYPE_CHECKING:  # built where a slice is asked for (corral.policies says why)
+    from corral.policies import (
+        EnvPolicy,
+        LeasePolicy,
+        LivenessPolicy,
+        PoolSpec,
+        ProcessPolicy,
+        QueueLimits,
+        RetryPolicy,
+        WorktreePolicy,
+    )
 
 #: Secrets never handed to workers unless allowed by name: shell-style patterns.
 DEFAULT_ENV_DENY = (
@@ -148,89 +160,7 @@ _SECTIONS = sorted({spec.key.split(".")[0] for spec in SPEC.values()} | {"queues
 _LIMIT_KEYS = ("max_ready", "max_running", "rate")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
-    """How failed work is retried: exponential backoff with jitter, up to max_attempts."""
-
-    max_attempts: int
-    base_s: float
-    max_s: float
-    jitter: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeasePolicy:
-    """How long a claim lasts and how often it may be renewed explicitly."""
-
-    lease_s: float
-    max_renewals: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LivenessPolicy:
-    """When a silent worker becomes stale, then dead."""
-
-    heartbeat_interval_s: float
-    dead_after_missed: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProcessPolicy:
-    """How the pool supervisor restarts, stops and logs its worker processes."""
-
-    restart_delay_s: float
-    max_restart_delay_s: float
-    max_restarts: int
-    min_uptime_s: float
-    kill_timeout_s: float
-    log_max_bytes: int
-    log_backups: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnvPolicy:
-    """Which of the orchestrator's variables its workers do not inherit."""
-
-    deny: tuple[str, ...]
-    allow: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PoolSpec:
-    """What the orchestrator's pool runs: how many workers, which command, which work."""
-
-    workers: int
-    exec: str
-    kinds: tuple[str, ...]
-    queues: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorktreePolicy:
-    """Where task worktrees go, what their branches are called, how reviews end."""
-
-    dir: str
-    branch_template: str
-    base: str
-    setup: str
-    merge_strategy: str
-    review_stale_after_s: float
-
-
 MERGE_STRATEGIES = ("ff", "merge", "squash")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueueLimits:
-    """Backpressure for one queue; None means unlimited.
-
-    max_ready bounds the tasks waiting (enqueue is refused beyond it), max_running the tasks
-    held at once, rate the claims started per minute.
-    """
-
-    max_ready: int | None = None
-    max_running: int | None = None
-    rate: float | None = None
 
 
 def _default(name: str) -> Any:
@@ -298,6 +228,8 @@ class Settings:
     @property
     def retry(self) -> RetryPolicy:
         """The retry slice."""
+        from corral.policies import RetryPolicy
+
         return RetryPolicy(
             max_attempts=self.max_attempts,
             base_s=self.retry_base_s,
@@ -308,11 +240,15 @@ class Settings:
     @property
     def lease(self) -> LeasePolicy:
         """The lease slice."""
+        from corral.policies import LeasePolicy
+
         return LeasePolicy(lease_s=self.lease_s, max_renewals=self.max_renewals)
 
     @property
     def liveness(self) -> LivenessPolicy:
         """The liveness slice."""
+        from corral.policies import LivenessPolicy
+
         return LivenessPolicy(
             heartbeat_interval_s=self.heartbeat_interval_s,
             dead_after_missed=self.dead_after_missed,
@@ -321,6 +257,8 @@ class Settings:
     @property
     def process(self) -> ProcessPolicy:
         """The supervisor's slice."""
+        from corral.policies import ProcessPolicy
+
         return ProcessPolicy(
             restart_delay_s=self.restart_delay_s,
             max_restart_delay_s=self.max_restart_delay_s,
@@ -334,11 +272,15 @@ class Settings:
     @property
     def env(self) -> EnvPolicy:
         """The environment filter's slice."""
+        from corral.policies import EnvPolicy
+
         return EnvPolicy(deny=self.env_deny, allow=self.env_allow)
 
     @property
     def pool(self) -> PoolSpec:
         """The pool's slice (flags of `orchestrator start` override it)."""
+        from corral.policies import PoolSpec
+
         return PoolSpec(
             workers=self.pool_workers,
             exec=self.pool_exec,
@@ -349,6 +291,8 @@ class Settings:
     @property
     def worktree(self) -> WorktreePolicy:
         """The worktree and review slice."""
+        from corral.policies import WorktreePolicy
+
         return WorktreePolicy(
             dir=self.worktree_dir,
             branch_template=self.worktree_branch_template,
@@ -489,6 +433,8 @@ def _apply_file(settings: Settings, data: dict[str, Any], path: str) -> Settings
 
 
 def _queue_limits(value: Any, path: str) -> dict[str, QueueLimits]:
+    from corral.policies import QueueLimits
+
     if not isinstance(value, dict):
         raise InvalidInput(f"{path}: queues", "tables such as [queues.NAME]")
     limits: dict[str, QueueLimits] = {}

@@ -22,7 +22,7 @@ from corral.durations import iso
 from corral.errors import InvalidInput
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
-    from corral.settings import LivenessPolicy
+    from corral.policies import LivenessPolicy
 
 
 class WorkerStatus(StrEnum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -22,6 +23,7 @@ import pytest
 
 from corral.clock import FakeClock, SystemClock
 from corral.errors import CorralError
+from corral.runtime import proctree
 from corral.runtime.executor import (
     CommandNotFound,
     CommandResult,
@@ -350,3 +352,40 @@ def test_an_error_in_a_callback_still_ends_the_tree(make_spec, run_id, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         run(make_spec("bash", "-c", "echo ready; sleep 300 & wait"), stop=stop)
     assert_nothing_left(run_id)
+
+
+def test_the_runner_adopts_orphans_so_no_machine_wide_scan_is_needed(make_spec, run_id):
+    """On Linux the process running commands is a child subreaper: the run's orphans become
+    its children, are found there by their mark, and are ended and reaped."""
+    script = "(setsid sleep 300 &) ; setsid sh -c 'exit 0' & sleep 0.2; echo done"
+    result = run(make_spec("bash", "-c", script))
+    assert (Ending.EXITED, True) == (result.ending, proctree.available())
+    assert_nothing_left(run_id)  # the sleeper ended, the exited orphan reaped (no zombie)
+
+
+FALLBACK = """
+import os, sys
+from corral.clock import SystemClock
+from corral.runtime import executor, proctree
+from corral.runtime.executor import CommandSpec
+proctree._state["on"] = False  # as where there is no subreaper: scan every process
+folder, run_id = sys.argv[1], sys.argv[2]
+script = "sleep 300 & setsid sleep 300 & echo done"
+spec = CommandSpec(argv=("bash", "-c", script), stdin_text=None,
+                   env={**os.environ, "CORRAL_RUN_ID": run_id}, cwd=folder,
+                   transcript_path=folder + "/run.jsonl", stderr_path=folder + "/run.stderr",
+                   run_id=run_id)
+result = executor.run_command(spec, clock=SystemClock(), stop=lambda: None)
+sys.exit(0 if result.exit_code == 0 else 1)
+"""
+
+
+def test_without_a_subreaper_the_environment_scan_still_finds_escapees(run_id, tmp_path):
+    """The fallback (no prctl, no /proc children) ends grandchildren by their mark too."""
+    code = subprocess.run(
+        [PY, "-c", FALLBACK, str(tmp_path), run_id], check=False, timeout=30
+    ).returncode
+    assert 0 == code
+    assert [] == marked(run_id)
+    if proctree.available():  # this process adopts what the child left: reap it
+        proctree.reap_adopted()

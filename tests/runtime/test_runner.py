@@ -566,3 +566,30 @@ def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
     assert RunOutcome.KILLED == h.store.get_run(run.id).outcome
     assert [] == _processes_of_run(run.id)
     assert not h.log_has("Traceback")
+
+
+def test_per_task_log_lines_are_debug_and_corral_log_level_shows_them(h: Harness) -> None:
+    """A task done logs nothing per task at INFO; CORRAL_LOG_LEVEL=DEBUG adds its two lines."""
+    h.add()
+    assert 0 == h.start("--exec", "true", "--once").wait(30)
+    assert not h.log_has("task.started")
+    h.add()
+    h.env["CORRAL_LOG_LEVEL"] = "debug"
+    assert 0 == h.start("--exec", "true", "--once", name="w2").wait(30)
+    assert h.log_has("DEBUG task.started") and h.log_has("DEBUG task.finished")
+
+
+def test_a_bad_corral_log_level_is_exit_2_before_anything_is_written(tmp_path: Path) -> None:
+    """An unknown level is a one-line error naming the variable; no store is created."""
+    db = tmp_path / "new.db"
+    env = {**os.environ, "CORRAL_LOG_LEVEL": "loud"}
+    run = subprocess.run(
+        [CORRAL, "worker", "start", "--name", "w", "--exec", "true", "--db", str(db)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (2, False) == (run.returncode, db.exists())
+    assert 1 == len(run.stderr.strip().splitlines())
+    assert "CORRAL_LOG_LEVEL: expected one of DEBUG, INFO, WARNING, ERROR" in run.stderr

@@ -32,7 +32,7 @@ LITERAL_GUARDS = {
     # The claim query filters on `status = 'ready'` literally so that SQLite can walk the
     # partial index tasks_ready_order; test_claim_literal_agrees_with_the_table ties it
     # to ALLOWED_FROM["claim"].
-    "claim_next_task": "status = 'ready'",
+    "claim_next_tasks": "status = 'ready'",
 }
 
 # Queries only PostgreSQL has, each run on a session of its own (store/pg_sessions.py);
@@ -224,7 +224,7 @@ def test_task_status_updates_are_guarded_by_the_transition_table(dialect):
 
 
 def test_claim_literal_agrees_with_the_table():
-    """The literal `status = 'ready'` in claim_next_task is what ALLOWED_FROM says of claim."""
+    """The literal `status = 'ready'` in claim_next_tasks is what ALLOWED_FROM says of claim."""
     assert frozenset({TaskStatus.READY}) == ALLOWED_FROM["claim"]
 
 
@@ -302,8 +302,8 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(tmp_path):
 
 
 def test_postgresql_claims_next_with_skip_locked():
-    """claim_next_task locks the task it takes with FOR UPDATE SKIP LOCKED (issue 5)."""
-    assert "FOR UPDATE SKIP LOCKED" in load_queries("postgresql")["claim_next_task"]
+    """claim_next_tasks locks the tasks it takes with FOR UPDATE SKIP LOCKED (issue 5)."""
+    assert "FOR UPDATE SKIP LOCKED" in load_queries("postgresql")["claim_next_tasks"]
 
 
 def test_postgresql_one_active_claim_is_a_partial_unique_index():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from corral.errors import InvalidInput
-from corral.settings import LivenessPolicy
+from corral.policies import LivenessPolicy
 from corral.workers import NewWorker, WorkerStatus, liveness, missed_heartbeats, working_status
 
 POLICY = LivenessPolicy(heartbeat_interval_s=10.0, dead_after_missed=3)

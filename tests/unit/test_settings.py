@@ -9,17 +9,15 @@ from pathlib import Path
 import pytest
 
 from corral.errors import InvalidInput
-from corral.settings import (
-    SPEC,
+from corral.policies import (
     LeasePolicy,
     LivenessPolicy,
     PoolSpec,
     ProcessPolicy,
     QueueLimits,
     RetryPolicy,
-    Settings,
-    load_settings,
 )
+from corral.settings import SPEC, Settings, load_settings
 
 
 def test_defaults_come_from_the_spec_table() -> None:

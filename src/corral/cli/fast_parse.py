@@ -18,7 +18,7 @@ from typing import Any
 
 from corral.cli.commands import GROUPS, Arg, Command
 
-# Options every level accepts (main.COMMON): the store and --json.
+# Options every level accepts (argtree's `common` parent): the store and --json.
 _COMMON = (Arg("--db"), Arg("--json", action="store_true"))
 _PLAIN_OPTIONS = frozenset({"help", "metavar", "dest", "default", "required", "action"})
 _PLAIN_ACTIONS = frozenset({None, "store", "store_true", "append"})

@@ -263,6 +263,7 @@ COMMANDS = (
         Arg("--workdir", metavar="DIR", help="working directory of commands (default: here)"),
         Arg("--timeout", metavar="DURATION", help="default task timeout (a task's own wins)"),
         Arg("--concurrency", help="tasks run at once (default 1)"),
+        Arg("--batch", help="--call: claim up to N tasks at once (default 1)"),
         Arg("--max-tasks", help="exit after this many tasks"),
         Arg("--once", action="store_true", help="run at most one task, then exit"),
         Arg("--lease", metavar="DURATION", help="lease length (default lease_s)"),

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
     ctx.long_running()
+    from corral.logs import logger
     from corral.runtime.runner import Runner, RunnerConfig
 
     a = ctx.args
@@ -34,11 +35,15 @@ def start_worker(ctx: Context) -> int:
         once=a.once,
         lease_s=parsing.positive_duration("lease", a.lease),
         shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
+        batch=_batch(a),
     )
     job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
+    log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
     worktrees = _worktrees(ctx, a) if a.worktree else None
     if a.exec is None:
-        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+        return Runner(
+            ctx.store, config, job, settings=ctx.settings, worktrees=worktrees, log=log
+        ).run()
     from dataclasses import replace
 
     from corral.runtime.worker_tmp import make_tmp, remove_tmp
@@ -46,7 +51,9 @@ def start_worker(ctx: Context) -> int:
     tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
     try:
         job = replace(job, extra_env={**job.extra_env, "TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp})
-        return Runner(ctx.store, config, job, settings=ctx.settings, worktrees=worktrees).run()
+        return Runner(
+            ctx.store, config, job, settings=ctx.settings, worktrees=worktrees, log=log
+        ).run()
     finally:
         remove_tmp(tmp)
 
@@ -73,6 +80,14 @@ def _worktrees(ctx: Context, a: Args) -> Any:
         keep=a.keep_worktrees,
         log=logger("corral.worker"),
     )
+
+
+def _batch(a: Args) -> int:
+    """--batch: how many tasks a --call worker may claim at once (commands: one)."""
+    batch = parsing.whole("batch", a.batch, minimum=1) or 1
+    if batch > 1 and a.exec is not None:
+        raise InvalidInput("batch", "1 with --exec (batches are for --call workers)", a.batch)
+    return batch
 
 
 def _duration(field: str, raw: str | None, default: float) -> float:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.clock import Clock
-from corral.leases import Claim
 from corral.runtime.executor import CommandResult, CommandSpec, run_command
 from corral.runtime.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.prompts import DEFAULT_TEMPLATE, render_prompt
+from corral.runtime.spares import Spares
 from corral.tasks import Task
 
 
@@ -40,6 +40,8 @@ class CommandJob:
     grace_s: float = 5.0
     defer_s: float = 900.0
     extra_env: dict[str, str] = field(default_factory=dict)
+    # The environment commands start from: the runner's, read once (not once per task).
+    base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,17 +52,19 @@ class Prepared:
     prompt: str
 
 
-def prepare(job: CommandJob, task: Task, claim: Claim, run_id: str, db: str) -> Prepared:
+def prepare(
+    job: CommandJob, task: Task, *, token: int, run_id: str, worker_id: str, db: str
+) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`."""
     prompt = render_prompt(task, job.template)
     argv = (*job.argv, prompt) if job.prompt_arg else job.argv
     env = {
-        **os.environ,
+        **job.base_env,
         **job.extra_env,
         "CORRAL_TASK_ID": task.id,
-        "CORRAL_WORKER_ID": claim.worker_id,
+        "CORRAL_WORKER_ID": worker_id,
         "CORRAL_RUN_ID": run_id,
-        "CORRAL_CLAIM_TOKEN": str(claim.token),
+        "CORRAL_CLAIM_TOKEN": str(token),
         "CORRAL_DB": db,
     }
     workdir = task.payload.get("workdir")
@@ -88,6 +92,7 @@ def perform(
     stop: Callable[[], str | None],
     on_stall: Callable[[], None],
     on_resume: Callable[[], None],
+    spares: Spares | None = None,
 ) -> Done:
     """Run the command to its end and describe it."""
     os.makedirs(job.runs_dir, exist_ok=True)
@@ -100,7 +105,12 @@ def perform(
         return reason
 
     result = run_command(
-        prepared.spec, clock=clock, stop=stop_and_remember, on_stall=on_stall, on_resume=on_resume
+        prepared.spec,
+        clock=clock,
+        stop=stop_and_remember,
+        on_stall=on_stall,
+        on_resume=on_resume,
+        spares=spares,
     )
     return _done(job, prepared, result, reasons[-1] if reasons else None)
 

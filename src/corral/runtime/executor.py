@@ -5,26 +5,29 @@ The model:
   process group whose id is its pid, so one `killpg` reaches it and every descendant that
   stayed in the group. Nothing is run through a shell.
 - stdout goes to the transcript file and stderr to the stderr file, written by the OS as
-  the child prints; nothing passes through this process. The prompt is written to stdin
-  from a thread (a prompt larger than the pipe buffer must not block the watch), then
-  stdin is closed.
-- The watch polls, fast at first so that short commands return at once, then every
-  `poll_s` on the injected clock: the caller's `stop()` ends the run (STOPPED), then
-  `timeout_s` (TIMEOUT), then a stall: no growth of transcript + stderr for
-  `stall_timeout_s` calls `on_stall()` once per episode and, with `kill_stalled`, ends the
-  run (STALLED). An episode ends when the output grows again.
+  the child prints; nothing passes through this process. A prompt that fits in a pipe's
+  guaranteed capacity is written to stdin at once; a larger one from a thread (it must
+  not block the watch). Then stdin is closed.
+- The watch waits on a pidfd, so it wakes the moment the child exits, and looks every
+  `poll_s` on the injected clock (without pidfds: polls that start fast and double up to
+  `poll_s`): the caller's `stop()` ends the run (STOPPED), then `timeout_s` (TIMEOUT),
+  then a stall: no growth of transcript + stderr for `stall_timeout_s` calls
+  `on_stall()` once per episode and, with `kill_stalled`, ends the run (STALLED). An
+  episode ends when the output grows again.
 - Exit is detected with `waitid(WNOWAIT)`, which does not reap: the child's pid, and so
   its group id, cannot be reused by another process while the tree is being ended. The
   child is reaped last, always.
 - Ending the tree, after a kill decision and after a normal exit alike ("no orphaned
   grandchildren"): collect the targets first, while parents still link to their children
-  (the child's descendants, plus every process started since the child whose environment
-  says `CORRAL_RUN_ID=<run_id>`); SIGTERM the group and each target; wait up to `grace_s`;
-  SIGKILL the group and the survivors.
-- Why the environment scan: a grandchild that called `setsid` has left the group, and one
-  whose parent died was handed to init, so neither `killpg` nor a walk of the tree finds
-  it. The environment is inherited, so the run id marks every process the command started,
-  wherever it went, unless it cleared its environment: only a cgroup could catch that one.
+  (the child's descendants, plus every process of the run that escaped them); SIGTERM the
+  group and each target; wait up to `grace_s`; SIGKILL the group and the survivors.
+- Escaped processes: a grandchild that called `setsid` has left the group, and one whose
+  parent died is re-parented, so neither `killpg` nor a walk of the child's tree finds
+  it. The process running commands makes itself a child subreaper (proctree.py), so
+  those orphans become its own children, found there by their `CORRAL_RUN_ID=<run_id>`
+  mark and reaped by pid. Where that is not available, every process on the machine
+  started since the child is scanned for the mark. Either way a process that cleared
+  its environment escapes the mark: only a cgroup could catch that one.
 """
 
 from __future__ import annotations
@@ -43,13 +46,16 @@ import psutil
 
 from corral.clock import Clock
 from corral.errors import CorralError, InvalidInput
+from corral.runtime import proctree
 from corral.runtime.outcome import Ending
+from corral.runtime.spares import Spares
 
 RUN_ID_ENV = "CORRAL_RUN_ID"
 STDERR_TAIL_BYTES = 2048
 # After SIGKILL, how long to wait for the processes to be gone before returning anyway.
 KILL_WAIT_S = 1.0
 FIRST_POLL_S = 0.0001  # short commands (`true`) end in under a millisecond
+PIPE_BYTES = 4096  # a write this small to a new pipe never blocks (POSIX: PIPE_BUF at least)
 
 
 class CommandNotFound(CorralError):
@@ -111,12 +117,21 @@ def run_command(
     on_stall: Callable[[], None] | None = None,
     on_resume: Callable[[], None] | None = None,
     poll_s: float = 0.05,
+    spares: Spares | None = None,
 ) -> CommandResult:
-    """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it."""
+    """Run `spec` to its end, kill its whole tree on stop, timeout or stall, and reap it.
+
+    With `spares`, the output files are taken from those made ahead of time.
+    """
     watch = _Watch(started_at=clock.monotonic())
-    proc = _spawn(spec)
+    adopting = proctree.available()
+    with proctree.spawning() as owned:
+        proc = _spawn(spec, spares)
+        owned.add(proc.pid)
+    if spares is not None:
+        spares.refill()
     feeder = _start_feeder(proc.stdin, spec.stdin_text)
-    since = _create_time(proc.pid)
+    since = 0.0 if adopting else _create_time(proc.pid)
     try:
         ending = _supervise(
             proc.pid,
@@ -129,8 +144,11 @@ def run_command(
             poll_s=poll_s,
         )
     finally:
-        _end_tree(proc.pid, spec, since, clock, poll_s)
+        ended = _end_tree(proc.pid, spec, since, clock, poll_s)
         proc.wait()
+        proctree.release(proc.pid)
+        if adopting and ended:  # what it ended may now be zombies the runner adopted
+            proctree.reap_adopted()
         if feeder is not None:
             feeder.join(timeout=spec.grace_s)
     return CommandResult(
@@ -143,12 +161,14 @@ def run_command(
     )
 
 
-def _spawn(spec: CommandSpec) -> subprocess.Popen[bytes]:
+def _spawn(spec: CommandSpec, spares: Spares | None) -> subprocess.Popen[bytes]:
     """Start the command in a new session, its output going straight to the files."""
     if not spec.argv:
         raise InvalidInput("argv", "a command to run", list(spec.argv))
     if not os.path.isdir(spec.cwd):
         raise InvalidInput("cwd", "an existing directory", spec.cwd)
+    if spares is not None:
+        spares.take(spec.transcript_path, spec.stderr_path)  # else opened (created) below
     stdin = subprocess.DEVNULL if spec.stdin_text is None else subprocess.PIPE
     env = {**spec.env, RUN_ID_ENV: spec.run_id}  # the mark that finds escaped descendants
     with open(spec.transcript_path, "wb") as out, open(spec.stderr_path, "wb") as err:
@@ -177,10 +197,15 @@ def _spawn_error(spec: CommandSpec, exc: OSError) -> CorralError:
 
 
 def _start_feeder(pipe: IO[bytes] | None, text: str | None) -> threading.Thread | None:
-    """Write the prompt to the child's stdin from a thread, then close it."""
+    """Write the prompt to the child's stdin, then close it: at once when it fits in the
+    pipe (the write cannot block), else from a thread, so the watch starts regardless."""
     if pipe is None or text is None:
         return None
-    feeder = threading.Thread(target=_feed, args=(pipe, text.encode()), daemon=True)
+    data = text.encode()
+    if len(data) <= PIPE_BYTES:
+        _feed(pipe, data)
+        return None
+    feeder = threading.Thread(target=_feed, args=(pipe, data), daemon=True)
     feeder.start()
     return feeder
 
@@ -204,15 +229,35 @@ def _supervise(
     on_resume: Callable[[], None] | None,
     poll_s: float,
 ) -> Ending:
-    """Poll until the child exits or a reason to end it comes up."""
+    """Poll until the child exits or a reason to end it comes up.
+
+    Where pidfds exist the wait wakes the moment the child exits; elsewhere the polls
+    start fast and double up to `poll_s`.
+    """
+    pidfd = _pidfd(pid)
     delay_s = min(FIRST_POLL_S, poll_s)
-    while not _has_exited(pid):
-        ending = _check(spec, watch, clock.monotonic(), stop, (on_stall, on_resume))
-        if ending is not None:
-            return ending
-        clock.sleep(delay_s)
-        delay_s = min(delay_s * 2, poll_s)
-    return Ending.EXITED
+    try:
+        while not _has_exited(pid):
+            ending = _check(spec, watch, clock.monotonic(), stop, (on_stall, on_resume))
+            if ending is not None:
+                return ending
+            if pidfd is None:
+                clock.sleep(delay_s)
+                delay_s = min(delay_s * 2, poll_s)
+            else:
+                clock.wait_readable(pidfd, poll_s)
+        return Ending.EXITED
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd for the child (Linux 5.3+), readable once it exits; None where there is none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _check(
@@ -269,9 +314,11 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
-def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: float) -> None:
-    """SIGTERM the child's group and every process of the run, wait `grace_s`, SIGKILL the rest."""
-    targets = _targets(pid, spec.run_id, since)
+def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: float) -> bool:
+    """SIGTERM the child's group and every process of the run, wait `grace_s`, SIGKILL the
+    rest; whether there was more than an exited child to end."""
+    running = not _has_exited(pid)
+    targets = _targets(pid, spec.run_id, since, running=running)
     _signal_group(pid, signal.SIGTERM)
     _signal_each(targets, signal.SIGTERM)
     survivors = _wait_gone(pid, targets, clock.monotonic() + spec.grace_s, clock, poll_s)
@@ -280,13 +327,27 @@ def _end_tree(pid: int, spec: CommandSpec, since: float, clock: Clock, poll_s: f
         os.kill(pid, signal.SIGKILL)
     _signal_each(survivors, signal.SIGKILL)
     _wait_gone(pid, survivors, clock.monotonic() + KILL_WAIT_S, clock, poll_s)
+    return running or bool(targets)
 
 
-def _targets(pid: int, run_id: str, since: float) -> list[psutil.Process]:
+def _targets(pid: int, run_id: str, since: float, *, running: bool) -> list[psutil.Process]:
     """The child's live descendants and every other process marked with the run id."""
-    found = {} if _has_exited(pid) else {p.pid: p for p in _descendants(pid)}
+    if proctree.available():
+        pids = proctree.tree(pid) if running else []
+        pids += proctree.adopted(f"{RUN_ID_ENV}={run_id}".encode())
+        return _processes(set(pids) - {pid})
+    found = {p.pid: p for p in _descendants(pid)} if running else {}
     found.update((p.pid, p) for p in _marked(run_id, since) if p.pid != pid)
     return list(found.values())
+
+
+def _processes(pids: set[int]) -> list[psutil.Process]:
+    """psutil handles for the pids that still exist."""
+    found = []
+    for pid in pids:
+        with suppress(psutil.Error):
+            found.append(psutil.Process(pid))
+    return found
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

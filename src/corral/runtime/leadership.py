@@ -25,7 +25,7 @@ from corral.orchestration import (
     Role,
     holder_is_dead,
 )
-from corral.settings import LivenessPolicy
+from corral.policies import LivenessPolicy
 from corral.store import Store
 from corral.store.base import LeaderLock
 

@@ -1,7 +1,7 @@
 """What running one task produced, before it is reported to the store.
 
 Commands (executor.py) and Python callables (pytask.py) both end in a `Done`; the runner
-turns it into one report: complete, fail, defer or release.
+turns it into one report (`report_of`): complete, fail, defer or release.
 """
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from corral.batch import Action, Held, Report
+from corral.runs import RunOutcome
 
 DEFER_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", as sendmail and friends use it
 
@@ -35,3 +38,30 @@ class Done:
     usage: dict[str, Any] | None = None
     stop_reason: str | None = None
     defer_s: float | None = None
+
+
+_FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
+
+
+def report_of(held: Held, done: Done) -> Report:
+    """What `done` does to the task `held`: complete, defer, release (stopped) or fail."""
+    common: dict[str, Any] = {"held": held, "exit_code": done.exit_code, "usage": done.usage}
+    if done.success:
+        return Report(action=Action.COMPLETE, outcome=RunOutcome.DONE, result=done.result, **common)
+    if done.defer_s is not None:
+        return Report(
+            action=Action.DEFER, outcome=RunOutcome.DEFERRED, defer_s=done.defer_s, **common
+        )
+    if done.ending is Ending.STOPPED:
+        lost = done.stop_reason == "lease_lost"
+        outcome = RunOutcome.LEASE_LOST if lost else RunOutcome.SHUTDOWN
+        return Report(action=Action.RELEASE, outcome=outcome, error=done.error, **common)
+    error = done.error or "failed"
+    return Report(action=Action.FAIL, outcome=_failure_outcome(done), error=error, **common)
+
+
+def _failure_outcome(done: Done) -> RunOutcome:
+    """timeout and stalled as such; killed when a signal from outside ended the command."""
+    if done.ending is Ending.EXITED and done.exit_code is not None and done.exit_code < 0:
+        return RunOutcome.KILLED
+    return _FAILED.get(done.ending, RunOutcome.FAILED)

@@ -2,14 +2,20 @@
 
     start ── recover dead incarnations of this name on this host (their claims, at once)
           ── register ── heartbeat thread ── N slots, each:
-               claim_next (only its kinds) ─none─► wait, backing off with jitter (0.05 s .. 2 s),
-                   cut short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY)
+               exchange: one write transaction that reports the tasks finished since
+               the last one and claims up to k more (only its kinds), each claim
+               opening its run record ─none─► wait, backing off with jitter (0.05 s .. 2 s),
+               cut short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY)
                    │
-                   └─► start run record ─► command or Python function ─► one report:
+                   └─► for each task held: command or Python function ─► its report:
                         success: complete · exit 75: defer · shutdown: release ·
-                        claim lost: nothing (the token is stale) · else: fail (retry policy)
+                        else: fail (retry policy); a report whose token went stale
+                        changes nothing, and its run records what the agent reported
+                        or lease_lost
+    k is 1 unless `batch` allows more (corral.batch: it adapts to the queue's depth).
     SIGTERM / SIGINT ─► stop claiming, let running tasks finish within shutdown_timeout_s,
-                        then stop them and release their claims ─► deregister ─► exit 0
+                        then stop them; release their claims and those of held tasks
+                        not started ─► deregister ─► exit 0
     second signal, or SIGQUIT ─► stop running tasks now (claims released) ─► exit 0
 
 Exit codes (seed 003): 0 clean exit; 1 the task of `--once` did not succeed, or the store
@@ -25,33 +31,30 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, TypeVar
 
 import psutil
 
 from corral import queue, reconciler, registry
+from corral.batch import Action, ClaimAsk, Exchanged, Held, Report, RunStart, next_batch_size
 from corral.clock import Clock, SystemClock
 from corral.errors import (
     CorralError,
-    InvalidTransition,
     Refused,
-    StaleToken,
     StoreError,
     WorkerUnavailable,
 )
-from corral.ids import RUN_PREFIX, new_id
-from corral.leases import Claim
 from corral.logs import event, logger
-from corral.runs import NewRun, RunOutcome
+from corral.runs import RunOutcome
 from corral.runtime import command_task
-from corral.runtime.command_task import CommandJob
+from corral.runtime.command_task import CommandJob, Prepared
 from corral.runtime.executor import end_marked_processes
 from corral.runtime.heartbeat import Heartbeat
-from corral.runtime.outcome import Done, Ending
+from corral.runtime.outcome import Done, report_of
 from corral.runtime.pytask import Execute, TaskContext, run_callable
+from corral.runtime.spares import Spares
 from corral.runtime.task_worktrees import TaskWorktrees
 from corral.settings import Settings
 from corral.store import Store
@@ -61,7 +64,6 @@ from corral.workers import WATCHED, NewWorker
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 REPORT_RETRIES = 5  # store calls after a run, tried again while the store is unavailable
 T = TypeVar("T")
-_FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
 # What a task's own command may report under its token, and the run outcome each means.
 _AGENT_REPORTS = {
     "task.completed": RunOutcome.DONE,
@@ -96,6 +98,8 @@ class RunnerConfig:
     shutdown_timeout_s: float = 300.0
     idle_min_s: float = 0.05
     idle_max_s: float = 2.0
+    batch: int = 1  # most tasks a slot claims at once (1: one at a time); corral.batch
+    batch_window_s: float = 0.1  # how long finished tasks of a batch may wait to be reported
 
 
 class Runner:
@@ -126,8 +130,11 @@ class Runner:
         self._taken = 0
         self._unsuccessful = 0
         self._state: dict[str, Any] = {}
+        self._prepared: dict[str, Prepared | Exception] = {}  # command runs, by run id
+        self._python_run = RunStart(command=(_name_of(job),), cwd=os.getcwd())
         self.worker_id = ""
         self._heartbeat: Heartbeat | None = None
+        self._spares: Spares | None = None  # output files made ahead, for command jobs
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -153,12 +160,16 @@ class Runner:
                 clock=self._clock,
                 log=self._log,
             )
-            self._heartbeat.start()
             stop_listening = self._store.wake_on_work(self._ready)
             try:
+                self._heartbeat.start()
+                if isinstance(self._job, CommandJob):
+                    self._spares = Spares(self._job.runs_dir)
                 self._run_slots()
             finally:
                 stop_listening()
+                if self._spares is not None:
+                    self._spares.close()
                 self._heartbeat.stop()
                 self._deregister()
         finally:
@@ -183,7 +194,7 @@ class Runner:
             kinds=c.kinds,
             queues=c.queues,
             labels=c.labels,
-            max_concurrent=c.concurrency,
+            max_concurrent=c.concurrency * c.batch,
             pid=os.getpid(),
             version=__version__,
         )
@@ -252,46 +263,84 @@ class Runner:
             or self._refused.is_set()
         )
 
-    def _reserve(self) -> bool:
-        """Take one task from the budget (--once, --max-tasks); False when it is spent."""
+    def _reserve(self, wanted: int) -> int:
+        """Take up to `wanted` tasks from the budget (--once, --max-tasks); 0 when stopping."""
+        if self._claiming_stopped():
+            return 0
         limit = 1 if self._config.once else self._config.max_tasks
         with self._lock:
-            if limit is not None and self._taken >= limit:
-                return False
-            self._taken += 1
-            return True
+            granted = wanted if limit is None else max(0, min(wanted, limit - self._taken))
+            self._taken += granted
+            return granted
 
-    def _unreserve(self) -> None:
+    def _unreserve(self, count: int) -> None:
         with self._lock:
-            self._taken -= 1
+            self._taken -= count
 
     def _slot(self) -> None:
-        idle_s = self._config.idle_min_s
-        while not self._claiming_stopped() and self._reserve():
+        """Claim a batch (its size adapting: corral.batch), run its tasks, report them
+        together with the next claim, until told to stop or out of budget."""
+        size, idle_s = 1, self._config.idle_min_s
+        reports: list[Report] = []
+        while True:
+            asked = self._reserve(size)
             self._ready.clear()  # from here on, a task made ready cuts the idle wait short
-            claim = self._claim()
-            if claim is None:
-                self._unreserve()
-                if self._config.once:
-                    return
+            held = self._exchange(reports, asked)  # empties `reports` once they are applied
+            if not held:
+                if not asked or self._config.once:
+                    return  # reports the store never took are left to the reconciler
                 if self._shutdown_at is None:  # else stop() set _ready before the clear
                     self._clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
-                idle_s = min(self._config.idle_max_s, idle_s * 2)
+                idle_s, size = min(self._config.idle_max_s, idle_s * 2), 1
                 continue
             idle_s = self._config.idle_min_s
-            self._work(claim)
+            began = self._clock.monotonic()
+            reports += self._run_batch(held)
+            size = next_batch_size(
+                size,
+                len(held),
+                mean_task_s=(self._clock.monotonic() - began) / len(held),
+                most=self._config.batch,
+                window_s=self._config.batch_window_s,
+            )
 
-    def _claim(self) -> Claim | None:
-        try:
-            return queue.claim_next(
+    def _run_batch(self, held: list[Held]) -> list[Report]:
+        """Run the held tasks in order; reports wait for the next claim, unless they have
+        waited `batch_window_s` already, so long batches still report as they go."""
+        reports: list[Report] = []
+        since = self._clock.monotonic()
+        for n, h in enumerate(held, 1):
+            reports.append(self._work(h) if self._may_start(h) else self._unstarted(h))
+            if n < len(held) and self._clock.monotonic() - since >= self._config.batch_window_s:
+                self._exchange(reports, 0)
+                since = self._clock.monotonic()
+        return reports
+
+    def _exchange(self, reports: list[Report], asked: int) -> list[Held]:
+        """Report, and claim up to `asked` tasks, in one transaction; what was claimed.
+
+        `reports` is emptied once the store took them; while it cannot be reached they
+        stay, to go with the next exchange.
+        """
+        c = self._config
+        ask = ClaimAsk(limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s)
+
+        def once() -> Exchanged:
+            return queue.exchange(
                 self._store,
                 self.worker_id,
-                kinds=self._config.kinds,
-                queues=self._config.queues,
-                lease_s=self._config.lease_s,
+                reports=reports,
+                ask=ask if asked else None,
+                open_run=self._open_run,
                 settings=self._settings,
+                rng=self._rng,
             )
-        except StoreError as exc:
+
+        if not reports and not asked:
+            return []
+        try:
+            done = self._retrying(once) if reports else once()
+        except StoreError as exc:  # tried again with the next exchange
             event(
                 self._log,
                 "claim.failed",
@@ -299,11 +348,72 @@ class Runner:
                 worker_id=self.worker_id,
                 error=exc.message,
             )
-            return None
-        except WorkerUnavailable as exc:  # drained, deregistered or declared dead between beats
-            event(self._log, "claim.refused", worker_id=self.worker_id, reason=exc.message)
+            self._unreserve(asked)
+            return []
+        self._settle(reports, done)
+        reports.clear()
+        self._unreserve(asked - len(done.held))
+        for h in done.held:
+            self._heartbeat_of().hold(h.task.id, h.token)
+        return list(done.held)
+
+    def _heartbeat_of(self) -> Heartbeat:
+        assert self._heartbeat is not None
+        return self._heartbeat
+
+    def _settle(self, reports: list[Report], done: Exchanged) -> None:
+        """After an exchange: stale reports finish their runs apart; log every outcome."""
+        if done.refused is not None:
+            event(self._log, "claim.refused", worker_id=self.worker_id, reason=done.refused)
             self._refused.set()
-            return None
+        stale = {r.held.token for r in done.stale}
+        for r in reports:
+            outcome = self._settle_stale(r) if r.held.token in stale else r.outcome
+            self._heartbeat_of().drop(r.held.task.id)
+            if self._worktrees is not None:  # after the report: a task now in review keeps it
+                self._worktrees.leave(r.held.task.id)
+            if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN):
+                with self._lock:
+                    self._unsuccessful += 1
+            event(
+                self._log,
+                "task.finished",
+                logging.DEBUG if outcome is RunOutcome.DONE else logging.INFO,
+                worker_id=self.worker_id,
+                task_id=r.held.task.id,
+                run_id=r.held.run_id,
+                outcome=outcome,
+            )
+
+    def _open_run(self, task: Task, token: int, run_id: str) -> RunStart:
+        """How the run of a task just claimed is recorded (inside the claim's transaction)."""
+        if isinstance(self._job, PythonJob):
+            return self._python_run
+        if self._worktrees is not None:
+            # git must not run under the claim's write lock: _perform makes the worktree,
+            # then records where the run really runs (_enter_worktree).
+            return RunStart(command=self._job.argv, cwd=os.getcwd())
+        try:
+            prepared = command_task.prepare(
+                self._job,
+                task,
+                token=token,
+                run_id=run_id,
+                worker_id=self.worker_id,
+                db=self._store.url,
+            )
+        except Exception as exc:  # must not raise: the runner fails the task instead
+            self._prepared[run_id] = exc
+            return RunStart(command=self._job.argv, cwd=os.getcwd())
+        self._prepared[run_id] = prepared
+        spec = prepared.spec
+        return RunStart(
+            command=spec.argv,
+            cwd=os.path.abspath(spec.cwd),
+            prompt=prepared.prompt,
+            transcript_path=os.path.abspath(spec.transcript_path),
+            stderr_path=os.path.abspath(spec.stderr_path),
+        )
 
     # -- one task --------------------------------------------------------------------
 
@@ -321,69 +431,48 @@ class Runner:
             return "shutdown"
         return None
 
-    def _work(self, claim: Claim) -> None:
-        assert self._heartbeat is not None
-        run_id = new_id(RUN_PREFIX)
-        self._heartbeat.hold(claim.task_id, claim.token)
+    def _may_start(self, h: Held) -> bool:
+        """False for a held task that should not start: stopping, or its claim is lost."""
+        beat = self._heartbeat_of()
+        return not (self._shutdown_at is not None or beat.dead.is_set() or beat.lost(h.task.id))
+
+    def _unstarted(self, h: Held) -> Report:
+        """A held task given back unstarted: released, its run finished as shutdown."""
+        self._prepared.pop(h.run_id, None)
+        lost = self._heartbeat_of().lost(h.task.id)
+        outcome = RunOutcome.LEASE_LOST if lost else RunOutcome.SHUTDOWN
+        return Report(held=h, action=Action.RELEASE, outcome=outcome, error="not started")
+
+    def _work(self, h: Held) -> Report:
+        """Run one held task; its report (a runner error fails the task)."""
         event(
             self._log,
             "task.started",
+            logging.DEBUG,
             worker_id=self.worker_id,
-            task_id=claim.task_id,
-            run_id=run_id,
-            token=claim.token,
+            task_id=h.task.id,
+            run_id=h.run_id,
+            token=h.token,
         )
         try:
-            outcome = self._attempt(claim, run_id)
+            report = report_of(h, self._perform(h))
+            if self._worktrees is None:
+                return report
+            return replace(report, final_commit=self._worktrees.final_commit(h.task.id))
         except CorralError as exc:  # e.g. a task whose working directory does not exist
             event(
                 self._log,
                 "task.runner_error",
                 logging.ERROR,
-                task_id=claim.task_id,
-                run_id=run_id,
+                task_id=h.task.id,
+                run_id=h.run_id,
                 error=exc.message,
             )
-            outcome = self._give_up(claim, run_id, f"runner error: {exc.message}")
+            error = f"runner error: {exc.message}"
         except Exception as exc:  # a surprise: one task's failure must not end the worker
-            self._log.exception("task.runner_error task_id=%s run_id=%s", claim.task_id, run_id)
-            outcome = self._give_up(claim, run_id, f"runner error: {type(exc).__name__}: {exc}")
-        finally:
-            self._heartbeat.drop(claim.task_id)
-            if self._worktrees is not None:
-                self._worktrees.leave(claim.task_id)
-        if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN):
-            with self._lock:
-                self._unsuccessful += 1
-        event(
-            self._log,
-            "task.finished",
-            worker_id=self.worker_id,
-            task_id=claim.task_id,
-            run_id=run_id,
-            outcome=outcome,
-        )
-
-    def _attempt(self, claim: Claim, run_id: str) -> RunOutcome:
-        """Run the task and report it; store hiccups while reporting are retried."""
-        task = self._retrying(lambda: self._store.get_task(claim.task_id))
-        done = self._perform(task, claim, run_id)
-        final_commit = self._worktrees.final_commit(task.id) if self._worktrees else None
-        outcome, error = self._retrying(lambda: self._report(task, claim, done))
-        try:
-            self._retrying(
-                lambda: self._store.finish_run(
-                    run_id,
-                    outcome=outcome,
-                    exit_code=done.exit_code,
-                    error=error,
-                    usage=done.usage,
-                    final_commit=final_commit,
-                )
-            )
-        except Refused:  # closed already: this worker was declared dead meanwhile
-            return self._store.get_run(run_id).outcome or outcome
-        return outcome
+            self._log.exception("task.runner_error task_id=%s run_id=%s", h.task.id, h.run_id)
+            error = f"runner error: {type(exc).__name__}: {exc}"
+        return Report(held=h, action=Action.FAIL, outcome=RunOutcome.FAILED, error=error)
 
     def _retrying(self, action: Callable[[], T]) -> T:
         """`action()`, tried again with growing waits while the store is unavailable."""
@@ -402,69 +491,37 @@ class Runner:
                 self._clock.sleep(min(5.0, 0.2 * 2**attempt))
         return action()
 
-    def _give_up(self, claim: Claim, run_id: str, error: str) -> RunOutcome:
-        """After an unexpected error: fail the task under its token and close its run, if we can."""
-        with suppress(CorralError):
-            queue.fail(
-                self._store,
-                claim.task_id,
-                error=error,
-                token=claim.token,
-                settings=self._settings,
-                rng=self._rng,
-            )
-        with suppress(CorralError):  # absent if the run never started, final if it finished
-            self._store.finish_run(run_id, outcome=RunOutcome.FAILED, error=error)
-        return RunOutcome.FAILED
+    def _perform(self, h: Held) -> Done:
+        task = h.task
 
-    def _perform(self, task: Task, claim: Claim, run_id: str) -> Done:
         def stop() -> str | None:
             return self._stop_reason(task.id)
 
         if isinstance(self._job, CommandJob):
-            job, base_commit = self._job, None
-            if self._worktrees is not None:
-                job, base_commit = self._worktrees.enter(task, claim, job)
-            prepared = command_task.prepare(job, task, claim, run_id, self._store.url)
-            spec = prepared.spec
-            self._start_run(
-                task,
-                claim,
-                run_id,
-                prompt=prepared.prompt,
-                command=spec.argv,
-                cwd=spec.cwd,
-                transcript=spec.transcript_path,
-                stderr=spec.stderr_path,
-                base_commit=base_commit,
-            )
+            job, prepared = self._prepared_command(h)
             return command_task.perform(
                 job,
                 prepared,
                 clock=self._clock,
                 stop=stop,
-                on_stall=lambda: self._store.mark_stalled(run_id),
-                on_resume=lambda: self._store.record_progress(run_id, None),
+                on_stall=lambda: self._store.mark_stalled(h.run_id),
+                on_resume=lambda: self._store.record_progress(h.run_id, None),
+                spares=self._spares,
             )
-        paths = self._job.capture_io(run_id, task) if self._job.capture_io else {}
-        name = getattr(self._job.execute, "__qualname__", repr(self._job.execute))
-        self._start_run(
-            task,
-            claim,
-            run_id,
-            prompt=None,
-            command=(name,),
-            cwd=os.getcwd(),
-            transcript=paths.get("transcript_path"),
-            stderr=paths.get("stderr_path"),
-        )
+        if self._job.capture_io:
+            paths = self._job.capture_io(h.run_id, task) or {}
+            self._store.set_run_paths(
+                h.run_id,
+                transcript_path=paths.get("transcript_path"),
+                stderr_path=paths.get("stderr_path"),
+            )
         ctx = TaskContext(
             store=self._store,
             settings=self._settings,
             worker_id=self.worker_id,
-            run_id=run_id,
+            run_id=h.run_id,
             task=task,
-            token=claim.token,
+            token=h.token,
             state=self._state,
             extra=self._job.context,
             stop=stop,
@@ -472,48 +529,59 @@ class Runner:
         )
         return run_callable(self._job.execute, task, ctx)
 
-    def _start_run(
-        self,
-        task: Task,
-        claim: Claim,
-        run_id: str,
-        *,
-        prompt: str | None,
-        command: tuple[str, ...],
-        cwd: str,
-        transcript: str | None,
-        stderr: str | None,
-        base_commit: str | None = None,
-    ) -> None:
-        self._store.start_run(
-            NewRun(
-                task_id=task.id,
-                worker_id=self.worker_id,
-                token=claim.token,
-                attempt=task.attempts,
-                prompt=prompt,
-                command=command,
-                cwd=cwd,
-                transcript_path=transcript,
-                stderr_path=stderr,
+    def _prepared_command(self, h: Held) -> tuple[CommandJob, Prepared]:
+        """The command of held task `h`: prepared in the claim's transaction, or, in a
+        worktree, prepared now that the worktree exists (and its run record completed)."""
+        assert isinstance(self._job, CommandJob)
+        if self._worktrees is None:
+            prepared = self._prepared.pop(h.run_id)
+            if isinstance(prepared, Exception):
+                raise prepared
+            return self._job, prepared
+        job, base_commit = self._worktrees.enter(h.task, h.token, self.worker_id, self._job)
+        prepared = command_task.prepare(
+            job,
+            h.task,
+            token=h.token,
+            run_id=h.run_id,
+            worker_id=self.worker_id,
+            db=self._store.url,
+        )
+        spec = prepared.spec
+        self._store.set_run_start(
+            h.run_id,
+            RunStart(
+                command=spec.argv,
+                cwd=os.path.abspath(spec.cwd),
+                prompt=prepared.prompt,
+                transcript_path=os.path.abspath(spec.transcript_path),
+                stderr_path=os.path.abspath(spec.stderr_path),
                 base_commit=base_commit,
             ),
-            run_id=run_id,
         )
+        return job, prepared
 
-    def _report(self, task: Task, claim: Claim, done: Done) -> tuple[RunOutcome, str | None]:
-        """Tell the store how the run ended, under the claim's token; the run's outcome."""
+    def _settle_stale(self, r: Report) -> RunOutcome:
+        """A report whose claim ended elsewhere: record the run as what the task's own
+        command reported under its token, else as lease_lost; the run's outcome."""
+        said = self._reported_by_agent(r.held.task.id, r.held.token)
+        error = None
+        if said is None:
+            current = self._store.get_task(r.held.task.id)
+            error = f"the claim ended while running (task is {current.status})"
         try:
-            return self._report_under_token(task, claim.token, done)
-        except (StaleToken, InvalidTransition):
-            said = self._reported_by_agent(task.id, claim.token)
-            if said is not None:
-                return said, None  # the agent reported itself (`corral done/fail/defer`)
-            current = self._store.get_task(task.id)
-            return (
-                RunOutcome.LEASE_LOST,
-                f"the claim ended while running (task is {current.status})",
+            self._retrying(
+                lambda: self._store.finish_run(
+                    r.held.run_id,
+                    outcome=said or RunOutcome.LEASE_LOST,
+                    exit_code=r.exit_code,
+                    error=error,
+                    usage=r.usage,
+                )
             )
+        except Refused:  # closed already: this worker was declared dead meanwhile
+            return self._store.get_run(r.held.run_id).outcome or RunOutcome.KILLED
+        return said or RunOutcome.LEASE_LOST
 
     def _reported_by_agent(self, task_id: str, token: int) -> RunOutcome | None:
         """What the task's own command reported under this run's token, if it did."""
@@ -523,28 +591,6 @@ class Runner:
             if past.token == token and past.name in _AGENT_REPORTS and past.actor != "reconciler":
                 return _AGENT_REPORTS[past.name]
         return None
-
-    def _report_under_token(
-        self, task: Task, token: int, done: Done
-    ) -> tuple[RunOutcome, str | None]:
-        if done.success:
-            queue.complete(self._store, task.id, token=token, result=done.result)
-            return RunOutcome.DONE, None
-        if done.defer_s is not None:
-            queue.defer(
-                self._store, task.id, until=done.defer_s, token=token, reason="exit status 75"
-            )
-            return RunOutcome.DEFERRED, None
-        if done.ending is Ending.STOPPED and done.stop_reason == "lease_lost":
-            return RunOutcome.LEASE_LOST, done.error
-        if done.ending is Ending.STOPPED:
-            queue.release(self._store, task.id, token=token, reason="worker shutting down")
-            return RunOutcome.SHUTDOWN, done.error
-        error = done.error or "failed"
-        queue.fail(
-            self._store, task.id, error=error, token=token, settings=self._settings, rng=self._rng
-        )
-        return _failure_outcome(done), error
 
     # -- crash recovery ----------------------------------------------------------------
 
@@ -575,11 +621,11 @@ class Runner:
             )
 
 
-def _failure_outcome(done: Done) -> RunOutcome:
-    """timeout and stalled as such; killed when a signal from outside ended the command."""
-    if done.ending is Ending.EXITED and done.exit_code is not None and done.exit_code < 0:
-        return RunOutcome.KILLED
-    return _FAILED.get(done.ending, RunOutcome.FAILED)
+def _name_of(job: CommandJob | PythonJob) -> str:
+    """What a Python job's runs record as their command: the function's name."""
+    if isinstance(job, CommandJob):
+        return job.argv[0]
+    return str(getattr(job.execute, "__qualname__", repr(job.execute)))
 
 
 def process_alive(pid: int | None, registered_at_s: float) -> bool:

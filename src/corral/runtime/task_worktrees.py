@@ -19,7 +19,6 @@ import threading
 from dataclasses import dataclass, replace
 
 from corral.errors import CorralError, InvalidInput
-from corral.leases import Claim
 from corral.logs import event
 from corral.runtime.command_task import CommandJob
 from corral.runtime.worktrees import Worktrees
@@ -63,18 +62,20 @@ class TaskWorktrees:
         self._entered: dict[str, Entered] = {}
         self._lock = threading.Lock()
 
-    def enter(self, task: Task, claim: Claim, job: CommandJob) -> tuple[CommandJob, str]:
+    def enter(
+        self, task: Task, token: int, worker_id: str, job: CommandJob
+    ) -> tuple[CommandJob, str]:
         """Make (or reuse) the task's worktree; the job to run there and the base commit."""
         review = self._store.get_review(task.id)
         base = review.base_ref or self._base
         plan = self._trees.plan(self._worker, task.id, base, task.branch)
         self._store.record_branch(
             task.id,
-            token=claim.token,
+            token=token,
             branch=plan.branch,
             base_ref=base,
             worktree_path=plan.path,
-            actor=claim.worker_id,
+            actor=worker_id,
         )
         self._trees.create(plan)
         entered = Entered(

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from corral.errors import StoreError
+from corral.errors import InvalidInput, StoreError
 from corral.runtime.pytask import Execute
 from corral.runtime.runner import PythonJob, Runner, RunnerConfig
 from corral.settings import Settings, load_settings
@@ -30,12 +30,17 @@ def run_worker(
     once: bool = False,
     lease_s: float | None = None,
     shutdown_timeout_s: float = 300.0,
+    batch: int = 1,
 ) -> int:
     """Run a worker whose tasks are `execute(task, ctx)` calls; returns the exit code.
 
     The store is `db`, else CORRAL_DB, else the nearest `.corral/corral.db`. It stops on
     SIGTERM or SIGINT (from the main thread), when drained, or after `max_tasks` / `once`.
+    `batch` > 1 lets it claim up to that many tasks at once and report them together
+    (docs/workers.md, "Batches"); 1 claims one task at a time.
     """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InvalidInput("batch", "a whole number of at least 1", batch)
     found = resolve_db(db, os.environ, os.getcwd())
     if found is None:
         raise StoreError("no corral store found: pass db=, set CORRAL_DB, or run `corral init`")
@@ -49,6 +54,7 @@ def run_worker(
         once=once,
         lease_s=lease_s,
         shutdown_timeout_s=shutdown_timeout_s,
+        batch=batch,
     )
     job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
     with open_store(found) as store:

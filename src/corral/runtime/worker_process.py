@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 
-from corral.settings import EnvPolicy, PoolSpec
+from corral.policies import EnvPolicy, PoolSpec
 
 OnExit = Callable[[int, int | None], None]
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.errors import NotFound
+from corral.policies import WorktreePolicy
 from corral.runtime.git import GitUnavailable
 from corral.runtime.runner import process_alive
 from corral.runtime.worktrees import Worktrees
-from corral.settings import WorktreePolicy
 from corral.store import Store
 from corral.tasks import FINAL, Task, TaskFilter, TaskStatus
 from corral.workers import GONE

@@ -21,8 +21,8 @@ import tempfile
 from dataclasses import dataclass
 
 from corral.errors import InvalidInput, Refused
+from corral.policies import WorktreePolicy
 from corral.runtime.git import Git
-from corral.settings import WorktreePolicy
 
 BACKUP_PREFIX = "refs/corral/backup/"
 _IDENTITY = {

@@ -15,6 +15,7 @@ from datetime import datetime
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.base import Driver, LeaderLock
+from corral.store.batch_ops import BatchOps
 from corral.store.claim_ops import ClaimOps
 from corral.store.message_ops import MessageOps
 from corral.store.orchestrator_ops import OrchestratorOps
@@ -30,6 +31,7 @@ from corral.store.worker_ops import WorkerOps
 class Store(
     TaskOps,
     ClaimOps,
+    BatchOps,
     WorkerOps,
     RecoveryOps,
     RunOps,
@@ -38,8 +40,8 @@ class Store(
     MessageOps,
     OrchestratorOps,
 ):
-    """Every state change corral makes, over one driver: tasks, claims, workers, repair,
-    runs, queue limits, reviews, messages and the orchestrator row."""
+    """Every state change corral makes, over one driver: tasks, claims, batches,
+    workers, repair, runs, queue limits, reviews, messages and the orchestrator row."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

@@ -34,7 +34,7 @@ class ClaimOps:
     def claim(self, task_id: str, worker_id: str, *, lease_s: float, actor: str) -> Claim:
         """Claim task `task_id` for `worker_id`: one winner, whoever asks at once."""
         with self._driver.write() as tx:
-            worker = _claiming_worker(tx, self._driver, worker_id, check_capacity=False)
+            worker = claiming_worker(tx, self._driver, worker_id, check_capacity=False)
             if worker.active >= worker.max_concurrent:
                 task = task_in(tx, self._driver, task_id)
                 if task.status is not TaskStatus.READY:
@@ -62,11 +62,11 @@ class ClaimOps:
     ) -> Claim | None:
         """Claim the first ready task `worker_id` may run, or None if there is none."""
         with self._driver.write() as tx:
-            worker = _claiming_worker(tx, self._driver, worker_id)
+            worker = claiming_worker(tx, self._driver, worker_id)
             params = capability_filters(worker, kinds, queues)
             if matches_nothing(params):
                 return None
-            row = tx.one("claim_next_task", **params)
+            row = tx.one("claim_next_tasks", limit=1, **params)
             return None if row is None else self._open_claim(tx, row, worker, lease_s, actor)
 
     def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Claim:
@@ -228,7 +228,7 @@ class ClaimOps:
                 to_status=row["status"],
             )
             if row["status"] == TaskStatus.DONE:
-                unblock_dependents(tx, task_id, actor)
+                journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
         return read_task(self._driver, task_id)
 
     def fail(
@@ -260,7 +260,7 @@ class ClaimOps:
         return read_task(self._driver, task_id)
 
 
-def _claiming_worker(tx: Tx, driver: Driver, worker_id: str, check_capacity: bool = True) -> Worker:
+def claiming_worker(tx: Tx, driver: Driver, worker_id: str, check_capacity: bool = True) -> Worker:
     """The claiming worker, read with a lock so that its status and capacity hold to commit."""
     row = tx.one("claiming_worker", worker_id=worker_id)
     if row is None:
@@ -365,15 +365,18 @@ def record_outcome(
     )
 
 
-def unblock_dependents(tx: Tx, task_id: str, actor: str) -> None:
-    """Move tasks whose last pending dependency was `task_id` from blocked to ready."""
-    for row in tx.all("unblock_dependents", task_id=task_id, allowed=ALLOWED_FROM["unblock"]):
-        journal.record(
-            tx,
+def unblock_dependents(tx: Tx, task_ids: list[str], actor: str) -> list[dict[str, Any]]:
+    """Move tasks whose last pending dependency was one of `task_ids` from blocked to ready;
+    the events to record for them."""
+    found = tx.all("unblock_dependents", task_ids=task_ids, allowed=ALLOWED_FROM["unblock"])
+    return [
+        journal.entry(
             "task.unblocked",
             actor=actor,
             task_id=row["id"],
             from_status=TaskStatus.BLOCKED,
             to_status=TaskStatus.READY,
-            reason=f"{task_id} done",
+            reason=f"{row['unblocked_by']} done",
         )
+        for row in found
+    ]

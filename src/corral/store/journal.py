@@ -7,8 +7,7 @@ from typing import Any
 from corral.store.base import Json, Tx
 
 
-def record(
-    tx: Tx,
+def entry(
     name: str,
     *,
     actor: str,
@@ -19,17 +18,29 @@ def record(
     to_status: str | None = None,
     reason: str | None = None,
     data: dict[str, Any] | None = None,
-) -> None:
-    """Append event `name` (`task.claimed`, `worker.dead` ...) at the transaction's `now`."""
-    tx.run(
-        "insert_event",
-        name=name,
-        task_id=task_id,
-        worker_id=worker_id,
-        token=token,
-        from_status=from_status,
-        to_status=to_status,
-        actor=actor,
-        reason=reason,
-        data=Json(data),
-    )
+) -> dict[str, Any]:
+    """Event `name` (`task.claimed`, `worker.dead` ...) as the columns it is stored in."""
+    return {
+        "name": name,
+        "task_id": task_id,
+        "worker_id": worker_id,
+        "token": token,
+        "from_status": from_status,
+        "to_status": to_status,
+        "actor": actor,
+        "reason": reason,
+        "data": data,
+    }
+
+
+def record(tx: Tx, name: str, **fields: Any) -> None:
+    """Append event `name` (fields as for `entry`) at the transaction's `now`."""
+    row = entry(name, **fields)
+    row["data"] = Json(row["data"])
+    tx.run("insert_event", **row)
+
+
+def record_all(tx: Tx, entries: list[dict[str, Any]]) -> None:
+    """Append many events (from `entry`) in one statement, in their order."""
+    if entries:
+        tx.run("insert_events", events=Json(entries))

@@ -8,18 +8,19 @@ the row. Taking the state row also demotes any other member still marked leader.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import errors
-from corral.orchestration import (
-    STOPPABLE,
-    OrchestratorMember,
-    OrchestratorState,
-    OrchestratorStatus,
-    Role,
-)
 from corral.store import journal
 from corral.store.base import Driver, Json, Row, Tx
+
+if TYPE_CHECKING:  # imported where used: every CLI command imports the store, few the row
+    from corral.orchestration import (
+        OrchestratorMember,
+        OrchestratorState,
+        OrchestratorStatus,
+        Role,
+    )
 
 ACTOR = "orchestrator"
 
@@ -54,6 +55,8 @@ class OrchestratorOps:
             )
             if row is None:
                 return None
+            from corral.orchestration import OrchestratorStatus
+
             tx.run("demote_orchestrators", host=host)  # PostgreSQL: one leader among members
             reason = None if seen.status is OrchestratorStatus.STOPPED else "previous holder died"
             journal.record(
@@ -105,6 +108,8 @@ class OrchestratorOps:
 
     def request_orchestrator_stop(self, *, stop_timeout_s: float) -> OrchestratorState:
         """Mark the live orchestrator stopping, with how long its workers may finish tasks."""
+        from corral.orchestration import STOPPABLE, OrchestratorStatus
+
         with self._driver.write() as tx:
             row = tx.one(
                 "request_orchestrator_stop",
@@ -144,6 +149,8 @@ class OrchestratorOps:
             )
             if row is None:
                 return None
+            from corral.orchestration import OrchestratorStatus
+
             journal.record(
                 tx,
                 "orchestrator.joined",
@@ -178,6 +185,8 @@ def _row(tx: Tx) -> Row:
 
 
 def _state(driver: Driver, row: Row) -> OrchestratorState:
+    from corral.orchestration import OrchestratorState, OrchestratorStatus
+
     def instant(name: str) -> Any:
         return None if row[name] is None else driver.instant(row[name])
 
@@ -196,6 +205,8 @@ def _state(driver: Driver, row: Row) -> OrchestratorState:
 
 
 def _member(driver: Driver, row: Row) -> OrchestratorMember:
+    from corral.orchestration import OrchestratorMember, OrchestratorStatus, Role
+
     return OrchestratorMember(
         host=row["host"],
         pid=row["pid"],

@@ -122,6 +122,13 @@ class _Row:
     def __getitem__(self, key: str | int) -> Any:
         return self._values[key if isinstance(key, int) else self._index[key]]
 
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def keys(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._index)
+
 
 def _row_factory(cursor: Any) -> Any:
     # Column names straight from the result: cursor.description builds a Column object

@@ -8,12 +8,15 @@ transaction, so no limit is checked in one transaction and relied on in another.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from corral import errors
-from corral.backpressure import QueueStat
-from corral.settings import QueueLimits
 from corral.store import journal
 from corral.store.base import Driver, Row, Tx
+
+if TYPE_CHECKING:  # built only by `queue list`: keeps the record off every command's start-up
+    from corral.backpressure import QueueStat
+    from corral.policies import QueueLimits
 
 LIMIT_NAMES = ("max_ready", "max_running", "rate")
 
@@ -71,10 +74,14 @@ def held_reason(tx: Tx, queue: str) -> str | None:
 
 
 def _limits(row: Row) -> QueueLimits:
+    from corral.policies import QueueLimits
+
     return QueueLimits(max_ready=row["max_ready"], max_running=row["max_running"], rate=row["rate"])
 
 
 def _stat(row: Row) -> QueueStat:
+    from corral.backpressure import QueueStat
+
     return QueueStat(
         queue=row["queue"],
         ready=row["ready"],

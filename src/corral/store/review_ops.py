@@ -10,16 +10,18 @@ recording is caught rather than recorded over.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.leases import Claim, ClaimStatus
-from corral.reviews import Review
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Tx
 from corral.store.claim_ops import end_claim, unblock_dependents
 from corral.store.lookups import held_claim, read_task, task_in
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
+
+if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
+    from corral.reviews import Review
 
 
 class ReviewOps:
@@ -123,7 +125,7 @@ class ReviewOps:
                 actor=actor,
                 data={"commit": approved_commit, "merged_commit": merged_commit},
             )
-            unblock_dependents(tx, task_id, actor)
+            journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
         return read_task(self._driver, task_id)
 
     def merge_conflict(
@@ -226,6 +228,8 @@ def _check_approved_at(tx: Tx, driver: Driver, task_id: str, commit: str | None)
 
 
 def _review_in(tx: Tx, driver: Driver, task_id: str) -> Review:
+    from corral.reviews import Review
+
     row = tx.one("get_review", task_id=task_id)
     return Review(task_id=task_id) if row is None else rows.review(driver, row)
 

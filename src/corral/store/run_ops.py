@@ -18,6 +18,7 @@ from corral.store.base import Driver, Json, Tx
 from corral.store.lookups import held_claim
 
 if TYPE_CHECKING:
+    from corral.batch import RunStart
     from corral.runs import NewRun, Run, RunOutcome
 
 
@@ -107,6 +108,37 @@ class RunOps:
                 data={"run_id": run.id, "outcome": str(ended), "exit_code": exit_code},
             )
         return run
+
+    def set_run_start(self, run_id: str, start: RunStart) -> None:
+        """Record how an unfinished run really runs, when that is known only after its claim
+        (a worktree made outside the claim's transaction)."""
+        with self._driver.write() as tx:
+            tx.run(
+                "set_run_start",
+                run_id=run_id,
+                command=Json(list(start.command)),
+                cwd=start.cwd,
+                prompt=start.prompt,
+                transcript_path=start.transcript_path,
+                stderr_path=start.stderr_path,
+                base_commit=start.base_commit,
+            )
+
+    def set_run_paths(
+        self, run_id: str, *, transcript_path: str | None, stderr_path: str | None
+    ) -> None:
+        """Record where an unfinished run's output goes (paths made absolute)."""
+        import os
+
+        with self._driver.write() as tx:
+            tx.run(
+                "set_run_paths",
+                run_id=run_id,
+                transcript_path=None
+                if transcript_path is None
+                else os.path.abspath(transcript_path),
+                stderr_path=None if stderr_path is None else os.path.abspath(stderr_path),
+            )
 
     def mark_stalled(self, run_id: str) -> None:
         """Flag an unfinished run as stalled (event `task.stalled`); else change nothing.

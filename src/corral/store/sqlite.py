@@ -35,9 +35,11 @@ from corral.store.base import Json
 from corral.store.queries import load_queries, migration_files, sql_path
 
 BUSY_TIMEOUT_S = 10.0
-# Write transactions between the passive WAL checkpoints this driver runs itself, after
-# releasing the flock: SQLite's automatic checkpoint would run inside COMMIT, while every
-# queued writer waits, and fsync for up to 30 ms (bench/claim_cycle.py).
+# Write transactions between the passive WAL checkpoints this driver runs itself, on a
+# thread of its own with its own connection: SQLite's automatic checkpoint would run
+# inside COMMIT, while every queued writer waits, and fsync for up to 30 ms
+# (bench/claim_cycle.py); run by the writer after COMMIT, it still held up that writer's
+# next transaction (bench/runner_overhead.py).
 CHECKPOINT_EVERY = 100
 _json_cache: dict[frozenset[str], str] = {}
 # Parameters SQLite takes as they are: most of them, so they skip `_encode`'s checks,
@@ -108,6 +110,7 @@ class SQLiteDriver:
         self._latest = migration_files("sqlite")[-1][0]
         self._mutex = threading.Lock()
         self._writes = 0
+        self._checkpointer: _Checkpointer | None = None
         self._conn = self._connect()
         self._lock_fd = -1
         try:
@@ -197,12 +200,12 @@ class SQLiteDriver:
                 self._checkpoint_now_and_then()
 
     def _checkpoint_now_and_then(self) -> None:
-        """Every CHECKPOINT_EVERY writes, copy the WAL back without blocking any writer."""
+        """Every CHECKPOINT_EVERY writes, have the WAL copied back, blocking no writer."""
         self._writes += 1
         if self._writes % CHECKPOINT_EVERY == 0:
-            # Best effort: if it cannot run now, the next one or the safety net catches up.
-            with suppress(sqlite3.OperationalError):
-                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            if self._checkpointer is None:
+                self._checkpointer = _Checkpointer(self.path)
+            self._checkpointer.request()
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -267,10 +270,47 @@ class SQLiteDriver:
         return None
 
     def close(self) -> None:
-        """Close the connection and the lock file."""
+        """Close the connection and the lock file (and stop the checkpoint thread)."""
         with self._mutex:
+            if self._checkpointer is not None:
+                self._checkpointer.stop()
             self._conn.close()
             os.close(self._lock_fd)
+
+
+class _Checkpointer:
+    """A thread with its own connection that runs a passive WAL checkpoint when asked."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._wanted = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="corral-checkpoint", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        """Checkpoint soon (requests made meanwhile are one checkpoint)."""
+        self._wanted.set()
+
+    def stop(self) -> None:
+        """Finish the checkpoint under way, if any, and end the thread."""
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except sqlite3.Error:
+            return  # best effort: SQLite's automatic checkpoint is the safety net
+        try:
+            while self._wanted.wait() and not self._stopping:
+                self._wanted.clear()
+                # Best effort: if it cannot run now, the next one or the safety net catches up.
+                with suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
 
 
 def _wrap(path: str, exc: sqlite3.Error) -> StoreError:

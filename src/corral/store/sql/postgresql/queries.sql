@@ -90,27 +90,6 @@ WHERE id = :task_id
                        WHERE ct.queue = l.queue AND c.claimed_at > :now - interval '60 seconds'))
 RETURNING id, timeout_s;
 
--- name: claim_next_task
--- SKIP LOCKED: concurrent claimers each take a different first task instead of queueing
--- on the same row; a row changed since the snapshot is re-checked before it is taken.
-UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
-WHERE seq = (
-    SELECT seq FROM tasks
-    WHERE status = 'ready' AND run_after <= :now
-      AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
-      AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
-      AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
-      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
-          SELECT l.queue FROM queue_limits l
-          WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                                  WHERE r.queue = l.queue AND r.status = 'running')
-             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                           WHERE ct.queue = l.queue AND c.claimed_at > :now - interval '60 seconds'))
-    ORDER BY priority DESC, seq
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED)
-RETURNING id, timeout_s;
-
 -- name: insert_claim
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
                     deadline_at)
@@ -198,12 +177,15 @@ WHERE id = :task_id AND status = ANY(:allowed::text[])
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
 -- name: unblock_dependents
+-- :task_ids just became done; each task returned names the first of them it waited on.
 UPDATE tasks SET status = 'ready', run_after = greatest(run_after, :now), updated_at = :now
 WHERE status = ANY(:allowed::text[])
-  AND id IN (SELECT task_id FROM task_deps WHERE depends_on = :task_id)
+  AND id IN (SELECT task_id FROM task_deps WHERE depends_on = ANY(:task_ids::text[]))
   AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
                   WHERE d.task_id = tasks.id AND p.status != 'done')
-RETURNING id;
+RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
+               WHERE d.task_id = tasks.id
+                 AND d.depends_on = ANY(:task_ids::text[])) AS unblocked_by;
 
 -- name: cancel_task
 -- The caller ended the claim it read with the task. A claim committed while get_task
@@ -583,3 +565,131 @@ SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()
 -- (the server ends a closed session a moment later).
 -- name: release_leader_lock
 SELECT pg_advisory_unlock_all();
+
+-- Batches: a runner's reports and its next claims in one transaction (store/batch_ops.py).
+-- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
+-- costs a fixed number of statements.
+
+-- name: claim_next_tasks
+-- Up to :limit tasks in claim order. SKIP LOCKED: concurrent claimers each take different
+-- tasks instead of queueing on the same rows; a row changed since the snapshot is
+-- re-checked before it is taken. The queue limits are read once, before the UPDATE: a
+-- batch (:limit > 1) could pass one, so BatchOps claims one at a time while any queue
+-- has limits (any_queue_limits), and claiming_worker makes those claims take turns.
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE seq IN (
+    SELECT seq FROM tasks
+    WHERE status = 'ready' AND run_after <= :now
+      AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
+      AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+      AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
+      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
+          SELECT l.queue FROM queue_limits l
+          WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                                  WHERE r.queue = l.queue AND r.status = 'running')
+             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                           WHERE ct.queue = l.queue
+                             AND c.claimed_at > :now - interval '60 seconds'))
+    ORDER BY priority DESC, seq
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED)
+RETURNING *;
+
+-- name: any_queue_limits
+SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
+
+-- name: dependencies_of
+-- One row for every task asked about, with an empty array when it has no dependency.
+SELECT t.id AS task_id,
+       ARRAY(SELECT d.depends_on FROM task_deps d WHERE d.task_id = t.id
+             ORDER BY d.depends_on) AS depends_on
+FROM tasks t WHERE t.id = ANY(:task_ids::text[]);
+
+-- name: insert_claims
+INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
+                    deadline_at)
+SELECT t.id, :worker_id, 'active', :lease_s, :now,
+       least(:now + :lease_s::float8 * interval '1 second',
+             :now + t.timeout_s * interval '1 second'),
+       :now + t.timeout_s * interval '1 second'
+FROM tasks t WHERE t.id = ANY(:task_ids::text[])
+ORDER BY t.seq
+RETURNING token, task_id, lease_expires_at;
+
+-- name: insert_runs
+INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
+                  base_commit, transcript_path, stderr_path)
+SELECT r->>'id', r->>'task_id', :worker_id, (r->>'token')::bigint, (r->>'attempt')::integer,
+       :now, r->>'prompt', coalesce(r->'command', '[]'::jsonb), r->>'cwd', r->>'base_commit',
+       r->>'transcript_path', r->>'stderr_path'
+FROM jsonb_array_elements(:runs::jsonb) AS r;
+
+-- name: set_run_start
+UPDATE runs
+SET command = :command, cwd = :cwd, prompt = :prompt::text,
+    transcript_path = :transcript_path::text, stderr_path = :stderr_path::text,
+    base_commit = :base_commit::text
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: set_run_paths
+UPDATE runs SET transcript_path = :transcript_path::text, stderr_path = :stderr_path::text
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: end_claims
+-- Ends each claim of :claims ({token, status}) that is still active; returns those.
+-- Locks the claims' tasks first, in id order (the lock order: task, claim, worker).
+WITH wanted AS (
+    SELECT (j->>'token')::bigint AS token, j->>'status' AS status
+    FROM jsonb_array_elements(:claims::jsonb) AS j),
+task AS (
+    SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
+    WHERE c.token IN (SELECT token FROM wanted)
+    ORDER BY t.id
+    FOR UPDATE OF t)
+UPDATE claims SET status = wanted.status, ended_at = :now
+FROM wanted
+WHERE claims.token = wanted.token AND claims.status = 'active'
+  AND claims.task_id IN (SELECT id FROM task)
+RETURNING claims.token;
+
+-- name: complete_tasks
+-- :tasks holds {id, result}, the result as JSON text. Locks the blocked dependents first,
+-- as complete_task does.
+WITH done AS (
+    SELECT j->>'id' AS id, (j->>'result')::jsonb AS result
+    FROM jsonb_array_elements(:tasks::jsonb) AS j),
+dependents AS (
+    SELECT t.id FROM tasks t JOIN task_deps d ON d.task_id = t.id
+    WHERE d.depends_on IN (SELECT id FROM done) AND t.status = 'blocked'
+    ORDER BY t.id
+    FOR UPDATE OF t)
+UPDATE tasks
+SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+    result = done.result,
+    updated_at = :now,
+    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+FROM done
+WHERE tasks.id = done.id
+  AND tasks.status = ANY(:allowed::text[])
+  AND (SELECT count(*) FROM dependents) >= 0
+RETURNING tasks.id, tasks.status;
+
+-- name: finish_runs
+-- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.
+UPDATE runs
+SET finished_at = :now, outcome = j->>'outcome', exit_code = (j->>'exit_code')::integer,
+    error = j->>'error', usage = (j->>'usage')::jsonb, final_commit = j->>'final_commit'
+FROM jsonb_array_elements(:runs::jsonb) AS j
+WHERE runs.id = j->>'id' AND runs.finished_at IS NULL
+RETURNING runs.id;
+
+-- name: insert_events
+-- :events holds one object per event, with the columns of insert_event (data as JSON);
+-- inserted in their order, so their ids are too.
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
+                    data)
+SELECT :now, e->>'name', e->>'task_id', e->>'worker_id', (e->>'token')::bigint,
+       e->>'from_status', e->>'to_status', e->>'actor', e->>'reason',
+       nullif(e->'data', 'null'::jsonb)
+FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)
+ORDER BY n;

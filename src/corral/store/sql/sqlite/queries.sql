@@ -69,24 +69,6 @@ WHERE id = :task_id
                        WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
 RETURNING id, timeout_s;
 
--- name: claim_next_task
-UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
-WHERE seq = (
-    SELECT seq FROM tasks
-    WHERE status = 'ready' AND run_after <= :now
-      AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
-      AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
-          SELECT l.queue FROM queue_limits l
-          WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                                  WHERE r.queue = l.queue AND r.status = 'running')
-             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                           WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
-    ORDER BY priority DESC, seq
-    LIMIT 1)
-RETURNING id, timeout_s;
-
 -- name: insert_claim
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
                     deadline_at)
@@ -153,12 +135,16 @@ WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
 -- name: unblock_dependents
+-- :task_ids just became done; each task returned names the first of them it waited on.
 UPDATE tasks SET status = 'ready', run_after = max(run_after, :now), updated_at = :now
 WHERE status IN (SELECT value FROM json_each(:allowed))
-  AND id IN (SELECT task_id FROM task_deps WHERE depends_on = :task_id)
+  AND id IN (SELECT task_id FROM task_deps
+             WHERE depends_on IN (SELECT value FROM json_each(:task_ids)))
   AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
                   WHERE d.task_id = tasks.id AND p.status != 'done')
-RETURNING id;
+RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
+               WHERE d.task_id = tasks.id
+                 AND d.depends_on IN (SELECT value FROM json_each(:task_ids))) AS unblocked_by;
 
 -- name: cancel_task
 UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
@@ -492,3 +478,106 @@ WHERE host = :host AND pid = :pid AND started_at = :started_at
 
 -- name: demote_orchestrators
 UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :host;
+
+-- Batches: a runner's reports and its next claims in one transaction (store/batch_ops.py).
+-- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
+-- costs a fixed number of statements.
+
+-- The queue limits below are read once, before the UPDATE: a batch (:limit > 1) could pass
+-- a limit, so BatchOps claims one at a time while any queue has limits (any_queue_limits).
+-- name: claim_next_tasks
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE seq IN (
+    SELECT seq FROM tasks
+    WHERE status = 'ready' AND run_after <= :now
+      AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+      AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
+          SELECT l.queue FROM queue_limits l
+          WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                                  WHERE r.queue = l.queue AND r.status = 'running')
+             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                           WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
+    ORDER BY priority DESC, seq
+    LIMIT :limit)
+RETURNING *;
+
+-- name: any_queue_limits
+SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
+
+-- name: dependencies_of
+-- (Not a subquery of RETURNING above: there SQLite scans task_deps instead of seeking.)
+SELECT task_id, json_group_array(depends_on) AS depends_on FROM task_deps
+WHERE task_id IN (SELECT value FROM json_each(:task_ids))
+GROUP BY task_id;
+
+-- name: insert_claims
+INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
+                    deadline_at)
+SELECT t.id, :worker_id, 'active', :lease_s, :now,
+       min(:now + :lease_s, coalesce(:now + t.timeout_s, :now + :lease_s)),
+       :now + t.timeout_s
+FROM tasks t WHERE t.id IN (SELECT value FROM json_each(:task_ids))
+RETURNING token, task_id, lease_expires_at;
+
+-- name: insert_runs
+INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
+                  base_commit, transcript_path, stderr_path)
+SELECT json_extract(value, '$.id'), json_extract(value, '$.task_id'), :worker_id,
+       json_extract(value, '$.token'), json_extract(value, '$.attempt'), :now,
+       json_extract(value, '$.prompt'), json_extract(value, '$.command'),
+       json_extract(value, '$.cwd'), json_extract(value, '$.base_commit'),
+       json_extract(value, '$.transcript_path'), json_extract(value, '$.stderr_path')
+FROM json_each(:runs);
+
+-- name: set_run_start
+UPDATE runs
+SET command = :command, cwd = :cwd, prompt = :prompt, transcript_path = :transcript_path,
+    stderr_path = :stderr_path, base_commit = :base_commit
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: set_run_paths
+UPDATE runs SET transcript_path = :transcript_path, stderr_path = :stderr_path
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: end_claims
+-- Ends each claim of :claims ({token, status}) that is still active; returns those.
+UPDATE claims SET status = json_extract(j.value, '$.status'), ended_at = :now
+FROM json_each(:claims) AS j
+WHERE claims.token = json_extract(j.value, '$.token') AND claims.status = 'active'
+RETURNING claims.token;
+
+-- name: complete_tasks
+-- :tasks holds {id, result}, the result as JSON text.
+UPDATE tasks
+SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+    result = json_extract(j.value, '$.result'),
+    updated_at = :now,
+    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+FROM json_each(:tasks) AS j
+WHERE tasks.id = json_extract(j.value, '$.id')
+  AND tasks.status IN (SELECT value FROM json_each(:allowed))
+RETURNING tasks.id, tasks.status;
+
+-- name: finish_runs
+-- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.
+UPDATE runs
+SET finished_at = :now, outcome = json_extract(j.value, '$.outcome'),
+    exit_code = json_extract(j.value, '$.exit_code'), error = json_extract(j.value, '$.error'),
+    usage = json_extract(j.value, '$.usage'),
+    final_commit = json_extract(j.value, '$.final_commit')
+FROM json_each(:runs) AS j
+WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
+RETURNING runs.id;
+
+-- name: insert_events
+-- :events holds one object per event, with the columns of insert_event (data as JSON).
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
+                    data)
+SELECT :now, json_extract(value, '$.name'), json_extract(value, '$.task_id'),
+       json_extract(value, '$.worker_id'), json_extract(value, '$.token'),
+       json_extract(value, '$.from_status'), json_extract(value, '$.to_status'),
+       json_extract(value, '$.actor'), json_extract(value, '$.reason'),
+       json_extract(value, '$.data')
+FROM json_each(:events);

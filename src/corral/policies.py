@@ -1,0 +1,93 @@
+"""The slices of the settings each component receives (`settings.retry`, `settings.process`
+...), and per-queue limits.
+
+Apart from corral.settings so that a command that never asks for a slice never builds these
+classes: each frozen dataclass costs a fraction of a millisecond to create, and every
+`corral` command is a fresh process (bench/cli_latency.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How failed work is retried: exponential backoff with jitter, up to max_attempts."""
+
+    max_attempts: int
+    base_s: float
+    max_s: float
+    jitter: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeasePolicy:
+    """How long a claim lasts and how often it may be renewed explicitly."""
+
+    lease_s: float
+    max_renewals: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LivenessPolicy:
+    """When a silent worker becomes stale, then dead."""
+
+    heartbeat_interval_s: float
+    dead_after_missed: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessPolicy:
+    """How the pool supervisor restarts, stops and logs its worker processes."""
+
+    restart_delay_s: float
+    max_restart_delay_s: float
+    max_restarts: int
+    min_uptime_s: float
+    kill_timeout_s: float
+    log_max_bytes: int
+    log_backups: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvPolicy:
+    """Which of the orchestrator's variables its workers do not inherit."""
+
+    deny: tuple[str, ...]
+    allow: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolSpec:
+    """What the orchestrator's pool runs: how many workers, which command, which work."""
+
+    workers: int
+    exec: str
+    kinds: tuple[str, ...]
+    queues: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorktreePolicy:
+    """Where task worktrees go, what their branches are called, how reviews end."""
+
+    dir: str
+    branch_template: str
+    base: str
+    setup: str
+    merge_strategy: str
+    review_stale_after_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueLimits:
+    """Backpressure for one queue; None means unlimited.
+
+    max_ready bounds the tasks waiting (enqueue is refused beyond it), max_running the tasks
+    held at once, rate the claims started per minute.
+    """
+
+    max_ready: int | None = None
+    max_running: int | None = None
+    rate: float | None = None

@@ -1,0 +1,117 @@
+"""Finding every process of a run, cheaply: the runner as a child subreaper.
+
+With `PR_SET_CHILD_SUBREAPER` (Linux 3.4+) on the runner, a process whose parent dies
+is handed to the runner instead of to init, whether or not it called `setsid`. So every
+process a command started is either still below the command (its descendants) or one of
+the runner's own children. The run's processes are then found by walking
+`/proc/PID/task/TID/children` from those two roots and checking the `CORRAL_RUN_ID` mark
+of the runner's adopted children only: a handful of reads, however many processes the
+machine runs. Without subreaper support (or without that /proc file), `available()` is
+False and the executor scans every process's environment instead.
+
+The runner must then reap what it adopts. It does so by pid, for its own children that
+are not the command of a running task (`spawning()` registers those under a lock, so a
+command that exits at once is never taken for an orphan); never by `waitpid(-1)`, which
+would steal the exit statuses `subprocess` waits for.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+_PR_SET_CHILD_SUBREAPER = 36
+_LOCK = threading.Lock()
+_OWNED: set[int] = set()  # pids of the commands of running tasks: never reaped here
+_state: dict[str, bool] = {}
+
+
+def available() -> bool:
+    """Make this process a child subreaper (once); whether that and /proc children work."""
+    if "on" not in _state:
+        _state["on"] = _become_subreaper() and os.path.exists(
+            f"/proc/{os.getpid()}/task/{os.getpid()}/children"
+        )
+    return _state["on"]
+
+
+def _become_subreaper() -> bool:
+    try:
+        import ctypes  # only a command runner needs it: off the CLI's common path
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):  # not Linux, or no prctl
+        return False
+
+
+@contextmanager
+def spawning() -> Iterator[set[int]]:
+    """Hold the lock while a command starts; add its pid to the yielded set."""
+    with _LOCK:
+        yield _OWNED
+
+
+def release(pid: int) -> None:
+    """The command `pid` has been reaped by its owner: it is no longer a running task's."""
+    with _LOCK:
+        _OWNED.discard(pid)
+
+
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s children (every thread's), [] if it is gone."""
+    found: list[int] = []
+    with suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with suppress(OSError), open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found.extend(int(p) for p in handle.read().split())
+    return found
+
+
+def tree(pid: int) -> list[int]:
+    """The pids of `pid`'s descendants, as far as they still link to it."""
+    found, todo = [], children(pid)
+    while todo:
+        found.append(child := todo.pop())
+        todo.extend(children(child))
+    return found
+
+
+def marked(pid: int, mark: bytes) -> bool:
+    """Whether the process's environment holds `mark` (`CORRAL_RUN_ID=...`)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return mark in handle.read().split(b"\0")
+    except OSError:  # gone, or not ours to read
+        return False
+
+
+def adopted(mark: bytes) -> list[int]:
+    """The runner's adopted children marked with `mark`, with their descendants; adopted
+    children that have exited are reaped on the way."""
+    found = []
+    with _LOCK:
+        for child in children(os.getpid()):
+            if child in _OWNED or _reaped(child):
+                continue
+            if marked(child, mark):
+                found += [child, *tree(child)]
+    return found
+
+
+def reap_adopted() -> None:
+    """Reap the runner's children that have exited and are no running task's command."""
+    with _LOCK:
+        for child in children(os.getpid()):
+            if child not in _OWNED:
+                _reaped(child)
+
+
+def _reaped(pid: int) -> bool:
+    """Reap child `pid` if it has exited; whether it had."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:
+        return True
