@@ -158,6 +158,7 @@ def _orchestrators(ctx: Context, now: datetime) -> tuple[dict[str, Any], str]:
 
 def cmd_overview(ctx: Context) -> int:
     """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks."""
+    from corral import review
     from corral.runtime import leftovers
     from corral.workers import WorkerStatus
 
@@ -167,11 +168,13 @@ def cmd_overview(ctx: Context) -> int:
     workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     counts = store.task_counts()
     queues = store.queue_stats()
+    reviews = review.pending(store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
     left = leftovers.find(store)
     data = {
         "orchestrator": orchestrators,
         "workers": [w.to_dict() for w in workers],
         "queues": [q.to_dict() for q in queues],
+        "reviews": [r.to_dict() for r in reviews],
         "tasks": counts,
         "leftovers": [leftover.to_dict() for leftover in left],
     }
@@ -180,10 +183,21 @@ def cmd_overview(ctx: Context) -> int:
         orchestrators_human,
         render.worker_table(workers, now) or "workers: none live",
         render.queue_table(queues) if queues else "queues: none with work or limits",
-        render.task_counts(counts) + f"\nleft behind by finished runs: {shown or 'none'}",
+        render.task_counts(counts),
+        _reviews_line(reviews),
+        f"left behind by finished runs: {shown or 'none'}",
     ]
     ctx.emit(data, "\n\n".join(human))
     return 0
+
+
+def _reviews_line(reviews: list[Any]) -> str:
+    """`reviews: 3 waiting (1 stale: t-abc)`: stale ones have waited past review_stale_after."""
+    if not reviews:
+        return "reviews: none waiting"
+    stale = [r.task.id for r in reviews if r.stale]
+    flagged = f" ({len(stale)} stale: {', '.join(stale)})" if stale else ""
+    return f"reviews: {len(reviews)} waiting{flagged}"
 
 
 def cmd_stop(ctx: Context) -> int:
