@@ -26,6 +26,7 @@ SCRIPTS = (
     "orchestrator_throughput",
     "orchestrator_lifecycle",
     "pg_claim_cycle",
+    "pg_notify_latency",
 )
 TIMEOUT_S = 300
 

@@ -11,6 +11,13 @@
 
 One orchestrator holds a store's row at a time; `holder_is_dead` is the pure rule a new
 one applies before it tries the compare-and-set.
+
+On PostgreSQL several orchestrators (one per host) each hold a member row, taken by the
+same rule; the one holding the leader lock leads and takes the state row:
+
+    member:        (none) | stopped | dead holder ──join──► running, standby
+                   standby ──leader lock taken──► leader ──lock lost──► standby
+                   running ──stop──► stopping ──pool gone──► stopped
 """
 
 from __future__ import annotations
@@ -40,6 +47,13 @@ LIVE = frozenset(
     {OrchestratorStatus.STARTING, OrchestratorStatus.RUNNING, OrchestratorStatus.STOPPING}
 )
 STOPPABLE = frozenset({OrchestratorStatus.STARTING, OrchestratorStatus.RUNNING})
+
+
+class Role(StrEnum):
+    """What one of several orchestrators on a PostgreSQL store does."""
+
+    LEADER = "leader"  # holds the leader lock: reconciles, and holds the state row
+    STANDBY = "standby"  # runs its pool; tries the lock every reconcile interval
 
 
 class SlotState(StrEnum):
@@ -84,8 +98,33 @@ class OrchestratorState:
         }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrchestratorMember:
+    """One orchestrator of a PostgreSQL store (a row of `orchestrators`, one per host)."""
+
+    host: str
+    pid: int
+    role: Role
+    status: OrchestratorStatus
+    started_at: datetime
+    heartbeat_at: datetime
+    stopped_at: datetime | None
+
+    def to_dict(self, *, dead: bool = False) -> dict[str, Any]:
+        """An entry of `orchestrators` in `orchestrator status --json` (docs/cli.md);
+        a live-looking member that went silent shows status `dead`."""
+        return {
+            "host": self.host,
+            "pid": self.pid,
+            "role": str(self.role),
+            "status": "dead" if dead else str(self.status),
+            "started_at": iso(self.started_at),
+            "heartbeat_at": iso(self.heartbeat_at),
+        }
+
+
 def holder_is_dead(
-    state: OrchestratorState,
+    state: OrchestratorState | OrchestratorMember,
     *,
     now: datetime,
     host: str,
@@ -107,3 +146,44 @@ def holder_is_dead(
 
     silent_s = (now - state.heartbeat_at).total_seconds()
     return liveness(silent_s, policy) is WorkerStatus.DEAD
+
+
+def fleet(
+    state: OrchestratorState,
+    members: list[OrchestratorMember],
+    *,
+    now: datetime,
+    policy: LivenessPolicy,
+) -> dict[str, Any]:
+    """`leader` (the host that leads, or None) and `orchestrators` (each one not stopped:
+    host, pid, role, status), for `orchestrator status`.
+
+    With no member rows (SQLite, where orchestrators never join) the state row's live
+    holder is the one orchestrator, and it leads. A member silent for the dead window
+    shows status `dead` until the next orchestrator of its host takes its row.
+    """
+    from corral.workers import WorkerStatus, liveness
+
+    leader = state.host if state.status in LIVE else None
+    if not members:
+        only = [] if leader is None else [_sole(state)]
+        return {"leader": leader, "orchestrators": only}
+    shown = []
+    for member in members:
+        if member.status is OrchestratorStatus.STOPPED:
+            continue
+        silent_s = (now - member.heartbeat_at).total_seconds()
+        dead = liveness(silent_s, policy) is WorkerStatus.DEAD
+        shown.append(member.to_dict(dead=dead))
+    return {"leader": leader, "orchestrators": shown}
+
+
+def _sole(state: OrchestratorState) -> dict[str, Any]:
+    return {
+        "host": state.host,
+        "pid": state.pid,
+        "role": str(Role.LEADER),
+        "status": str(state.status),
+        "started_at": iso(state.started_at),
+        "heartbeat_at": iso(state.heartbeat_at),
+    }

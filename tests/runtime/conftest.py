@@ -147,9 +147,9 @@ POOL_ENV = {
 class Pool:
     """Orchestrators (`corral orchestrator start`) as real processes on one temporary store."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, db: str | None = None) -> None:
         self.folder = folder
-        self.db = str(folder / ".corral" / "corral.db")
+        self.db = db or str(folder / ".corral" / "corral.db")
         (folder / ".corral").mkdir(parents=True)
         self.agent = folder / "agent.sh"
         self.agent.write_text(AGENT)
@@ -180,8 +180,11 @@ class Pool:
             for n in range(count)
         ]
 
-    def start(self, *args: str, workers: int = 2) -> subprocess.Popen[bytes]:
-        """Start an orchestrator in the foreground; its log is `log(n)`."""
+    def start(
+        self, *args: str, workers: int = 2, cwd: Path | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start an orchestrator in the foreground (in `cwd`, default the pool's folder: a
+        PostgreSQL store keeps its logs in `.corral/` there); its log is `log(n)`."""
         n = len(self.started)
         with open(self.folder / f"orchestrator-{n}.log", "wb") as log:
             proc = subprocess.Popen(
@@ -200,7 +203,7 @@ class Pool:
                 stdout=log,
                 stderr=log,
                 env=self.env,
-                cwd=self.folder,
+                cwd=cwd or self.folder,
                 start_new_session=True,
             )
         self.started.append(proc)
@@ -257,6 +260,16 @@ class Pool:
 def pool(tmp_path: Path) -> Iterator[Pool]:
     """A store and a sample agent for orchestrator tests; nothing outlives the test."""
     made = Pool(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def pg_pool(tmp_path: Path, pg_url: str) -> Iterator[Pool]:
+    """The same on a PostgreSQL store of the test's own."""
+    made = Pool(tmp_path, db=pg_url)
     try:
         yield made
     finally:

@@ -13,7 +13,10 @@ from corral.errors import Refused
 from corral.store.location import state_dir
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from corral.cli.context import Args
+    from corral.orchestration import OrchestratorState
     from corral.settings import Settings
 
 DEFAULT_STOP_TIMEOUT_S = 300.0
@@ -69,6 +72,8 @@ def _pool_flags(a: Args) -> dict[str, Any]:
 
 
 def _write_pid_file(path: str) -> None:
+    # On PostgreSQL the folder is `.corral/` under the current one, which may not exist yet.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(f"{os.getpid()}\n")
 
@@ -110,7 +115,11 @@ def _daemonize(ctx: Context) -> int:
         if child.poll() is not None:
             raise Refused(f"the orchestrator exited at once: {_last_line(log_path)}")
         state = ctx.store.get_orchestrator()
-        if state.pid == child.pid and state.status is OrchestratorStatus.RUNNING:
+        standing_by = any(  # PostgreSQL: another orchestrator may lead; it joined
+            m.pid == child.pid and m.status is OrchestratorStatus.RUNNING
+            for m in ctx.store.list_orchestrators()
+        )
+        if standing_by or (state.pid == child.pid and state.status is OrchestratorStatus.RUNNING):
             ctx.emit(
                 {"pid": child.pid, "log": log_path},
                 f"orchestrator running in the background (pid {child.pid}); log: {log_path}",
@@ -129,10 +138,22 @@ def _last_line(path: str) -> str:
 
 
 def cmd_status(ctx: Context) -> int:
-    """The state row and the pool it last reported."""
-    state = ctx.store.get_orchestrator()
-    ctx.emit(state.to_dict(), render.orchestrator_status(state, ctx.store.now()))
+    """The state row and the pool it last reported; which host leads, and every orchestrator
+    (several on PostgreSQL)."""
+    ctx.emit(*_orchestrators(ctx, ctx.store.now()))
     return 0
+
+
+def _orchestrators(ctx: Context, now: datetime) -> tuple[dict[str, Any], str]:
+    """`orchestrator status` as (JSON, human text)."""
+    from corral.orchestration import fleet
+
+    state = ctx.store.get_orchestrator()
+    members = fleet(state, ctx.store.list_orchestrators(), now=now, policy=ctx.settings.liveness)
+    human = render.orchestrator_status(state, now)
+    if members["orchestrators"]:
+        human += "\n" + render.orchestrator_fleet(members)
+    return {**state.to_dict(), **members}, human
 
 
 def cmd_overview(ctx: Context) -> int:
@@ -142,15 +163,15 @@ def cmd_overview(ctx: Context) -> int:
     from corral.workers import WorkerStatus
 
     store = ctx.store
-    state = store.get_orchestrator()
+    now = store.now()
+    orchestrators, orchestrators_human = _orchestrators(ctx, now)
     workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     counts = store.task_counts()
     queues = store.queue_stats()
     reviews = review.pending(store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
     left = leftovers.find(store)
-    now = store.now()
     data = {
-        "orchestrator": state.to_dict(),
+        "orchestrator": orchestrators,
         "workers": [w.to_dict() for w in workers],
         "queues": [q.to_dict() for q in queues],
         "reviews": [r.to_dict() for r in reviews],
@@ -159,7 +180,7 @@ def cmd_overview(ctx: Context) -> int:
     }
     shown = ", ".join(f"pid {x.pid} (run {x.run_id})" for x in left)
     human = [
-        render.orchestrator_status(state, now),
+        orchestrators_human,
         render.worker_table(workers, now) or "workers: none live",
         render.queue_table(queues) if queues else "queues: none with work or limits",
         render.task_counts(counts),
@@ -205,15 +226,28 @@ def cmd_stop(ctx: Context) -> int:
     clock = SystemClock()
     deadline = clock.monotonic() + grace_s + ctx.settings.kill_timeout_s + 30.0
     final = ctx.store.get_orchestrator()
-    while final.status is not OrchestratorStatus.STOPPED and clock.monotonic() < deadline:
+    while _still_held(final, state) and clock.monotonic() < deadline:
         if not process_alive(state.pid, started_s):
             break
         clock.sleep(0.05)
         final = ctx.store.get_orchestrator()
-    if final.status is not OrchestratorStatus.STOPPED:
+    if _still_held(final, state):
         raise Refused(f"the orchestrator (pid {state.pid}) did not stop; it is {final.status}")
     ctx.emit(final.to_dict(), f"orchestrator stopped (pid {state.pid})")
     return 0
+
+
+def _still_held(now: OrchestratorState, stopping: OrchestratorState) -> bool:
+    """Whether the row is still the stopping orchestrator's and not stopped. On PostgreSQL a
+    standby may take the row the moment it is stopped: the stop has happened then too."""
+    from corral.orchestration import OrchestratorStatus
+
+    same = (now.pid, now.host, now.started_at) == (
+        stopping.pid,
+        stopping.host,
+        stopping.started_at,
+    )
+    return same and now.status is not OrchestratorStatus.STOPPED
 
 
 COMMANDS = (

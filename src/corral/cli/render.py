@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.durations import format_duration
 from corral.tasks import Task
@@ -188,6 +188,13 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
         ],
     )
     return "\n".join(line for line in (head, pool, slots) if line)
+
+
+def orchestrator_fleet(fleet: dict[str, Any]) -> str:
+    """Which host leads, and one line per orchestrator of the store."""
+    rows = [[o["host"], o["pid"], o["role"], o["status"]] for o in fleet["orchestrators"]]
+    leader = fleet["leader"] or "none"
+    return f"leader: {leader}\n" + table(["HOST", "PID", "ROLE", "STATUS"], rows)
 
 
 def task_counts(counts: dict[str, int]) -> str:

@@ -1,5 +1,10 @@
 """The orchestrator: hold the store's state row, run the pool, reconcile, stop in order.
 
+On PostgreSQL several run at once, one per host: each joins as a member and runs its
+pool; the one holding the leader lock takes the state row and reconciles, the others
+stand by and try the lock every reconcile interval (runtime/leadership.py). Below, "take
+the row" is then "join, and lead once the lock is ours".
+
     take the row (compare-and-set; a dead holder is replaced, a live one refuses us)
       ─► adopt / spawn the pool ─► reconcile once at once ─► running
       ─► loop: wait (on the clock) for an exit, a signal or the next due time;
@@ -36,6 +41,7 @@ from corral.orchestration import (
     holder_is_dead,
 )
 from corral.runtime import leftovers, worker_process
+from corral.runtime.leadership import Leadership
 from corral.runtime.runner import process_alive
 from corral.runtime.supervisor import Supervisor
 from corral.runtime.worker_process import Layout
@@ -84,6 +90,22 @@ class Orchestrator:
         self._reconciled = False  # a pass ran since the last beat
         self._pid = os.getpid()
         self._rng = random.Random()
+        lock = store.leader_lock()
+        # PostgreSQL: one of several orchestrators, leading while it holds the lock. SQLite:
+        # the only one, leading once it holds the state row.
+        self._leadership = (
+            None
+            if lock is None
+            else Leadership(
+                store,
+                lock,
+                pid=self._pid,
+                host=placement.host,
+                liveness=settings.liveness,
+                pid_alive=process_alive,
+            )
+        )
+        self._leads = False
         self.supervisor = Supervisor(
             store,
             settings=settings,
@@ -150,11 +172,16 @@ class Orchestrator:
     # -- run -----------------------------------------------------------------------------
 
     def run(self, on_held: Callable[[], None] | None = None) -> int:
-        """Take the row, run the pool until told to stop, stop it; the exit code.
+        """Take the row (or, on PostgreSQL, join as a member), run the pool until told to
+        stop, stop it; the exit code.
 
         `on_held` runs once the row is ours (the CLI writes its pid file then).
         """
-        self.acquire()
+        if self._leadership is None:
+            self.acquire()
+            self._leads = True
+        else:
+            self._leadership.join()
         if on_held is not None:
             on_held()
         previous = self._install_signals()
@@ -167,13 +194,58 @@ class Orchestrator:
     def _run_held(self) -> int:
         event(self._log, "orchestrator.starting", pid=self._pid, workers=len(self.supervisor.slots))
         self.supervisor.start()
-        self._reconcile()
-        self._move(OrchestratorStatus.RUNNING, frozenset({OrchestratorStatus.STARTING}))
+        if self._leads:
+            self._start_leading()
+        else:
+            self._try_lead()
         held = self._loop()
         if held:
             self._stop_pool()
-            self._move(OrchestratorStatus.STOPPED, frozenset({OrchestratorStatus.STOPPING}))
+            if self._leads:
+                self._move(OrchestratorStatus.STOPPED, frozenset({OrchestratorStatus.STOPPING}))
+        if self._leadership is not None:
+            self._leadership.leave()
         return 0 if held else 1
+
+    def _start_leading(self) -> None:
+        """Now holding the row (status starting): a pass at once, then running."""
+        self._reconcile()
+        self._move(OrchestratorStatus.RUNNING, frozenset({OrchestratorStatus.STARTING}))
+
+    # -- leadership (PostgreSQL) -----------------------------------------------------------
+
+    def _try_lead(self) -> None:
+        """A standby's try: the lock and the row, and then it leads."""
+        assert self._leadership is not None
+        try:
+            taken = self._leadership.try_lead(self._config())
+        except StoreError as exc:
+            event(self._log, "orchestrator.lead_failed", logging.WARNING, error=exc.message)
+            return
+        if taken is None:
+            return
+        self._leads = True
+        event(self._log, "orchestrator.leading", pid=self._pid, host=self._place.host)
+        self._start_leading()
+
+    def _step_down(self, why: str) -> None:
+        """Leader no more (the lock or the row went to another): stand by."""
+        assert self._leadership is not None
+        self._leads = False
+        self._leadership.step_down()
+        event(self._log, "orchestrator.standing_by", logging.WARNING, pid=self._pid, reason=why)
+
+    def _on_interval(self) -> None:
+        """Each reconcile interval: the leader reconciles (if it still leads); a standby
+        tries to lead; every orchestrator cleans up what its host's dead workers left."""
+        if self._leadership is not None and self._leads and not self._leadership.still_leads():
+            self._step_down("leader lock lost")
+        if self._leads:
+            self._reconcile()
+        elif self._leadership is not None:
+            self._try_lead()
+            if not self._leads:
+                self._clean_up()
 
     def _loop(self) -> bool:
         """Until a stop is asked; False if another orchestrator took the row meanwhile."""
@@ -187,7 +259,7 @@ class Orchestrator:
             changed = self.supervisor.tick()
             now = self._clock.monotonic()
             if now >= next_reconcile:
-                self._reconcile()
+                self._on_interval()
                 next_reconcile = now + self._settings.reconcile_interval_s
             if changed or self._reconciled or now >= next_beat:
                 if not self._beat():
@@ -204,12 +276,7 @@ class Orchestrator:
         self.supervisor.rotate_logs()
         try:
             self.supervisor.note_registrations()
-            held = self._store.beat_orchestrator(
-                pid=self._pid,
-                host=self._place.host,
-                slots=[slot.to_dict() for slot in self.supervisor.slots],
-                reconciled=self._reconciled,
-            )
+            held = self._beat_rows()
         except StoreError as exc:
             event(self._log, "orchestrator.beat_failed", logging.WARNING, error=exc.message)
             return True
@@ -217,6 +284,25 @@ class Orchestrator:
         if not held:  # a newer orchestrator judged us dead: it adopts our workers
             event(self._log, "orchestrator.row_lost", logging.ERROR, pid=self._pid)
         return held
+
+    def _beat_rows(self) -> bool:
+        """Beat the state row while leading and the member row if any; False once a row
+        that makes this orchestrator what it is went to another."""
+        if self._leads and not self._store.beat_orchestrator(
+            pid=self._pid,
+            host=self._place.host,
+            slots=[slot.to_dict() for slot in self.supervisor.slots],
+            reconciled=self._reconciled,
+        ):
+            if self._leadership is None:
+                return False
+            self._step_down("state row taken by another leader")
+        if self._leadership is None:
+            return True
+        stopping = self._stop_grace_s is not None
+        return self._leadership.beat(
+            OrchestratorStatus.STOPPING if stopping else OrchestratorStatus.RUNNING
+        )
 
     def _reconcile(self) -> None:
         try:
@@ -228,13 +314,14 @@ class Orchestrator:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
         self._reconciled = True  # the next beat records the pass
-        for leftover in leftovers.end(self._store, clock=self._clock):
-            event(self._log, "run.leftover_ended", pid=leftover.pid, run_id=leftover.run_id)
         self._clean_up()
 
     def _clean_up(self) -> None:
-        """What dead workers left on disk: temporary directories, and orphaned worktrees of
-        the repository the orchestrator runs in (as `corral reconcile` removes them)."""
+        """What finished runs and dead workers left on this host: processes, temporary
+        directories, and orphaned worktrees of the repository the orchestrator runs in
+        (as `corral reconcile` removes them)."""
+        for leftover in leftovers.end(self._store, clock=self._clock):
+            event(self._log, "run.leftover_ended", pid=leftover.pid, run_id=leftover.run_id)
         for path in prune_tmp(self._place.db):
             event(self._log, "worker.tmp_removed", path=path)
         try:
@@ -254,12 +341,13 @@ class Orchestrator:
         self._wake.set()
 
     def _stop_pool(self) -> None:
-        state = self._store.get_orchestrator()
-        if state.status is not OrchestratorStatus.STOPPING:
-            self._move(OrchestratorStatus.STOPPING, STOPPABLE)
         grace_s = self._stop_grace_s or 0.0
-        if state.stop_timeout_s is not None:  # `orchestrator stop --timeout` said how long
-            grace_s = min(grace_s, state.stop_timeout_s)
+        if self._leads:
+            state = self._store.get_orchestrator()
+            if state.status is not OrchestratorStatus.STOPPING:
+                self._move(OrchestratorStatus.STOPPING, STOPPABLE)
+            if state.stop_timeout_s is not None:  # `orchestrator stop --timeout` said how long
+                grace_s = min(grace_s, state.stop_timeout_s)
         event(self._log, "orchestrator.stopping", grace_s=grace_s)
         self.supervisor.stop(grace_s)
         while not self.supervisor.all_stopped():

@@ -4,7 +4,8 @@
           ── register ── heartbeat thread ── N slots, each:
                exchange: one write transaction that reports the tasks finished since
                the last one and claims up to k more (only its kinds), each claim
-               opening its run record ─none─► wait, backing off with jitter (0.05 s .. 2 s)
+               opening its run record ─none─► wait, backing off with jitter (0.05 s .. 2 s),
+               cut short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY)
                    │
                    └─► for each task held: command or Python function ─► its report:
                         success: complete · exit 75: defer · shutdown: release ·
@@ -121,7 +122,7 @@ class Runner:
         self._clock = clock or SystemClock()
         self._rng = rng or random.Random()
         self._log = log or logger("corral.worker")
-        self._wake = threading.Event()
+        self._ready = threading.Event()  # a task became ready (PostgreSQL NOTIFY), or a stop
         self._refused = threading.Event()
         self._lock = threading.Lock()
         self._shutdown_at: float | None = None
@@ -159,12 +160,14 @@ class Runner:
                 clock=self._clock,
                 log=self._log,
             )
+            stop_listening = self._store.wake_on_work(self._ready)
             try:
                 self._heartbeat.start()
                 if isinstance(self._job, CommandJob):
                     self._spares = Spares(self._job.runs_dir)
                 self._run_slots()
             finally:
+                stop_listening()
                 if self._spares is not None:
                     self._spares.close()
                 self._heartbeat.stop()
@@ -180,7 +183,7 @@ class Runner:
                 self._immediate = True
             if self._shutdown_at is None:
                 self._shutdown_at = self._clock.monotonic()
-        self._wake.set()
+        self._ready.set()
 
     def _new_worker(self) -> NewWorker:
         from corral import __version__
@@ -281,11 +284,13 @@ class Runner:
         reports: list[Report] = []
         while True:
             asked = self._reserve(size)
+            self._ready.clear()  # from here on, a task made ready cuts the idle wait short
             held = self._exchange(reports, asked)  # empties `reports` once they are applied
             if not held:
                 if not asked or self._config.once:
                     return  # reports the store never took are left to the reconciler
-                self._clock.wait(self._wake, idle_s * self._rng.uniform(0.5, 1.0))
+                if self._shutdown_at is None:  # else stop() set _ready before the clear
+                    self._clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
                 idle_s, size = min(self._config.idle_max_s, idle_s * 2), 1
                 continue
             idle_s = self._config.idle_min_s

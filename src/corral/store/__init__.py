@@ -8,11 +8,13 @@ from the URL: a file path or `sqlite:///path` for SQLite (the default,
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from datetime import datetime
 
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
-from corral.store.base import Driver
+from corral.store.base import Driver, LeaderLock
 from corral.store.batch_ops import BatchOps
 from corral.store.claim_ops import ClaimOps
 from corral.store.message_ops import MessageOps
@@ -74,6 +76,16 @@ class Store(
             for version, path in migration_files(self.dialect)
             if version > current
         ]
+
+    def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
+        """Set `wake` whenever a task becomes ready (PostgreSQL's NOTIFY; never on SQLite,
+        where runners poll); returns the function that stops listening."""
+        return self._driver.wake_on_work(wake)
+
+    def leader_lock(self) -> LeaderLock | None:
+        """The lock that elects the leader of several orchestrators; None on a store with
+        one orchestrator (SQLite)."""
+        return self._driver.leader_lock()
 
     def close(self) -> None:
         """Release the connection."""

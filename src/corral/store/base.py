@@ -21,6 +21,8 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -89,6 +91,28 @@ class Driver(Protocol):
         """Apply pending migrations, once however many processes ask; the versions applied."""
         ...
 
+    def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
+        """Set `wake` when a task becomes ready, as far as the database can tell (PostgreSQL:
+        LISTEN/NOTIFY; SQLite: never, its runners poll); returns the function that stops it."""
+        ...
+
+    def leader_lock(self) -> LeaderLock | None:
+        """The lock that elects one leader among several orchestrators (PostgreSQL); None
+        where a store has a single orchestrator, the holder of its row (SQLite)."""
+        ...
+
     def close(self) -> None:
         """Release the connection."""
+        ...
+
+
+class LeaderLock(Protocol):
+    """A lock held by a session of its own, released by the server when that session ends."""
+
+    def try_acquire(self) -> bool:
+        """Take it if free; True while this session holds it (asking again re-checks)."""
+        ...
+
+    def release(self) -> None:
+        """Give it up."""
         ...

@@ -1,7 +1,9 @@
-"""Store operations on the orchestrator's state row: take it, move it, beat, read.
+"""Store operations on the orchestrator's state row (take, move, beat, read) and on the
+member rows of several orchestrators (join, beat, list; PostgreSQL).
 
-Every change is one compare-and-set on the row's holder (pid and host) and its status;
-the caller learns from the answer whether it still holds the row.
+Every change is one compare-and-set on the row's holder (pid and host, and for a member
+its start time) and its status; the caller learns from the answer whether it still holds
+the row. Taking the state row also demotes any other member still marked leader.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from corral.store import journal
 from corral.store.base import Driver, Json, Row, Tx
 
 if TYPE_CHECKING:  # imported where used: every CLI command imports the store, few the row
-    from corral.orchestration import OrchestratorState, OrchestratorStatus
+    from corral.orchestration import (
+        OrchestratorMember,
+        OrchestratorState,
+        OrchestratorStatus,
+        Role,
+    )
 
 ACTOR = "orchestrator"
 
@@ -50,6 +57,7 @@ class OrchestratorOps:
                 return None
             from corral.orchestration import OrchestratorStatus
 
+            tx.run("demote_orchestrators", host=host)  # PostgreSQL: one leader among members
             reason = None if seen.status is OrchestratorStatus.STOPPED else "previous holder died"
             journal.record(
                 tx,
@@ -120,6 +128,54 @@ class OrchestratorOps:
             )
             return _state(self._driver, row)
 
+    def list_orchestrators(self) -> list[OrchestratorMember]:
+        """Every member row, stopped ones too, by host."""
+        with self._driver.read() as tx:
+            return [_member(self._driver, row) for row in tx.all("list_orchestrators")]
+
+    def join_orchestrators(
+        self, *, pid: int, host: str, seen: OrchestratorMember | None
+    ) -> OrchestratorMember | None:
+        """Take `host`'s member row as a standby: new, stopped, or still exactly `seen` (a
+        holder judged dead). None when a live orchestrator holds it (or took it since)."""
+        with self._driver.write() as tx:
+            row = tx.one(
+                "join_orchestrators",
+                pid=pid,
+                host=host,
+                seen_pid=seen.pid if seen else None,
+                seen_started_at=seen.started_at if seen else None,
+                seen_heartbeat_at=seen.heartbeat_at if seen else None,
+            )
+            if row is None:
+                return None
+            from corral.orchestration import OrchestratorStatus
+
+            journal.record(
+                tx,
+                "orchestrator.joined",
+                actor=ACTOR,
+                to_status=OrchestratorStatus.RUNNING,
+                data={"pid": pid, "host": host, "previous_pid": seen.pid if seen else None},
+            )
+            return _member(self._driver, row)
+
+    def beat_member(
+        self, member: OrchestratorMember, *, role: Role, to: OrchestratorStatus
+    ) -> bool:
+        """Record that `member` lives, in `role` and status `to`; False if it is not its row."""
+        with self._driver.write() as tx:
+            return bool(
+                tx.run(
+                    "beat_orchestrators",
+                    host=member.host,
+                    pid=member.pid,
+                    started_at=member.started_at,
+                    role=role,
+                    to_status=to,
+                )
+            )
+
 
 def _row(tx: Tx) -> Row:
     row = tx.one("get_orchestrator")
@@ -145,4 +201,18 @@ def _state(driver: Driver, row: Row) -> OrchestratorState:
         stop_timeout_s=row["stop_timeout_s"],
         config=driver.json(row["config"]),
         slots=driver.json(row["slots"]),
+    )
+
+
+def _member(driver: Driver, row: Row) -> OrchestratorMember:
+    from corral.orchestration import OrchestratorMember, OrchestratorStatus, Role
+
+    return OrchestratorMember(
+        host=row["host"],
+        pid=row["pid"],
+        role=Role(row["role"]),
+        status=OrchestratorStatus(row["status"]),
+        started_at=driver.instant(row["started_at"]),
+        heartbeat_at=driver.instant(row["heartbeat_at"]),
+        stopped_at=None if row["stopped_at"] is None else driver.instant(row["stopped_at"]),
     )

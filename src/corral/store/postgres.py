@@ -44,7 +44,8 @@ The versions applied are rows of `corral_migrations`, numbered as SQLite's user_
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,8 @@ from corral.store.queries import load_queries, migration_files, sql_path
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from corral.store.pg_sessions import LeaderLock
 
 CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
 POOL_MAX = 4  # a runner needs its claiming slots plus the heartbeat thread
@@ -369,6 +372,24 @@ class PostgresDriver:
         return SchemaTooNew(
             f"database {self._shown} has schema version {current}, newer than this "
             f"corral knows ({latest}): upgrade corral"
+        )
+
+    # -- sessions of their own (store/pg_sessions.py) -------------------------------
+
+    def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
+        """Set `wake` whenever a task becomes ready (LISTEN); the function that stops it."""
+        from corral.store.pg_sessions import ReadyListener
+
+        return ReadyListener(self._connect, self._write_sql["listen_ready"], wake).stop
+
+    def leader_lock(self) -> LeaderLock:
+        """The advisory lock the orchestrators of this store elect their leader with."""
+        from corral.store.pg_sessions import LeaderLock
+
+        return LeaderLock(
+            self._connect,
+            self._write_sql["try_leader_lock"],
+            self._write_sql["release_leader_lock"],
         )
 
     def close(self) -> None:

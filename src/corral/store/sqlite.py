@@ -24,7 +24,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -261,6 +261,14 @@ class SQLiteDriver:
             f"BEGIN IMMEDIATE;\n{body}\nPRAGMA user_version = {int(version)};\nCOMMIT;"
         )
 
+    def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
+        """Nothing to listen to on one machine: idle runners poll; the stop does nothing."""
+        return _nothing_to_stop
+
+    def leader_lock(self) -> None:
+        """None: a SQLite store has one orchestrator, the holder of its state row."""
+        return None
+
     def close(self) -> None:
         """Close the connection and the lock file (and stop the checkpoint thread)."""
         with self._mutex:
@@ -314,3 +322,7 @@ def _wrap(path: str, exc: sqlite3.Error) -> StoreError:
     elif "unable to open" in text:
         text = "cannot open (does its folder exist, and may this user write there?)"
     return StoreError(f"database {path}: {text}")
+
+
+def _nothing_to_stop() -> None:
+    """What stops a SQLite store's (absent) ready listener."""

@@ -522,6 +522,50 @@ SET status = 'stopping', stop_timeout_s = :stop_timeout_s
 WHERE id = 1 AND status = ANY(:allowed::text[])
 RETURNING *;
 
+-- The orchestrators of a store, one row per host (PostgreSQL runs several; SQLite's
+-- single orchestrator never joins). Joining is one compare-and-set: the host's row is
+-- absent or stopped, or still exactly as the joiner saw it when it judged its holder dead.
+
+-- name: list_orchestrators
+SELECT * FROM orchestrators ORDER BY host;
+
+-- name: join_orchestrators
+INSERT INTO orchestrators (host, pid, role, status, started_at, heartbeat_at)
+VALUES (:host, :pid, 'standby', 'running', :now, :now)
+ON CONFLICT (host) DO UPDATE
+SET pid = excluded.pid, role = 'standby', status = 'running', started_at = excluded.started_at,
+    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
+WHERE orchestrators.status = 'stopped'
+   OR (orchestrators.pid = :seen_pid::integer
+       AND orchestrators.started_at = :seen_started_at::timestamptz
+       AND orchestrators.heartbeat_at = :seen_heartbeat_at::timestamptz)
+RETURNING *;
+
+-- name: beat_orchestrators
+UPDATE orchestrators
+SET heartbeat_at = :now, role = :role::text, status = :to_status::text,
+    stopped_at = CASE WHEN :to_status::text = 'stopped' THEN :now ELSE NULL END
+WHERE host = :host AND pid = :pid AND started_at = :started_at
+  AND status IN ('running', 'stopping');
+
+-- name: demote_orchestrators
+UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :host;
+
+-- PostgreSQL only, each run on a connection of its own rather than in a transaction: the
+-- listener of an idle runner, and the leader's session lock, held while that connection
+-- lives and released by the server when it ends (a leader killed by SIGKILL included).
+
+-- name: listen_ready
+LISTEN corral_ready;
+
+-- name: try_leader_lock
+SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()));
+
+-- Given up before the session closes, so that the lock is free when release() returns
+-- (the server ends a closed session a moment later).
+-- name: release_leader_lock
+SELECT pg_advisory_unlock_all();
+
 -- Batches: a runner's reports and its next claims in one transaction (store/batch_ops.py).
 -- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
 -- costs a fixed number of statements.

@@ -451,6 +451,34 @@ SET status = 'stopping', stop_timeout_s = :stop_timeout_s
 WHERE id = 1 AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING *;
 
+-- The orchestrators of a store, one row per host (PostgreSQL runs several; SQLite's
+-- single orchestrator never joins). Joining is one compare-and-set: the host's row is
+-- absent or stopped, or still exactly as the joiner saw it when it judged its holder dead.
+
+-- name: list_orchestrators
+SELECT * FROM orchestrators ORDER BY host;
+
+-- name: join_orchestrators
+INSERT INTO orchestrators (host, pid, role, status, started_at, heartbeat_at)
+VALUES (:host, :pid, 'standby', 'running', :now, :now)
+ON CONFLICT (host) DO UPDATE
+SET pid = excluded.pid, role = 'standby', status = 'running', started_at = excluded.started_at,
+    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
+WHERE orchestrators.status = 'stopped'
+   OR (orchestrators.pid IS :seen_pid AND orchestrators.started_at IS :seen_started_at
+       AND orchestrators.heartbeat_at IS :seen_heartbeat_at)
+RETURNING *;
+
+-- name: beat_orchestrators
+UPDATE orchestrators
+SET heartbeat_at = :now, role = :role, status = :to_status,
+    stopped_at = CASE WHEN :to_status = 'stopped' THEN :now ELSE NULL END
+WHERE host = :host AND pid = :pid AND started_at = :started_at
+  AND status IN ('running', 'stopping');
+
+-- name: demote_orchestrators
+UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :host;
+
 -- Batches: a runner's reports and its next claims in one transaction (store/batch_ops.py).
 -- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
 -- costs a fixed number of statements.

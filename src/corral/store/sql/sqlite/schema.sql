@@ -239,3 +239,16 @@ CREATE TABLE orchestrator (
 );
 
 INSERT INTO orchestrator (id) VALUES (1);
+
+-- On PostgreSQL several orchestrators share a store, one leading and the others standing
+-- by, each with a row here. SQLite keeps its single orchestrator in the `orchestrator`
+-- row and leaves this table empty; it exists so both stores have one schema version.
+CREATE TABLE orchestrators (
+    host         TEXT    PRIMARY KEY,
+    pid          INTEGER NOT NULL,
+    role         TEXT    NOT NULL CHECK (role IN ('leader', 'standby')),
+    status       TEXT    NOT NULL CHECK (status IN ('running', 'stopping', 'stopped')),
+    started_at   REAL    NOT NULL,
+    heartbeat_at REAL    NOT NULL,
+    stopped_at   REAL
+);

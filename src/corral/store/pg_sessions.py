@@ -1,0 +1,100 @@
+"""PostgreSQL sessions of their own, outside the pool: the ready listener and the leader lock.
+
+Both live on one dedicated connection each, because what they hold belongs to a session:
+- `ReadyListener` LISTENs on channel corral_ready (tasks_notify_ready, migration 0006) from
+  a daemon thread and sets the runner's event at each notification. A dropped connection
+  loses notifications until it is back; the runner's polling covers that gap, and the
+  listener sets the event once it listens again, so what was missed is looked for.
+- `LeaderLock` takes the session advisory lock 'corral.leader' with pg_try_advisory_lock.
+  The server releases it when the session ends, however the leader died.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from corral.clock import SystemClock
+from corral.errors import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+Connect = Callable[[], "psycopg.Connection[Any]"]
+POLL_S = 0.5  # how often the listener looks whether it was told to stop
+RETRY_MAX_S = 5.0  # the longest wait before listening again after a lost connection
+
+
+class ReadyListener:
+    """A daemon thread that sets `wake` whenever a task becomes ready."""
+
+    def __init__(self, connect: Connect, listen_sql: bytes, wake: threading.Event) -> None:
+        self._connect, self._sql, self._wake = connect, listen_sql, wake
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="corral-listen", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening (the thread ends within POLL_S; it holds nothing else)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        retry_s = 0.2
+        while not self._stop.is_set():
+            try:
+                self._listen()
+                retry_s = 0.2
+            except (StoreError, OSError, _psycopg_error()):
+                # The server went away: poll (the runner's backoff) until it is back.
+                SystemClock().wait(self._stop, retry_s)
+                retry_s = min(RETRY_MAX_S, retry_s * 2)
+
+    def _listen(self) -> None:
+        with self._connect() as conn:
+            conn.execute(self._sql)
+            self._wake.set()  # whatever became ready while nobody listened
+            while not self._stop.is_set():
+                for _ in conn.notifies(timeout=POLL_S):
+                    self._wake.set()
+
+
+class LeaderLock:
+    """The session advisory lock that makes one orchestrator the leader of a store."""
+
+    def __init__(self, connect: Connect, lock_sql: bytes, unlock_sql: bytes) -> None:
+        self._connect, self._sql, self._unlock_sql = connect, lock_sql, unlock_sql
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it; True while this session holds it.
+
+        Asked again by its holder, it answers True as long as the session lives (the lock
+        is re-entrant), so the same call tells a leader it still leads.
+        """
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = self._connect()
+            row = self._conn.execute(self._sql).fetchone()
+        except (StoreError, _psycopg_error()):
+            self.release()
+            return False
+        return bool(row and row[0])
+
+    def release(self) -> None:
+        """Give the lock up (free when this returns) and end the session."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.execute(self._unlock_sql)
+        except _psycopg_error():
+            pass  # the session is gone, and the lock with it
+        finally:
+            conn.close()
+
+
+def _psycopg_error() -> type[Exception]:
+    import psycopg
+
+    return psycopg.Error
