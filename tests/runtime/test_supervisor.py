@@ -45,7 +45,7 @@ class FakeProcess:
         return True
 
     def close(self) -> None:
-        pass
+        """Nothing to close: a fake holds no pidfd."""
 
 
 @pytest.fixture
