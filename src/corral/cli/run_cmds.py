@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from contextlib import suppress
 from typing import BinaryIO
 
 from corral.cli import parsing, render
@@ -40,26 +42,33 @@ def cmd_logs(ctx: Context) -> int:
     path = run.stderr_path if a.stderr else run.transcript_path
     if path is None:
         raise Refused(f"run {run.id} recorded no {what} file")
-    copied = _follow(ctx, run.id, path) if a.follow else copy_from(path, 0, sys.stdout.buffer)
+    if a.follow:
+        copied = follow(path, None, lambda: ctx.store.get_run(run.id).finished)
+    else:
+        copied = copy_from(path, 0, sys.stdout.buffer)
     if copied is None:
         raise Refused(f"the {what} of run {run.id} is missing: {path} does not exist")
     return 0
 
 
-def _follow(ctx: Context, run_id: str, path: str) -> int | None:
-    """Copy new bytes as they come until the run has finished and the file is drained.
+def follow(path: str, offset: int | None, finished: Callable[[], bool]) -> int | None:
+    """Copy new bytes of `path` as they come until `finished()` and the file is drained;
+    the offset reached, or None if the file never appeared.
 
-    The run is read before the file, so whatever it wrote before finishing is printed. A
-    file not created yet is waited for; None if the run finished without one.
+    `finished` is asked before each copy, so whatever was written before it turned true is
+    printed. A file that shrank was rotated (copied and truncated): it is read from the start.
     """
     from corral.clock import SystemClock
 
-    clock, offset = SystemClock(), None
+    clock = SystemClock()
     while True:
-        finished = ctx.store.get_run(run_id).finished
+        done = finished()
+        with suppress(OSError):
+            if offset is not None and os.path.getsize(path) < offset:
+                offset = 0
         copied = copy_from(path, offset or 0, sys.stdout.buffer)
         offset = offset if copied is None else copied
-        if finished:
+        if done:
             return offset
         clock.sleep(FOLLOW_POLL_S)
 

@@ -173,9 +173,10 @@ def cmd_stop(ctx: Context) -> int:
 
 def cmd_logs(ctx: Context) -> int:
     """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
-    from corral.cli.run_cmds import copy_from
+    from corral.cli.run_cmds import copy_from, follow
     from corral.errors import Refused
     from corral.store.location import state_dir
+    from corral.workers import GONE
 
     ident = ctx.args.id
     worker = None if not ident.startswith("w-") else ctx.store.get_worker(ident)
@@ -184,28 +185,13 @@ def cmd_logs(ctx: Context) -> int:
     offset = copy_from(path, 0, sys.stdout.buffer)
     if offset is None:
         raise Refused(f"{ident} has no pool log: {path} does not exist")
-    if ctx.args.follow:
-        _follow_log(ctx, path, offset, worker.id if worker else None)
+    if ctx.args.follow:  # until the worker is gone (a slot name: until Ctrl-C)
+        follow(
+            path,
+            offset,
+            lambda: worker is not None and ctx.store.get_worker(worker.id).status in GONE,
+        )
     return 0
-
-
-def _follow_log(ctx: Context, path: str, offset: int, worker_id: str | None) -> None:
-    """Print what is appended until the worker is gone (or Ctrl-C); a rotation starts over."""
-    from corral.cli.run_cmds import FOLLOW_POLL_S, copy_from
-    from corral.clock import SystemClock
-    from corral.workers import GONE
-
-    clock = SystemClock()
-    while True:
-        gone = worker_id is not None and ctx.store.get_worker(worker_id).status in GONE
-        with suppress(OSError):
-            if os.path.getsize(path) < offset:  # copied and truncated by the rotation
-                offset = 0
-        copied = copy_from(path, offset, sys.stdout.buffer)
-        offset = offset if copied is None else copied
-        if gone:
-            return
-        clock.sleep(FOLLOW_POLL_S)
 
 
 def _exec_or_call(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ Both live on one dedicated connection each, because what they hold belongs to a 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -87,9 +88,8 @@ class LeaderLock:
         if conn is None:
             return
         try:
-            conn.execute(self._unlock_sql)
-        except _psycopg_error():
-            pass  # the session is gone, and the lock with it
+            with contextlib.suppress(_psycopg_error()):  # gone, and the lock with it
+                conn.execute(self._unlock_sql)
         finally:
             conn.close()
 

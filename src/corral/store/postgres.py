@@ -43,6 +43,7 @@ The versions applied are rows of `corral_migrations`, numbered as SQLite's user_
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -276,11 +277,9 @@ class PostgresDriver:
     def _abort(self, conn: psycopg.Connection[Any]) -> None:
         import psycopg
 
-        try:
+        with contextlib.suppress(psycopg.Error):  # gone: the pool discards it below
             if not conn.closed:
                 conn.execute("ROLLBACK")
-        except psycopg.Error:
-            pass  # the connection is gone; the pool discards it below
         self._pool.putconn(conn)
 
     def read(self) -> Any:
