@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
 import subprocess
 from pathlib import Path
 
@@ -40,6 +42,36 @@ def test_json_may_come_before_the_command(cli) -> None:  # type: ignore[no-untyp
     """`corral --json list` prints JSON like `corral list --json`."""
     cli("add", "one")
     assert json.loads(cli("list", "--json").out) == json.loads(cli("--json", "list").out)
+
+
+def test_json_is_one_line_in_a_pipe(tmp_path: Path) -> None:
+    """Piped, `--json` prints the whole document on one line (json's C encoder)."""
+    _run("init", cwd=tmp_path)
+    _run("add", "one", cwd=tmp_path)
+    _run("add", "two", cwd=tmp_path)
+    out = _run("ready", "--json", cwd=tmp_path).stdout
+    assert 1 == len(out.splitlines())
+    assert ["one", "two"] == sorted(t["title"] for t in json.loads(out))
+
+
+def test_json_is_indented_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal, `--json` prints indented JSON that parses to the piped document."""
+    _run("init", cwd=tmp_path)
+    _run("add", "one", cwd=tmp_path)
+    piped = json.loads(_run("ready", "--json", cwd=tmp_path).stdout)
+    main, child = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    proc = subprocess.Popen([CORRAL, "ready", "--json"], cwd=tmp_path, env=env, stdout=child)
+    os.close(child)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once the child has closed the terminal
+        while chunk := os.read(main, 65536):
+            chunks.append(chunk)
+    os.close(main)
+    assert 0 == proc.wait(timeout=60)
+    shown = b"".join(chunks).decode().replace("\r\n", "\n")
+    assert shown.startswith('[\n  {\n    "id": ')
+    assert piped == json.loads(shown)
 
 
 def test_ready_for_a_worker_lists_only_what_it_may_claim(cli) -> None:  # type: ignore[no-untyped-def]
