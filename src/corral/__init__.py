@@ -96,7 +96,7 @@ if TYPE_CHECKING:
         WorkerUnavailable,
     )
     from corral.events import Event, EventFilter
-    from corral.leases import Claim, ClaimStatus
+    from corral.leases import Claim
     from corral.policies import QueueLimits
     from corral.queue import (
         cancel,
@@ -116,9 +116,10 @@ if TYPE_CHECKING:
     from corral.runs import NewRun, Run, RunOutcome
     from corral.runtime.worker_api import run_worker
     from corral.settings import Settings, load_settings
+    from corral.states import ClaimStatus, TaskStatus, WorkerStatus
     from corral.store import Store, open_store
-    from corral.tasks import NewTask, Task, TaskFilter, TaskStatus
-    from corral.workers import NewWorker, Worker, WorkerStatus
+    from corral.tasks import NewTask, Task, TaskFilter
+    from corral.workers import NewWorker, Worker
 
 __all__ = [
     "Beat",

@@ -12,9 +12,10 @@ from typing import Any
 
 from corral.durations import format_duration, iso
 from corral.settings import Settings
+from corral.states import CLAIMING, TaskStatus
 from corral.store import Store
-from corral.tasks import Task, TaskStatus
-from corral.workers import CLAIMING, Worker
+from corral.tasks import Task
+from corral.workers import Worker
 
 DEFAULTS = Settings()
 

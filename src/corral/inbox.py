@@ -12,8 +12,8 @@ from typing import Any
 
 from corral.errors import InvalidInput
 from corral.messages import ORCHESTRATOR, Message, NewMessage
+from corral.states import WORKER_ALLOWED_FROM
 from corral.store import Store
-from corral.workers import WORKER_ALLOWED_FROM
 
 
 def send(store: Store, *, to: str, type: str, body: Any = None, sender: str) -> Message:

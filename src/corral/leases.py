@@ -17,19 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from corral.durations import iso
-
-
-class ClaimStatus(StrEnum):
-    """A claim is active until it is completed (done or fail), released, or expired."""
-
-    ACTIVE = "active"
-    RELEASED = "released"
-    EXPIRED = "expired"
-    COMPLETED = "completed"
+from corral.states import ClaimStatus
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

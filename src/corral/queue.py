@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from corral.durations import MAX_SPAN_S
 from corral.errors import InvalidInput
-from corral.leases import Claim
 from corral.settings import Settings
 from corral.store import Store
-from corral.tasks import NewTask, Task
 
 if TYPE_CHECKING:  # imported where used: a `corral claim` needs neither (its start-up time)
     import random
 
     from corral.backoff import Outcome
     from corral.batch import ClaimAsk, Exchanged, Report, RunStart
+    from corral.leases import Claim
+    from corral.tasks import NewTask, Task
 
 OPERATOR = "operator"
 DEFAULTS = Settings()

@@ -23,8 +23,8 @@ from corral.recovery import (
     plan_worker_death,
 )
 from corral.settings import Settings
+from corral.states import WorkerStatus
 from corral.store import Store
-from corral.workers import WorkerStatus
 
 DEFAULTS = Settings()
 

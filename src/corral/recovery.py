@@ -20,8 +20,8 @@ from datetime import datetime
 
 from corral.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
 from corral.settings import Settings
-from corral.tasks import TaskStatus
-from corral.workers import GONE, WorkerStatus, liveness, working_status
+from corral.states import GONE, TaskStatus, WorkerStatus
+from corral.workers import liveness, working_status
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,11 +7,14 @@ interval the worker should keep, and whether it should drain.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.settings import Settings
+from corral.states import WorkerStatus
 from corral.store import Store
-from corral.workers import NewWorker, Worker, WorkerStatus
+
+if TYPE_CHECKING:
+    from corral.workers import NewWorker, Worker
 
 DEFAULTS = Settings()
 

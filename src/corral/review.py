@@ -21,8 +21,9 @@ from typing import Any, Protocol
 
 from corral.errors import InvalidInput, Refused
 from corral.reviews import MergeStrategy, Review, is_stale, waiting_s
+from corral.states import TaskStatus
 from corral.store import Store
-from corral.tasks import Task, TaskStatus
+from corral.tasks import Task
 
 OPERATOR = "operator"
 PENDING = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)

@@ -1,70 +1,18 @@
-"""Tasks, their states, and the one transition table the stores enforce in SQL.
+"""Task records: what `add` takes (`NewTask`), what the store returns (`Task`), and filters.
 
-    blocked ──(all dependencies done)──► ready ──claim──► running ──done──► done
-                                           ▲                 │   └─done, review required─► in_review
-                                           │                 │
-                                           └──── fail or lost lease, attempts left,
-                                                 after a backoff (run_after)
-                                                             │
-                          attempts used up, or lost leases ──┴──► failed   (reason: error, poison …)
-    running ──release, or defer (run_after set)──► ready   (the attempt is given back)
-    running ──submit──► in_review ──approve (pins the commit)──► approved ──merge──► done
-                        in_review | approved ──request-changes──► ready (same branch)
-                                               approved ──merge conflict──► ready (files recorded)
-    blocked | ready | running | in_review | approved ──cancel──► cancelled
-    failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
-
-A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
-`attempts` counts claims that reached an outcome: a claim adds one, a release or a defer
-gives it back.
+The task state machine and its transition table are in corral.states; `TaskStatus`,
+`FINAL` and `ALLOWED_FROM` are imported here for callers that read them with the records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from corral.durations import MAX_SPAN_S, iso
 from corral.errors import InvalidInput
-
-
-class TaskStatus(StrEnum):
-    """Where a task is in its life."""
-
-    BLOCKED = "blocked"
-    READY = "ready"
-    RUNNING = "running"
-    IN_REVIEW = "in_review"
-    APPROVED = "approved"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-FINAL = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED})
-
-# action -> the states it may start from. Stores pass these sets into their UPDATEs
-# (`WHERE status IN (...)`), so this table is the only copy of the state machine.
-ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
-    "claim": frozenset({TaskStatus.READY}),
-    "renew": frozenset({TaskStatus.RUNNING}),
-    "release": frozenset({TaskStatus.RUNNING}),
-    "defer": frozenset({TaskStatus.RUNNING}),
-    "complete": frozenset({TaskStatus.RUNNING}),
-    "fail": frozenset({TaskStatus.RUNNING}),
-    "recover": frozenset({TaskStatus.RUNNING}),
-    "unblock": frozenset({TaskStatus.BLOCKED}),
-    "cancel": frozenset(set(TaskStatus) - FINAL),
-    "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
-    # The review flow (corral.review): the branch is handed in, approved at a pinned
-    # commit, merged; changes requested or a merge conflict send it back to work.
-    "submit": frozenset({TaskStatus.RUNNING}),
-    "approve": frozenset({TaskStatus.IN_REVIEW}),
-    "request_changes": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
-    "merge": frozenset({TaskStatus.APPROVED}),
-}
+from corral.states import TaskStatus
 
 MAX_TITLE_CHARS = 500
 

@@ -1,13 +1,8 @@
-"""Workers, their states, and the liveness rule.
-
-    starting ──first heartbeat──► idle ⇄ busy ──drain──► draining ──deregister──► offline
-                                   │      │
-                                   └──────┴── one missed heartbeat ──► stale
-    stale ──heartbeat──► idle | busy
-    stale ──dead_after_missed heartbeats missed──► dead   (its claims expire at once)
+"""Worker records (`NewWorker`, `Worker`) and the liveness rule.
 
 A heartbeat counts as missed half an interval after it was due, so a worker that beats on
-time but a little late is never stale. idle and busy follow the worker's active claims.
+time but a little late is never stale; idle and busy follow the worker's active claims.
+The worker state machine is in corral.states.
 """
 
 from __future__ import annotations
@@ -15,41 +10,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from corral.durations import iso
 from corral.errors import InvalidInput
+from corral.states import WorkerStatus
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
     from corral.policies import LivenessPolicy
-
-
-class WorkerStatus(StrEnum):
-    """Where a worker is in its life."""
-
-    STARTING = "starting"
-    IDLE = "idle"
-    BUSY = "busy"
-    DRAINING = "draining"
-    STALE = "stale"
-    DEAD = "dead"
-    OFFLINE = "offline"
-
-
-# Workers that may take new claims, and workers the reconciler still watches.
-CLAIMING = frozenset({WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY})
-WATCHED = CLAIMING | {WorkerStatus.DRAINING, WorkerStatus.STALE}
-GONE = frozenset({WorkerStatus.DEAD, WorkerStatus.OFFLINE})
-
-# Operator actions -> the states they may start from (the store passes these to its SQL).
-# Heartbeats, claims and the reconciler move workers by the rules in the diagram above.
-WORKER_ALLOWED_FROM: dict[str, frozenset[WorkerStatus]] = {
-    "drain": frozenset(
-        {WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STALE}
-    ),
-    "deregister": WATCHED | {WorkerStatus.DEAD},
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

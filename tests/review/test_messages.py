@@ -13,8 +13,8 @@ from tests.conftest import CORRAL
 import corral
 from corral import inbox
 from corral.errors import InvalidInput
-from corral.tasks import NewTask, TaskStatus
-from corral.workers import WorkerStatus
+from corral.states import TaskStatus, WorkerStatus
+from corral.tasks import NewTask
 
 
 def _worker(store, settings, name="w1"):

@@ -15,7 +15,8 @@ from corral.reviews import MergeStrategy
 from corral.runtime.merging import GitBranches
 from corral.runtime.worktrees import Worktrees
 from corral.settings import Settings
-from corral.tasks import NewTask, TaskStatus
+from corral.states import TaskStatus
+from corral.tasks import NewTask
 
 from .conftest import commit_file, git
 

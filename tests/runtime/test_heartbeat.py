@@ -10,7 +10,8 @@ from typing import Any
 from corral import FakeClock, Settings
 from corral.errors import StoreError, WorkerUnavailable
 from corral.runtime.heartbeat import Heartbeat
-from corral.workers import Worker, WorkerStatus
+from corral.states import WorkerStatus
+from corral.workers import Worker
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ import psutil
 from corral import EventFilter, FakeClock, NewWorker, TaskFilter, TaskStatus, open_store
 from corral.registry import register
 from corral.runs import RunOutcome
-from corral.workers import WorkerStatus
+from corral.states import WorkerStatus
 
 
 def _completions(pool: Any, task_id: str) -> int:

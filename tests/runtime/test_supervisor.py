@@ -20,7 +20,8 @@ from corral.registry import register
 from corral.runtime.supervisor import Supervisor
 from corral.runtime.worker_process import Layout
 from corral.settings import Settings
-from corral.workers import NewWorker, WorkerStatus
+from corral.states import WorkerStatus
+from corral.workers import NewWorker
 
 POLICY = {
     "pool_workers": 2,

@@ -20,8 +20,8 @@ import pytest
 
 from corral import open_store
 from corral.runs import RunOutcome
+from corral.states import ALLOWED_FROM, TaskStatus
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
-from corral.tasks import ALLOWED_FROM, TaskStatus
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
 TX_METHODS = {"one", "all", "run"}

@@ -58,8 +58,8 @@ from corral import (
     reconcile_once,
     registry,
 )
-from corral.tasks import FINAL
-from corral.workers import CLAIMING, GONE, liveness
+from corral.states import CLAIMING, FINAL, GONE
+from corral.workers import liveness
 
 # Mirrors STORE_DIALECTS in tests/conftest.py (a state machine cannot take the `store`
 # fixture); test_machine_runs_on_every_store_dialect keeps the two lists in step.

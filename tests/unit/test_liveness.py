@@ -8,7 +8,8 @@ import pytest
 
 from corral.errors import InvalidInput
 from corral.policies import LivenessPolicy
-from corral.workers import NewWorker, WorkerStatus, liveness, missed_heartbeats, working_status
+from corral.states import WorkerStatus
+from corral.workers import NewWorker, liveness, missed_heartbeats, working_status
 
 POLICY = LivenessPolicy(heartbeat_interval_s=10.0, dead_after_missed=3)
 

@@ -9,7 +9,8 @@ import pytest
 
 from corral.errors import InvalidInput
 from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template, render_prompt
-from corral.tasks import Task, TaskStatus
+from corral.states import TaskStatus
+from corral.tasks import Task
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

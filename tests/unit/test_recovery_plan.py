@@ -23,8 +23,7 @@ from corral.recovery import (
     plan_recovery,
 )
 from corral.settings import Settings
-from corral.tasks import TaskStatus
-from corral.workers import WorkerStatus
+from corral.states import TaskStatus, WorkerStatus
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 SETTINGS = Settings(

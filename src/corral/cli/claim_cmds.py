@@ -6,11 +6,15 @@ on whatever claim is active (docs/cli.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import iso, parse_delay_or_instant
-from corral.leases import Claim
+
+if TYPE_CHECKING:
+    from corral.leases import Claim
 
 
 def _claim_line(claim: Claim) -> str:

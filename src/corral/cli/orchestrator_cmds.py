@@ -160,7 +160,7 @@ def cmd_overview(ctx: Context) -> int:
     """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks."""
     from corral import review
     from corral.runtime import leftovers
-    from corral.workers import WorkerStatus
+    from corral.states import WorkerStatus
 
     store = ctx.store
     now = store.now()

@@ -8,14 +8,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral.durations import format_duration
-from corral.tasks import Task
-from corral.workers import Worker
 
 if TYPE_CHECKING:
     from corral.backpressure import QueueStat
     from corral.events import Event
     from corral.orchestration import OrchestratorState
     from corral.runs import Run
+    from corral.tasks import Task
+    from corral.workers import Worker
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -9,7 +9,8 @@ from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
 from corral.errors import InvalidInput
-from corral.tasks import NewTask, TaskFilter, TaskStatus
+from corral.states import TaskStatus
+from corral.tasks import NewTask, TaskFilter
 
 STATUSES = [str(s) for s in TaskStatus]
 

@@ -12,7 +12,8 @@ from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import format_duration
 from corral.errors import InvalidInput
-from corral.workers import NewWorker, WorkerStatus
+from corral.states import WorkerStatus
+from corral.workers import NewWorker
 
 if TYPE_CHECKING:
     import argparse
@@ -134,7 +135,7 @@ def cmd_stop(ctx: Context) -> int:
     import signal
 
     from corral.errors import Refused, WorkerUnavailable
-    from corral.workers import GONE
+    from corral.states import GONE
 
     worker = ctx.store.get_worker(ctx.args.id)
     if worker.status in GONE:
@@ -175,8 +176,8 @@ def cmd_logs(ctx: Context) -> int:
     """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
     from corral.cli.run_cmds import copy_from, follow
     from corral.errors import Refused
+    from corral.states import GONE
     from corral.store.location import state_dir
-    from corral.workers import GONE
 
     ident = ctx.args.id
     worker = None if not ident.startswith("w-") else ctx.store.get_worker(ident)

@@ -57,9 +57,10 @@ from corral.runtime.pytask import Execute, TaskContext, run_callable
 from corral.runtime.spares import Spares
 from corral.runtime.task_worktrees import TaskWorktrees
 from corral.settings import Settings
+from corral.states import WATCHED
 from corral.store import Store
 from corral.tasks import Task
-from corral.workers import WATCHED, NewWorker
+from corral.workers import NewWorker
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 REPORT_RETRIES = 5  # store calls after a run, tried again while the store is unavailable

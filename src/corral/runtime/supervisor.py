@@ -33,8 +33,9 @@ from corral.runtime.executor import end_marked_processes
 from corral.runtime.runner import process_alive
 from corral.runtime.worker_process import Layout, Process
 from corral.settings import Settings
+from corral.states import WATCHED
 from corral.store import Store
-from corral.workers import WATCHED, Worker
+from corral.workers import Worker
 
 SLOT_NAME = re.compile(r"slot-(\d+)")
 Spawner = Callable[..., Process]  # worker_process.spawn's signature

@@ -22,8 +22,9 @@ from corral.errors import CorralError, InvalidInput
 from corral.logs import event
 from corral.runtime.command_task import CommandJob
 from corral.runtime.worktrees import Worktrees
+from corral.states import TaskStatus
 from corral.store import Store
-from corral.tasks import Task, TaskStatus
+from corral.tasks import Task
 
 KEPT_FOR_REVIEW = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
 SETUP_TAIL_CHARS = 500

@@ -22,9 +22,9 @@ from corral.policies import WorktreePolicy
 from corral.runtime.git import GitUnavailable
 from corral.runtime.runner import process_alive
 from corral.runtime.worktrees import Worktrees
+from corral.states import FINAL, GONE, TaskStatus
 from corral.store import Store
-from corral.tasks import FINAL, Task, TaskFilter, TaskStatus
-from corral.workers import GONE
+from corral.tasks import Task, TaskFilter
 
 REVIEWED = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
 

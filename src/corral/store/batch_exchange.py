@@ -27,7 +27,7 @@ from corral.batch import Action, ClaimAsk, Exchanged, Held, Report, RunStart
 from corral.durations import iso
 from corral.errors import WorkerUnavailable
 from corral.ids import RUN_PREFIX, new_id
-from corral.leases import ClaimStatus
+from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
@@ -37,7 +37,7 @@ from corral.store.claim_ops import (
     record_outcome,
     unblock_dependents,
 )
-from corral.tasks import ALLOWED_FROM, Task, TaskStatus
+from corral.tasks import Task
 
 OpenRun = Callable[[Task, int, str], RunStart]
 _CLAIM_END = {

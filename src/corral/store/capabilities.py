@@ -6,9 +6,10 @@ receives a task it cannot run (no claim-then-give-back, "type poisoning").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.workers import Worker
+if TYPE_CHECKING:
+    from corral.workers import Worker
 
 
 def _narrow(declared: tuple[str, ...], asked: tuple[str, ...]) -> list[str] | None:

@@ -13,17 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.durations import iso
-from corral.leases import Claim, ClaimStatus
+from corral.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.lookups import held_claim, read_task, task_in
 from corral.store.queue_ops import held_reason
-from corral.tasks import ALLOWED_FROM, Task, TaskStatus
-from corral.workers import CLAIMING, Worker
 
 if TYPE_CHECKING:
     from corral.backoff import Outcome
+    from corral.leases import Claim
+    from corral.tasks import Task
+    from corral.workers import Worker
 
 
 class ClaimOps:

@@ -6,12 +6,16 @@ until the transaction ends.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from corral import errors
-from corral.leases import Claim
 from corral.store import rows
 from corral.store.base import Driver, Tx
-from corral.tasks import Task
-from corral.workers import Worker
+
+if TYPE_CHECKING:
+    from corral.leases import Claim
+    from corral.tasks import Task
+    from corral.workers import Worker
 
 
 def task_in(tx: Tx, driver: Driver, task_id: str) -> Task:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.leases import ClaimStatus
+from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
 from corral.store import journal
 from corral.store.base import Driver, Tx
 from corral.store.claim_ops import apply_outcome, end_claim, record_outcome
-from corral.tasks import ALLOWED_FROM, TaskStatus
-from corral.workers import WorkerStatus
 
 if TYPE_CHECKING:
     from corral.recovery import (

@@ -13,15 +13,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
-from corral.leases import Claim, ClaimStatus
+from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Tx
 from corral.store.claim_ops import end_claim, unblock_dependents
 from corral.store.lookups import held_claim, read_task, task_in
-from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 
 if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
+    from corral.leases import Claim
     from corral.reviews import Review
+    from corral.tasks import Task
 
 
 class ReviewOps:

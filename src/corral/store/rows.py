@@ -1,5 +1,8 @@
 """Rows to records: the one place that knows the column names of the views.
 
+Each builder imports its record's module when first called: a command that reads no
+task never builds the task record classes (bench/cli_latency.py).
+
 Each function takes the driver for decoding, because SQLite keeps instants as epoch
 seconds and JSON as text while PostgreSQL hands back datetimes and decoded JSON.
 """
@@ -9,16 +12,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from corral.leases import Claim, ClaimStatus
+from corral.states import ClaimStatus, TaskStatus, WorkerStatus
 from corral.store.base import Driver, Row
-from corral.tasks import Task, TaskStatus
-from corral.workers import Worker, WorkerStatus
 
 if TYPE_CHECKING:
     from corral.events import Event
+    from corral.leases import Claim
     from corral.messages import Message
     from corral.reviews import Review
     from corral.runs import Run
+    from corral.tasks import Task
+    from corral.workers import Worker
 
 
 def _maybe_instant(driver: Driver, value: Any) -> datetime | None:
@@ -31,6 +35,8 @@ def _maybe_json(driver: Driver, value: Any) -> Any:
 
 def task(driver: Driver, row: Row) -> Task:
     """A `task_view` row."""
+    from corral.tasks import Task
+
     return Task(
         id=row["id"],
         title=row["title"],
@@ -66,6 +72,8 @@ def task(driver: Driver, row: Row) -> Task:
 
 def claim(driver: Driver, row: Row) -> Claim:
     """A `claims` row."""
+    from corral.leases import Claim
+
     return Claim(
         token=row["token"],
         task_id=row["task_id"],
@@ -81,6 +89,8 @@ def claim(driver: Driver, row: Row) -> Claim:
 
 def worker(driver: Driver, row: Row) -> Worker:
     """A `worker_view` row."""
+    from corral.workers import Worker
+
     return Worker(
         id=row["id"],
         name=row["name"],

@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.ids import TASK_PREFIX, new_id
-from corral.leases import ClaimStatus
+from corral.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claim_ops import end_claim
 from corral.store.lookups import read_task, task_in
 from corral.store.queue_ops import check_room
-from corral.tasks import ALLOWED_FROM, NewTask, Task, TaskFilter, TaskStatus
-from corral.workers import CLAIMING, Worker
 
 if TYPE_CHECKING:
     from corral.events import Event, EventFilter
+    from corral.tasks import NewTask, Task, TaskFilter
+    from corral.workers import Worker
 
 
 class TaskOps:

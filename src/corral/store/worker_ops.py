@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from corral import errors
 from corral.ids import WORKER_PREFIX, new_id
-from corral.leases import ClaimStatus
+from corral.states import ALLOWED_FROM, WORKER_ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json
 from corral.store.claim_ops import end_claim
 from corral.store.lookups import worker_in
-from corral.tasks import ALLOWED_FROM, TaskStatus
-from corral.workers import WORKER_ALLOWED_FROM, NewWorker, Worker, WorkerStatus
+
+if TYPE_CHECKING:
+    from corral.workers import NewWorker, Worker
 
 
 class WorkerOps:

@@ -1,0 +1,117 @@
+"""The state machines of tasks, claims and workers, and the transitions each action may make.
+
+Apart from the records (corral.tasks, corral.leases, corral.workers) so that what only
+compares states, above all the store's SQL parameters, does not build every record class
+on a command's import path (bench/cli_latency.py).
+
+Tasks:
+
+    blocked ──(all dependencies done)──► ready ──claim──► running ──done──► done
+                                           ▲                 │   └─done, review required─► in_review
+                                           │                 │
+                                           └──── fail or lost lease, attempts left,
+                                                 after a backoff (run_after)
+                                                             │
+                          attempts used up, or lost leases ──┴──► failed   (reason: error, poison …)
+    running ──release, or defer (run_after set)──► ready   (the attempt is given back)
+    running ──submit──► in_review ──approve (pins the commit)──► approved ──merge──► done
+                        in_review | approved ──request-changes──► ready (same branch)
+                                               approved ──merge conflict──► ready (files recorded)
+    blocked | ready | running | in_review | approved ──cancel──► cancelled
+    failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
+
+A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
+`attempts` counts claims that reached an outcome: a claim adds one, a release or a defer
+gives it back.
+
+Claims: active until completed (done or fail), released, or expired; corral.leases states
+their invariants.
+
+Workers:
+
+    starting ──first heartbeat──► idle ⇄ busy ──drain──► draining ──deregister──► offline
+                                   │      │
+                                   └──────┴── one missed heartbeat ──► stale
+    stale ──heartbeat──► idle | busy
+    stale ──dead_after_missed heartbeats missed──► dead   (its claims expire at once)
+
+A heartbeat counts as missed half an interval after it was due, so a worker that beats on
+time but a little late is never stale. idle and busy follow the worker's active claims.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TaskStatus(StrEnum):
+    """Where a task is in its life."""
+
+    BLOCKED = "blocked"
+    READY = "ready"
+    RUNNING = "running"
+    IN_REVIEW = "in_review"
+    APPROVED = "approved"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINAL = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED})
+
+# action -> the states it may start from. Stores pass these sets into their UPDATEs
+# (`WHERE status IN (...)`), so this table is the only copy of the state machine.
+ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
+    "claim": frozenset({TaskStatus.READY}),
+    "renew": frozenset({TaskStatus.RUNNING}),
+    "release": frozenset({TaskStatus.RUNNING}),
+    "defer": frozenset({TaskStatus.RUNNING}),
+    "complete": frozenset({TaskStatus.RUNNING}),
+    "fail": frozenset({TaskStatus.RUNNING}),
+    "recover": frozenset({TaskStatus.RUNNING}),
+    "unblock": frozenset({TaskStatus.BLOCKED}),
+    "cancel": frozenset(set(TaskStatus) - FINAL),
+    "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
+    # The review flow (corral.review): the branch is handed in, approved at a pinned
+    # commit, merged; changes requested or a merge conflict send it back to work.
+    "submit": frozenset({TaskStatus.RUNNING}),
+    "approve": frozenset({TaskStatus.IN_REVIEW}),
+    "request_changes": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
+    "merge": frozenset({TaskStatus.APPROVED}),
+}
+
+
+class ClaimStatus(StrEnum):
+    """A claim is active until it is completed (done or fail), released, or expired."""
+
+    ACTIVE = "active"
+    RELEASED = "released"
+    EXPIRED = "expired"
+    COMPLETED = "completed"
+
+
+class WorkerStatus(StrEnum):
+    """Where a worker is in its life."""
+
+    STARTING = "starting"
+    IDLE = "idle"
+    BUSY = "busy"
+    DRAINING = "draining"
+    STALE = "stale"
+    DEAD = "dead"
+    OFFLINE = "offline"
+
+
+# Workers that may take new claims, and workers the reconciler still watches.
+CLAIMING = frozenset({WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY})
+WATCHED = CLAIMING | {WorkerStatus.DRAINING, WorkerStatus.STALE}
+GONE = frozenset({WorkerStatus.DEAD, WorkerStatus.OFFLINE})
+
+# Operator actions -> the states they may start from (the store passes these to its SQL).
+# Heartbeats, claims and the reconciler move workers by the rules in the diagram above.
+WORKER_ALLOWED_FROM: dict[str, frozenset[WorkerStatus]] = {
+    "drain": frozenset(
+        {WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STALE}
+    ),
+    "deregister": WATCHED | {WorkerStatus.DEAD},
+}
