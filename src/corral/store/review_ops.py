@@ -9,8 +9,8 @@ recording is caught rather than recorded over.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral import errors
 from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
@@ -205,10 +205,13 @@ class ReviewOps:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Step:
+class Step(NamedTuple):
     """One move of the review flow: the action whose start states apply, where it goes, and
-    the event that records it."""
+    the event that records it.
+
+    A NamedTuple, not a frozen dataclass: every command imports the store, and building a
+    dataclass costs five times as much at import (bench/cli_latency.py).
+    """
 
     task_id: str
     action: str
