@@ -39,7 +39,6 @@ from corral.workers import NewWorker, Worker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
-DATE = "2026-11-22"
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -121,7 +120,8 @@ def banner(title: str, what: str) -> None:
     print(f"== {title} ==")
     print(what)
     print(
-        f"date {DATE} (figures are this run's); {os.cpu_count()} cores; "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; load average "
+        f"{os.getloadavg()[0]:.2f}; {os.cpu_count()} cores; "
         f"Python {sys.version.split()[0]}; SQLite {sqlite3.sqlite_version}; "
         f"corral {corral.__version__} from {os.path.dirname(corral.__file__)}\n"
     )
