@@ -271,6 +271,25 @@ def test_sigquit_after_sigterm_cuts_the_grace_short(pool: Any):
     assert "worker.sigquit" in pool.log()
 
 
+def test_a_leader_keeps_reconciling_while_its_pool_drains(pool: Any):
+    """During a graceful stop's grace, a worker silent for an hour is still declared dead."""
+    pool.env["AGENT_SLEEP_S"] = "30"
+    (task_id,) = pool.add(1)
+    orchestrator = pool.start(workers=1)
+    pool.wait(lambda: pool.store.get_task(task_id).status is TaskStatus.RUNNING, 30)
+    orchestrator.send_signal(signal.SIGTERM)
+    pool.wait(lambda: "worker.sigterm" in pool.log(), 10)
+    an_hour_ago = FakeClock(datetime.now(UTC) - timedelta(hours=1))
+    with open_store(pool.db, clock=an_hour_ago) as past:
+        lost = register(past, NewWorker(name="lost")).worker
+
+    pool.wait(lambda: pool.store.get_worker(lost.id).status is WorkerStatus.DEAD, 10)
+
+    assert orchestrator.poll() is None  # still draining its 30 s task
+    orchestrator.send_signal(signal.SIGQUIT)
+    assert 0 == orchestrator.wait(timeout=10)
+
+
 def test_a_daemon_that_cannot_start_says_why_in_one_line(pool: Any):
     """--daemon beside a running orchestrator: exit 1 with the child's reason."""
     pool.start(workers=1)

@@ -350,15 +350,20 @@ class Orchestrator:
                 grace_s = min(grace_s, state.stop_timeout_s)
         event(self._log, "orchestrator.stopping", grace_s=grace_s)
         self.supervisor.stop(grace_s)
+        # A leader keeps reconciling while its pool drains: the grace can be long, and
+        # other hosts' or bash loops' dead workers must not wait for it to end.
+        next_reconcile = self._clock.monotonic() + self._settings.reconcile_interval_s
         while not self.supervisor.all_stopped():
-            due = self.supervisor.next_due()
-            wait_s = 1.0 if due is None else max(0.0, due - self._clock.monotonic())
-            self._clock.wait(self._wake, wait_s)
+            due = min(self.supervisor.next_due() or next_reconcile, next_reconcile)
+            self._clock.wait(self._wake, max(0.0, due - self._clock.monotonic()))
             self._wake.clear()
             if (self._stop_grace_s or 0.0) < grace_s:  # asked again, more urgently
                 grace_s = self._stop_grace_s or 0.0
                 self.supervisor.stop(grace_s)
             self.supervisor.tick()
+            if self._leads and self._clock.monotonic() >= next_reconcile:
+                self._reconcile()
+                next_reconcile = self._clock.monotonic() + self._settings.reconcile_interval_s
             self._beat()
         self._beat()
 
