@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -141,14 +142,20 @@ def _row_factory(cursor: Any) -> Any:
 
 
 class _Tx:
-    """A transaction on one pooled connection."""
+    """A transaction on one pooled connection in pipeline mode (see the module doc)."""
 
-    __slots__ = ("_bound_now", "_cursor", "_now", "_queries")
+    __slots__ = ("_bound_now", "_conn", "_cursor", "_now", "_pipeline", "_queries")
 
     def __init__(
-        self, cursor: psycopg.Cursor[Any], queries: dict[str, bytes], now: datetime | None
+        self,
+        conn: psycopg.Connection[Any],
+        pipeline: psycopg.Pipeline,
+        queries: dict[str, bytes],
+        now: datetime | None,
     ) -> None:
-        self._cursor = cursor
+        self._conn = conn
+        self._pipeline = pipeline
+        self._cursor = conn.cursor(row_factory=_row_factory)
         self._queries = queries
         self._now = now
         # A test clock's reading is bound as :now; the server's now() is in the SQL itself.
@@ -158,27 +165,58 @@ class _Tx:
     def now(self) -> datetime:
         """The transaction's instant: the test clock's, else the server's now()."""
         if self._now is None:
-            row = self._cursor.execute("SELECT now()").fetchone()
+            row = self._cursor.execute(b"SELECT now()").fetchone()
             assert row is not None
             self._now = _utc(row[0])
         return self._now
 
-    def _execute(self, query: str, params: dict[str, Any]) -> psycopg.Cursor[Any]:
+    def _execute(
+        self, query: str, params: dict[str, Any], cursor: psycopg.Cursor[Any] | None = None
+    ) -> psycopg.Cursor[Any]:
         encoded = {k: _encode(v) for k, v in params.items()}
         encoded.update(self._bound_now)
-        return self._cursor.execute(self._queries[query], encoded)
+        return (cursor or self._cursor).execute(self._queries[query], encoded)
 
     def one(self, query: str, /, **params: Any) -> Any:
-        """First row of `query`, or None."""
+        """First row of `query`, or None (waits for everything sent before it)."""
         return self._execute(query, params).fetchone()
 
     def all(self, query: str, /, **params: Any) -> list[Any]:
-        """All rows of `query`."""
+        """All rows of `query` (waits for everything sent before it)."""
         return self._execute(query, params).fetchall()
 
     def run(self, query: str, /, **params: Any) -> int:
-        """Rows changed by statement `query`."""
-        return self._execute(query, params).rowcount
+        """Rows changed by statement `query` (waits for everything sent before it)."""
+        cursor = self._execute(query, params)
+        self._pipeline.sync()
+        return cursor.rowcount
+
+    def send(self, query: str, /, **params: Any) -> _Pending:
+        """Queue `query` in the pipeline; it travels with the next statement waited for."""
+        cursor = self._execute(query, params, self._conn.cursor(row_factory=_row_factory))
+        return _Pending(cursor, self._pipeline)
+
+
+class _Pending:
+    """A statement in the pipeline, on a cursor of its own that its results arrive on."""
+
+    __slots__ = ("_cursor", "_pipeline")
+
+    def __init__(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline) -> None:
+        self._cursor, self._pipeline = cursor, pipeline
+
+    def one(self) -> Any:
+        """Its first row, or None."""
+        return self._cursor.fetchone()
+
+    def all(self) -> list[Any]:
+        """All its rows."""
+        return self._cursor.fetchall()
+
+    def count(self) -> int:
+        """Rows it changed."""
+        self._pipeline.sync()
+        return self._cursor.rowcount
 
 
 def _utc(value: datetime) -> datetime:
@@ -189,6 +227,9 @@ class PostgresDriver:
     """A pool of connections to one PostgreSQL database (and schema)."""
 
     dialect = "postgresql"
+    # Row locks only, and the read travels with the writes: what an operation returns is
+    # read inside its write transaction.
+    returns_from_write = True
 
     def __init__(self, url: str, clock: Clock | None, *, migrate: bool = True) -> None:
         self.url = url
@@ -236,22 +277,30 @@ class PostgresDriver:
         return pool
 
     @contextmanager
-    def _transaction(self, begin: str, queries: dict[str, bytes]) -> Iterator[_Tx]:
+    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
         import psycopg
         from psycopg_pool import PoolTimeout
 
         try:
-            conn = self._begin(begin)
+            conn = self._checkout()
         except PoolTimeout:
             raise StoreError(
                 f"database {self._shown}: no connection within {POOL_WAIT_S:g} s "
                 "(is the server running?)"
             ) from None
         try:
-            cursor = conn.cursor(row_factory=_row_factory)
-            now = None if self._clock is None else self._clock.now()
-            yield _Tx(cursor, queries, now)
-            conn.execute("COMMIT")
+            with conn.pipeline() as pipeline:
+                now = None if self._clock is None else self._clock.now()
+                tx = _Tx(conn, pipeline, queries, now)
+                tx._cursor.execute(begin)
+                try:
+                    yield tx
+                    tx._cursor.execute(b"COMMIT")
+                    pipeline.sync()
+                except BaseException:
+                    with contextlib.suppress(psycopg.Error):  # what was sent, collected
+                        pipeline.sync()
+                    raise
         except psycopg.Error as exc:
             self._abort(conn)
             raise StoreError(describe(self._shown, exc)) from None
@@ -260,21 +309,23 @@ class PostgresDriver:
             raise
         self._pool.putconn(conn)
 
-    def _begin(self, begin: str) -> psycopg.Connection[Any]:
-        """A pooled connection with `begin` sent; dead connections (a restart) are skipped."""
-        import psycopg
+    def _checkout(self) -> psycopg.Connection[Any]:
+        """A pooled connection the server has not hung up on (a restart); others discarded.
 
+        BEGIN travels with the first statement, so a dead connection must be known before:
+        a server ending a session sends its reason (or EOF) first, and an idle pooled
+        connection has nothing else to read, so anything readable marks it as lost.
+        """
         for _ in range(POOL_MAX + 1):
             conn = self._pool.getconn()
-            try:
-                conn.execute(begin)
+            if not conn.closed and not select.select([conn.fileno()], [], [], 0)[0]:
                 return conn
-            except psycopg.OperationalError as exc:
-                self._pool.putconn(conn)  # a broken connection is discarded, not reused
-                last = exc
-        raise StoreError(describe(self._shown, last)) from None
+            conn.close()
+            self._pool.putconn(conn)  # closed: the pool opens another in its place
+        raise StoreError(f"database {self._shown}: every connection was lost")
 
     def _abort(self, conn: psycopg.Connection[Any]) -> None:
+        """Roll back, once out of pipeline mode, and give the connection back."""
         import psycopg
 
         with contextlib.suppress(psycopg.Error):  # gone: the pool discards it below
@@ -284,11 +335,11 @@ class PostgresDriver:
 
     def read(self) -> Any:
         """One consistent snapshot; the queries run without their locking clauses."""
-        return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", self._read_sql)
+        return self._transaction(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", self._read_sql)
 
     def write(self) -> Any:
         """A READ COMMITTED transaction whose deciding reads lock (see the module doc)."""
-        return self._transaction("BEGIN", self._write_sql)
+        return self._transaction(b"BEGIN", self._write_sql)
 
     # -- clock and decoding --------------------------------------------------------
 
