@@ -150,13 +150,13 @@ def test_a_failing_statement_rolls_back_and_leaves_a_one_line_store_error(pg_url
 
 
 def test_connections_the_server_dropped_are_replaced_without_an_error(pg_url, pg_database):
-    """After the server ends every pooled connection (as a restart does), the next
-    operations find fresh connections instead of failing."""
+    """After the server ends every pooled connection (as a restart does, waited for until
+    they are gone), the next operations find fresh connections instead of failing."""
     with open_store(pg_url) as store:
         task = corral.enqueue(store, NewTask(title="t"))
         with psycopg.connect(pg_database, autocommit=True) as admin:
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
                 " WHERE application_name = 'corral' AND datname = current_database()"
             )
         assert "t" == store.get_task(task.id).title

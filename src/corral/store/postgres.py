@@ -30,11 +30,23 @@ Transactions and locking:
 - `read()` is one REPEATABLE READ READ ONLY snapshot running the same named queries with
   their locking clauses removed.
 
-Connections: a small pool per process. A connection found dead when a transaction
-begins (the server restarted) is discarded and the next one tried; an error after that
-leaves as `StoreError`, and callers (the runner) retry with backoff. A transaction whose
-COMMIT was lost with the connection is safe to retry: fencing tokens refuse a second
-completion.
+Round trips: every transaction runs in psycopg's pipeline mode. BEGIN travels with the
+first statement; `tx.send` queues a statement without waiting for it; `tx.one`, `tx.all`,
+`tx.run` and reading a `Sent` wait for everything queued so far, in one round trip; COMMIT
+travels with whatever is still queued. A claim takes 4 round trips (7 when each statement
+waited), a completion 3 with the task it returns read inside it (11 with that read in a
+snapshot of its own after COMMIT). A queued
+statement that fails aborts the transaction: the statements after it and the COMMIT are
+skipped by the server, the error is raised at the next wait, and the transaction rolls
+back as any other failure does.
+
+Connections: a small pool per process. Because BEGIN is not waited for on its own, a
+pooled connection is checked before use without a round trip: the server, ending a
+session (a restart, pg_terminate_backend), first sends its reason or closes the socket,
+and an idle pooled connection has nothing else to read, so one with anything to read is
+discarded and the next one tried. A connection lost after that leaves as `StoreError`,
+and callers (the runner) retry with backoff. A transaction whose COMMIT was lost with the
+connection is safe to retry: fencing tokens refuse a second completion.
 
 Migrations run at the first connection (or `corral db migrate`) inside one transaction
 that holds an advisory lock, so processes racing to migrate apply them exactly once.
@@ -59,6 +71,8 @@ from corral.store.pg_errors import describe, safe_url
 from corral.store.queries import load_queries, migration_files, sql_path
 
 if TYPE_CHECKING:
+    import logging
+
     import psycopg
     from psycopg_pool import ConnectionPool
 
@@ -263,6 +277,9 @@ class PostgresDriver:
         # The pool logs every failed reconnection over several lines; the driver reports
         # an unreachable server itself, once per operation, as a StoreError.
         logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+        # Leaving pipeline mode on a lost connection logs a warning besides raising; the
+        # driver reports the loss itself, as that operation's StoreError.
+        logging.getLogger("psycopg").addFilter(_not_pipeline_exit)
 
         pool: ConnectionPool = ConnectionPool(
             self._conninfo,
@@ -445,6 +462,11 @@ class PostgresDriver:
     def close(self) -> None:
         """Close every pooled connection."""
         self._pool.close()
+
+
+def _not_pipeline_exit(record: logging.LogRecord) -> bool:
+    """False for psycopg's warning on leaving a pipeline whose connection is lost."""
+    return not str(record.msg).startswith("error ignored terminating")
 
 
 def _conninfo(url: str, shown: str) -> str:
