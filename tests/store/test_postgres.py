@@ -196,3 +196,12 @@ def test_messages_are_sent_one_at_a_time_so_ids_appear_in_order(pg_url):
         second.execute(insert, params)
         ids = second.execute("SELECT id FROM messages ORDER BY id").fetchall()
     assert 3 == len(ids)
+
+
+def test_a_libpq_without_pipeline_mode_is_refused_in_one_line(pg_url, monkeypatch):
+    """The driver pipelines every transaction: a psycopg built on libpq < 14 is refused at open."""
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    with pytest.raises(StoreError) as caught:
+        open_store(pg_url)
+    assert "libpq 14 or newer" in caught.value.message
+    assert "\n" not in caught.value.message

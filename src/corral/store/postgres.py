@@ -251,6 +251,7 @@ class PostgresDriver:
         self._clock = clock
         self._write_sql, self._read_sql = compile_queries(server_clock=clock is None)
         self._conninfo = _conninfo(url, self._shown)
+        _need_pipeline_mode()
         with self._connect() as conn:  # the first connection reports what is wrong, at once
             current, latest = self._versions(conn)
             if current > latest:
@@ -462,6 +463,17 @@ class PostgresDriver:
     def close(self) -> None:
         """Close every pooled connection."""
         self._pool.close()
+
+
+def _need_pipeline_mode() -> None:
+    """Refuse, in one line, a psycopg whose libpq is too old for pipeline mode."""
+    import psycopg
+
+    if not psycopg.Pipeline.is_supported():
+        raise StoreError(
+            f"psycopg uses libpq {psycopg.pq.version() // 10000}; corral needs libpq 14 or newer "
+            "(pip install 'psycopg[binary]' brings one)"
+        )
 
 
 def _not_pipeline_exit(record: logging.LogRecord) -> bool:
