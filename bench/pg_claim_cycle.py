@@ -5,9 +5,10 @@ with 1, 4 and 8 worker processes, one worker per process, and is timed from the 
 the processes are released together until the last one finds the queue empty.
 
 - `raw`: the store's own named queries (compiled exactly as the driver sends them), in the
-  order the store runs them, on one bare psycopg connection per process: BEGIN, the
-  claim statements, COMMIT; BEGIN, the complete statements, COMMIT; then the task read
-  back in its own snapshot as the store does. Tuples for rows, no records, no pool.
+  order the store runs them, on one bare psycopg connection per process, pipelined as
+  the driver pipelines them (a result is waited for only where the store reads one):
+  BEGIN, the claim statements, COMMIT; BEGIN, the complete statements and the task read
+  back, COMMIT. Tuples for rows, no records, no pool.
 - `corral`: `corral.queue.claim_next` then `corral.queue.complete` through `open_store`.
 - `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
   drained by `app.run_worker(concurrency=1, wait=False)` in each process.
@@ -90,58 +91,82 @@ def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, in
 
 
 class RawCycle:
-    """The store's statements for one claim_next + complete, on a bare connection."""
+    """The store's statements for one claim_next + complete, on a bare connection, sent in
+    pipeline mode exactly as the driver sends them: a result is waited for only where the
+    store reads it."""
 
     def __init__(self, url: str, worker_id: str) -> None:
         self.write, self.read = compile_queries(server_clock=True)
         self.conn = psycopg.connect(url, autocommit=True, options="-c TimeZone=UTC")
-        self.cur = self.conn.cursor()
+        # One cursor per result read at the same wait (complete reads three at once).
+        self.cur, self.done, self.unblocked = (self.conn.cursor() for _ in range(3))
         self.worker_id = worker_id
         # claim_next_tasks returns whole task rows: where their id and timeout_s are.
         columns = [c.name for c in self.conn.execute(b"SELECT * FROM tasks LIMIT 0").description]
         self.task_id_at, self.timeout_at = columns.index("id"), columns.index("timeout_s")
 
-    def run(self, query: bytes, **params: Any) -> list[Any]:
-        """Execute one statement; its rows (none for a plain UPDATE)."""
-        self.cur.execute(query, params)
-        return self.cur.fetchall() if self.cur.description else []
+    def send(self, query: bytes, cursor: psycopg.Cursor[Any] | None = None, **params: Any) -> None:
+        """Queue one statement in the pipeline."""
+        (cursor or self.cur).execute(query, params)
 
     def claim(self) -> tuple[str, int] | None:
-        """claim_next: claiming_worker, claim_next_tasks (limit 1), insert_claim,
-        worker_after_claim, event."""
-        q, w = self.write, self.worker_id
-        self.cur.execute(b"BEGIN")
-        name = self.run(q["claiming_worker"], worker_id=w)[0][1]
-        found = self.run(
-            q["claim_next_tasks"], worker_id=w, worker_name=name, kinds=None, queues=None, limit=1
-        )
-        if not found:
-            self.cur.execute(b"COMMIT")
-            return None
-        task_id, timeout_s = found[0][self.task_id_at], found[0][self.timeout_at]
-        claim = self.run(
-            q["insert_claim"], task_id=task_id, worker_id=w, lease_s=LEASE_S, timeout_s=timeout_s
-        )
-        self.run(q["worker_after_claim"], worker_id=w, completed=0, failed=0)
-        self.run(q["insert_event"], **_event("task.claimed", task_id, w, claim[0][0]))
-        self.cur.execute(b"COMMIT")
-        return task_id, claim[0][0]
+        """claim_next: BEGIN + claiming_worker, claim_next_tasks (limit 1), insert_claim,
+        each waited for; worker_after_claim, event and COMMIT sent together."""
+        q, w, cur = self.write, self.worker_id, self.cur
+        with self.conn.pipeline() as pipeline:
+            cur.execute(b"BEGIN")
+            self.send(q["claiming_worker"], worker_id=w)
+            name = cur.fetchone()[1]  # type: ignore[index]
+            self.send(
+                q["claim_next_tasks"],
+                worker_id=w,
+                worker_name=name,
+                kinds=None,
+                queues=None,
+                limit=1,
+            )
+            found = cur.fetchone()
+            if found is None:
+                cur.execute(b"COMMIT")
+                pipeline.sync()
+                return None
+            task_id, timeout_s = found[self.task_id_at], found[self.timeout_at]
+            self.send(
+                q["insert_claim"],
+                task_id=task_id,
+                worker_id=w,
+                lease_s=LEASE_S,
+                timeout_s=timeout_s,
+            )
+            token = cur.fetchone()[0]  # type: ignore[index]
+            self.send(q["worker_after_claim"], worker_id=w, completed=0, failed=0)
+            self.send(q["insert_event"], **_event("task.claimed", task_id, w, token))
+            cur.execute(b"COMMIT")
+            pipeline.sync()
+        return task_id, token
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete: active_claim, end_claim, worker_after_claim, complete_task, event,
-        unblock_dependents; then get_task in a read-only snapshot."""
-        q, w = self.write, self.worker_id
-        self.cur.execute(b"BEGIN")
-        self.run(q["active_claim"], task_id=task_id)
-        self.run(q["end_claim"], token=token, status="completed")
-        self.run(q["worker_after_claim"], worker_id=w, completed=1, failed=0)
-        self.run(q["complete_task"], task_id=task_id, result=None, allowed=["running"])
-        self.run(q["insert_event"], **_event("task.completed", task_id, w, token))
-        self.run(q["unblock_dependents"], task_ids=[task_id], allowed=["blocked"])
-        self.cur.execute(b"COMMIT")
-        self.cur.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        self.run(self.read["get_task"], task_id=task_id)
-        self.cur.execute(b"COMMIT")
+        """complete: BEGIN + active_claim, waited for; end_claim, worker_after_claim,
+        complete_task, unblock_dependents and get_task (the task returned), waited for
+        together; the event and COMMIT sent together."""
+        q, w, cur = self.write, self.worker_id, self.cur
+        with self.conn.pipeline() as pipeline:
+            cur.execute(b"BEGIN")
+            self.send(q["active_claim"], task_id=task_id)
+            cur.fetchone()
+            self.send(q["end_claim"], token=token, status="completed")
+            self.send(q["worker_after_claim"], worker_id=w, completed=1, failed=0)
+            self.send(
+                q["complete_task"], self.done, task_id=task_id, result=None, allowed=["running"]
+            )
+            self.send(
+                q["unblock_dependents"], self.unblocked, task_ids=[task_id], allowed=["blocked"]
+            )
+            self.send(q["get_task"], task_id=task_id)
+            self.done.fetchone(), self.unblocked.fetchall(), cur.fetchone()
+            self.send(q["insert_event"], **_event("task.completed", task_id, w, token))
+            cur.execute(b"COMMIT")
+            pipeline.sync()
 
 
 def _event(name: str, task_id: str, worker_id: str, token: int) -> dict[str, Any]:

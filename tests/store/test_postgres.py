@@ -150,13 +150,13 @@ def test_a_failing_statement_rolls_back_and_leaves_a_one_line_store_error(pg_url
 
 
 def test_connections_the_server_dropped_are_replaced_without_an_error(pg_url, pg_database):
-    """After the server ends every pooled connection (as a restart does), the next
-    operations find fresh connections instead of failing."""
+    """After the server ends every pooled connection (as a restart does, waited for until
+    they are gone), the next operations find fresh connections instead of failing."""
     with open_store(pg_url) as store:
         task = corral.enqueue(store, NewTask(title="t"))
         with psycopg.connect(pg_database, autocommit=True) as admin:
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
                 " WHERE application_name = 'corral' AND datname = current_database()"
             )
         assert "t" == store.get_task(task.id).title
@@ -196,3 +196,12 @@ def test_messages_are_sent_one_at_a_time_so_ids_appear_in_order(pg_url):
         second.execute(insert, params)
         ids = second.execute("SELECT id FROM messages ORDER BY id").fetchall()
     assert 3 == len(ids)
+
+
+def test_a_libpq_without_pipeline_mode_is_refused_in_one_line(pg_url, monkeypatch):
+    """The driver pipelines every transaction: a psycopg built on libpq < 14 is refused at open."""
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    with pytest.raises(StoreError) as caught:
+        open_store(pg_url)
+    assert "libpq 14 or newer" in caught.value.message
+    assert "\n" not in caught.value.message

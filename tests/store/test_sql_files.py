@@ -24,7 +24,7 @@ from corral.states import ALLOWED_FROM, TaskStatus
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
-TX_METHODS = {"one", "all", "run"}
+TX_METHODS = {"one", "all", "run", "send"}
 DIALECTS = sorted(os.listdir(SQL_DIR))
 
 # Task queries that change a task's status without taking :allowed, each with its reason.
@@ -61,7 +61,7 @@ def _apply(paths: list[str]) -> sqlite3.Connection:
 
 
 def _store_calls() -> list[ast.Call]:
-    """Every `tx.one(...)`, `tx.all(...)` and `tx.run(...)` in the store's Python code."""
+    """Every `tx.one`, `tx.all`, `tx.run` and `tx.send` call in the store's Python code."""
     calls = []
     for path in sorted(STORE_SRC.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

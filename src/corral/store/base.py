@@ -9,6 +9,15 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   IMMEDIATE takes the write lock up front; PostgreSQL: those queries say FOR UPDATE).
 - Every conditional UPDATE is a compare-and-set; RETURNING or the row count tells the
   store whether it applied, and the store raises the precise error when it did not.
+- `tx.send` runs a statement whose outcome the store does not need at once: a driver may
+  send it with what follows (PostgreSQL pipelines it) and learn its outcome at the next
+  read, at the latest at COMMIT. A statement that fails still fails the transaction, which
+  rolls back and raises. A compare-and-set that can fail is read from its `Sent` before
+  the transaction ends, so a failed one still rolls back and raises its precise error.
+- `returns_from_write` says where an operation reads the record it returns (the task a
+  `complete` returns): inside its write transaction (sent with the writes, so it costs no
+  round trip of its own) or after COMMIT in a snapshot of its own (where the write lock is
+  the whole database's, so reads stay out of it).
 - `tx.now` is the store's clock, read once at the start of the transaction, and every
   query receives it as the parameter `now`.
 - Parameters arrive as Python values: str, int, float, bool, None, datetime; list,
@@ -56,12 +65,34 @@ class Tx(Protocol):
         """Run statement `query`; the number of rows it changed."""
         ...
 
+    def send(self, query: str, /, **params: Any) -> Sent:
+        """Run `query` without waiting for its outcome (see the contract above); read the
+        result, if at all, before the transaction ends."""
+        ...
+
+
+class Sent(Protocol):
+    """A statement sent with `Tx.send`; asking for its outcome waits for it."""
+
+    def one(self) -> Row | None:
+        """Its first row, or None."""
+        ...
+
+    def all(self) -> list[Row]:
+        """All its rows."""
+        ...
+
+    def count(self) -> int:
+        """The number of rows it changed."""
+        ...
+
 
 class Driver(Protocol):
     """A connection to one database, and how its columns decode."""
 
     dialect: str
     url: str
+    returns_from_write: bool  # read what an operation returns inside its write (see above)
 
     def read(self) -> AbstractContextManager[Tx]:
         """A read-only transaction: one consistent snapshot."""

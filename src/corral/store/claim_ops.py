@@ -17,7 +17,7 @@ from corral.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.lookups import held_claim, read_task, task_in
+from corral.store.lookups import held_claim, read_task, task_back, task_in
 from corral.store.queue_ops import held_reason
 
 if TYPE_CHECKING:
@@ -210,13 +210,20 @@ class ClaimOps:
             claim = held_claim(
                 tx, self._driver, task_id, action="complete", token=token, worker_id=None
             )
-            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, completed=1)
-            row = tx.one(
+            end_held_claim(tx, claim, ClaimStatus.COMPLETED, completed=1)
+            completed = tx.send(
                 "complete_task",
                 task_id=task_id,
                 result=Json(result),
                 allowed=ALLOWED_FROM["complete"],
             )
+            # Sent before the outcome is known: a task gone to in_review is not done, so it
+            # unblocks nothing, and the statement travels with complete_task.
+            unblocked = tx.send(
+                "unblock_dependents", task_ids=[task_id], allowed=ALLOWED_FROM["unblock"]
+            )
+            returned = task_back(tx, self._driver, task_id)
+            row = completed.one()
             assert row is not None  # the active claim implies running
             journal.record(
                 tx,
@@ -228,9 +235,9 @@ class ClaimOps:
                 from_status=TaskStatus.RUNNING,
                 to_status=row["status"],
             )
-            if row["status"] == TaskStatus.DONE:
-                journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
-        return read_task(self._driver, task_id)
+            journal.record_all(tx, unblock_events(unblocked.all(), actor))
+            task = None if returned is None else rows.task(self._driver, returned.one())
+        return task or read_task(self._driver, task_id)
 
     def fail(
         self,
@@ -318,8 +325,19 @@ def end_claim(
     )
     if not applied:
         return False
-    tx.run("worker_after_claim", worker_id=worker_id, completed=completed, failed=failed)
+    tx.send("worker_after_claim", worker_id=worker_id, completed=completed, failed=failed)
     return True
+
+
+def end_held_claim(
+    tx: Tx, claim: Claim, status: ClaimStatus, *, completed: int = 0, failed: int = 0
+) -> None:
+    """End `claim`, which this transaction holds locked (`held_claim`), as `end_claim` does.
+
+    The lock means its compare-and-set cannot fail, so nothing waits for its outcome.
+    """
+    tx.send("end_claim", token=claim.token, status=status)
+    tx.send("worker_after_claim", worker_id=claim.worker_id, completed=completed, failed=failed)
 
 
 def apply_outcome(
@@ -370,6 +388,11 @@ def unblock_dependents(tx: Tx, task_ids: list[str], actor: str) -> list[dict[str
     """Move tasks whose last pending dependency was one of `task_ids` from blocked to ready;
     the events to record for them."""
     found = tx.all("unblock_dependents", task_ids=task_ids, allowed=ALLOWED_FROM["unblock"])
+    return unblock_events(found, actor)
+
+
+def unblock_events(found: list[Row], actor: str) -> list[dict[str, Any]]:
+    """The `task.unblocked` events for the rows unblock_dependents returned."""
     return [
         journal.entry(
             "task.unblocked",

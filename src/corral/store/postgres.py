@@ -30,11 +30,23 @@ Transactions and locking:
 - `read()` is one REPEATABLE READ READ ONLY snapshot running the same named queries with
   their locking clauses removed.
 
-Connections: a small pool per process. A connection found dead when a transaction
-begins (the server restarted) is discarded and the next one tried; an error after that
-leaves as `StoreError`, and callers (the runner) retry with backoff. A transaction whose
-COMMIT was lost with the connection is safe to retry: fencing tokens refuse a second
-completion.
+Round trips: every transaction runs in psycopg's pipeline mode. BEGIN travels with the
+first statement; `tx.send` queues a statement without waiting for it; `tx.one`, `tx.all`,
+`tx.run` and reading a `Sent` wait for everything queued so far, in one round trip; COMMIT
+travels with whatever is still queued. A claim takes 4 round trips (7 when each statement
+waited), a completion 3 with the task it returns read inside it (11 with that read in a
+snapshot of its own after COMMIT). A queued
+statement that fails aborts the transaction: the statements after it and the COMMIT are
+skipped by the server, the error is raised at the next wait, and the transaction rolls
+back as any other failure does.
+
+Connections: a small pool per process. Because BEGIN is not waited for on its own, a
+pooled connection is checked before use without a round trip: the server, ending a
+session (a restart, pg_terminate_backend), first sends its reason or closes the socket,
+and an idle pooled connection has nothing else to read, so one with anything to read is
+discarded and the next one tried. A connection lost after that leaves as `StoreError`,
+and callers (the runner) retry with backoff. A transaction whose COMMIT was lost with the
+connection is safe to retry: fencing tokens refuse a second completion.
 
 Migrations run at the first connection (or `corral db migrate`) inside one transaction
 that holds an advisory lock, so processes racing to migrate apply them exactly once.
@@ -45,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -58,6 +71,8 @@ from corral.store.pg_errors import describe, safe_url
 from corral.store.queries import load_queries, migration_files, sql_path
 
 if TYPE_CHECKING:
+    import logging
+
     import psycopg
     from psycopg_pool import ConnectionPool
 
@@ -141,14 +156,20 @@ def _row_factory(cursor: Any) -> Any:
 
 
 class _Tx:
-    """A transaction on one pooled connection."""
+    """A transaction on one pooled connection in pipeline mode (see the module doc)."""
 
-    __slots__ = ("_bound_now", "_cursor", "_now", "_queries")
+    __slots__ = ("_bound_now", "_conn", "_cursor", "_now", "_pipeline", "_queries")
 
     def __init__(
-        self, cursor: psycopg.Cursor[Any], queries: dict[str, bytes], now: datetime | None
+        self,
+        conn: psycopg.Connection[Any],
+        pipeline: psycopg.Pipeline,
+        queries: dict[str, bytes],
+        now: datetime | None,
     ) -> None:
-        self._cursor = cursor
+        self._conn = conn
+        self._pipeline = pipeline
+        self._cursor = conn.cursor(row_factory=_row_factory)
         self._queries = queries
         self._now = now
         # A test clock's reading is bound as :now; the server's now() is in the SQL itself.
@@ -158,27 +179,58 @@ class _Tx:
     def now(self) -> datetime:
         """The transaction's instant: the test clock's, else the server's now()."""
         if self._now is None:
-            row = self._cursor.execute("SELECT now()").fetchone()
+            row = self._cursor.execute(b"SELECT now()").fetchone()
             assert row is not None
             self._now = _utc(row[0])
         return self._now
 
-    def _execute(self, query: str, params: dict[str, Any]) -> psycopg.Cursor[Any]:
+    def _execute(
+        self, query: str, params: dict[str, Any], cursor: psycopg.Cursor[Any] | None = None
+    ) -> psycopg.Cursor[Any]:
         encoded = {k: _encode(v) for k, v in params.items()}
         encoded.update(self._bound_now)
-        return self._cursor.execute(self._queries[query], encoded)
+        return (cursor or self._cursor).execute(self._queries[query], encoded)
 
     def one(self, query: str, /, **params: Any) -> Any:
-        """First row of `query`, or None."""
+        """First row of `query`, or None (waits for everything sent before it)."""
         return self._execute(query, params).fetchone()
 
     def all(self, query: str, /, **params: Any) -> list[Any]:
-        """All rows of `query`."""
+        """All rows of `query` (waits for everything sent before it)."""
         return self._execute(query, params).fetchall()
 
     def run(self, query: str, /, **params: Any) -> int:
-        """Rows changed by statement `query`."""
-        return self._execute(query, params).rowcount
+        """Rows changed by statement `query` (waits for everything sent before it)."""
+        cursor = self._execute(query, params)
+        self._pipeline.sync()
+        return cursor.rowcount
+
+    def send(self, query: str, /, **params: Any) -> _Pending:
+        """Queue `query` in the pipeline; it travels with the next statement waited for."""
+        cursor = self._execute(query, params, self._conn.cursor(row_factory=_row_factory))
+        return _Pending(cursor, self._pipeline)
+
+
+class _Pending:
+    """A statement in the pipeline, on a cursor of its own that its results arrive on."""
+
+    __slots__ = ("_cursor", "_pipeline")
+
+    def __init__(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline) -> None:
+        self._cursor, self._pipeline = cursor, pipeline
+
+    def one(self) -> Any:
+        """Its first row, or None."""
+        return self._cursor.fetchone()
+
+    def all(self) -> list[Any]:
+        """All its rows."""
+        return self._cursor.fetchall()
+
+    def count(self) -> int:
+        """Rows it changed."""
+        self._pipeline.sync()
+        return self._cursor.rowcount
 
 
 def _utc(value: datetime) -> datetime:
@@ -189,6 +241,9 @@ class PostgresDriver:
     """A pool of connections to one PostgreSQL database (and schema)."""
 
     dialect = "postgresql"
+    # Row locks only, and the read travels with the writes: what an operation returns is
+    # read inside its write transaction.
+    returns_from_write = True
 
     def __init__(self, url: str, clock: Clock | None, *, migrate: bool = True) -> None:
         self.url = url
@@ -196,6 +251,7 @@ class PostgresDriver:
         self._clock = clock
         self._write_sql, self._read_sql = compile_queries(server_clock=clock is None)
         self._conninfo = _conninfo(url, self._shown)
+        _need_pipeline_mode()
         with self._connect() as conn:  # the first connection reports what is wrong, at once
             current, latest = self._versions(conn)
             if current > latest:
@@ -222,6 +278,9 @@ class PostgresDriver:
         # The pool logs every failed reconnection over several lines; the driver reports
         # an unreachable server itself, once per operation, as a StoreError.
         logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+        # Leaving pipeline mode on a lost connection logs a warning besides raising; the
+        # driver reports the loss itself, as that operation's StoreError.
+        logging.getLogger("psycopg").addFilter(_not_pipeline_exit)
 
         pool: ConnectionPool = ConnectionPool(
             self._conninfo,
@@ -236,22 +295,30 @@ class PostgresDriver:
         return pool
 
     @contextmanager
-    def _transaction(self, begin: str, queries: dict[str, bytes]) -> Iterator[_Tx]:
+    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
         import psycopg
         from psycopg_pool import PoolTimeout
 
         try:
-            conn = self._begin(begin)
+            conn = self._checkout()
         except PoolTimeout:
             raise StoreError(
                 f"database {self._shown}: no connection within {POOL_WAIT_S:g} s "
                 "(is the server running?)"
             ) from None
         try:
-            cursor = conn.cursor(row_factory=_row_factory)
-            now = None if self._clock is None else self._clock.now()
-            yield _Tx(cursor, queries, now)
-            conn.execute("COMMIT")
+            with conn.pipeline() as pipeline:
+                now = None if self._clock is None else self._clock.now()
+                tx = _Tx(conn, pipeline, queries, now)
+                tx._cursor.execute(begin)
+                try:
+                    yield tx
+                    tx._cursor.execute(b"COMMIT")
+                    pipeline.sync()
+                except BaseException:
+                    with contextlib.suppress(psycopg.Error):  # what was sent, collected
+                        pipeline.sync()
+                    raise
         except psycopg.Error as exc:
             self._abort(conn)
             raise StoreError(describe(self._shown, exc)) from None
@@ -260,21 +327,23 @@ class PostgresDriver:
             raise
         self._pool.putconn(conn)
 
-    def _begin(self, begin: str) -> psycopg.Connection[Any]:
-        """A pooled connection with `begin` sent; dead connections (a restart) are skipped."""
-        import psycopg
+    def _checkout(self) -> psycopg.Connection[Any]:
+        """A pooled connection the server has not hung up on (a restart); others discarded.
 
+        BEGIN travels with the first statement, so a dead connection must be known before:
+        a server ending a session sends its reason (or EOF) first, and an idle pooled
+        connection has nothing else to read, so anything readable marks it as lost.
+        """
         for _ in range(POOL_MAX + 1):
             conn = self._pool.getconn()
-            try:
-                conn.execute(begin)
+            if not conn.closed and not select.select([conn.fileno()], [], [], 0)[0]:
                 return conn
-            except psycopg.OperationalError as exc:
-                self._pool.putconn(conn)  # a broken connection is discarded, not reused
-                last = exc
-        raise StoreError(describe(self._shown, last)) from None
+            conn.close()
+            self._pool.putconn(conn)  # closed: the pool opens another in its place
+        raise StoreError(f"database {self._shown}: every connection was lost")
 
     def _abort(self, conn: psycopg.Connection[Any]) -> None:
+        """Roll back, once out of pipeline mode, and give the connection back."""
         import psycopg
 
         with contextlib.suppress(psycopg.Error):  # gone: the pool discards it below
@@ -284,11 +353,11 @@ class PostgresDriver:
 
     def read(self) -> Any:
         """One consistent snapshot; the queries run without their locking clauses."""
-        return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", self._read_sql)
+        return self._transaction(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", self._read_sql)
 
     def write(self) -> Any:
         """A READ COMMITTED transaction whose deciding reads lock (see the module doc)."""
-        return self._transaction("BEGIN", self._write_sql)
+        return self._transaction(b"BEGIN", self._write_sql)
 
     # -- clock and decoding --------------------------------------------------------
 
@@ -394,6 +463,22 @@ class PostgresDriver:
     def close(self) -> None:
         """Close every pooled connection."""
         self._pool.close()
+
+
+def _need_pipeline_mode() -> None:
+    """Refuse, in one line, a psycopg whose libpq is too old for pipeline mode."""
+    import psycopg
+
+    if not psycopg.Pipeline.is_supported():
+        raise StoreError(
+            f"psycopg uses libpq {psycopg.pq.version() // 10000}; corral needs libpq 14 or newer "
+            "(pip install 'psycopg[binary]' brings one)"
+        )
+
+
+def _not_pipeline_exit(record: logging.LogRecord) -> bool:
+    """False for psycopg's warning on leaving a pipeline whose connection is lost."""
+    return not str(record.msg).startswith("error ignored terminating")
 
 
 def _conninfo(url: str, shown: str) -> str:

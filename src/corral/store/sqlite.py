@@ -94,11 +94,40 @@ class _Tx:
         cursor.fetchall()  # rowcount is final only once a RETURNING statement is drained
         return cursor.rowcount
 
+    def send(self, query: str, /, **params: Any) -> _Done:
+        """Run `query` now (SQLite has nothing to send it with); its outcome, kept."""
+        cursor = self._execute(query, params)
+        rows: list[sqlite3.Row] = cursor.fetchall()
+        return _Done(rows, cursor.rowcount)
+
+
+class _Done:
+    """The outcome of a statement already run (`Tx.send` on SQLite)."""
+
+    __slots__ = ("_count", "_rows")
+
+    def __init__(self, rows: list[sqlite3.Row], count: int) -> None:
+        self._rows, self._count = rows, count
+
+    def one(self) -> sqlite3.Row | None:
+        """Its first row, or None."""
+        return self._rows[0] if self._rows else None
+
+    def all(self) -> list[sqlite3.Row]:
+        """All its rows."""
+        return self._rows
+
+    def count(self) -> int:
+        """Rows it changed."""
+        return self._count
+
 
 class SQLiteDriver:
     """One connection to one SQLite file, safe to share between threads of a process."""
 
     dialect = "sqlite"
+    # The write lock is the whole database's: what an operation returns is read after it.
+    returns_from_write = False
 
     def __init__(self, path: str, clock: Clock, *, migrate: bool = True) -> None:
         if not migrate and not os.path.exists(path):
