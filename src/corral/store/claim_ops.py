@@ -17,7 +17,7 @@ from corral.leases import Claim, ClaimStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.lookups import held_claim, read_task, task_in
+from corral.store.lookups import held_claim, not_held, read_task, task_in
 from corral.store.queue_ops import held_reason
 from corral.tasks import ALLOWED_FROM, Task, TaskStatus
 from corral.workers import CLAIMING, Worker
@@ -206,10 +206,9 @@ class ClaimOps:
     def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
         """Mark the task done (or in_review when it requires review); unblock dependents."""
         with self._driver.write() as tx:
-            claim = held_claim(
-                tx, self._driver, task_id, action="complete", token=token, worker_id=None
+            held, holder = end_held_claim(
+                tx, self._driver, task_id, action="complete", token=token, completed=1
             )
-            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, completed=1)
             row = tx.one(
                 "complete_task",
                 task_id=task_id,
@@ -222,12 +221,12 @@ class ClaimOps:
                 "task.completed",
                 actor=actor,
                 task_id=task_id,
-                worker_id=claim.worker_id,
-                token=claim.token,
+                worker_id=holder,
+                token=held,
                 from_status=TaskStatus.RUNNING,
                 to_status=row["status"],
             )
-            if row["status"] == TaskStatus.DONE:
+            if row["status"] == TaskStatus.DONE and row["has_dependents"]:
                 journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
         return read_task(self._driver, task_id)
 
@@ -242,17 +241,16 @@ class ClaimOps:
     ) -> Task:
         """Report a failure; `decide` (a pure policy) says retry after a delay or give up."""
         with self._driver.write() as tx:
-            claim = held_claim(
-                tx, self._driver, task_id, action="fail", token=token, worker_id=None
+            held, holder = end_held_claim(
+                tx, self._driver, task_id, action="fail", token=token, failed=1
             )
             outcome = decide(task_in(tx, self._driver, task_id))
-            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, failed=1)
             apply_outcome(tx, task_id, outcome, error=error, crash=False)
             record_outcome(
                 tx,
                 task_id,
-                worker_id=claim.worker_id,
-                token=claim.token,
+                worker_id=holder,
+                token=held,
                 outcome=outcome,
                 error=error,
                 actor=actor,
@@ -319,6 +317,30 @@ def end_claim(
         return False
     tx.run("worker_after_claim", worker_id=worker_id, completed=completed, failed=failed)
     return True
+
+
+def end_held_claim(
+    tx: Tx,
+    driver: Driver,
+    task_id: str,
+    *,
+    action: str,
+    token: int | None,
+    completed: int = 0,
+    failed: int = 0,
+) -> tuple[int, str]:
+    """Complete the task's active claim, checked against `token` as `held_claim` checks it,
+    and refresh its holder; (the claim's token, its worker id).
+
+    One statement checks and ends the claim, so the write lock is held for one round, not
+    two; when it finds no claim to end, nothing changed and `not_held` says why.
+    """
+    row = tx.one("end_held_claim", task_id=task_id, token=token, status=ClaimStatus.COMPLETED)
+    if row is None:
+        found = tx.one("active_claim", task_id=task_id)
+        raise not_held(tx, driver, task_id, action=action, token=token, row=found)
+    tx.run("worker_after_claim", worker_id=row["worker_id"], completed=completed, failed=failed)
+    return row["token"], row["worker_id"]
 
 
 def apply_outcome(
