@@ -49,7 +49,8 @@ class ClaimOps:
             if row is None:
                 task = task_in(tx, self._driver, task_id)
                 raise _claim_refusal(task, worker, held_reason(tx, task.queue))
-            return self._open_claim(tx, row, worker, lease_s, actor)
+            claim_row = self._open_claim(tx, row, worker, lease_s, actor)
+        return rows.claim(self._driver, claim_row)
 
     def claim_next(
         self,
@@ -67,9 +68,14 @@ class ClaimOps:
             if matches_nothing(params):
                 return None
             row = tx.one("claim_next_tasks", limit=1, **params)
-            return None if row is None else self._open_claim(tx, row, worker, lease_s, actor)
+            if row is None:
+                return None
+            claim_row = self._open_claim(tx, row, worker, lease_s, actor)
+        return rows.claim(self._driver, claim_row)
 
-    def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Claim:
+    def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Row:
+        """Insert the claim on task `row` and record it; the claim's row, which the caller
+        makes a record of after COMMIT (less work while the write lock is held)."""
         claim_row = tx.one(
             "insert_claim",
             task_id=row["id"],
@@ -78,20 +84,20 @@ class ClaimOps:
             timeout_s=row["timeout_s"],
         )
         assert claim_row is not None  # an INSERT ... RETURNING always returns its row
-        claim = rows.claim(self._driver, claim_row)
         tx.run("worker_after_claim", worker_id=worker.id, completed=0, failed=0)
+        expires_at = self._driver.instant(claim_row["lease_expires_at"])
         journal.record(
             tx,
             "task.claimed",
             actor=actor,
-            task_id=claim.task_id,
+            task_id=row["id"],
             worker_id=worker.id,
-            token=claim.token,
+            token=claim_row["token"],
             from_status=TaskStatus.READY,
             to_status=TaskStatus.RUNNING,
-            data={"lease_expires_at": iso(claim.lease_expires_at)},
+            data={"lease_expires_at": iso(expires_at)},
         )
-        return claim
+        return claim_row
 
     def active_claim(self, task_id: str) -> Claim | None:
         """The task's active claim, if any."""
