@@ -119,8 +119,9 @@ SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING status,
           -- Writers take turns, so no dependent can appear before COMMIT: with none,
-          -- the caller skips unblock_dependents.
-          EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = tasks.id) AS has_dependents;
+          -- the caller skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
+          -- SQLite would scan task_deps instead of seeking.)
+          EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = :task_id) AS has_dependents;
 
 -- name: fail_task
 UPDATE tasks
