@@ -247,10 +247,11 @@ class ClaimOps:
     ) -> Task:
         """Report a failure; `decide` (a pure policy) says retry after a delay or give up."""
         with self._driver.write() as tx:
+            # decide sees the task as its holder left it, claim and all.
+            outcome = decide(task_in(tx, self._driver, task_id))
             held, holder = end_held_claim(
                 tx, self._driver, task_id, action="fail", token=token, failed=1
             )
-            outcome = decide(task_in(tx, self._driver, task_id))
             apply_outcome(tx, task_id, outcome, error=error, crash=False)
             record_outcome(
                 tx,
