@@ -4,8 +4,9 @@ Each process owns one registered worker and loops: claim the next ready task, co
 
 - `corral`: `corral.queue.claim_next` then `corral.queue.complete`, one store per process.
 - `raw`: the same named statements from the project's queries.sql, in the same order and
-  with the same parameters, in a bare sqlite3 loop: BEGIN IMMEDIATE, SQLite's busy
-  handler only (no flock), tuples for rows, no records, no events built from records.
+  with the same parameters (but get_task, read inside the complete's transaction), in a
+  bare sqlite3 loop: BEGIN IMMEDIATE, SQLite's busy handler only (no flock), tuples for
+  rows, no records, no events built from records.
   Same connection pragmas as the driver (synchronous=NORMAL, foreign_keys=ON).
 - `raw+flock` (4 processes only, a diagnosis): the raw loop behind the driver's flock.
 
@@ -162,16 +163,16 @@ class RawCycle:
         return task_id, token
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete: active_claim, end_claim, complete_task, worker_after_claim, event,
-        unblock_dependents, get_task."""
+        """complete: end_held_claim, worker_after_claim, complete_task, event,
+        unblock_dependents (only when a task depends on this one), get_task."""
+        w = self.worker_id
         with self.tx() as run:
-            run("active_claim", task_id=task_id)
-            run("end_claim", token=token, status="completed")
-            run("complete_task", task_id=task_id, result=None, allowed='["running"]')
-            run("worker_after_claim", worker_id=self.worker_id, completed=1, failed=0)
-            w = self.worker_id
+            run("end_held_claim", task_id=task_id, token=token, status="completed")
+            run("worker_after_claim", worker_id=w, completed=1, failed=0)
+            done = run("complete_task", task_id=task_id, result=None, allowed='["running"]')
             run("insert_event", **_event("task.completed", task_id, worker_id=w, token=token))
-            run("unblock_dependents", task_ids=f'["{task_id}"]', allowed='["blocked"]')
+            if done[0][1]:
+                run("unblock_dependents", task_ids=f'["{task_id}"]', allowed='["blocked"]')
             run("get_task", task_id=task_id)
 
 

@@ -327,3 +327,38 @@ def test_postgresql_read_transactions_run_the_queries_without_locks():
         for name in ("get_task", "active_claim", "claiming_worker", "task_statuses"):
             assert re.search(rb"\bFOR (UPDATE|SHARE)\b", write[name]), name
         assert (b"now()" in write["insert_event"]) is server_clock
+
+
+# The queries of a claim + complete, which run while the write lock is held; each must
+# seek its rows. Scans allowed: JSON parameters, and the queue_limits table (one row per
+# limited queue) that the claim's backpressure subquery reads.
+CYCLE_QUERIES = (
+    "claiming_worker",
+    "claim_next_tasks",
+    "insert_claim",
+    "worker_after_claim",
+    "insert_event",
+    "end_held_claim",
+    "complete_task",
+)
+
+
+def test_the_claim_cycle_seeks_and_never_scans_on_sqlite():
+    """SQLite plans every query of a claim + complete without a table or index scan."""
+    conn = _apply([sql_path("sqlite", "schema.sql")])
+    queries = load_queries("sqlite")
+    scans = {}
+    try:
+        for name in CYCLE_QUERIES:
+            params = dict.fromkeys(re.findall(r":(\w+)", queries[name]))
+            plan = conn.execute("EXPLAIN QUERY PLAN " + queries[name], params).fetchall()
+            found = [
+                detail
+                for *_, detail in plan
+                if detail.startswith("SCAN") and "json_each" not in detail and detail != "SCAN l"
+            ]
+            if found:
+                scans[name] = found
+    finally:
+        conn.close()
+    assert {} == scans

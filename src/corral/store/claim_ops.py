@@ -17,7 +17,7 @@ from corral.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.lookups import held_claim, read_task, task_back, task_in
+from corral.store.lookups import held_claim, not_held, read_task, task_back, task_in
 from corral.store.queue_ops import held_reason
 
 if TYPE_CHECKING:
@@ -50,7 +50,8 @@ class ClaimOps:
             if row is None:
                 task = task_in(tx, self._driver, task_id)
                 raise _claim_refusal(task, worker, held_reason(tx, task.queue))
-            return self._open_claim(tx, row, worker, lease_s, actor)
+            claim_row = self._open_claim(tx, row, worker, lease_s, actor)
+        return rows.claim(self._driver, claim_row)
 
     def claim_next(
         self,
@@ -68,9 +69,14 @@ class ClaimOps:
             if matches_nothing(params):
                 return None
             row = tx.one("claim_next_tasks", limit=1, **params)
-            return None if row is None else self._open_claim(tx, row, worker, lease_s, actor)
+            if row is None:
+                return None
+            claim_row = self._open_claim(tx, row, worker, lease_s, actor)
+        return rows.claim(self._driver, claim_row)
 
-    def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Claim:
+    def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Row:
+        """Insert the claim on task `row` and record it; the claim's row, which the caller
+        makes a record of after COMMIT (less work while the write lock is held)."""
         claim_row = tx.one(
             "insert_claim",
             task_id=row["id"],
@@ -79,20 +85,20 @@ class ClaimOps:
             timeout_s=row["timeout_s"],
         )
         assert claim_row is not None  # an INSERT ... RETURNING always returns its row
-        claim = rows.claim(self._driver, claim_row)
         tx.run("worker_after_claim", worker_id=worker.id, completed=0, failed=0)
+        expires_at = self._driver.instant(claim_row["lease_expires_at"])
         journal.record(
             tx,
             "task.claimed",
             actor=actor,
-            task_id=claim.task_id,
+            task_id=row["id"],
             worker_id=worker.id,
-            token=claim.token,
+            token=claim_row["token"],
             from_status=TaskStatus.READY,
             to_status=TaskStatus.RUNNING,
-            data={"lease_expires_at": iso(claim.lease_expires_at)},
+            data={"lease_expires_at": iso(expires_at)},
         )
-        return claim
+        return claim_row
 
     def active_claim(self, task_id: str) -> Claim | None:
         """The task's active claim, if any."""
@@ -207,20 +213,14 @@ class ClaimOps:
     def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
         """Mark the task done (or in_review when it requires review); unblock dependents."""
         with self._driver.write() as tx:
-            claim = held_claim(
-                tx, self._driver, task_id, action="complete", token=token, worker_id=None
+            held, holder = end_held_claim(
+                tx, self._driver, task_id, action="complete", token=token, completed=1
             )
-            end_held_claim(tx, claim, ClaimStatus.COMPLETED, completed=1)
             completed = tx.send(
                 "complete_task",
                 task_id=task_id,
                 result=Json(result),
                 allowed=ALLOWED_FROM["complete"],
-            )
-            # Sent before the outcome is known: a task gone to in_review is not done, so it
-            # unblocks nothing, and the statement travels with complete_task.
-            unblocked = tx.send(
-                "unblock_dependents", task_ids=[task_id], allowed=ALLOWED_FROM["unblock"]
             )
             returned = task_back(tx, self._driver, task_id)
             row = completed.one()
@@ -230,12 +230,13 @@ class ClaimOps:
                 "task.completed",
                 actor=actor,
                 task_id=task_id,
-                worker_id=claim.worker_id,
-                token=claim.token,
+                worker_id=holder,
+                token=held,
                 from_status=TaskStatus.RUNNING,
                 to_status=row["status"],
             )
-            journal.record_all(tx, unblock_events(unblocked.all(), actor))
+            if row["status"] == TaskStatus.DONE and row["has_dependents"]:
+                journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
             task = None if returned is None else rows.task(self._driver, returned.one())
         return task or read_task(self._driver, task_id)
 
@@ -250,17 +251,17 @@ class ClaimOps:
     ) -> Task:
         """Report a failure; `decide` (a pure policy) says retry after a delay or give up."""
         with self._driver.write() as tx:
-            claim = held_claim(
-                tx, self._driver, task_id, action="fail", token=token, worker_id=None
-            )
+            # decide sees the task as its holder left it, claim and all.
             outcome = decide(task_in(tx, self._driver, task_id))
-            end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, failed=1)
+            held, holder = end_held_claim(
+                tx, self._driver, task_id, action="fail", token=token, failed=1
+            )
             apply_outcome(tx, task_id, outcome, error=error, crash=False)
             record_outcome(
                 tx,
                 task_id,
-                worker_id=claim.worker_id,
-                token=claim.token,
+                worker_id=holder,
+                token=held,
                 outcome=outcome,
                 error=error,
                 actor=actor,
@@ -330,14 +331,27 @@ def end_claim(
 
 
 def end_held_claim(
-    tx: Tx, claim: Claim, status: ClaimStatus, *, completed: int = 0, failed: int = 0
-) -> None:
-    """End `claim`, which this transaction holds locked (`held_claim`), as `end_claim` does.
+    tx: Tx,
+    driver: Driver,
+    task_id: str,
+    *,
+    action: str,
+    token: int | None,
+    completed: int = 0,
+    failed: int = 0,
+) -> tuple[int, str]:
+    """Complete the task's active claim, checked against `token` as `held_claim` checks it,
+    and refresh its holder; (the claim's token, its worker id).
 
-    The lock means its compare-and-set cannot fail, so nothing waits for its outcome.
+    One statement checks and ends the claim, so the write lock is held for one round, not
+    two; when it finds no claim to end, nothing changed and `not_held` says why.
     """
-    tx.send("end_claim", token=claim.token, status=status)
-    tx.send("worker_after_claim", worker_id=claim.worker_id, completed=completed, failed=failed)
+    row = tx.one("end_held_claim", task_id=task_id, token=token, status=ClaimStatus.COMPLETED)
+    if row is None:
+        found = tx.one("active_claim", task_id=task_id)
+        raise not_held(tx, driver, task_id, action=action, token=token, row=found)
+    tx.send("worker_after_claim", worker_id=row["worker_id"], completed=completed, failed=failed)
+    return row["token"], row["worker_id"]
 
 
 def apply_outcome(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.store import rows
-from corral.store.base import Driver, Sent, Tx
+from corral.store.base import Driver, Row, Sent, Tx
 
 if TYPE_CHECKING:
     from corral.leases import Claim
@@ -59,18 +59,25 @@ def held_claim(
     operator on whatever claim is active.
     """
     row = tx.one("active_claim", task_id=task_id)
-    if row is None:
-        task = task_in(tx, driver, task_id)
-        if token is not None:
-            raise errors.StaleToken(
-                f"token {token} is stale: task {task_id} has no active claim (it is {task.status})"
-            )
-        raise errors.InvalidTransition(task_id, action, task.status)
+    if row is None or (token is not None and row["token"] != token):
+        raise not_held(tx, driver, task_id, action=action, token=token, row=row)
     claim = rows.claim(driver, row)
-    if token is not None and claim.token != token:
-        raise errors.StaleToken(
-            f"token {token} is stale: task {task_id} is now held under token {claim.token}"
-        )
     if worker_id is not None and claim.worker_id != worker_id:
         raise errors.Refused(f"task {task_id} is held by worker {claim.worker_id}, not {worker_id}")
     return claim
+
+
+def not_held(
+    tx: Tx, driver: Driver, task_id: str, *, action: str, token: int | None, row: Row | None
+) -> errors.CorralError:
+    """Why the task has no active claim under `token`; `row` is its active claim, if any."""
+    if row is not None:
+        return errors.StaleToken(
+            f"token {token} is stale: task {task_id} is now held under token {row['token']}"
+        )
+    task = task_in(tx, driver, task_id)
+    if token is not None:
+        return errors.StaleToken(
+            f"token {token} is stale: task {task_id} has no active claim (it is {task.status})"
+        )
+    return errors.InvalidTransition(task_id, action, task.status)

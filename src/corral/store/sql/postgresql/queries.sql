@@ -121,6 +121,16 @@ WITH task AS (SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
 UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
 
+-- name: end_held_claim
+-- Ends the task's active claim if :token is its token (NULL: an operator acts on whatever
+-- claim is active); no row when there is none, and then nothing changed. Locks the task
+-- before its claim (the lock order), as active_claim does.
+WITH task AS (SELECT id FROM tasks WHERE id = :task_id FOR UPDATE)
+UPDATE claims SET status = :status, ended_at = :now
+WHERE task_id IN (SELECT id FROM task) AND status = 'active'
+  AND (:token::bigint IS NULL OR token = :token::bigint)
+RETURNING token, worker_id;
+
 -- name: release_task
 -- The caller ended its claim earlier in this transaction; a claim it did not see (another
 -- worker's, committed meanwhile) keeps the task.
@@ -152,7 +162,10 @@ SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
     finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
 WHERE id = :task_id AND status = ANY(:allowed::text[])
   AND (SELECT count(*) FROM dependents) >= 0
-RETURNING status;
+-- Always true here (SQLite's says whether any task depends on this one): a dependent
+-- enqueued while this UPDATE waited for its FOR SHARE lock is not in this statement's
+-- snapshot, and only the later unblock_dependents statement sees it.
+RETURNING status, true AS has_dependents;
 
 -- name: fail_task
 UPDATE tasks

@@ -1,4 +1,4 @@
--- The current schema of a corral PostgreSQL database, version 5.
+-- The current schema of a corral PostgreSQL database, version 7.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are timestamptz read from the server's clock (now()); durations are seconds
@@ -90,7 +90,6 @@ CREATE TABLE claims (
 -- At most one active claim per task, enforced by the database.
 CREATE UNIQUE INDEX claims_one_active_per_task ON claims (task_id) WHERE status = 'active';
 CREATE INDEX claims_active_by_worker ON claims (worker_id) WHERE status = 'active';
-CREATE INDEX claims_by_task ON claims (task_id, token);
 
 CREATE TABLE events (
     id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -92,6 +92,13 @@ RETURNING *;
 UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active';
 
+-- name: end_held_claim
+-- Ends the task's active claim if :token is its token (NULL: an operator acts on whatever
+-- claim is active); no row when there is none, and then nothing changed.
+UPDATE claims SET status = :status, ended_at = :now
+WHERE task_id = :task_id AND status = 'active' AND (:token IS NULL OR token = :token)
+RETURNING token, worker_id;
+
 -- name: release_task
 UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
@@ -110,7 +117,11 @@ SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
     updated_at = :now,
     finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
-RETURNING status;
+RETURNING status,
+          -- Writers take turns, so no dependent can appear before COMMIT: with none,
+          -- the caller skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
+          -- SQLite would scan task_deps instead of seeking.)
+          EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = :task_id) AS has_dependents;
 
 -- name: fail_task
 UPDATE tasks

@@ -1,4 +1,4 @@
--- The current schema of a corral SQLite database, version 5.
+-- The current schema of a corral SQLite database, version 7.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
@@ -87,7 +87,6 @@ CREATE TABLE claims (
 -- At most one active claim per task, enforced by the database.
 CREATE UNIQUE INDEX claims_one_active_per_task ON claims (task_id) WHERE status = 'active';
 CREATE INDEX claims_active_by_worker ON claims (worker_id) WHERE status = 'active';
-CREATE INDEX claims_by_task ON claims (task_id, token);
 
 CREATE TABLE events (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -102,9 +101,6 @@ CREATE TABLE events (
     reason      TEXT,
     data        TEXT
 );
-
-CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
-CREATE INDEX events_by_worker ON events (worker_id, id) WHERE worker_id IS NOT NULL;
 
 -- One row per attempt at a task: what ran, where, and how it ended. `outcome` and
 -- `finished_at` are set together, once; after that the row never changes (the trigger
