@@ -654,9 +654,7 @@ RETURNING claims.token;
 
 -- name: complete_tasks
 -- :tasks holds {id, result}, the result as JSON text. Locks the blocked dependents first,
--- as complete_task does. has_dependents is always true here: this statement's snapshot
--- may predate a dependent enqueued meanwhile, which unblock_dependents, run next with a
--- snapshot of its own, still sees.
+-- as complete_task does.
 WITH done AS (
     SELECT j->>'id' AS id, (j->>'result')::jsonb AS result
     FROM jsonb_array_elements(:tasks::jsonb) AS j),
@@ -674,7 +672,7 @@ FROM done
 WHERE tasks.id = done.id
   AND tasks.status = ANY(:allowed::text[])
   AND (SELECT count(*) FROM dependents) >= 0
-RETURNING tasks.id, tasks.status, TRUE AS has_dependents;
+RETURNING tasks.id, tasks.status;
 
 -- name: finish_runs
 -- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.

@@ -549,9 +549,7 @@ WHERE claims.token = json_extract(j.value, '$.token') AND claims.status = 'activ
 RETURNING claims.token;
 
 -- name: complete_tasks
--- :tasks holds {id, result}, the result as JSON text. has_dependents: whether any task
--- depends on it (exact here: BEGIN IMMEDIATE holds off every other writer), so the
--- caller skips unblock_dependents for the tasks nothing waits on.
+-- :tasks holds {id, result}, the result as JSON text.
 UPDATE tasks
 SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
     result = json_extract(j.value, '$.result'),
@@ -560,8 +558,7 @@ SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
 FROM json_each(:tasks) AS j
 WHERE tasks.id = json_extract(j.value, '$.id')
   AND tasks.status IN (SELECT value FROM json_each(:allowed))
-RETURNING tasks.id, tasks.status,
-          EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = tasks.id) AS has_dependents;
+RETURNING tasks.id, tasks.status;
 
 -- name: finish_runs
 -- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.
