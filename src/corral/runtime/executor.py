@@ -1,9 +1,10 @@
 """One task command, run to completion in a session of its own; nothing about stores or claims.
 
 The model:
-- The command is started with `start_new_session=True`: it leads a new session and a new
-  process group whose id is its pid, so one `killpg` reaches it and every descendant that
-  stayed in the group. Nothing is run through a shell.
+- The command is started in a session of its own (spawn.py: posix_spawn or Popen): it
+  leads a new session and a new process group whose id is its pid, so one `killpg`
+  reaches it and every descendant that stayed in the group. Nothing is run through a
+  shell.
 - stdout goes to the transcript file and stderr to the stderr file, written by the OS as
   the child prints; nothing passes through this process. A prompt that fits in a pipe's
   guaranteed capacity is written to stdin at once; a larger one from a thread (it must
