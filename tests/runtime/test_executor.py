@@ -25,12 +25,12 @@ from corral.clock import FakeClock, SystemClock
 from corral.errors import CorralError
 from corral.runtime import proctree
 from corral.runtime.executor import (
-    CommandNotFound,
     CommandResult,
     CommandSpec,
     Ending,
     run_command,
 )
+from corral.runtime.spawn import CommandNotFound
 
 PY = sys.executable
 

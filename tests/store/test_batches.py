@@ -158,6 +158,22 @@ def test_completing_the_last_dependency_in_a_batch_unblocks_the_dependent(
     assert ("task.unblocked", f"{min(a.id, b.id)} done") == (unblocked.name, unblocked.reason)
 
 
+def test_a_batch_unblocks_the_dependents_of_the_tasks_that_have_some(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, events: Names
+) -> None:
+    """Completed beside a task nothing depends on, a dependency still unblocks its dependent."""
+    lone, parent = add("lone", priority=9), add("parent")
+    child = corral.enqueue(
+        store, NewTask(title="child", depends_on=(parent.id,)), settings=settings
+    )
+    w = worker(max_concurrent=2)
+    held = take(store, w.id, settings, limit=2)
+    assert [lone.id, parent.id] == [h.task.id for h in held]
+    corral.queue.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
+    assert TaskStatus.READY == store.get_task(child.id).status
+    assert ["task.created", "task.unblocked"] == events(task_id=child.id)
+
+
 def test_a_claimed_task_comes_with_its_dependencies(
     store: Store, settings: Settings, add: Add, worker: MakeWorker
 ) -> None:

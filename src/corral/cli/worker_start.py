@@ -97,8 +97,8 @@ def _duration(field: str, raw: str | None, default: float) -> float:
 
 def _command_job(a: Args, db: str) -> Any:
     from corral.runtime.command_task import CommandJob
-    from corral.runtime.executor import CommandNotFound
     from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template
+    from corral.runtime.spawn import CommandNotFound
 
     try:
         argv = tuple(shlex.split(a.exec))

@@ -151,8 +151,11 @@ def _error(ending: Ending, code: int | None, result: CommandResult, timeout_s: f
 def last_usage(path: str, window: int = 65536) -> dict[str, Any] | None:
     """The `usage` object of the transcript's last line, when that line is JSON."""
     try:
+        size = os.stat(path).st_size
+        if not size:  # a command that printed nothing: one stat, no open
+            return None
         with open(path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(path) - window))
+            handle.seek(max(0, size - window))
             lines = handle.read().decode("utf-8", "replace").strip().splitlines()
     except OSError:
         return None

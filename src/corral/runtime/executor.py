@@ -1,9 +1,10 @@
 """One task command, run to completion in a session of its own; nothing about stores or claims.
 
 The model:
-- The command is started with `start_new_session=True`: it leads a new session and a new
-  process group whose id is its pid, so one `killpg` reaches it and every descendant that
-  stayed in the group. Nothing is run through a shell.
+- The command is started in a session of its own (spawn.py: posix_spawn or Popen): it
+  leads a new session and a new process group whose id is its pid, so one `killpg`
+  reaches it and every descendant that stayed in the group. Nothing is run through a
+  shell.
 - stdout goes to the transcript file and stderr to the stderr file, written by the OS as
   the child prints; nothing passes through this process. A prompt that fits in a pipe's
   guaranteed capacity is written to stdin at once; a larger one from a thread (it must
@@ -34,21 +35,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import IO
 
 # psutil ships no type information; its stubs (types-psutil) are not a dependency.
 import psutil
 
 from corral.clock import Clock
-from corral.errors import CorralError, InvalidInput
-from corral.runtime import proctree
+from corral.runtime import proctree, spawn
 from corral.runtime.outcome import Ending
 from corral.runtime.spares import Spares
+from corral.runtime.spawn import Child
 
 RUN_ID_ENV = "CORRAL_RUN_ID"
 STDERR_TAIL_BYTES = 2048
@@ -56,12 +55,6 @@ STDERR_TAIL_BYTES = 2048
 KILL_WAIT_S = 1.0
 FIRST_POLL_S = 0.0001  # short commands (`true`) end in under a millisecond
 PIPE_BYTES = 4096  # a write this small to a new pipe never blocks (POSIX: PIPE_BUF at least)
-
-
-class CommandNotFound(CorralError):
-    """The command's executable was not found."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,11 +119,11 @@ def run_command(
     watch = _Watch(started_at=clock.monotonic())
     adopting = proctree.available()
     with proctree.spawning() as owned:
-        proc = _spawn(spec, spares)
+        proc, stdin = _spawn(spec, spares)
         owned.add(proc.pid)
     if spares is not None:
         spares.refill()
-    feeder = _start_feeder(proc.stdin, spec.stdin_text)
+    feeder = _start_feeder(stdin, spec.stdin_text)
     since = 0.0 if adopting else _create_time(proc.pid)
     try:
         ending = _supervise(
@@ -145,7 +138,7 @@ def run_command(
         )
     finally:
         ended = _end_tree(proc.pid, spec, since, clock, poll_s)
-        proc.wait()
+        exit_code = proc.reap()
         proctree.release(proc.pid)
         if adopting and ended:  # what it ended may now be zombies the runner adopted
             proctree.reap_adopted()
@@ -153,7 +146,7 @@ def run_command(
             feeder.join(timeout=spec.grace_s)
     return CommandResult(
         ending=ending,
-        exit_code=proc.returncode,
+        exit_code=exit_code,
         duration_s=clock.monotonic() - watch.started_at,
         stalled=watch.stalled,
         stderr_tail=_tail(spec.stderr_path),
@@ -161,42 +154,39 @@ def run_command(
     )
 
 
-def _spawn(spec: CommandSpec, spares: Spares | None) -> subprocess.Popen[bytes]:
-    """Start the command in a new session, its output going straight to the files."""
-    if not spec.argv:
-        raise InvalidInput("argv", "a command to run", list(spec.argv))
-    if not os.path.isdir(spec.cwd):
-        raise InvalidInput("cwd", "an existing directory", spec.cwd)
+def _spawn(spec: CommandSpec, spares: Spares | None) -> tuple[Child, int | None]:
+    """Start the command, its output going straight to the run's files; the child and the
+    write end of its stdin pipe (None without a prompt)."""
     if spares is not None:
-        spares.take(spec.transcript_path, spec.stderr_path)  # else opened (created) below
-    stdin = subprocess.DEVNULL if spec.stdin_text is None else subprocess.PIPE
+        spares.take(spec.transcript_path, spec.stderr_path)  # else created below
     env = {**spec.env, RUN_ID_ENV: spec.run_id}  # the mark that finds escaped descendants
-    with open(spec.transcript_path, "wb") as out, open(spec.stderr_path, "wb") as err:
-        try:
-            # S603: argv is passed as a list, never to a shell.
-            return subprocess.Popen(  # noqa: S603
-                spec.argv,
-                stdin=stdin,
-                stdout=out,
-                stderr=err,
-                env=env,
-                cwd=spec.cwd,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise _spawn_error(spec, exc) from exc
+    # Raw descriptors, not file objects: each buffered one costs three more system calls.
+    fds: list[int] = []
+    feed = None
+    try:
+        fds += [_open_output(spec.transcript_path), _open_output(spec.stderr_path)]
+        if spec.stdin_text is None:
+            fds.insert(0, os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        else:
+            read_end, feed = os.pipe()
+            fds.insert(0, read_end)
+        child = spawn.start(spec.argv, env=env, cwd=spec.cwd, stdio=(fds[0], fds[1], fds[2]))
+    except BaseException:
+        if feed is not None:
+            os.close(feed)
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return child, feed
 
 
-def _spawn_error(spec: CommandSpec, exc: OSError) -> CorralError:
-    """The one-line error for a command that could not be started."""
-    if exc.filename == spec.cwd:  # the directory went away after the check above
-        return InvalidInput("cwd", "an existing directory", spec.cwd)
-    if isinstance(exc, FileNotFoundError):
-        return CommandNotFound(f"command not found: {spec.argv[0]}")
-    return CommandNotFound(f"cannot run {spec.argv[0]}: {exc.strerror}")
+def _open_output(path: str) -> int:
+    """A descriptor that writes `path` from its start, created if it is not there."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
 
 
-def _start_feeder(pipe: IO[bytes] | None, text: str | None) -> threading.Thread | None:
+def _start_feeder(pipe: int | None, text: str | None) -> threading.Thread | None:
     """Write the prompt to the child's stdin, then close it: at once when it fits in the
     pipe (the write cannot block), else from a thread, so the watch starts regardless."""
     if pipe is None or text is None:
@@ -210,12 +200,13 @@ def _start_feeder(pipe: IO[bytes] | None, text: str | None) -> threading.Thread 
     return feeder
 
 
-def _feed(pipe: IO[bytes], data: bytes) -> None:
+def _feed(pipe: int, data: bytes) -> None:
     """Write `data` and close; a child that exits without reading it all is not an error."""
-    with suppress(OSError):
-        pipe.write(data)
-    with suppress(OSError):
-        pipe.close()
+    view = memoryview(data)
+    with suppress(OSError):  # EPIPE: the child is gone or closed its stdin
+        while view:
+            view = view[os.write(pipe, view) :]
+    os.close(pipe)
 
 
 def _supervise(
@@ -437,11 +428,16 @@ def _alive(proc: psutil.Process) -> bool:
 def _tail(path: str) -> str:
     """The last `STDERR_TAIL_BYTES` of the file, decoded; a character cut in half is dropped."""
     try:
-        with open(path, "rb") as file:
-            file.seek(max(0, os.fstat(file.fileno()).st_size - STDERR_TAIL_BYTES))
-            data = file.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, STDERR_TAIL_BYTES, max(0, size - STDERR_TAIL_BYTES)) if size else b""
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     if len(data) == STDERR_TAIL_BYTES:
         data = data.lstrip(bytes(range(0x80, 0xC0)))  # continuation bytes of a cut character
     return data.decode(errors="replace")
