@@ -37,6 +37,7 @@ from psycopg.types.json import Jsonb
 from corral import queue
 from corral.store import open_store
 from corral.store.postgres import compile_queries
+from corral.tasks import NewTask
 from measure import Verdicts, banner, event_params, register_worker, run_processes, table
 
 SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -61,7 +62,7 @@ def load_corral(url: str, jobs: int, procs: int) -> list[str]:
     """`jobs` ready tasks (copies of one enqueued through corral) and `procs` idle workers."""
     with open_store(url) as store:
         workers = [register_worker(store, f"bench-{i}") for i in range(procs)]
-        first = queue.enqueue(store, queue.NewTask(title="bench task")).id
+        first = queue.enqueue(store, NewTask(title="bench task")).id
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             """INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload,

@@ -56,6 +56,10 @@ def run(name: str) -> tuple[int, list[str]]:
 def main() -> int:
     """Run the scripts named on the command line, or all of them."""
     names = sys.argv[1:] or list(SCRIPTS)
+    if {"-h", "--help"} & set(names):
+        print(__doc__.strip())
+        print(f"\nbenchmarks: {', '.join(SCRIPTS)}")
+        return 0
     unknown = [n for n in names if n not in SCRIPTS]
     if unknown:
         print(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(SCRIPTS)}")

@@ -1,0 +1,44 @@
+"""Every benchmark script starts: its imports resolve and it parses its options.
+
+The scripts run only by hand (`make bench`), so a name moved in `src/` would otherwise
+break one unseen until somebody next measures.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+LIBRARIES = ("measure", "pool_harness")  # shared by the scripts, not run on their own
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.stem not in LIBRARIES)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_script_starts_and_shows_its_help(script: str) -> None:
+    """`python bench/SCRIPT --help` exits 0 and prints a usage."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (0, "") == (done.returncode, done.stderr)
+    assert done.stdout.strip()
+
+
+def test_the_shared_modules_import() -> None:
+    """The modules the scripts share import beside them."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {', '.join(LIBRARIES)}"],
+        cwd=BENCH,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (0, "") == (done.returncode, done.stderr)
