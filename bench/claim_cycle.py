@@ -201,7 +201,7 @@ def one_run(mode: str, procs: int, seconds: float) -> list[dict[str, Any]]:
 
 def rate(results: list[dict[str, Any]]) -> float:
     """Aggregate cycles per second of one run."""
-    return sum(r["cycles"] / r["elapsed_s"] for r in results)
+    return float(sum(r["cycles"] / r["elapsed_s"] for r in results))
 
 
 def fairness_row(mode: str, rep: int, results: list[dict[str, Any]]) -> tuple[list[Any], float]:

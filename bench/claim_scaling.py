@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from corral import queue
 from corral.store import Store
@@ -105,7 +106,8 @@ OPS: dict[str, Callable[[Loaded, random.Random], float]] = {
 
 def query_plan(path: str, name: str) -> list[str]:
     """EXPLAIN QUERY PLAN of named query `name` with null filters."""
-    params = {"worker_id": "w", "worker_name": "w", "kinds": None, "queues": None, "queue": None}
+    params: dict[str, Any] = {"worker_id": "w", "worker_name": "w", "kinds": None, "queues": None}
+    params["queue"] = None
     params |= {"now": time.time(), "limit": 1, "task_id": "t", "allowed": '["ready"]'}
     conn = sqlite3.connect(path)
     try:

@@ -114,12 +114,12 @@ def main() -> int:
     steady = report["cpu_s"] / report["wall_s"]
     life = life_cpu_s / life_wall_s
     print(f"\nworker process heartbeating every 1 s for {report['beats']} s (% of one core)")
-    rows = [
-        ["beating (after open)", report["cpu_s"], report["wall_s"], steady],
-        ["whole life (start-up too)", life_cpu_s, life_wall_s, life],
+    rows: list[tuple[str, float, float, float]] = [
+        ("beating (after open)", report["cpu_s"], report["wall_s"], steady),
+        ("whole life (start-up too)", life_cpu_s, life_wall_s, life),
     ]
-    cells = [[n, f"{cpu * 1000:.1f}", f"{wall:.1f}", f"{pct:.3%}"] for n, cpu, wall, pct in rows]
-    print(table(["phase", "cpu ms", "wall s", "cpu % of a core"], cells))
+    cpu_rows = [[n, f"{cpu * 1000:.1f}", f"{wall:.1f}", f"{pct:.3%}"] for n, cpu, wall, pct in rows]
+    print(table(["phase", "cpu ms", "wall s", "cpu % of a core"], cpu_rows))
     v.check("heartbeat every 1 s: CPU < 0.5% of one core", f"{steady:.3%}", steady < CPU_TARGET)
     return v.finish()
 

@@ -57,6 +57,7 @@ def recovery(kills: int) -> list[float]:
             for _ in range(kills):
                 task = _until(lambda: _running_task(store, task_id))
                 pid = store.get_worker(task.worker_id).pid
+                assert pid is not None  # a pool worker records its pid
                 killed_at = time.time()
                 os.kill(pid, signal.SIGKILL)
                 token = task.token

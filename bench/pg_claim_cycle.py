@@ -51,11 +51,11 @@ def scratch_database() -> Iterator[str]:
     """A new database on the server for one run, dropped afterwards."""
     name = f"corral_bench_{secrets.token_hex(4)}"
     with psycopg.connect(SERVER, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+        admin.execute(f"CREATE DATABASE {name}".encode())
         try:
             yield SERVER.rsplit("/", 1)[0] + "/" + name
         finally:
-            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")  # type: ignore[arg-type]
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)".encode())
 
 
 def load_corral(url: str, jobs: int, procs: int) -> list[str]:
@@ -103,7 +103,8 @@ class RawCycle:
         self.cur, self.done, self.unblocked = (self.conn.cursor() for _ in range(3))
         self.worker_id = worker_id
         # claim_next_tasks returns whole task rows: where their id and timeout_s are.
-        columns = [c.name for c in self.conn.execute(b"SELECT * FROM tasks LIMIT 0").description]
+        described = self.conn.execute(b"SELECT * FROM tasks LIMIT 0").description or []
+        columns = [c.name for c in described]
         self.task_id_at, self.timeout_at = columns.index("id"), columns.index("timeout_s")
 
     def send(self, query: bytes, cursor: psycopg.Cursor[Any] | None = None, **params: Any) -> None:
@@ -242,7 +243,7 @@ def done_jobs(url: str, mode: str) -> int:
         else "SELECT count(*) FROM tasks WHERE status = 'done'"
     )
     with psycopg.connect(url) as conn:
-        row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+        row = conn.execute(sql.encode()).fetchone()
         return int(row[0]) if row else 0
 
 
@@ -260,7 +261,7 @@ def one_run(mode: str, procs: int, jobs: int) -> float:
         raise RuntimeError(f"{mode} x{procs}: {finished} of {jobs} jobs finished")
     began = min(r[0] for r in results)
     ended = max(r[1] for r in results)
-    return jobs / (ended - began)
+    return float(jobs / (ended - began))
 
 
 def main() -> int:

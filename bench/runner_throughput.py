@@ -83,7 +83,7 @@ def huey_child(path: str, tasks: int, _batch: int) -> dict[str, Any]:
     ran = [0]
     finished = threading.Event()
 
-    @huey.task()
+    @huey.task()  # type: ignore[untyped-decorator]  # huey has no type hints
     def noop() -> None:
         ran[0] += 1  # one worker thread: no race
         if ran[0] == tasks:
@@ -168,7 +168,7 @@ def wal_frames(path: str, tasks: int, batch: int) -> float:
     finally:
         pin.close()
         driver.CHECKPOINT_EVERY = every
-    return grown / (page + 24) / tasks  # each frame: a 24-byte header and one page
+    return float(grown / (page + 24) / tasks)  # each frame: a 24-byte header and one page
 
 
 CHILDREN = {"corral": corral_child, "huey": huey_child, "profile": profile_child}
