@@ -198,7 +198,7 @@ def _procrastinate_app(url: str) -> Any:
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
 
-    @app.task(name="noop")
+    @app.task(name="noop")  # type: ignore[untyped-decorator]  # read as Any (pyproject)
     def noop() -> None:
         """A job that does nothing: the cost measured is the queue's."""
 

@@ -83,7 +83,7 @@ def huey_child(path: str, tasks: int, _batch: int) -> dict[str, Any]:
     ran = [0]
     finished = threading.Event()
 
-    @huey.task()  # type: ignore[untyped-decorator]  # huey has no type hints
+    @huey.task()  # type: ignore[untyped-decorator]  # huey has no type hints (pyproject)
     def noop() -> None:
         ran[0] += 1  # one worker thread: no race
         if ran[0] == tasks:
