@@ -402,11 +402,6 @@ def unblock_dependents(tx: Tx, task_ids: list[str], actor: str) -> list[dict[str
     """Move tasks whose last pending dependency was one of `task_ids` from blocked to ready;
     the events to record for them."""
     found = tx.all("unblock_dependents", task_ids=task_ids, allowed=ALLOWED_FROM["unblock"])
-    return unblock_events(found, actor)
-
-
-def unblock_events(found: list[Row], actor: str) -> list[dict[str, Any]]:
-    """The `task.unblocked` events for the rows unblock_dependents returned."""
     return [
         journal.entry(
             "task.unblocked",
