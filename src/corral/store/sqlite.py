@@ -45,6 +45,7 @@ _json_cache: dict[frozenset[str], str] = {}
 # Parameters SQLite takes as they are: most of them, so they skip `_encode`'s checks,
 # which run while the write lock is held (bench/claim_cycle.py).
 _AS_IS = frozenset({str, int, float, bytes, type(None)})
+_EMPTY_JSON: dict[Any, type[dict[str, Any]] | type[list[Any]]] = {"{}": dict, "[]": list}
 
 
 def _encode(value: Any) -> Any:
@@ -197,7 +198,8 @@ class SQLiteDriver:
 
     def json(self, value: Any) -> Any:
         """JSON text to Python."""
-        return json.loads(value)
+        empty = _EMPTY_JSON.get(value)  # most payloads and labels: no parse for them
+        return json.loads(value) if empty is None else empty()
 
     @contextmanager
     def _flock(self) -> Iterator[None]:
