@@ -48,7 +48,11 @@ class Event:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventFilter:
-    """Which events `list_events` returns: the newest `limit` after `after_id`."""
+    """Which events `list_events` returns: the newest `limit` after `after_id`.
+
+    On PostgreSQL an event may commit after one with a higher id (docs/state-machines.md,
+    Events): a reader that follows the log by `after_id` should overlap its reads.
+    """
 
     task_id: str | None = None
     worker_id: str | None = None
