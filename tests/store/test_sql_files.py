@@ -35,9 +35,17 @@ LITERAL_GUARDS = {
     "claim_next_tasks": "status = 'ready'",
 }
 
-# Queries only PostgreSQL has, each run on a session of its own (store/pg_sessions.py);
-# SQLite's driver has nothing to listen to and one orchestrator, so it needs neither.
-POSTGRESQL_ONLY = {"listen_ready", "try_leader_lock", "release_leader_lock"}
+# Queries only PostgreSQL has: three run on a session of its own (store/pg_sessions.py),
+# and SQLite's driver has nothing to listen to and one orchestrator, so it needs neither;
+# two call the claim cycle's server-side functions (store/server_cycle.py), whose steps
+# SQLite runs as the queries both dialects share.
+POSTGRESQL_ONLY = {
+    "listen_ready",
+    "try_leader_lock",
+    "release_leader_lock",
+    "claim_next_on_server",
+    "complete_on_server",
+}
 
 
 def _objects(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:

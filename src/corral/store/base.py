@@ -18,6 +18,9 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   `complete` returns): inside its write transaction (sent with the writes, so it costs no
   round trip of its own) or after COMMIT in a snapshot of its own (where the write lock is
   the whole database's, so reads stay out of it).
+- `cycle_on_server` says the database runs the claim cycle (`claim_next`, `complete`) as
+  server-side functions that its migrations install (PostgreSQL: server_cycle.py), one
+  statement each, instead of the store running their steps one statement at a time.
 - `tx.now` is the store's clock, read once at the start of the transaction, and every
   query receives it as the parameter `now`.
 - Parameters arrive as Python values: str, int, float, bool, None, datetime; list,
@@ -93,6 +96,7 @@ class Driver(Protocol):
     dialect: str
     url: str
     returns_from_write: bool  # read what an operation returns inside its write (see above)
+    cycle_on_server: bool  # claim_next and complete are server-side functions (see above)
 
     def read(self) -> AbstractContextManager[Tx]:
         """A read-only transaction: one consistent snapshot."""

@@ -244,6 +244,8 @@ class PostgresDriver:
     # Row locks only, and the read travels with the writes: what an operation returns is
     # read inside its write transaction.
     returns_from_write = True
+    # claim_next and complete are one call each of a function of the schema (server_cycle.py).
+    cycle_on_server = True
 
     def __init__(self, url: str, clock: Clock | None, *, migrate: bool = True) -> None:
         self.url = url

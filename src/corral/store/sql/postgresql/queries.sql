@@ -706,3 +706,14 @@ SELECT :now, e->>'name', e->>'task_id', e->>'worker_id', (e->>'token')::bigint,
        nullif(e->'data', 'null'::jsonb)
 FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)
 ORDER BY n;
+
+-- The claim cycle as server-side functions (store/server_cycle.py; schema.sql defines
+-- them). PostgreSQL only: SQLite runs the same steps as the queries above.
+
+-- name: claim_next_on_server
+SELECT * FROM corral_claim_next(:worker_id, :kinds::text[], :queues::text[], :claiming::text[],
+                                :lease_s::float8, :actor, :now);
+
+-- name: complete_on_server
+SELECT * FROM corral_complete(:task_id, :token::bigint, :result::jsonb, :allowed::text[],
+                              :unblock::text[], :actor, :now);
