@@ -66,7 +66,10 @@ CREATE TABLE workers (
     failed_total      integer          NOT NULL DEFAULT 0,
     offline_reason    text,
     cpu_percent       double precision,
-    rss_bytes         bigint
+    rss_bytes         bigint,
+    -- Its active claims, kept by the triggers on claims (below): a count through
+    -- claims_active_by_worker reads every claim ended since the last VACUUM.
+    active            integer          NOT NULL DEFAULT 0
 );
 
 CREATE INDEX workers_watched ON workers (status)
@@ -119,12 +122,9 @@ SELECT t.*,
 FROM tasks t
 LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active';
 
--- A worker with the number of its active claims.
+-- A worker with the number of its active claims (a column of its own, kept by triggers).
 CREATE VIEW worker_view AS
-SELECT w.*,
-       (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active')::integer
-           AS active
-FROM workers w;
+SELECT w.* FROM workers w;
 
 -- One row per attempt at a task: what ran, where, and how it ended. `outcome` and
 -- `finished_at` are set together, once; after that the row never changes (the trigger
@@ -357,8 +357,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    v_active := (SELECT count(*) FROM claims c
-                 WHERE c.worker_id = p_worker_id AND c.status = 'active');
+    v_active := v_worker.active;
     v_kinds := corral_narrow(v_worker.kinds, p_kinds);
     v_queues := corral_narrow(v_worker.queues, p_queues);
     IF v_worker.status = ANY(p_claiming) AND v_active < v_worker.max_concurrent
@@ -431,9 +430,7 @@ BEGIN
     END IF;
     UPDATE workers w
     SET status = CASE WHEN w.status NOT IN ('starting', 'idle', 'busy') THEN w.status
-                      WHEN EXISTS (SELECT 1 FROM claims c
-                                   WHERE c.worker_id = w.id AND c.status = 'active')
-                      THEN 'busy' ELSE 'idle' END,
+                      WHEN w.active > 0 THEN 'busy' ELSE 'idle' END,
         completed_total = w.completed_total + 1
     WHERE w.id = v_held.worker_id;
     PERFORM 1 FROM tasks t JOIN task_deps d ON d.task_id = t.id
@@ -468,3 +465,23 @@ BEGIN
     RETURN QUERY SELECT * FROM task_view v WHERE v.id = p_task_id;
 END;
 $$;
+
+-- workers.active follows the worker's active claims in the transaction that changes them,
+-- whatever statement does (a claim, a batch, an end, a recovery).
+CREATE FUNCTION claims_count_active() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE workers SET active = active + 1 WHERE id = NEW.worker_id;
+    ELSE
+        UPDATE workers SET active = active - 1 WHERE id = OLD.worker_id;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER claims_active_opened AFTER INSERT ON claims
+    FOR EACH ROW WHEN (NEW.status = 'active') EXECUTE FUNCTION claims_count_active();
+
+CREATE TRIGGER claims_active_ended AFTER UPDATE OF status ON claims
+    FOR EACH ROW WHEN (OLD.status = 'active' AND NEW.status <> 'active')
+    EXECUTE FUNCTION claims_count_active();

@@ -1,6 +1,19 @@
 -- Version 8: the claim cycle as server-side functions (store/server_cycle.py explains why):
--- corral_claim_next and corral_complete, with their helpers corral_iso and corral_narrow.
--- The same text closes schema.sql.
+-- corral_claim_next and corral_complete, with their helpers corral_iso and corral_narrow;
+-- and each worker's count of active claims kept on its row by triggers, counted once here.
+-- The functions and triggers are the same text as the end of schema.sql.
+
+-- Runners of the old version may still claim while this runs: no claim changes from here
+-- to COMMIT, so the count below is exact and the triggers (created below, in the same
+-- transaction) see every change after it. A runner caught between its worker row and its
+-- claim may deadlock with this; the server then aborts one of the two, and that one is
+-- retried (the runner by its backoff, the migration by the next `corral db migrate`).
+LOCK TABLE claims IN SHARE ROW EXCLUSIVE MODE;
+ALTER TABLE workers ADD COLUMN active integer NOT NULL DEFAULT 0;
+UPDATE workers w
+SET active = (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active');
+CREATE OR REPLACE VIEW worker_view AS
+SELECT w.* FROM workers w;
 
 -- The claim cycle as server-side functions: claim_next and complete, one statement each,
 -- the same steps as the store's named queries run one by one on SQLite (store/claim_ops.py,
@@ -57,8 +70,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    v_active := (SELECT count(*) FROM claims c
-                 WHERE c.worker_id = p_worker_id AND c.status = 'active');
+    v_active := v_worker.active;
     v_kinds := corral_narrow(v_worker.kinds, p_kinds);
     v_queues := corral_narrow(v_worker.queues, p_queues);
     IF v_worker.status = ANY(p_claiming) AND v_active < v_worker.max_concurrent
@@ -131,9 +143,7 @@ BEGIN
     END IF;
     UPDATE workers w
     SET status = CASE WHEN w.status NOT IN ('starting', 'idle', 'busy') THEN w.status
-                      WHEN EXISTS (SELECT 1 FROM claims c
-                                   WHERE c.worker_id = w.id AND c.status = 'active')
-                      THEN 'busy' ELSE 'idle' END,
+                      WHEN w.active > 0 THEN 'busy' ELSE 'idle' END,
         completed_total = w.completed_total + 1
     WHERE w.id = v_held.worker_id;
     PERFORM 1 FROM tasks t JOIN task_deps d ON d.task_id = t.id
@@ -168,3 +178,23 @@ BEGIN
     RETURN QUERY SELECT * FROM task_view v WHERE v.id = p_task_id;
 END;
 $$;
+
+-- workers.active follows the worker's active claims in the transaction that changes them,
+-- whatever statement does (a claim, a batch, an end, a recovery).
+CREATE FUNCTION claims_count_active() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        UPDATE workers SET active = active + 1 WHERE id = NEW.worker_id;
+    ELSE
+        UPDATE workers SET active = active - 1 WHERE id = OLD.worker_id;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER claims_active_opened AFTER INSERT ON claims
+    FOR EACH ROW WHEN (NEW.status = 'active') EXECUTE FUNCTION claims_count_active();
+
+CREATE TRIGGER claims_active_ended AFTER UPDATE OF status ON claims
+    FOR EACH ROW WHEN (OLD.status = 'active' AND NEW.status <> 'active')
+    EXECUTE FUNCTION claims_count_active();
