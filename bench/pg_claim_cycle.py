@@ -8,9 +8,9 @@ the processes are released together until the last one finds the queue empty.
   a claim and a completion is one named query each, the call of a server-side function
   (`claim_next_on_server`, `complete_on_server`; store/server_cycle.py), so the floor is
   those two calls, compiled exactly as the driver sends them, with the store's
-  parameters, on one bare connection per process and pipelined as the driver pipelines
-  them: BEGIN and the call in one round trip, COMMIT in the next. Tuples for rows, no
-  records, no pool. It is not a bare loop of the statements inside the functions: those
+  parameters, on one bare connection per process, each a transaction of its own in
+  autocommit as the driver runs them (`Driver.call`: one round trip). Tuples for rows,
+  no records, no pool. It is not a loop of the statements inside the functions: those
   run on the server for corral and raw alike.
 - `corral`: `corral.queue.claim_next` then `corral.queue.complete` through `open_store`.
 - `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
@@ -95,9 +95,9 @@ def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, in
 
 
 class RawCycle:
-    """The store's statements for one claim_next + complete on a bare connection, sent in
-    pipeline mode exactly as the driver sends them: BEGIN with the call of the server
-    function, waited for, then COMMIT (server_cycle.py)."""
+    """The store's SQL for one claim_next + complete on a bare connection, sent as the
+    driver sends it (`Driver.call`): each call of a server function a transaction of its
+    own, in autocommit, one round trip (server_cycle.py)."""
 
     def __init__(self, url: str, worker_id: str) -> None:
         self.write, _ = compile_queries(server_clock=True)
@@ -106,14 +106,8 @@ class RawCycle:
         self.worker_id = worker_id
 
     def call(self, query: str, **params: Any) -> tuple[Any, ...] | None:
-        """BEGIN and named query `query` in one round trip, its first row, then COMMIT."""
-        with self.conn.pipeline() as pipeline:
-            self.cur.execute(b"BEGIN")
-            self.cur.execute(self.write[query], params)
-            row = self.cur.fetchone()
-            self.cur.execute(b"COMMIT")
-            pipeline.sync()
-        return row
+        """Named query `query` as a transaction of its own; its first row."""
+        return self.cur.execute(self.write[query], params).fetchone()
 
     def claim(self) -> tuple[str, int] | None:
         """claim_next: the call of corral_claim_next; (task id, token), or None."""

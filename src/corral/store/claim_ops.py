@@ -65,12 +65,12 @@ class ClaimOps:
         actor: str,
     ) -> Claim | None:
         """Claim the first ready task `worker_id` may run, or None if there is none."""
-        with self._driver.write() as tx:
-            if self._driver.cycle_on_server:
-                claim_row = server_cycle.claim_next(
-                    tx, worker_id, kinds=kinds, queues=queues, lease_s=lease_s, actor=actor
-                )
-            else:
+        if self._driver.cycle_on_server:
+            claim_row = server_cycle.claim_next(
+                self._driver, worker_id, kinds=kinds, queues=queues, lease_s=lease_s, actor=actor
+            )
+        else:
+            with self._driver.write() as tx:
                 claim_row = self._claim_next_here(
                     tx, worker_id, kinds=kinds, queues=queues, lease_s=lease_s, actor=actor
                 )
@@ -233,11 +233,12 @@ class ClaimOps:
     def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
         """Mark the task done (or in_review when it requires review); unblock dependents."""
         if self._driver.cycle_on_server:
-            with self._driver.write() as tx:
-                row = server_cycle.complete(
-                    tx, self._driver, task_id, token=token, result=result, actor=actor
-                )
-            return rows.task(self._driver, row)
+            done = server_cycle.complete(
+                self._driver, task_id, token=token, result=result, actor=actor
+            )
+            if done is not None:
+                return rows.task(self._driver, done)
+            # Refused, nothing changed: the steps below decide again and say why.
         with self._driver.write() as tx:
             held, holder = end_held_claim(
                 tx, self._driver, task_id, action="complete", token=token, completed=1

@@ -297,7 +297,9 @@ class PostgresDriver:
         return pool
 
     @contextmanager
-    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
+    def _session(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one transaction; rolled back and given back on any error,
+        a driver error leaving as StoreError."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -309,18 +311,7 @@ class PostgresDriver:
                 "(is the server running?)"
             ) from None
         try:
-            with conn.pipeline() as pipeline:
-                now = None if self._clock is None else self._clock.now()
-                tx = _Tx(conn, pipeline, queries, now)
-                tx._cursor.execute(begin)
-                try:
-                    yield tx
-                    tx._cursor.execute(b"COMMIT")
-                    pipeline.sync()
-                except BaseException:
-                    with contextlib.suppress(psycopg.Error):  # what was sent, collected
-                        pipeline.sync()
-                    raise
+            yield conn
         except psycopg.Error as exc:
             self._abort(conn)
             raise StoreError(describe(self._shown, exc)) from None
@@ -328,6 +319,23 @@ class PostgresDriver:
             self._abort(conn)
             raise
         self._pool.putconn(conn)
+
+    @contextmanager
+    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
+        import psycopg
+
+        with self._session() as conn, conn.pipeline() as pipeline:
+            now = None if self._clock is None else self._clock.now()
+            tx = _Tx(conn, pipeline, queries, now)
+            tx._cursor.execute(begin)
+            try:
+                yield tx
+                tx._cursor.execute(b"COMMIT")
+                pipeline.sync()
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):  # what was sent, collected
+                    pipeline.sync()
+                raise
 
     def _checkout(self) -> psycopg.Connection[Any]:
         """A pooled connection the server has not hung up on (a restart); others discarded.
@@ -360,6 +368,19 @@ class PostgresDriver:
     def write(self) -> Any:
         """A READ COMMITTED transaction whose deciding reads lock (see the module doc)."""
         return self._transaction(b"BEGIN", self._write_sql)
+
+    def call(self, query: str, /, **params: Any) -> Any:
+        """Run statement `query` as a transaction of its own (autocommit: one round trip,
+        no BEGIN or COMMIT, and no pipeline, whose bookkeeping costs the client more than
+        the round trips it saves); its first row, or None."""
+        encoded = {k: _encode(v) for k, v in params.items()}
+        if self._clock is not None:
+            encoded["now"] = self._clock.now()
+        with self._session() as conn:
+            cursor = conn.cursor(row_factory=_row_factory)
+            cursor.execute(self._write_sql[query], encoded)
+            returns_rows = cursor.pgresult is not None and cursor.pgresult.nfields > 0
+            return cursor.fetchone() if returns_rows else None
 
     # -- clock and decoding --------------------------------------------------------
 

@@ -8,12 +8,16 @@ queries from Python (claim_ops.py), are a dozen statements a cycle; the function
 `corral_claim_next` and `corral_complete` (sql/postgresql/schema.sql, installed on older
 databases by migration 0008) run the same steps on the server in one call each.
 
-Semantics are the Python path's, statement for statement, and the conformance suite runs
-both stores through them. The functions decide nothing the store does not hand them: the
-statuses a worker claims in and the transitions a completion makes arrive as parameters
-from `corral.states`, and a refusal comes back as data, from which this module raises the
-same error the Python path raises (a stale token is explained by the very lookups the
-Python path uses, in the same transaction, after the function changed nothing).
+Each call is a transaction of its own (`Driver.call`: autocommit, one round trip, no
+BEGIN or COMMIT). Semantics are the Python path's, statement for statement, and the
+conformance suite runs both stores through them. The functions decide nothing the store
+does not hand them: the statuses a worker claims in and the transitions a completion
+makes arrive as parameters from `corral.states`. A refused claim comes back as data, from
+which this module raises the Python path's error. A refused completion changed nothing,
+and the store then runs the Python path, which decides again in one transaction and
+raises its precise error (StaleToken naming the holder, InvalidTransition naming the
+state); should the task have changed in between, that path applies or refuses as any
+later call would (a token once refused is refused for good: claims never come back).
 
 SQLite keeps the Python path (`Driver.cycle_on_server` is False): its statements run
 in-process under one write lock and cost no round trip, and SQLite has no stored
@@ -29,13 +33,12 @@ from typing import Any
 
 from corral import errors
 from corral.states import ALLOWED_FROM, CLAIMING, WorkerStatus
-from corral.store.base import Driver, Json, Row, Tx
+from corral.store.base import Driver, Json, Row
 from corral.store.claim_refusals import cannot_claim
-from corral.store.lookups import not_held
 
 
 def claim_next(
-    tx: Tx,
+    driver: Driver,
     worker_id: str,
     *,
     kinds: tuple[str, ...],
@@ -44,7 +47,7 @@ def claim_next(
     actor: str,
 ) -> Row | None:
     """Claim the first ready task `worker_id` may run; the claim's row, or None if none."""
-    row = tx.one(
+    row = driver.call(
         "claim_next_on_server",
         worker_id=worker_id,
         kinds=list(kinds),
@@ -66,10 +69,11 @@ def claim_next(
 
 
 def complete(
-    tx: Tx, driver: Driver, task_id: str, *, token: int | None, result: Any, actor: str
-) -> Row:
-    """Complete the task held under `token` (None: whatever claim is active); its row."""
-    row = tx.one(
+    driver: Driver, task_id: str, *, token: int | None, result: Any, actor: str
+) -> Row | None:
+    """Complete the task held under `token` (None: whatever claim is active); its row, or
+    None when it has no active claim under `token` and nothing changed."""
+    return driver.call(
         "complete_on_server",
         task_id=task_id,
         token=token,
@@ -78,7 +82,3 @@ def complete(
         unblock=ALLOWED_FROM["unblock"],
         actor=actor,
     )
-    if row is None:
-        found = tx.one("active_claim", task_id=task_id)
-        raise not_held(tx, driver, task_id, action="complete", token=token, row=found)
-    return row

@@ -250,6 +250,13 @@ class SQLiteDriver:
         """An immediate transaction behind the fair flock queue."""
         return self._transaction("BEGIN IMMEDIATE", exclusive=True)
 
+    def call(self, query: str, /, **params: Any) -> sqlite3.Row | None:
+        """Run statement `query` as a write transaction of its own; its first row, or None."""
+        # The caller names the query (store code says `driver.call("name", ...)`).
+        with self.write() as transaction:
+            row: sqlite3.Row | None = transaction.one(query, **params)
+            return row
+
     def schema_version(self) -> tuple[int, int]:
         """(this database's user_version, the newest migration this code has)."""
         with self._mutex:
