@@ -33,9 +33,11 @@ Transactions and locking:
 Round trips: every transaction runs in psycopg's pipeline mode. BEGIN travels with the
 first statement; `tx.send` queues a statement without waiting for it; `tx.one`, `tx.all`,
 `tx.run` and reading a `Sent` wait for everything queued so far, in one round trip; COMMIT
-travels with whatever is still queued. A claim takes 4 round trips (7 when each statement
-waited), a completion 3 with the task it returns read inside it (11 with that read in a
-snapshot of its own after COMMIT). A queued
+travels with whatever is still queued. A claim by id takes 4 round trips (7 when each
+statement waited). The claim cycle (`claim_next`, `complete`) is one call of a server
+function each (server_cycle.py), run by `call()` as a transaction of its own: autocommit,
+one round trip, no pipeline, whose bookkeeping costs the client more than it saves for a
+single statement (bench/pg_claim_cycle.py). A queued
 statement that fails aborts the transaction: the statements after it and the COMMIT are
 skipped by the server, the error is raised at the next wait, and the transaction rolls
 back as any other failure does.
