@@ -4,11 +4,14 @@ Every run drains the same number of ready jobs from a fresh database on the same
 with 1, 4 and 8 worker processes, one worker per process, and is timed from the moment
 the processes are released together until the last one finds the queue empty.
 
-- `raw`: the store's own named queries (compiled exactly as the driver sends them), in the
-  order the store runs them, on one bare psycopg connection per process, pipelined as
-  the driver pipelines them (a result is waited for only where the store reads one):
-  BEGIN, the claim statements, COMMIT; BEGIN, the complete statements and the task read
-  back, COMMIT. Tuples for rows, no records, no pool.
+- `raw`: the same SQL in a bare psycopg loop. Since schema version 8 the store's SQL for
+  a claim and a completion is one named query each, the call of a server-side function
+  (`claim_next_on_server`, `complete_on_server`; store/server_cycle.py), so the floor is
+  those two calls, compiled exactly as the driver sends them, with the store's
+  parameters, on one bare connection per process, each a transaction of its own in
+  autocommit as the driver runs them (`Driver.call`: one round trip). Tuples for rows,
+  no records, no pool. It is not a loop of the statements inside the functions: those
+  run on the server for corral and raw alike.
 - `corral`: `corral.queue.claim_next` then `corral.queue.complete` through `open_store`.
 - `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
   drained by `app.run_worker(concurrency=1, wait=False)` in each process.
@@ -32,13 +35,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from corral import queue
+from corral.states import ALLOWED_FROM, CLAIMING
 from corral.store import open_store
 from corral.store.postgres import compile_queries
 from corral.tasks import NewTask
-from measure import Verdicts, banner, event_params, register_worker, run_processes, table
+from measure import Verdicts, banner, register_worker, run_processes, table
 
 SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PROCESS_COUNTS = (1, 4, 8)
@@ -92,87 +95,46 @@ def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, in
 
 
 class RawCycle:
-    """The store's statements for one claim_next + complete, on a bare connection, sent in
-    pipeline mode exactly as the driver sends them: a result is waited for only where the
-    store reads it."""
+    """The store's SQL for one claim_next + complete on a bare connection, sent as the
+    driver sends it (`Driver.call`): each call of a server function a transaction of its
+    own, in autocommit, one round trip (server_cycle.py)."""
 
     def __init__(self, url: str, worker_id: str) -> None:
-        self.write, self.read = compile_queries(server_clock=True)
+        self.write, _ = compile_queries(server_clock=True)
         self.conn = psycopg.connect(url, autocommit=True, options="-c TimeZone=UTC")
-        # One cursor per result read at the same wait (complete reads three at once).
-        self.cur, self.done, self.unblocked = (self.conn.cursor() for _ in range(3))
+        self.cur = self.conn.cursor()
         self.worker_id = worker_id
-        # claim_next_tasks returns whole task rows: where their id and timeout_s are.
-        described = self.conn.execute(b"SELECT * FROM tasks LIMIT 0").description or []
-        columns = [c.name for c in described]
-        self.task_id_at, self.timeout_at = columns.index("id"), columns.index("timeout_s")
 
-    def send(self, query: bytes, cursor: psycopg.Cursor[Any] | None = None, **params: Any) -> None:
-        """Queue one statement in the pipeline."""
-        (cursor or self.cur).execute(query, params)
+    def call(self, query: str, **params: Any) -> tuple[Any, ...] | None:
+        """Named query `query` as a transaction of its own; its first row."""
+        return self.cur.execute(self.write[query], params).fetchone()
 
     def claim(self) -> tuple[str, int] | None:
-        """claim_next: BEGIN + claiming_worker, claim_next_tasks (limit 1), insert_claim,
-        each waited for; worker_after_claim, event and COMMIT sent together."""
-        q, w, cur = self.write, self.worker_id, self.cur
-        with self.conn.pipeline() as pipeline:
-            cur.execute(b"BEGIN")
-            self.send(q["claiming_worker"], worker_id=w)
-            name = cur.fetchone()[1]  # type: ignore[index]
-            self.send(
-                q["claim_next_tasks"],
-                worker_id=w,
-                worker_name=name,
-                kinds=None,
-                queues=None,
-                limit=1,
-            )
-            found = cur.fetchone()
-            if found is None:
-                cur.execute(b"COMMIT")
-                pipeline.sync()
-                return None
-            task_id, timeout_s = found[self.task_id_at], found[self.timeout_at]
-            self.send(
-                q["insert_claim"],
-                task_id=task_id,
-                worker_id=w,
-                lease_s=LEASE_S,
-                timeout_s=timeout_s,
-            )
-            token = cur.fetchone()[0]  # type: ignore[index]
-            self.send(q["worker_after_claim"], worker_id=w, completed=0, failed=0)
-            self.send(q["insert_event"], **_event("task.claimed", task_id, w, token))
-            cur.execute(b"COMMIT")
-            pipeline.sync()
-        return task_id, token
+        """claim_next: the call of corral_claim_next; (task id, token), or None."""
+        row = self.call(
+            "claim_next_on_server",
+            worker_id=self.worker_id,
+            kinds=[],
+            queues=[],
+            claiming=sorted(CLAIMING),
+            lease_s=LEASE_S,
+            actor=self.worker_id,
+        )
+        assert row is not None  # the worker exists
+        token, task_id = row[3], row[4]
+        return None if token is None else (task_id, token)
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete: BEGIN + active_claim, waited for; end_claim, worker_after_claim,
-        complete_task, unblock_dependents and get_task (the task returned), waited for
-        together; the event and COMMIT sent together."""
-        q, w, cur = self.write, self.worker_id, self.cur
-        with self.conn.pipeline() as pipeline:
-            cur.execute(b"BEGIN")
-            self.send(q["active_claim"], task_id=task_id)
-            cur.fetchone()
-            self.send(q["end_claim"], token=token, status="completed")
-            self.send(q["worker_after_claim"], worker_id=w, completed=1, failed=0)
-            self.send(
-                q["complete_task"], self.done, task_id=task_id, result=None, allowed=["running"]
-            )
-            self.send(
-                q["unblock_dependents"], self.unblocked, task_ids=[task_id], allowed=["blocked"]
-            )
-            self.send(q["get_task"], task_id=task_id)
-            self.done.fetchone(), self.unblocked.fetchall(), cur.fetchone()
-            self.send(q["insert_event"], **_event("task.completed", task_id, w, token))
-            cur.execute(b"COMMIT")
-            pipeline.sync()
-
-
-def _event(name: str, task_id: str, worker_id: str, token: int) -> dict[str, Any]:
-    return event_params(name, task_id, worker_id=worker_id, token=token, encode=Jsonb)
+        """complete: the call of corral_complete, which returns the task."""
+        self.call(
+            "complete_on_server",
+            task_id=task_id,
+            token=token,
+            result=None,
+            allowed=sorted(ALLOWED_FROM["complete"]),
+            unblock=sorted(ALLOWED_FROM["unblock"]),
+            actor=f"token:{token}",
+        )
 
 
 def drain_raw(start: Any, url: str, worker_id: str) -> tuple[float, float, int]:

@@ -81,6 +81,35 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(pg_url):
     assert list(range(1, LATEST + 1)) == _versions(pg_url)
 
 
+def test_version_8_counts_the_claims_workers_already_hold(pg_url):
+    """Migration 8 starts each worker's active count at the claims it holds; the count then
+    follows its claims and still bounds its capacity."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for _, path in migration_files("postgresql")[:7]:
+            conn.execute(Path(path).read_bytes())
+        conn.execute(
+            "CREATE TABLE corral_migrations (version integer PRIMARY KEY,"
+            " applied_at timestamptz NOT NULL DEFAULT now());"
+            " INSERT INTO corral_migrations (version) SELECT generate_series(1, 7);"
+            " INSERT INTO workers (id, name, hostname, status, registered_at, last_heartbeat_at)"
+            " VALUES ('w-old', 'old', 'h', 'busy', now(), now());"
+            " INSERT INTO tasks (id, title, queue, kind, status, attempts, max_attempts,"
+            " retry_base_s, run_after, created_at, updated_at) VALUES ('t-held', 'held',"
+            " 'default', 'default', 'running', 1, 3, 10, now(), now(), now()),"
+            " ('t-next', 'next', 'default', 'default', 'ready', 0, 3, 10, now(), now(), now());"
+            " INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at,"
+            " lease_expires_at) VALUES ('t-held', 'w-old', 'active', 60, now(), now() + '1h')"
+        )
+    with open_store(pg_url) as store:
+        assert 1 == store.get_worker("w-old").active
+        with pytest.raises(corral.WorkerUnavailable, match="at capacity \\(1 of 1 claims\\)"):
+            corral.claim_next(store, "w-old")
+        corral.complete(store, "t-held")
+        assert (0, "idle") == (store.get_worker("w-old").active, store.get_worker("w-old").status)
+        assert "t-next" == corral.claim_next(store, "w-old").task_id  # type: ignore[union-attr]
+        assert 1 == store.get_worker("w-old").active
+
+
 def test_a_database_newer_than_this_corral_is_refused(pg_url):
     """A schema version above the newest migration is refused before anything is written."""
     open_store(pg_url).close()

@@ -35,9 +35,17 @@ LITERAL_GUARDS = {
     "claim_next_tasks": "status = 'ready'",
 }
 
-# Queries only PostgreSQL has, each run on a session of its own (store/pg_sessions.py);
-# SQLite's driver has nothing to listen to and one orchestrator, so it needs neither.
-POSTGRESQL_ONLY = {"listen_ready", "try_leader_lock", "release_leader_lock"}
+# Queries only PostgreSQL has: three run on a session of its own (store/pg_sessions.py),
+# and SQLite's driver has nothing to listen to and one orchestrator, so it needs neither;
+# two call the claim cycle's server-side functions (store/server_cycle.py), whose steps
+# SQLite runs as the queries both dialects share.
+POSTGRESQL_ONLY = {
+    "listen_ready",
+    "try_leader_lock",
+    "release_leader_lock",
+    "claim_next_on_server",
+    "complete_on_server",
+}
 
 
 def _objects(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
@@ -60,18 +68,26 @@ def _apply(paths: list[str]) -> sqlite3.Connection:
     return conn
 
 
+def _runs_a_query(call: ast.Call) -> bool:
+    """`tx.one`, `tx.all`, `tx.run`, `tx.send`, or `driver.call` (a statement on its own)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = func.value
+    if func.attr in TX_METHODS:
+        return isinstance(receiver, ast.Name) and receiver.id == "tx"
+    return func.attr == "call" and (
+        (isinstance(receiver, ast.Name) and receiver.id == "driver")
+        or (isinstance(receiver, ast.Attribute) and receiver.attr == "_driver")
+    )
+
+
 def _store_calls() -> list[ast.Call]:
-    """Every `tx.one`, `tx.all`, `tx.run` and `tx.send` call in the store's Python code."""
+    """Every call that runs a named query in the store's Python code (`_runs_a_query`)."""
     calls = []
     for path in sorted(STORE_SRC.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in TX_METHODS
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "tx"
-            ):
+            if isinstance(node, ast.Call) and _runs_a_query(node):
                 calls.append(node)
     return calls
 

@@ -2,7 +2,8 @@
 
 The claim queries filter by the worker's declared kinds and queues and by the task's
 assignee inside the UPDATE itself, so a worker never claims a task it cannot run and
-then gives it back.
+then gives it back. On PostgreSQL, `claim_next` and `complete` run the same steps as one
+call of a server-side function each (server_cycle.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.durations import iso
-from corral.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
-from corral.store import journal, rows
+from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
+from corral.store import journal, rows, server_cycle
 from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
+from corral.store.claim_refusals import at_capacity, cannot_claim, claim_refusal
 from corral.store.lookups import held_claim, not_held, read_task, task_back, task_in
 from corral.store.queue_ops import held_reason
 
@@ -39,8 +41,8 @@ class ClaimOps:
             if worker.active >= worker.max_concurrent:
                 task = task_in(tx, self._driver, task_id)
                 if task.status is not TaskStatus.READY:
-                    raise _claim_refusal(task, worker)
-                raise _at_capacity(worker)
+                    raise claim_refusal(task, worker)
+                raise at_capacity(worker.id, worker.active, worker.max_concurrent)
             row = tx.one(
                 "claim_task",
                 task_id=task_id,
@@ -49,7 +51,7 @@ class ClaimOps:
             )
             if row is None:
                 task = task_in(tx, self._driver, task_id)
-                raise _claim_refusal(task, worker, held_reason(tx, task.queue))
+                raise claim_refusal(task, worker, held_reason(tx, task.queue))
             claim_row = self._open_claim(tx, row, worker, lease_s, actor)
         return rows.claim(self._driver, claim_row)
 
@@ -63,16 +65,34 @@ class ClaimOps:
         actor: str,
     ) -> Claim | None:
         """Claim the first ready task `worker_id` may run, or None if there is none."""
-        with self._driver.write() as tx:
-            worker = claiming_worker(tx, self._driver, worker_id)
-            params = capability_filters(worker, kinds, queues)
-            if matches_nothing(params):
-                return None
-            row = tx.one("claim_next_tasks", limit=1, **params)
-            if row is None:
-                return None
-            claim_row = self._open_claim(tx, row, worker, lease_s, actor)
-        return rows.claim(self._driver, claim_row)
+        if self._driver.cycle_on_server:
+            claim_row = server_cycle.claim_next(
+                self._driver, worker_id, kinds=kinds, queues=queues, lease_s=lease_s, actor=actor
+            )
+        else:
+            with self._driver.write() as tx:
+                claim_row = self._claim_next_here(
+                    tx, worker_id, kinds=kinds, queues=queues, lease_s=lease_s, actor=actor
+                )
+        return None if claim_row is None else rows.claim(self._driver, claim_row)
+
+    def _claim_next_here(
+        self,
+        tx: Tx,
+        worker_id: str,
+        *,
+        kinds: tuple[str, ...],
+        queues: tuple[str, ...],
+        lease_s: float,
+        actor: str,
+    ) -> Row | None:
+        """`claim_next` statement by statement: the claim's row, or None."""
+        worker = claiming_worker(tx, self._driver, worker_id)
+        params = capability_filters(worker, kinds, queues)
+        if matches_nothing(params):
+            return None
+        row = tx.one("claim_next_tasks", limit=1, **params)
+        return None if row is None else self._open_claim(tx, row, worker, lease_s, actor)
 
     def _open_claim(self, tx: Tx, row: Row, worker: Worker, lease_s: float, actor: str) -> Row:
         """Insert the claim on task `row` and record it; the claim's row, which the caller
@@ -212,6 +232,13 @@ class ClaimOps:
 
     def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
         """Mark the task done (or in_review when it requires review); unblock dependents."""
+        if self._driver.cycle_on_server:
+            done = server_cycle.complete(
+                self._driver, task_id, token=token, result=result, actor=actor
+            )
+            if done is not None:
+                return rows.task(self._driver, done)
+            # Refused, nothing changed: the steps below decide again and say why.
         with self._driver.write() as tx:
             held, holder = end_held_claim(
                 tx, self._driver, task_id, action="complete", token=token, completed=1
@@ -275,33 +302,11 @@ def claiming_worker(tx: Tx, driver: Driver, worker_id: str, check_capacity: bool
     if row is None:
         raise errors.NotFound("worker", worker_id)
     worker = rows.worker(driver, row)
-    if worker.status not in CLAIMING:
-        raise errors.WorkerUnavailable(f"worker {worker_id} is {worker.status}: it takes no claims")
-    if check_capacity and worker.active >= worker.max_concurrent:
-        raise _at_capacity(worker)
+    limit = worker.max_concurrent if check_capacity else None
+    refusal = cannot_claim(worker.id, worker.status, worker.active, limit)
+    if refusal is not None:
+        raise refusal
     return worker
-
-
-def _at_capacity(worker: Worker) -> errors.WorkerUnavailable:
-    return errors.WorkerUnavailable(
-        f"worker {worker.id} is at capacity ({worker.active} of {worker.max_concurrent} claims)"
-    )
-
-
-def _claim_refusal(task: Task, worker: Worker, held: str | None = None) -> errors.CorralError:
-    """Why task `task` could not be claimed by `worker`, as the error to raise."""
-    if task.status is not TaskStatus.READY:
-        held = f" (held by worker {task.worker_id})" if task.worker_id else ""
-        return errors.Refused(f"cannot claim task {task.id}: it is {task.status}{held}")
-    if task.assignee not in (None, worker.id, worker.name):
-        return errors.Refused(f"task {task.id} is assigned to {task.assignee}")
-    if worker.kinds and task.kind not in worker.kinds:
-        return errors.Refused(f"worker {worker.id} does not run kind {task.kind!r}")
-    if worker.queues and task.queue not in worker.queues:
-        return errors.Refused(f"worker {worker.id} does not serve queue {task.queue!r}")
-    if held is not None:
-        return errors.LimitReached(f"cannot claim task {task.id}: queue {task.queue!r} is {held}")
-    return errors.Refused(f"task {task.id} is delayed until {iso(task.run_after)}")
 
 
 def end_claim(

@@ -33,9 +33,11 @@ Transactions and locking:
 Round trips: every transaction runs in psycopg's pipeline mode. BEGIN travels with the
 first statement; `tx.send` queues a statement without waiting for it; `tx.one`, `tx.all`,
 `tx.run` and reading a `Sent` wait for everything queued so far, in one round trip; COMMIT
-travels with whatever is still queued. A claim takes 4 round trips (7 when each statement
-waited), a completion 3 with the task it returns read inside it (11 with that read in a
-snapshot of its own after COMMIT). A queued
+travels with whatever is still queued. A claim by id takes 4 round trips (7 when each
+statement waited). The claim cycle (`claim_next`, `complete`) is one call of a server
+function each (server_cycle.py), run by `call()` as a transaction of its own: autocommit,
+one round trip, no pipeline, whose bookkeeping costs the client more than it saves for a
+single statement (bench/pg_claim_cycle.py). A queued
 statement that fails aborts the transaction: the statements after it and the COMMIT are
 skipped by the server, the error is raised at the next wait, and the transaction rolls
 back as any other failure does.
@@ -244,6 +246,8 @@ class PostgresDriver:
     # Row locks only, and the read travels with the writes: what an operation returns is
     # read inside its write transaction.
     returns_from_write = True
+    # claim_next and complete are one call each of a function of the schema (server_cycle.py).
+    cycle_on_server = True
 
     def __init__(self, url: str, clock: Clock | None, *, migrate: bool = True) -> None:
         self.url = url
@@ -295,7 +299,9 @@ class PostgresDriver:
         return pool
 
     @contextmanager
-    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
+    def _session(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one transaction; rolled back and given back on any error,
+        a driver error leaving as StoreError."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -307,18 +313,7 @@ class PostgresDriver:
                 "(is the server running?)"
             ) from None
         try:
-            with conn.pipeline() as pipeline:
-                now = None if self._clock is None else self._clock.now()
-                tx = _Tx(conn, pipeline, queries, now)
-                tx._cursor.execute(begin)
-                try:
-                    yield tx
-                    tx._cursor.execute(b"COMMIT")
-                    pipeline.sync()
-                except BaseException:
-                    with contextlib.suppress(psycopg.Error):  # what was sent, collected
-                        pipeline.sync()
-                    raise
+            yield conn
         except psycopg.Error as exc:
             self._abort(conn)
             raise StoreError(describe(self._shown, exc)) from None
@@ -326,6 +321,23 @@ class PostgresDriver:
             self._abort(conn)
             raise
         self._pool.putconn(conn)
+
+    @contextmanager
+    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
+        import psycopg
+
+        with self._session() as conn, conn.pipeline() as pipeline:
+            now = None if self._clock is None else self._clock.now()
+            tx = _Tx(conn, pipeline, queries, now)
+            tx._cursor.execute(begin)
+            try:
+                yield tx
+                tx._cursor.execute(b"COMMIT")
+                pipeline.sync()
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):  # what was sent, collected
+                    pipeline.sync()
+                raise
 
     def _checkout(self) -> psycopg.Connection[Any]:
         """A pooled connection the server has not hung up on (a restart); others discarded.
@@ -358,6 +370,19 @@ class PostgresDriver:
     def write(self) -> Any:
         """A READ COMMITTED transaction whose deciding reads lock (see the module doc)."""
         return self._transaction(b"BEGIN", self._write_sql)
+
+    def call(self, query: str, /, **params: Any) -> Any:
+        """Run statement `query` as a transaction of its own (autocommit: one round trip,
+        no BEGIN or COMMIT, and no pipeline, whose bookkeeping costs the client more than
+        the round trips it saves); its first row, or None."""
+        encoded = {k: _encode(v) for k, v in params.items()}
+        if self._clock is not None:
+            encoded["now"] = self._clock.now()
+        with self._session() as conn:
+            cursor = conn.cursor(row_factory=_row_factory)
+            cursor.execute(self._write_sql[query], encoded)
+            returns_rows = cursor.pgresult is not None and cursor.pgresult.nfields > 0
+            return cursor.fetchone() if returns_rows else None
 
     # -- clock and decoding --------------------------------------------------------
 

@@ -243,10 +243,7 @@ WITH limited AS (
     WHERE max_running IS NOT NULL OR rate IS NOT NULL
     ORDER BY queue
     FOR UPDATE)
-SELECT w.*,
-       (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active')::integer
-           AS active
-FROM workers w WHERE w.id = :worker_id AND (SELECT count(*) FROM limited) >= 0
+SELECT w.* FROM workers w WHERE w.id = :worker_id AND (SELECT count(*) FROM limited) >= 0
 FOR UPDATE OF w;
 
 -- name: list_workers
@@ -261,9 +258,7 @@ SET last_heartbeat_at = :now,
     cpu_percent = coalesce(:cpu_percent::float8, cpu_percent),
     rss_bytes = coalesce(:rss_bytes::bigint, rss_bytes),
     status = CASE WHEN status = 'draining' THEN 'draining'
-                  WHEN EXISTS (SELECT 1 FROM claims c
-                               WHERE c.worker_id = workers.id AND c.status = 'active')
-                  THEN 'busy' ELSE 'idle' END
+                  WHEN active > 0 THEN 'busy' ELSE 'idle' END
 WHERE id = :worker_id AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 -- name: extend_worker_leases
@@ -275,9 +270,7 @@ WHERE worker_id = :worker_id AND status = 'active';
 -- name: worker_after_claim
 UPDATE workers
 SET status = CASE WHEN status NOT IN ('starting', 'idle', 'busy') THEN status
-                  WHEN EXISTS (SELECT 1 FROM claims c
-                               WHERE c.worker_id = workers.id AND c.status = 'active')
-                  THEN 'busy' ELSE 'idle' END,
+                  WHEN active > 0 THEN 'busy' ELSE 'idle' END,
     completed_total = completed_total + :completed,
     failed_total = failed_total + :failed
 WHERE id = :worker_id;
@@ -322,8 +315,7 @@ WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task)
 -- name: fix_worker_status
 UPDATE workers SET status = :to_status::text
 WHERE id = :worker_id AND status = :seen::text
-  AND EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = workers.id AND c.status = 'active')
-      = (:to_status::text = 'busy');
+  AND (active > 0) = (:to_status::text = 'busy');
 
 -- name: insert_event
 INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
@@ -706,3 +698,14 @@ SELECT :now, e->>'name', e->>'task_id', e->>'worker_id', (e->>'token')::bigint,
        nullif(e->'data', 'null'::jsonb)
 FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)
 ORDER BY n;
+
+-- The claim cycle as server-side functions (store/server_cycle.py; schema.sql defines
+-- them). PostgreSQL only: SQLite runs the same steps as the queries above.
+
+-- name: claim_next_on_server
+SELECT * FROM corral_claim_next(:worker_id, :kinds::text[], :queues::text[], :claiming::text[],
+                                :lease_s::float8, :actor, :now);
+
+-- name: complete_on_server
+SELECT * FROM corral_complete(:task_id, :token::bigint, :result::jsonb, :allowed::text[],
+                              :unblock::text[], :actor, :now);

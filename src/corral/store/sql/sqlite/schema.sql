@@ -1,4 +1,4 @@
--- The current schema of a corral SQLite database, version 7.
+-- The current schema of a corral SQLite database, version 8.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
