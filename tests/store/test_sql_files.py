@@ -22,6 +22,7 @@ from corral import open_store
 from corral.runs import RunOutcome
 from corral.states import ALLOWED_FROM, TaskStatus
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
+from corral.store.sqlite import PAGE_SIZE
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
 TX_METHODS = {"one", "all", "run", "send"}
@@ -299,6 +300,20 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(tmp_path):
         assert (migration_files("sqlite")[-1][0],) * 2 == store.schema_version()
         assert "from version 1" == store.get_task("t-fromv1").title
         assert [] == store.list_runs()
+
+
+def test_a_new_sqlite_database_gets_the_drivers_page_size(tmp_path):
+    """A database the store creates has PAGE_SIZE pages, in WAL mode."""
+    path = str(tmp_path / "new.db")
+    open_store(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        assert (PAGE_SIZE, "wal") == (
+            conn.execute("PRAGMA page_size").fetchone()[0],
+            conn.execute("PRAGMA journal_mode").fetchone()[0],
+        )
+    finally:
+        conn.close()
 
 
 def test_postgresql_claims_next_with_skip_locked():
