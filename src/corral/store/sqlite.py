@@ -46,7 +46,7 @@ CHECKPOINT_EVERY = 100
 # Page size of a new database (an existing one keeps its own: SQLite cannot change it in
 # WAL mode). A claim or a completion rewrites about 10 small rows' pages, and every COMMIT
 # writes each of them whole to the WAL; a connection whose cache another process's write
-# dropped reads them whole again. 1 KB pages made the claim cycle 6-14% faster than 4 KB,
+# dropped reads them whole again. 1 KB pages made the claim cycle 3-16% faster than 4 KB,
 # with 1 or 4 processes (docs/benchmarks.md, section 1).
 PAGE_SIZE = 1024
 _json_cache: dict[frozenset[str], str] = {}
