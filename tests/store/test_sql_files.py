@@ -24,7 +24,7 @@ from corral.states import ALLOWED_FROM, TaskStatus
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
-TX_METHODS = {"one", "all", "run", "send"}
+TX_METHODS = {"one", "all", "run", "send", "send_rows"}
 DIALECTS = sorted(os.listdir(SQL_DIR))
 
 # Task queries that change a task's status without taking :allowed, each with its reason.
@@ -69,7 +69,8 @@ def _apply(paths: list[str]) -> sqlite3.Connection:
 
 
 def _runs_a_query(call: ast.Call) -> bool:
-    """`tx.one`, `tx.all`, `tx.run`, `tx.send`, or `driver.call` (a statement on its own)."""
+    """`tx.one`, `tx.all`, `tx.run`, `tx.send`, `tx.send_rows`, or `driver.call` (a
+    statement on its own)."""
     func = call.func
     if not isinstance(func, ast.Attribute):
         return False

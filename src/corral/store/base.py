@@ -14,6 +14,12 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   read, at the latest at COMMIT. A statement that fails still fails the transaction, which
   rolls back and raises. A compare-and-set that can fail is read from its `Sent` before
   the transaction ends, so a failed one still rolls back and raises its precise error.
+- `tx.send_rows` runs one statement for each of many rows (a batch's events or runs),
+  without waiting, as `send`, each dialect the way it is cheapest: PostgreSQL sends the
+  rows as one JSON array, the parameter `rows`, in one statement, since every statement
+  costs the server; SQLite prepares the statement once and runs it per row
+  (`executemany`), since pulling each column out of JSON text cost it more than the
+  insert itself (bench/runner_throughput.py).
 - `returns_from_write` says where an operation reads the record it returns (the task a
   `complete` returns): inside its write transaction (sent with the writes, so it costs no
   round trip of its own) or after COMMIT in a snapshot of its own (where the write lock is
@@ -73,6 +79,20 @@ class Tx(Protocol):
     def send(self, query: str, /, **params: Any) -> Sent:
         """Run `query` without waiting for its outcome (see the contract above); read the
         result, if at all, before the transaction ends."""
+        ...
+
+    def send_rows(
+        self,
+        query: str,
+        rows: list[dict[str, Any]],
+        /,
+        json_columns: tuple[str, ...] = (),
+        **params: Any,
+    ) -> None:
+        """Run statement `query` for each of `rows` (its parameters by name, beside `params`,
+        which all rows share), in order, without waiting for the outcome (see the contract
+        above). The values of `json_columns` are stored as JSON. The rows are the caller's
+        to give: a driver may change them."""
         ...
 
 

@@ -237,7 +237,7 @@ def _claim(
         _hold(driver, row, claims[row["id"]], worker_id, deps.get(row["id"], "[]")) for row in found
     )
     runs = [_open(h, open_run, events) for h in held]
-    tx.run("insert_runs", worker_id=worker_id, runs=Json(runs))
+    tx.send_rows("insert_runs", runs, json_columns=("command",), worker_id=worker_id)
     return held
 
 

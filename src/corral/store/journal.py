@@ -43,4 +43,4 @@ def record(tx: Tx, name: str, **fields: Any) -> None:
 def record_all(tx: Tx, entries: list[dict[str, Any]]) -> None:
     """Append many events (from `entry`) in one statement, in their order."""
     if entries:
-        tx.send("insert_events", events=Json(entries))
+        tx.send_rows("insert_events", entries, json_columns=("data",))

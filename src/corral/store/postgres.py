@@ -212,6 +212,18 @@ class _Tx:
         cursor = self._execute(query, params, self._conn.cursor(row_factory=_row_factory))
         return _Pending(cursor, self._pipeline)
 
+    def send_rows(
+        self,
+        query: str,
+        rows: list[dict[str, Any]],
+        /,
+        json_columns: tuple[str, ...] = (),
+        **params: Any,
+    ) -> None:
+        """Queue `query` once, with every row in the JSON array parameter `rows` (where the
+        JSON columns are JSON already)."""
+        self.send(query, rows=Json(rows), **params)
+
 
 class _Pending:
     """A statement in the pipeline, on a cursor of its own that its results arrive on."""

@@ -622,12 +622,13 @@ ORDER BY t.seq
 RETURNING token, task_id, lease_expires_at;
 
 -- name: insert_runs
+-- :rows holds one object per run of a batch's claims (Tx.send_rows).
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
                   base_commit, transcript_path, stderr_path)
 SELECT r->>'id', r->>'task_id', :worker_id, (r->>'token')::bigint, (r->>'attempt')::integer,
        :now, r->>'prompt', coalesce(r->'command', '[]'::jsonb), r->>'cwd', r->>'base_commit',
        r->>'transcript_path', r->>'stderr_path'
-FROM jsonb_array_elements(:runs::jsonb) AS r;
+FROM jsonb_array_elements(:rows::jsonb) AS r;
 
 -- name: set_run_start
 UPDATE runs
@@ -689,14 +690,14 @@ WHERE runs.id = j->>'id' AND runs.finished_at IS NULL
 RETURNING runs.id;
 
 -- name: insert_events
--- :events holds one object per event, with the columns of insert_event (data as JSON);
--- inserted in their order, so their ids are too.
+-- :rows holds one object per event (Tx.send_rows), with the columns of insert_event (data
+-- as JSON); inserted in their order, so their ids are too.
 INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
                     data)
 SELECT :now, e->>'name', e->>'task_id', e->>'worker_id', (e->>'token')::bigint,
        e->>'from_status', e->>'to_status', e->>'actor', e->>'reason',
        nullif(e->'data', 'null'::jsonb)
-FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)
+FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(e, n)
 ORDER BY n;
 
 -- The claim cycle as server-side functions (store/server_cycle.py; schema.sql defines

@@ -533,14 +533,11 @@ FROM tasks t WHERE t.id IN (SELECT value FROM json_each(:task_ids))
 RETURNING token, task_id, lease_expires_at;
 
 -- name: insert_runs
+-- One run of a batch's claims, run once per row (Tx.send_rows: executemany).
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
                   base_commit, transcript_path, stderr_path)
-SELECT json_extract(value, '$.id'), json_extract(value, '$.task_id'), :worker_id,
-       json_extract(value, '$.token'), json_extract(value, '$.attempt'), :now,
-       json_extract(value, '$.prompt'), json_extract(value, '$.command'),
-       json_extract(value, '$.cwd'), json_extract(value, '$.base_commit'),
-       json_extract(value, '$.transcript_path'), json_extract(value, '$.stderr_path')
-FROM json_each(:runs);
+VALUES (:id, :task_id, :worker_id, :token, :attempt, :now, :prompt, :command, :cwd,
+        :base_commit, :transcript_path, :stderr_path);
 
 -- name: set_run_start
 UPDATE runs
@@ -583,12 +580,8 @@ WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
 RETURNING runs.id;
 
 -- name: insert_events
--- :events holds one object per event, with the columns of insert_event (data as JSON).
+-- One event of many, run once per row (Tx.send_rows: executemany); insert_event's statement.
 INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
                     data)
-SELECT :now, json_extract(value, '$.name'), json_extract(value, '$.task_id'),
-       json_extract(value, '$.worker_id'), json_extract(value, '$.token'),
-       json_extract(value, '$.from_status'), json_extract(value, '$.to_status'),
-       json_extract(value, '$.actor'), json_extract(value, '$.reason'),
-       json_extract(value, '$.data')
-FROM json_each(:events);
+VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :actor, :reason,
+        :data);
