@@ -85,6 +85,22 @@ def test_ready_for_a_worker_lists_only_what_it_may_claim(cli) -> None:  # type: 
     assert [mine, named] == [t["id"] for t in listed]
 
 
+def test_worker_list_keeps_workers_in_any_of_the_statuses_asked(cli) -> None:  # type: ignore[no-untyped-def]
+    """`worker list --status S ...` takes several statuses, as `list --status` does."""
+    idle = cli("worker", "register", "--name", "idle-one").out.strip()
+    cli("worker", "heartbeat", idle)  # starting until its first heartbeat
+    gone = cli("worker", "register", "--name", "gone").out.strip()
+    draining = cli("worker", "register", "--name", "draining").out.strip()
+    cli("worker", "deregister", gone)
+    cli("worker", "drain", draining)
+    listed = json.loads(cli("worker", "list", "--status", "idle", "draining", "--json").out)
+    assert {idle, draining} == {w["id"] for w in listed}
+    again = json.loads(
+        cli("worker", "list", "--status", "offline", "--status", "idle", "--json").out
+    )
+    assert {idle, gone} == {w["id"] for w in again}
+
+
 def test_a_bash_loop_registering_through_a_subshell_records_its_own_pid(
     cli,  # type: ignore[no-untyped-def]
 ) -> None:

@@ -97,11 +97,12 @@ def cmd_drain(ctx: Context) -> int:
 
 
 def cmd_list(ctx: Context) -> int:
-    """List workers."""
-    status = ctx.args.status
-    if status is not None and status not in STATUSES:
-        raise InvalidInput("status", f"one of {', '.join(STATUSES)}", status)
-    workers = ctx.store.list_workers((WorkerStatus(status),) if status else ())
+    """List workers, optionally only those in any of the statuses asked for."""
+    statuses = ctx.args.status or ()
+    for status in statuses:
+        if status not in STATUSES:
+            raise InvalidInput("status", f"one of {', '.join(STATUSES)}", status)
+    workers = ctx.store.list_workers(tuple(WorkerStatus(s) for s in statuses))
     ctx.emit(
         [w.to_dict() for w in workers],
         render.worker_table(workers, ctx.store.now()) or "no workers",
@@ -296,7 +297,13 @@ COMMANDS = (
         "worker list",
         cmd_list,
         "list workers",
-        Arg("--status", help=f"one of: {', '.join(STATUSES)}"),
+        Arg(
+            "--status",
+            action="extend",
+            nargs="+",
+            metavar="S",
+            help=f"any of: {', '.join(STATUSES)}",
+        ),
     ),
     Command(
         "worker status",
