@@ -52,11 +52,11 @@ def test_an_idle_runner_picks_up_an_enqueued_task_long_before_its_backoff(pg_url
 
 
 def _listeners(url: str) -> list[int]:
-    """Backend pids of this database's sessions that LISTEN on corral_ready."""
+    """Backend pids of this database's sessions that LISTEN on a ready channel."""
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
             """SELECT pid FROM pg_stat_activity WHERE datname = current_database()
-               AND query LIKE 'LISTEN corral_ready%%' AND pid <> pg_backend_pid()"""
+               AND query LIKE '%%LISTEN%%corral_ready_%%' AND pid <> pg_backend_pid()"""
         ).fetchall()
     return [row[0] for row in rows]
 

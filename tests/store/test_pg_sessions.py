@@ -31,6 +31,24 @@ def test_an_enqueue_wakes_a_listener_at_commit(pg_url):
             stop()
 
 
+def test_a_listener_is_not_woken_by_another_schema_of_the_database(pg_schema):
+    """Two stores in two schemas of one database: an enqueue wakes only its own runners."""
+    (url_a, drop_a), (url_b, drop_b) = pg_schema(), pg_schema()
+    try:
+        with open_store(url_a) as a, open_store(url_b) as b:
+            wake, stop = _listening(a)
+            try:
+                corral.enqueue(b, NewTask(title="for b"))
+                assert not wake.wait(0.5), "woken by the other schema's task"
+                corral.enqueue(a, NewTask(title="for a"))
+                assert wake.wait(WAIT_S)
+            finally:
+                stop()
+    finally:
+        drop_a()
+        drop_b()
+
+
 def test_a_task_becoming_ready_again_notifies(pg_url):
     """A released task notifies: its status goes back to ready."""
     with open_store(pg_url) as store:

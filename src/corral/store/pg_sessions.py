@@ -1,8 +1,8 @@
 """PostgreSQL sessions of their own, outside the pool: the ready listener and the leader lock.
 
 Both live on one dedicated connection each, because what they hold belongs to a session:
-- `ReadyListener` LISTENs on channel corral_ready (tasks_notify_ready, migration 0006) from
-  a daemon thread and sets the runner's event at each notification. A dropped connection
+- `ReadyListener` LISTENs on its schema's ready channel (tasks_notify_ready, migration
+  0009) from a daemon thread and sets the runner's event at each notification. A dropped connection
   loses notifications until it is back; the runner's polling covers that gap, and the
   listener sets the event once it listens again, so what was missed is looked for.
 - `LeaderLock` takes the session advisory lock 'corral.leader' with pg_try_advisory_lock.

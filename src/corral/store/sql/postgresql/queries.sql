@@ -561,7 +561,8 @@ UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :hos
 -- lives and released by the server when it ends (a leader killed by SIGKILL included).
 
 -- name: listen_ready
-LISTEN corral_ready;
+-- The channel of this session's schema (tasks_notify_ready); LISTEN takes no parameter.
+DO $$ BEGIN EXECUTE 'LISTEN ' || quote_ident('corral_ready_' || md5(current_schema())); END $$;
 
 -- name: try_leader_lock
 SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()));

@@ -288,13 +288,15 @@ CREATE TABLE orchestrators (
 );
 
 -- A task that becomes ready (enqueued, retried, released, unblocked, sent back for
--- changes, recovered) notifies channel corral_ready with its queue, in its own
--- transaction: the notification is delivered at commit, or never if it rolls back.
+-- changes, recovered) notifies its schema's channel, corral_ready_ and the md5 of the
+-- schema's name (so that it always fits in a channel name), with its queue, in its own
+-- transaction: the notification is delivered at commit, or never if it rolls back. Stores
+-- that share a database in separate schemas wake only their own runners (listen_ready).
 CREATE FUNCTION tasks_notify_ready() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM 'ready' THEN
-        PERFORM pg_notify('corral_ready', NEW.queue);
+        PERFORM pg_notify('corral_ready_' || md5(TG_TABLE_SCHEMA), NEW.queue);
     END IF;
     RETURN NULL;
 END $$;

@@ -1,0 +1,3 @@
+-- Version 9: nothing changes in a SQLite store. PostgreSQL's version 9 gives each schema
+-- its own ready channel (LISTEN/NOTIFY, which SQLite has not: its runners poll). The number
+-- is taken here too, so that one version means one schema in both stores.
