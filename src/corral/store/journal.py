@@ -41,6 +41,7 @@ def record(tx: Tx, name: str, **fields: Any) -> None:
 
 
 def record_all(tx: Tx, entries: list[dict[str, Any]]) -> None:
-    """Append many events (from `entry`) in one statement, in their order."""
+    """Append many events (from `entry`) in their order, as one batch (`Tx.send_rows`); the
+    entries are handed over: a driver may fill them in."""
     if entries:
         tx.send_rows("insert_events", entries, json_columns=("data",))
