@@ -9,7 +9,7 @@ once, so the two cannot drift apart (tests/unit/test_fast_parse.py compares them
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +91,13 @@ class Arg:
     def positional(self) -> bool:
         """A positional argument rather than an option."""
         return not self.flags[0].startswith("-")
+
+
+def status_filter(statuses: Sequence[str]) -> Arg:
+    """`--status S ...`: keep what is in any of `statuses` (several at once, or repeated)."""
+    return Arg(
+        "--status", action="extend", nargs="+", metavar="S", help=f"any of: {', '.join(statuses)}"
+    )
 
 
 class Command:

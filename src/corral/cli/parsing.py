@@ -23,6 +23,14 @@ def whole(field: str, raw: str | None, minimum: int | None = None) -> int | None
     return value
 
 
+def each_of(field: str, raw: Sequence[str] | None, allowed: Sequence[str]) -> tuple[str, ...]:
+    """Every value of a repeatable option, each checked against `allowed`; () if none."""
+    for value in raw or ():
+        if value not in allowed:
+            raise InvalidInput(field, f"one of {', '.join(allowed)}", value)
+    return tuple(raw or ())
+
+
 def duration(field: str, raw: str | None) -> float | None:
     """Seconds from `90s`, `30m`, `2h`, `1d`, or None."""
     return None if raw is None else parse_duration_s(field, raw)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from corral.cli import parsing, render
-from corral.cli.commands import Arg, Command
+from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
-from corral.errors import InvalidInput
 from corral.states import TaskStatus
 from corral.tasks import NewTask, TaskFilter
 
@@ -59,11 +58,8 @@ def cmd_ready(ctx: Context) -> int:
 def cmd_list(ctx: Context) -> int:
     """List tasks, optionally by status and queue."""
     a = ctx.args
-    for status in a.status or ():
-        if status not in STATUSES:
-            raise InvalidInput("status", f"one of {', '.join(STATUSES)}", status)
     flt = TaskFilter(
-        statuses=tuple(TaskStatus(s) for s in a.status or ()),
+        statuses=tuple(TaskStatus(s) for s in parsing.each_of("status", a.status, STATUSES)),
         queue=a.queue,
         kinds=tuple(a.kind or ()),
         limit=parsing.whole("limit", a.limit, minimum=1) or 1000,
@@ -172,13 +168,7 @@ COMMANDS = (
         "list",
         cmd_list,
         "list tasks",
-        Arg(
-            "--status",
-            action="extend",
-            nargs="+",
-            metavar="S",
-            help=f"any of: {', '.join(STATUSES)}",
-        ),
+        status_filter(STATUSES),
         Arg("--queue"),
         Arg("--kind", action="append"),
         Arg("--limit"),

@@ -8,10 +8,9 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from corral.cli import parsing, render
-from corral.cli.commands import Arg, Command
+from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import format_duration
-from corral.errors import InvalidInput
 from corral.states import WorkerStatus
 from corral.workers import NewWorker
 
@@ -98,10 +97,7 @@ def cmd_drain(ctx: Context) -> int:
 
 def cmd_list(ctx: Context) -> int:
     """List workers, optionally only those in any of the statuses asked for."""
-    statuses = ctx.args.status or ()
-    for status in statuses:
-        if status not in STATUSES:
-            raise InvalidInput("status", f"one of {', '.join(STATUSES)}", status)
+    statuses = parsing.each_of("status", ctx.args.status, STATUSES)
     workers = ctx.store.list_workers(tuple(WorkerStatus(s) for s in statuses))
     ctx.emit(
         [w.to_dict() for w in workers],
@@ -297,13 +293,7 @@ COMMANDS = (
         "worker list",
         cmd_list,
         "list workers",
-        Arg(
-            "--status",
-            action="extend",
-            nargs="+",
-            metavar="S",
-            help=f"any of: {', '.join(STATUSES)}",
-        ),
+        status_filter(STATUSES),
     ),
     Command(
         "worker status",
