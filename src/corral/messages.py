@@ -1,66 +1,38 @@
-"""Messages: each worker (by name) and the orchestrator has an inbox.
+"""Use cases of the message channel: send (with the effect of `drain` and `cancel`), ack.
 
-Messages are appended and never rewritten (the database refuses an UPDATE or DELETE);
-an inbox is read in id order, which is the order they were sent. Acknowledging one adds
-a row of its own. Two types act as well as inform: `drain` asks the worker to finish
-what it holds and take nothing new, `cancel` (body `{"task_id": ...}`) cancels a task;
-both take effect when sent (corral.inbox), so a worker that never reads its inbox obeys.
+`drain` to a worker marks it draining before the message is appended; `cancel` with
+`{"task_id": ...}` cancels that task first (its holder finds its token stale at its next
+report and its runner stops the command). Either effect is its own compare-and-set; if
+it is refused, nothing is appended.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from corral.durations import iso
 from corral.errors import InvalidInput
-from corral.tasks import check_name
-
-ORCHESTRATOR = "orchestrator"
-MAX_BODY_CHARS = 65_536
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewMessage:
-    """A message to send; validated on construction."""
-
-    sender: str
-    recipient: str
-    type: str
-    body: Any = None
-
-    def __post_init__(self) -> None:
-        check_name("to", self.recipient)
-        check_name("type", self.type)
-        check_name("from", self.sender)
-        if len(json.dumps(self.body)) > MAX_BODY_CHARS:
-            raise InvalidInput("body", f"JSON of at most {MAX_BODY_CHARS} characters")
+from corral.messages import ORCHESTRATOR, Message, NewMessage
+from corral.states import WORKER_ALLOWED_FROM
+from corral.store import Store
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Message:
-    """A message as stored; `acked_at` is set once it was acknowledged."""
+def send(store: Store, *, to: str, type: str, body: Any = None, sender: str) -> Message:
+    """Append a message to `to`'s inbox, applying `drain` and `cancel` first."""
+    spec = NewMessage(sender=sender, recipient=to, type=type, body=body)
+    if type == "drain" and to != ORCHESTRATOR:
+        for worker in store.list_workers():
+            if to in (worker.id, worker.name) and worker.status in WORKER_ALLOWED_FROM["drain"]:
+                store.drain_worker(worker.id, actor=sender)
+    elif type == "cancel":
+        task_id = body.get("task_id") if isinstance(body, dict) else None
+        if not isinstance(task_id, str):
+            raise InvalidInput("body", 'an object naming the task, {"task_id": "t-..."}', body)
+        store.cancel(task_id, reason=f"cancelled by a message from {sender}", actor=sender)
+    return store.send_message(spec)
 
-    id: int
-    at: datetime
-    sender: str
-    recipient: str
-    type: str
-    body: Any
-    acked_at: datetime | None
-    acked_by: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The stable JSON shape (docs/cli.md); one line of `corral msg export`."""
-        return {
-            "id": self.id,
-            "at": iso(self.at),
-            "from": self.sender,
-            "to": self.recipient,
-            "type": self.type,
-            "body": self.body,
-            "acked_at": iso(self.acked_at),
-            "acked_by": self.acked_by,
-        }
+def ack(store: Store, message_id: str, *, actor: str) -> Message:
+    """Acknowledge message `message_id` (a whole number)."""
+    if not message_id.isdigit():
+        raise InvalidInput("id", "a message id (a whole number)", message_id)
+    return store.ack_message(int(message_id), actor=actor)

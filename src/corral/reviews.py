@@ -1,61 +1,227 @@
-"""Reviews: what corral keeps about a task's branch while it is reviewed and merged.
+"""Use cases of the review flow: submit, approve, request changes, merge, list, show.
 
-The task's status says where the review stands (in_review, approved, done, or ready
-again); the review keeps the details: the base the branch came from, the notes, the
-commit that was approved (merge refuses any other), the files of a merge conflict.
+    running ──submit (or success of a task that requires review)──► in_review
+    in_review ──approve (pins the branch's head)──► approved ──merge──► done
+    in_review | approved ──request-changes──► ready (same branch; the note goes to the next run)
+    approved ──merge conflict──► ready (the conflicting files recorded)
+
+Git stays behind the `Branches` protocol (implemented in corral.runtime.merging), so these
+functions decide and the store applies; a factory is passed rather than a repository so a
+task without a branch never needs git at all. Every state change is the store's
+compare-and-set; merge additionally holds the repository's merge lock from its checks to
+its recording, so two merges never interleave.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
-from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
+from corral.errors import InvalidInput, Refused
+from corral.reviews import MergeStrategy, Review, is_stale, waiting_s
+from corral.states import TaskStatus
+from corral.store import Store
+from corral.tasks import Task
 
-class MergeStrategy(StrEnum):
-    """How `merge` brings an approved branch into its base."""
-
-    FF = "ff"  # fast-forward only: the branch must already contain the base
-    MERGE = "merge"  # a merge commit, always
-    SQUASH = "squash"  # one new commit with the branch's changes
+OPERATOR = "operator"
+PENDING = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Review:
-    """The review record of one task; every field but `task_id` may be unset."""
+class MergeAttempt:
+    """What a merge into the base did: the new base commit, or the files that conflict."""
 
-    task_id: str
-    base_ref: str | None = None
-    worktree_path: str | None = None
-    note: str | None = None
-    pr_url: str | None = None
-    approved_commit: str | None = None
-    approve_note: str | None = None
-    changes_note: str | None = None
-    conflict_files: tuple[str, ...] | None = None
     merged_commit: str | None = None
+    conflicts: tuple[str, ...] = ()
+
+
+class Branches(Protocol):
+    """What the review flow needs of git."""
+
+    def head_of(self, branch: str) -> str | None:
+        """The commit at the tip of `branch`, or None when it does not exist."""
+        ...
+
+    def diff_stat(self, base: str, branch: str) -> str:
+        """`git diff --stat BASE...BRANCH`."""
+        ...
+
+    def locked(self) -> AbstractContextManager[None]:
+        """The repository's merge lock."""
+        ...
+
+    def merge(
+        self, *, branch: str, base: str, strategy: MergeStrategy, message: str
+    ) -> MergeAttempt:
+        """Merge `branch` into `base`, or report the conflicts and change nothing."""
+        ...
+
+    def clean_up(self, *, branch: str, base: str, worktree_path: str | None) -> list[str]:
+        """Remove the branch's worktree and the branch; the backup refs written first."""
+        ...
+
+
+BranchesFactory = Callable[[], Branches]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeResult:
+    """A merge's end: the task (done, or ready again after a conflict) and the details."""
+
+    task: Task
+    merged_commit: str | None
+    conflicts: tuple[str, ...]
+    backups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingReview:
+    """A task waiting in review (or approved and waiting to be merged)."""
+
+    task: Task
+    review: Review
+    waiting_s: float
+    stale: bool
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
         return {
-            "base_ref": self.base_ref,
-            "worktree_path": self.worktree_path,
-            "note": self.note,
-            "pr_url": self.pr_url,
-            "approved_commit": self.approved_commit,
-            "approve_note": self.approve_note,
-            "changes_note": self.changes_note,
-            "conflict_files": None if self.conflict_files is None else list(self.conflict_files),
-            "merged_commit": self.merged_commit,
+            "id": self.task.id,
+            "title": self.task.title,
+            "status": str(self.task.status),
+            "branch": self.task.branch,
+            "waiting_s": round(self.waiting_s, 3),
+            "stale": self.stale,
+            **self.review.to_dict(),
         }
 
 
-def waiting_s(since: datetime, now: datetime) -> float:
-    """Seconds a review has waited."""
-    return max(0.0, (now - since).total_seconds())
+def submit(
+    store: Store,
+    task_id: str,
+    *,
+    token: int | None = None,
+    note: str | None = None,
+    pr_url: str | None = None,
+) -> Task:
+    """Hand a running task's branch in for review (the agent, or its runner, calls this)."""
+    if pr_url is not None and not pr_url.startswith(("https://", "http://")):
+        raise InvalidInput("pr_url", "an http(s) URL", pr_url)
+    actor = f"token:{token}" if token is not None else OPERATOR
+    return store.submit(task_id, token=token, note=note, pr_url=pr_url, actor=actor)
 
 
-def is_stale(since: datetime, now: datetime, stale_after_s: float) -> bool:
-    """Whether a review waiting since `since` has waited longer than `stale_after_s`."""
-    return waiting_s(since, now) > stale_after_s
+def approve(
+    store: Store, task_id: str, *, branches: BranchesFactory, note: str | None = None
+) -> Task:
+    """in_review -> approved at the branch's current head, which `merge` will insist on."""
+    task = store.get_task(task_id)
+    if task.status is not TaskStatus.IN_REVIEW:
+        raise Refused(f"cannot approve task {task_id}: it is {task.status}, not in_review")
+    commit = _head(branches(), task) if task.branch else None
+    return store.approve(task_id, commit=commit, note=note, actor=OPERATOR)
+
+
+def request_changes(store: Store, task_id: str, *, note: str) -> Task:
+    """Send a reviewed task back to ready on its branch, with `note` for its next run."""
+    if not note.strip():
+        raise InvalidInput("note", "a non-empty note saying what to change")
+    return store.request_changes(task_id, note=note, actor=OPERATOR)
+
+
+def merge(
+    store: Store, task_id: str, *, branches: BranchesFactory, strategy: MergeStrategy
+) -> MergeResult:
+    """Merge an approved task's branch into its base and mark it done.
+
+    Refused, changing nothing, when the task is not approved, its branch is gone or moved
+    after approval, or the base checkout is dirty. A conflict sends the task back to ready
+    with the files recorded. A task without a branch has nothing to merge: it is done.
+    """
+    task = store.get_task(task_id)
+    if task.status is not TaskStatus.APPROVED:
+        raise Refused(f"cannot merge task {task_id}: it is {task.status}, not approved")
+    review = store.get_review(task_id)
+    if not task.branch:
+        done = store.finish_merge(
+            task_id, approved_commit=review.approved_commit, merged_commit=None, actor=OPERATOR
+        )
+        return MergeResult(task=done, merged_commit=None, conflicts=())
+    repo = branches()
+    base = review.base_ref
+    if not base:
+        raise Refused(f"task {task_id} has no base recorded for branch {task.branch}")
+    with repo.locked():
+        _check_pinned(repo, task, review)
+        message = f"Merge {task.branch}: {task.title} ({task.id})"
+        attempt = repo.merge(branch=task.branch, base=base, strategy=strategy, message=message)
+        if attempt.conflicts:
+            reopened = store.merge_conflict(
+                task_id,
+                approved_commit=review.approved_commit,
+                files=attempt.conflicts,
+                actor=OPERATOR,
+            )
+            return MergeResult(task=reopened, merged_commit=None, conflicts=attempt.conflicts)
+        done = store.finish_merge(
+            task_id,
+            approved_commit=review.approved_commit,
+            merged_commit=attempt.merged_commit,
+            actor=OPERATOR,
+        )
+        backups = repo.clean_up(branch=task.branch, base=base, worktree_path=review.worktree_path)
+    return MergeResult(
+        task=done, merged_commit=attempt.merged_commit, conflicts=(), backups=tuple(backups)
+    )
+
+
+def _head(repo: Branches, task: Task) -> str:
+    assert task.branch is not None
+    head = repo.head_of(task.branch)
+    if head is None:
+        raise Refused(
+            f"branch {task.branch} of task {task.id} no longer exists (deleted outside corral)"
+        )
+    return head
+
+
+def _check_pinned(repo: Branches, task: Task, review: Review) -> None:
+    head = _head(repo, task)
+    if head != review.approved_commit:
+        raise Refused(
+            f"branch {task.branch} moved after approval (approved {_short(review.approved_commit)},"
+            f" now {_short(head)}): approve task {task.id} again"
+        )
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "nothing")[:12]
+
+
+def pending(store: Store, *, stale_after_s: float) -> list[PendingReview]:
+    """Tasks in review or approved, oldest first, each flagged stale past `stale_after_s`."""
+    from corral.tasks import TaskFilter
+
+    tasks = store.list_tasks(TaskFilter(statuses=PENDING))
+    reviews = store.reviews_of([t.id for t in tasks])
+    now = store.now()
+    return [
+        PendingReview(
+            task=t,
+            review=reviews.get(t.id, Review(task_id=t.id)),
+            waiting_s=waiting_s(t.updated_at, now),
+            stale=is_stale(t.updated_at, now, stale_after_s),
+        )
+        for t in tasks
+    ]
+
+
+def diff_stat(task: Task, review: Review, branches: BranchesFactory) -> str | None:
+    """The branch's diff stat against its base, or None when it has no branch or base."""
+    if not task.branch or not review.base_ref:
+        return None
+    repo = branches()
+    _head(repo, task)
+    return repo.diff_stat(review.base_ref, task.branch)

@@ -1,107 +1,75 @@
-"""Worker records (`NewWorker`, `Worker`) and the liveness rule.
+"""Use cases of the worker registry: register, heartbeat, drain, deregister.
 
-A heartbeat counts as missed half an interval after it was due, so a worker that beats on
-time but a little late is never stale; idle and busy follow the worker's active claims.
-The worker state machine is in corral.states.
+The store answers with the worker; these functions add what policy says: the heartbeat
+interval the worker should keep, and whether it should drain.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from corral.durations import iso
-from corral.errors import InvalidInput
+from corral.settings import Settings
 from corral.states import WorkerStatus
+from corral.store import Store
 
-if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
-    from corral.policies import LivenessPolicy
+if TYPE_CHECKING:
+    from corral.workers import NewWorker, Worker
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewWorker:
-    """What `register` needs; validated on construction."""
-
-    name: str
-    hostname: str = field(default_factory=lambda: os.uname().nodename)
-    pid: int | None = field(default_factory=os.getpid)
-    version: str = ""
-    queues: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()
-    max_concurrent: int = 1
-    labels: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.name.strip() or len(self.name) > 100 or not self.name.isprintable():
-            raise InvalidInput("name", "a name of 1 to 100 printable characters", self.name)
-        if isinstance(self.max_concurrent, bool) or self.max_concurrent < 1:
-            raise InvalidInput(
-                "max_concurrent", "a whole number of at least 1", self.max_concurrent
-            )
+DEFAULTS = Settings()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Worker:
-    """A worker as the store last saw it; `active` counts its active claims."""
+class Beat:
+    """What a worker learns from registering or heartbeating."""
 
-    id: str
-    name: str
-    hostname: str
-    pid: int | None
-    version: str
-    queues: tuple[str, ...]
-    kinds: tuple[str, ...]
-    max_concurrent: int
-    labels: dict[str, str]
-    status: WorkerStatus
-    registered_at: datetime
-    last_heartbeat_at: datetime
-    active: int
-    completed_total: int
-    failed_total: int
-    offline_reason: str | None
-    cpu_percent: float | None
-    rss_bytes: int | None
+    worker: Worker
+    heartbeat_interval_s: float
+    drain: bool
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
         return {
-            "id": self.id,
-            "name": self.name,
-            "status": str(self.status),
-            "hostname": self.hostname,
-            "pid": self.pid,
-            "version": self.version,
-            "queues": list(self.queues),
-            "kinds": list(self.kinds),
-            "max_concurrent": self.max_concurrent,
-            "labels": self.labels,
-            "active": self.active,
-            "completed_total": self.completed_total,
-            "failed_total": self.failed_total,
-            "registered_at": iso(self.registered_at),
-            "last_heartbeat_at": iso(self.last_heartbeat_at),
-            "offline_reason": self.offline_reason,
-            "cpu_percent": self.cpu_percent,
-            "rss_bytes": self.rss_bytes,
+            "id": self.worker.id,
+            "status": str(self.worker.status),
+            "heartbeat_interval_s": self.heartbeat_interval_s,
+            "drain": self.drain,
         }
 
 
-def missed_heartbeats(elapsed_s: float, policy: LivenessPolicy) -> int:
-    """Heartbeats missed after `elapsed_s` of silence (each one half an interval late)."""
-    return max(0, int(elapsed_s / policy.heartbeat_interval_s - 0.5))
+def _beat(worker: Worker, settings: Settings) -> Beat:
+    return Beat(
+        worker=worker,
+        heartbeat_interval_s=settings.heartbeat_interval_s,
+        drain=worker.status is WorkerStatus.DRAINING,
+    )
 
 
-def liveness(elapsed_s: float, policy: LivenessPolicy) -> WorkerStatus | None:
-    """`dead`, `stale`, or None (healthy) for a worker silent for `elapsed_s`."""
-    missed = missed_heartbeats(elapsed_s, policy)
-    if missed >= policy.dead_after_missed:
-        return WorkerStatus.DEAD
-    return WorkerStatus.STALE if missed >= 1 else None
+def register(store: Store, spec: NewWorker, *, settings: Settings = DEFAULTS) -> Beat:
+    """Add a worker to the registry; it is `starting` until its first heartbeat."""
+    return _beat(store.register_worker(spec, actor=spec.name), settings)
 
 
-def working_status(active_claims: int) -> WorkerStatus:
-    """idle or busy, from the number of active claims."""
-    return WorkerStatus.BUSY if active_claims else WorkerStatus.IDLE
+def heartbeat(
+    store: Store,
+    worker_id: str,
+    *,
+    cpu_percent: float | None = None,
+    rss_bytes: int | None = None,
+    settings: Settings = DEFAULTS,
+) -> Beat:
+    """Prove the worker lives: extends its leases; answers the interval and whether to drain."""
+    worker = store.heartbeat(
+        worker_id, cpu_percent=cpu_percent, rss_bytes=rss_bytes, actor=worker_id
+    )
+    return _beat(worker, settings)
+
+
+def drain(store: Store, worker_id: str) -> Worker:
+    """Ask a worker to take no new claims and finish what it holds."""
+    return store.drain_worker(worker_id, actor="operator")
+
+
+def deregister(store: Store, worker_id: str, *, reason: str = "deregistered") -> Worker:
+    """Take a worker offline; its unfinished tasks go back to the queue, attempts uncounted."""
+    return store.deregister_worker(worker_id, reason=reason, actor=worker_id)

@@ -1,0 +1,66 @@
+"""Messages: each worker (by name) and the orchestrator has an inbox.
+
+Messages are appended and never rewritten (the database refuses an UPDATE or DELETE);
+an inbox is read in id order, which is the order they were sent. Acknowledging one adds
+a row of its own. Two types act as well as inform: `drain` asks the worker to finish
+what it holds and take nothing new, `cancel` (body `{"task_id": ...}`) cancels a task;
+both take effect when sent (corral.inbox), so a worker that never reads its inbox obeys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from corral.durations import iso
+from corral.errors import InvalidInput
+from corral.tasks import check_name
+
+ORCHESTRATOR = "orchestrator"
+MAX_BODY_CHARS = 65_536
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMessage:
+    """A message to send; validated on construction."""
+
+    sender: str
+    recipient: str
+    type: str
+    body: Any = None
+
+    def __post_init__(self) -> None:
+        check_name("to", self.recipient)
+        check_name("type", self.type)
+        check_name("from", self.sender)
+        if len(json.dumps(self.body)) > MAX_BODY_CHARS:
+            raise InvalidInput("body", f"JSON of at most {MAX_BODY_CHARS} characters")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """A message as stored; `acked_at` is set once it was acknowledged."""
+
+    id: int
+    at: datetime
+    sender: str
+    recipient: str
+    type: str
+    body: Any
+    acked_at: datetime | None
+    acked_by: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md); one line of `corral msg export`."""
+        return {
+            "id": self.id,
+            "at": iso(self.at),
+            "from": self.sender,
+            "to": self.recipient,
+            "type": self.type,
+            "body": self.body,
+            "acked_at": iso(self.acked_at),
+            "acked_by": self.acked_by,
+        }

@@ -1,0 +1,107 @@
+"""Worker records (`NewWorker`, `Worker`) and the liveness rule.
+
+A heartbeat counts as missed half an interval after it was due, so a worker that beats on
+time but a little late is never stale; idle and busy follow the worker's active claims.
+The worker state machine is in corral.states.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from corral.durations import iso
+from corral.errors import InvalidInput
+from corral.states import WorkerStatus
+
+if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
+    from corral.policies import LivenessPolicy
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewWorker:
+    """What `register` needs; validated on construction."""
+
+    name: str
+    hostname: str = field(default_factory=lambda: os.uname().nodename)
+    pid: int | None = field(default_factory=os.getpid)
+    version: str = ""
+    queues: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    max_concurrent: int = 1
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name.strip() or len(self.name) > 100 or not self.name.isprintable():
+            raise InvalidInput("name", "a name of 1 to 100 printable characters", self.name)
+        if isinstance(self.max_concurrent, bool) or self.max_concurrent < 1:
+            raise InvalidInput(
+                "max_concurrent", "a whole number of at least 1", self.max_concurrent
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Worker:
+    """A worker as the store last saw it; `active` counts its active claims."""
+
+    id: str
+    name: str
+    hostname: str
+    pid: int | None
+    version: str
+    queues: tuple[str, ...]
+    kinds: tuple[str, ...]
+    max_concurrent: int
+    labels: dict[str, str]
+    status: WorkerStatus
+    registered_at: datetime
+    last_heartbeat_at: datetime
+    active: int
+    completed_total: int
+    failed_total: int
+    offline_reason: str | None
+    cpu_percent: float | None
+    rss_bytes: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "status": str(self.status),
+            "hostname": self.hostname,
+            "pid": self.pid,
+            "version": self.version,
+            "queues": list(self.queues),
+            "kinds": list(self.kinds),
+            "max_concurrent": self.max_concurrent,
+            "labels": self.labels,
+            "active": self.active,
+            "completed_total": self.completed_total,
+            "failed_total": self.failed_total,
+            "registered_at": iso(self.registered_at),
+            "last_heartbeat_at": iso(self.last_heartbeat_at),
+            "offline_reason": self.offline_reason,
+            "cpu_percent": self.cpu_percent,
+            "rss_bytes": self.rss_bytes,
+        }
+
+
+def missed_heartbeats(elapsed_s: float, policy: LivenessPolicy) -> int:
+    """Heartbeats missed after `elapsed_s` of silence (each one half an interval late)."""
+    return max(0, int(elapsed_s / policy.heartbeat_interval_s - 0.5))
+
+
+def liveness(elapsed_s: float, policy: LivenessPolicy) -> WorkerStatus | None:
+    """`dead`, `stale`, or None (healthy) for a worker silent for `elapsed_s`."""
+    missed = missed_heartbeats(elapsed_s, policy)
+    if missed >= policy.dead_after_missed:
+        return WorkerStatus.DEAD
+    return WorkerStatus.STALE if missed >= 1 else None
+
+
+def working_status(active_claims: int) -> WorkerStatus:
+    """idle or busy, from the number of active claims."""
+    return WorkerStatus.BUSY if active_claims else WorkerStatus.IDLE
