@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from corral import queue
+from corral import claims
 from corral.store import open_store
 from corral.store.queries import load_queries
 from measure import (
@@ -95,13 +95,13 @@ def _cycle(job: Job) -> tuple[Claim, Complete, Callable[[], None]]:
     store = open_store(job.path)
 
     def claim() -> tuple[str, int]:
-        found = queue.claim_next(store, job.worker_id)
+        found = claims.claim_next(store, job.worker_id)
         if found is None:
             raise RuntimeError("the queue ran dry: raise TASKS_PER_RUN")
         return found.task_id, found.token
 
     def complete(task_id: str, token: int) -> None:
-        queue.complete(store, task_id, token=token)
+        claims.complete(store, task_id, token=token)
 
     return claim, complete, store.close
 

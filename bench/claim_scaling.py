@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from corral import queue
+from corral import claims
 from corral.store import Store
 from corral.store.queries import load_queries
 from measure import (
@@ -71,10 +71,10 @@ def load(folder: str, size: int) -> Loaded:
 def claim_next(s: Loaded, rng: random.Random) -> float:
     """Time one claim_next, then release the task untimed."""
     t0 = time.perf_counter()
-    claim = queue.claim_next(s.store, s.worker)
+    claim = claims.claim_next(s.store, s.worker)
     elapsed = time.perf_counter() - t0
     assert claim is not None
-    queue.release(s.store, claim.task_id, worker_id=s.worker, token=claim.token)
+    claims.release(s.store, claim.task_id, worker_id=s.worker, token=claim.token)
     return elapsed
 
 
@@ -82,9 +82,9 @@ def claim_id(s: Loaded, rng: random.Random) -> float:
     """Time one claim of a random ready task by id, then release it untimed."""
     task_id = rng.choice(s.tasks)
     t0 = time.perf_counter()
-    claim = queue.claim(s.store, task_id, s.worker)
+    claim = claims.claim(s.store, task_id, s.worker)
     elapsed = time.perf_counter() - t0
-    queue.release(s.store, claim.task_id, worker_id=s.worker, token=claim.token)
+    claims.release(s.store, claim.task_id, worker_id=s.worker, token=claim.token)
     return elapsed
 
 

@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from corral import queue
+from corral import claims
 from corral.store import Store
 from measure import (
     VENV_BIN,
@@ -106,7 +106,7 @@ def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[fl
             times[name].append(timed(argv, setup.env, setup.folder)[0])
             if i < WARM_UP_ROUNDS:
                 times[name].pop()
-        queue.complete(store, setup.tasks[i])
+        claims.complete(store, setup.tasks[i])
     return times
 
 

@@ -1,6 +1,6 @@
 """Heartbeat cost: in-process latency, and the CPU of a worker heartbeating every second.
 
-- In-process: corral.registry.heartbeat, back to back, for a worker holding one active
+- In-process: corral.workers.heartbeat, back to back, for a worker holding one active
   claim (so each beat also extends a lease), on a store with 1,000 ready tasks.
 - CPU: a child process (this script with --child) opens the store, then heartbeats every
   second; it reports the user+sys CPU time (resource.getrusage) of its beating phase,
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from corral import queue, registry
+from corral import claims, workers
 from corral.store import open_store
 from measure import (
     Spread,
@@ -41,11 +41,11 @@ CPU_TARGET = 0.005  # of one core
 def in_process(path: str, worker: str, beats: int) -> Spread:
     """The spread of `beats` back-to-back heartbeats."""
     with open_store(path) as store:
-        queue.claim_next(store, worker)
+        claims.claim_next(store, worker)
         times = []
         for _ in range(beats):
             t0 = time.perf_counter()
-            registry.heartbeat(store, worker)
+            workers.heartbeat(store, worker)
             times.append(time.perf_counter() - t0)
     return Spread.of(times)
 
@@ -56,7 +56,7 @@ def child(path: str, worker: str, seconds: int) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF)
     began = time.monotonic()
     for beat in range(seconds):
-        registry.heartbeat(store, worker)
+        workers.heartbeat(store, worker)
         time.sleep(max(0.0, began + beat + 1 - time.monotonic()))
     after = resource.getrusage(resource.RUSAGE_SELF)
     wall_s = time.monotonic() - began

@@ -31,11 +31,11 @@ from typing import Any
 
 import corral
 from corral.ids import TASK_PREFIX, new_id
-from corral.queue import enqueue
-from corral.registry import heartbeat, register
+from corral.model.tasks import NewTask
+from corral.model.workers import NewWorker, Worker
 from corral.store import Store, open_store
-from corral.tasks import NewTask
-from corral.workers import NewWorker, Worker
+from corral.tasks import enqueue
+from corral.workers import heartbeat, register
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")

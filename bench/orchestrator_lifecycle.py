@@ -29,9 +29,9 @@ import time
 import psutil
 
 from corral import EventFilter, NewTask, TaskStatus, enqueue, load_settings
-from corral.runtime import worker_process
-from corral.runtime.worker_process import Layout
-from corral.states import WorkerStatus
+from corral.model.states import WorkerStatus
+from corral.runtime.pool import worker_process
+from corral.runtime.pool.worker_process import Layout
 from corral.store import Store, open_store
 from measure import Verdicts, banner, ms, table, temp_dir
 from pool_harness import corral_argv, pool_env, running, wait_all_done, wait_running

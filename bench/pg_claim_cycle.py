@@ -6,7 +6,7 @@ the processes are released together until the last one finds the queue empty.
 
 - `raw`: the same SQL in a bare psycopg loop. Since schema version 8 the store's SQL for
   a claim and a completion is one named query each, the call of a server-side function
-  (`claim_next_on_server`, `complete_on_server`; store/server_cycle.py), so the floor is
+  (`claim_next_on_server`, `complete_on_server`; store/postgres/cycle.py), so the floor is
   those two calls, compiled exactly as the driver sends them, with the store's
   parameters, on one bare connection per process, each a transaction of its own in
   autocommit as the driver runs them (`Driver.call`: one round trip). Tuples for rows,
@@ -36,11 +36,11 @@ from typing import Any
 
 import psycopg
 
-from corral import queue
-from corral.states import ALLOWED_FROM, CLAIMING
+from corral import claims, tasks
+from corral.model.states import ALLOWED_FROM, CLAIMING
+from corral.model.tasks import NewTask
 from corral.store import open_store
-from corral.store.postgres import compile_queries
-from corral.tasks import NewTask
+from corral.store.postgres.driver import compile_queries
 from measure import Verdicts, banner, register_worker, run_processes, table
 
 SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -65,7 +65,7 @@ def load_corral(url: str, jobs: int, procs: int) -> list[str]:
     """`jobs` ready tasks (copies of one enqueued through corral) and `procs` idle workers."""
     with open_store(url) as store:
         workers = [register_worker(store, f"bench-{i}") for i in range(procs)]
-        first = queue.enqueue(store, NewTask(title="bench task")).id
+        first = tasks.enqueue(store, NewTask(title="bench task")).id
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             """INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload,
@@ -86,8 +86,8 @@ def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, in
     cycles = 0
     start.wait()
     began = time.perf_counter()
-    while (claim := queue.claim_next(store, worker_id)) is not None:
-        queue.complete(store, claim.task_id, token=claim.token)
+    while (claim := claims.claim_next(store, worker_id)) is not None:
+        claims.complete(store, claim.task_id, token=claim.token)
         cycles += 1
     ended = time.perf_counter()
     store.close()

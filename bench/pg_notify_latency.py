@@ -22,9 +22,9 @@ import time
 
 import psycopg
 
-from corral import queue
+from corral.model.tasks import NewTask
 from corral.store import Store, open_store
-from corral.tasks import NewTask
+from corral.tasks import enqueue
 from measure import (
     VENV_BIN,
     Spread,
@@ -85,7 +85,7 @@ def measure(url: str, folder: str, tasks: int, rng: random.Random) -> list[float
         wait_for_worker(url, "bench-notify", ("idle",), timeout_s=30.0, alive=alive)
         for n in range(tasks):
             time.sleep(rng.uniform(0.2, 2.5))
-            task = queue.enqueue(store, NewTask(title=f"notify {n}"))
+            task = enqueue(store, NewTask(title=f"notify {n}"))
             wait_done(store, task.id)
             latencies.append(pick_up_s(url, task.id))
         if stop_gently(proc) != 0:

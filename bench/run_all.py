@@ -27,8 +27,9 @@ SCRIPTS = (
     "orchestrator_lifecycle",
     "pg_claim_cycle",
     "pg_notify_latency",
+    "pg_runner_throughput",
 )
-TIMEOUT_S = 300
+TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 
 
 def run(name: str) -> tuple[int, list[str]]:

@@ -99,22 +99,57 @@ def started_at(log: str) -> float:
 
 PHASES = [
     ("corral.store", "Store", "exchange", "store.exchange: report + claim (write transaction)"),
-    ("corral.runtime.runner", None, "event", "runner: log lines (DEBUG: off)"),
-    ("corral.runtime.command_task", None, "prepare", "prompt, environment, paths"),
-    ("corral.runtime.executor", None, "_spawn", "spawn: spare files renamed, files opened, pipe"),
-    ("corral.runtime.spawn", None, "_inheritable", "spawn: list descriptors not close-on-exec"),
-    ("corral.runtime.spawn", None, "_posix_spawn", "spawn: posix_spawn (vfork + exec)"),
+    ("corral.runtime.worker.runner", None, "event", "runner: log lines (DEBUG: off)"),
+    ("corral.runtime.worker.command_job", None, "prepare", "prompt, environment, paths"),
+    (
+        "corral.runtime.worker.executor",
+        None,
+        "_spawn",
+        "spawn: spare files renamed, files opened, pipe",
+    ),
+    (
+        "corral.runtime.worker.spawn",
+        None,
+        "_inheritable",
+        "spawn: list descriptors not close-on-exec",
+    ),
+    ("corral.runtime.worker.spawn", None, "_posix_spawn", "spawn: posix_spawn (vfork + exec)"),
     ("subprocess", "Popen", "_execute_child", "spawn: fork + exec (Popen._execute_child)"),
-    ("corral.runtime.executor", None, "_start_feeder", "spawn: start the prompt writer thread"),
-    ("corral.runtime.executor", None, "_create_time", "spawn: psutil create_time of the child"),
-    ("corral.runtime.executor", None, "_supervise", "watch: poll waitid until the child exits"),
-    ("corral.runtime.executor", None, "_descendants", "end: walk the child's process tree"),
-    ("corral.runtime.executor", None, "_marked", "end: scan every process for CORRAL_RUN_ID"),
-    ("corral.runtime.executor", None, "_signal_group", "end: SIGTERM/SIGKILL the group"),
-    ("corral.runtime.executor", None, "_wait_gone", "end: wait until the tree is gone"),
-    ("corral.runtime.spawn", "Child", "reap", "end: reap the child"),
-    ("corral.runtime.executor", None, "_tail", "report: tail of stderr"),
-    ("corral.runtime.command_task", None, "last_usage", "report: usage line of the transcript"),
+    (
+        "corral.runtime.worker.executor",
+        None,
+        "_start_feeder",
+        "spawn: start the prompt writer thread",
+    ),
+    (
+        "corral.runtime.worker.executor",
+        None,
+        "_create_time",
+        "spawn: psutil create_time of the child",
+    ),
+    (
+        "corral.runtime.worker.executor",
+        None,
+        "_supervise",
+        "watch: poll waitid until the child exits",
+    ),
+    ("corral.runtime.worker.executor", None, "_descendants", "end: walk the child's process tree"),
+    (
+        "corral.runtime.worker.executor",
+        None,
+        "_marked",
+        "end: scan every process for CORRAL_RUN_ID",
+    ),
+    ("corral.runtime.worker.executor", None, "_signal_group", "end: SIGTERM/SIGKILL the group"),
+    ("corral.runtime.worker.executor", None, "_wait_gone", "end: wait until the tree is gone"),
+    ("corral.runtime.worker.spawn", "Child", "reap", "end: reap the child"),
+    ("corral.runtime.worker.executor", None, "_tail", "report: tail of stderr"),
+    (
+        "corral.runtime.worker.command_job",
+        None,
+        "last_usage",
+        "report: usage line of the transcript",
+    ),
 ]
 
 
@@ -124,8 +159,8 @@ def profile_child(path: str, tasks: int) -> dict[str, Any]:
 
     import psutil
 
-    from corral.runtime.command_task import CommandJob
-    from corral.runtime.runner import Runner, RunnerConfig
+    from corral.runtime.worker.command_job import CommandJob
+    from corral.runtime.worker.runner import Runner, RunnerConfig
     from corral.settings import load_settings
     from corral.store import open_store
     from corral.store.location import config_path, runs_dir

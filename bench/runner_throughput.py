@@ -106,7 +106,7 @@ def huey_child(path: str, tasks: int, _batch: int) -> dict[str, Any]:
 def profile_child(path: str, tasks: int, batch: int) -> dict[str, Any]:
     """Drain the store like corral_child, with the runner's phases and statements timed."""
     from corral import run_worker
-    from corral.runtime import runner
+    from corral.runtime.worker import runner
     from corral.store import Store
     from corral.store import sqlite as driver
 

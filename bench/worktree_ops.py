@@ -19,8 +19,8 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from corral.runtime.git import Git
-from corral.runtime.worktrees import WorktreeConfig, Worktrees
+from corral.git.repo import Git
+from corral.git.worktrees import WorktreeConfig, Worktrees
 from measure import Verdicts, banner, ms, table, temp_dir
 
 ENV = {

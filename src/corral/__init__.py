@@ -17,12 +17,23 @@ command is a fresh process, and its start-up time is part of the product.
 from __future__ import annotations
 
 from importlib import import_module
-
-__version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"
+
+# The public names, by the module that defines them: the one list of the API. `__all__`
+# is derived from it, and the TYPE_CHECKING imports below (for type checkers only) are
+# checked against it by tests/unit/test_public_api.py.
 _HOMES = {
-    "corral.backpressure": ["QueueStat"],
+    "corral.claims": [
+        "claim",
+        "claim_next",
+        "complete",
+        "defer",
+        "fail",
+        "release",
+        "renew",
+    ],
     "corral.clock": ["Clock", "FakeClock", "SystemClock"],
     "corral.diagnosis": ["Diagnosis", "why"],
     "corral.errors": [
@@ -37,32 +48,24 @@ _HOMES = {
         "StoreError",
         "WorkerUnavailable",
     ],
-    "corral.events": ["Event", "EventFilter"],
-    "corral.leases": ["Claim", "ClaimStatus"],
-    "corral.queue": [
-        "cancel",
-        "claim",
-        "claim_next",
-        "complete",
-        "defer",
-        "enqueue",
-        "fail",
-        "release",
-        "renew",
-        "retry",
-    ],
-    "corral.queue_limits": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
-    "corral.reconciler": ["ReconcileReport", "reconcile_once"],
-    "corral.registry": ["Beat", "deregister", "drain", "heartbeat", "register"],
-    "corral.runtime.worker_api": ["run_worker"],
-    "corral.runs": ["NewRun", "Run", "RunOutcome"],
+    "corral.model.claims": ["Claim"],
+    "corral.model.events": ["Event", "EventFilter"],
+    "corral.model.queues": ["QueueStat"],
+    "corral.model.runs": ["NewRun", "Run", "RunOutcome"],
+    "corral.model.states": ["ClaimStatus", "TaskStatus", "WorkerStatus"],
+    "corral.model.tasks": ["NewTask", "Task", "TaskFilter"],
+    "corral.model.workers": ["NewWorker", "Worker"],
     "corral.policies": ["QueueLimits"],
+    "corral.queues": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
+    "corral.reconcile": ["ReconcileReport", "reconcile_once"],
+    "corral.runtime.worker.api": ["run_worker"],
     "corral.settings": ["Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
-    "corral.tasks": ["NewTask", "Task", "TaskFilter", "TaskStatus"],
-    "corral.workers": ["NewWorker", "Worker", "WorkerStatus"],
+    "corral.tasks": ["cancel", "enqueue", "retry"],
+    "corral.workers": ["Beat", "deregister", "drain", "heartbeat", "register"],
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+__all__ = sorted(_HOME_OF)  # noqa: PLE0605 - derived from the one table above
 
 
 def __getattr__(name: str) -> Any:
@@ -79,103 +82,60 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_HOME_OF])
 
 
-if TYPE_CHECKING:
-    from corral.backpressure import QueueStat
-    from corral.clock import Clock, FakeClock, SystemClock
-    from corral.diagnosis import Diagnosis, why
-    from corral.errors import (
-        CorralError,
-        InvalidInput,
-        InvalidTransition,
-        LimitReached,
-        NotFound,
-        Refused,
-        SchemaTooNew,
-        StaleToken,
-        StoreError,
-        WorkerUnavailable,
-    )
-    from corral.events import Event, EventFilter
-    from corral.leases import Claim
-    from corral.policies import QueueLimits
-    from corral.queue import (
-        cancel,
-        claim,
-        claim_next,
-        complete,
-        defer,
-        enqueue,
-        fail,
-        release,
-        renew,
-        retry,
-    )
-    from corral.queue_limits import apply_configured_limits, queue_stats, set_queue_limits
-    from corral.reconciler import ReconcileReport, reconcile_once
-    from corral.registry import Beat, deregister, drain, heartbeat, register
-    from corral.runs import NewRun, Run, RunOutcome
-    from corral.runtime.worker_api import run_worker
-    from corral.settings import Settings, load_settings
-    from corral.states import ClaimStatus, TaskStatus, WorkerStatus
-    from corral.store import Store, open_store
-    from corral.tasks import NewTask, Task, TaskFilter
-    from corral.workers import NewWorker, Worker
-
-__all__ = [
-    "Beat",
-    "Claim",
-    "ClaimStatus",
-    "Clock",
-    "CorralError",
-    "Diagnosis",
-    "Event",
-    "EventFilter",
-    "FakeClock",
-    "InvalidInput",
-    "InvalidTransition",
-    "LimitReached",
-    "NewRun",
-    "NewTask",
-    "NewWorker",
-    "NotFound",
-    "QueueLimits",
-    "QueueStat",
-    "ReconcileReport",
-    "Refused",
-    "Run",
-    "RunOutcome",
-    "SchemaTooNew",
-    "Settings",
-    "StaleToken",
-    "Store",
-    "StoreError",
-    "SystemClock",
-    "Task",
-    "TaskFilter",
-    "TaskStatus",
-    "Worker",
-    "WorkerStatus",
-    "WorkerUnavailable",
-    "apply_configured_limits",
-    "cancel",
-    "claim",
-    "claim_next",
-    "complete",
-    "defer",
-    "deregister",
-    "drain",
-    "enqueue",
-    "fail",
-    "heartbeat",
-    "load_settings",
-    "open_store",
-    "queue_stats",
-    "reconcile_once",
-    "register",
-    "release",
-    "renew",
-    "retry",
-    "run_worker",
-    "set_queue_limits",
-    "why",
-]
+if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
+    from corral.claims import claim as claim
+    from corral.claims import claim_next as claim_next
+    from corral.claims import complete as complete
+    from corral.claims import defer as defer
+    from corral.claims import fail as fail
+    from corral.claims import release as release
+    from corral.claims import renew as renew
+    from corral.clock import Clock as Clock
+    from corral.clock import FakeClock as FakeClock
+    from corral.clock import SystemClock as SystemClock
+    from corral.diagnosis import Diagnosis as Diagnosis
+    from corral.diagnosis import why as why
+    from corral.errors import CorralError as CorralError
+    from corral.errors import InvalidInput as InvalidInput
+    from corral.errors import InvalidTransition as InvalidTransition
+    from corral.errors import LimitReached as LimitReached
+    from corral.errors import NotFound as NotFound
+    from corral.errors import Refused as Refused
+    from corral.errors import SchemaTooNew as SchemaTooNew
+    from corral.errors import StaleToken as StaleToken
+    from corral.errors import StoreError as StoreError
+    from corral.errors import WorkerUnavailable as WorkerUnavailable
+    from corral.model.claims import Claim as Claim
+    from corral.model.events import Event as Event
+    from corral.model.events import EventFilter as EventFilter
+    from corral.model.queues import QueueStat as QueueStat
+    from corral.model.runs import NewRun as NewRun
+    from corral.model.runs import Run as Run
+    from corral.model.runs import RunOutcome as RunOutcome
+    from corral.model.states import ClaimStatus as ClaimStatus
+    from corral.model.states import TaskStatus as TaskStatus
+    from corral.model.states import WorkerStatus as WorkerStatus
+    from corral.model.tasks import NewTask as NewTask
+    from corral.model.tasks import Task as Task
+    from corral.model.tasks import TaskFilter as TaskFilter
+    from corral.model.workers import NewWorker as NewWorker
+    from corral.model.workers import Worker as Worker
+    from corral.policies import QueueLimits as QueueLimits
+    from corral.queues import apply_configured_limits as apply_configured_limits
+    from corral.queues import queue_stats as queue_stats
+    from corral.queues import set_queue_limits as set_queue_limits
+    from corral.reconcile import ReconcileReport as ReconcileReport
+    from corral.reconcile import reconcile_once as reconcile_once
+    from corral.runtime.worker.api import run_worker as run_worker
+    from corral.settings import Settings as Settings
+    from corral.settings import load_settings as load_settings
+    from corral.store import Store as Store
+    from corral.store import open_store as open_store
+    from corral.tasks import cancel as cancel
+    from corral.tasks import enqueue as enqueue
+    from corral.tasks import retry as retry
+    from corral.workers import Beat as Beat
+    from corral.workers import deregister as deregister
+    from corral.workers import drain as drain
+    from corral.workers import heartbeat as heartbeat
+    from corral.workers import register as register

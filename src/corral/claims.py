@@ -1,5 +1,5 @@
-"""Use cases of the task queue: enqueue, claim, renew, release, defer, complete, fail, cancel,
-retry.
+"""Use cases of the claim cycle: claim, claim the next task, exchange, renew, release,
+defer, complete, fail.
 
 Plain functions over a `Store`: each decides what policy says (lease length, renewal
 bound, retry backoff) and hands the store one atomic change. `token` is the claim's
@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from corral.durations import MAX_SPAN_S
 from corral.errors import InvalidInput
+from corral.model.events import OPERATOR
 from corral.settings import Settings
 from corral.store import Store
 
 if TYPE_CHECKING:  # imported where used: a `corral claim` needs neither (its start-up time)
     import random
 
-    from corral.backoff import Outcome
-    from corral.batch import ClaimAsk, Exchanged, Report, RunStart
-    from corral.leases import Claim
-    from corral.tasks import NewTask, Task
+    from corral.model.backoff import Outcome
+    from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
+    from corral.model.claims import Claim
+    from corral.model.tasks import Task
 
-OPERATOR = "operator"
 DEFAULTS = Settings()
 
 
@@ -43,21 +43,6 @@ def _lease_s(lease_s: float | None, settings: Settings) -> float:
     if not 0 < lease_s <= MAX_SPAN_S:
         raise InvalidInput("lease", "a duration greater than zero and at most 100 years", lease_s)
     return lease_s
-
-
-def enqueue(store: Store, spec: NewTask, *, settings: Settings = DEFAULTS) -> Task:
-    """Add a task; attempts and backoff default from `settings` when the spec leaves them.
-
-    A task of a queue listed in `review_queues` requires review whatever the spec says.
-    """
-    if spec.queue in settings.review_queues and not spec.requires_review:
-        spec = replace(spec, requires_review=True)
-    return store.enqueue(
-        spec,
-        max_attempts=settings.max_attempts,
-        retry_base_s=settings.retry_base_s,
-        actor=OPERATOR,
-    )
 
 
 def claim(
@@ -108,7 +93,7 @@ def exchange(
     """
     import random
 
-    from corral.batch import Action
+    from corral.model.batches import Action
 
     chance = rng or random.Random()
     decided = [
@@ -121,7 +106,7 @@ def exchange(
 
 
 def _after(task: Task, settings: Settings, rng: random.Random) -> Outcome:
-    from corral.backoff import after_failure
+    from corral.model.backoff import after_failure
 
     return after_failure(
         attempts=task.attempts,
@@ -212,13 +197,3 @@ def fail(
         return _after(task, settings, chance)
 
     return store.fail(task_id, token=token, error=error, decide=decide, actor=_actor(token))
-
-
-def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
-    """Cancel a task that has not finished; a worker holding it finds its token stale."""
-    return store.cancel(task_id, reason=reason, actor=OPERATOR)
-
-
-def retry(store: Store, task_id: str) -> Task:
-    """Put a failed or cancelled task back in the queue with a fresh attempt budget."""
-    return store.retry(task_id, actor=OPERATOR)

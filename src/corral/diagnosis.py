@@ -11,11 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from corral.durations import format_duration, iso
+from corral.model.states import CLAIMING, TaskStatus
+from corral.model.tasks import Task
+from corral.model.workers import Worker
 from corral.settings import Settings
-from corral.states import CLAIMING, TaskStatus
 from corral.store import Store
-from corral.tasks import Task
-from corral.workers import Worker
 
 DEFAULTS = Settings()
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from corral.errors import InvalidInput
-from corral.messages import ORCHESTRATOR, Message, NewMessage
-from corral.states import WORKER_ALLOWED_FROM
+from corral.model.messages import ORCHESTRATOR, Message, NewMessage
+from corral.model.states import WORKER_ALLOWED_FROM
 from corral.store import Store
 
 

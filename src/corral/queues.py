@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from corral.backpressure import QueueStat
 from corral.errors import InvalidInput
+from corral.model.events import OPERATOR
+from corral.model.queues import QueueStat
+from corral.model.tasks import check_name
 from corral.policies import QueueLimits
 from corral.settings import Settings
 from corral.store import Store
-from corral.tasks import check_name
 
-OPERATOR = "operator"
 WHOLE_LIMITS = ("max_ready", "max_running")
 
 

@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from corral.backoff import GiveUp
-from corral.recovery import (
+from corral.model.backoff import GiveUp
+from corral.model.recovery import (
     CloseClaim,
     ExpireClaim,
     FixWorkerStatus,
@@ -22,8 +22,8 @@ from corral.recovery import (
     plan_recovery,
     plan_worker_death,
 )
+from corral.model.states import WorkerStatus
 from corral.settings import Settings
-from corral.states import WorkerStatus
 from corral.store import Store
 
 DEFAULTS = Settings()

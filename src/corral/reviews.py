@@ -5,7 +5,7 @@
     in_review | approved ──request-changes──► ready (same branch; the note goes to the next run)
     approved ──merge conflict──► ready (the conflicting files recorded)
 
-Git stays behind the `Branches` protocol (implemented in corral.runtime.merging), so these
+Git stays behind the `Branches` protocol (implemented in corral.git.merging), so these
 functions decide and the store applies; a factory is passed rather than a repository so a
 task without a branch never needs git at all. Every state change is the store's
 compare-and-set; merge additionally holds the repository's merge lock from its checks to
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from corral.errors import InvalidInput, Refused
-from corral.reviews import MergeStrategy, Review, is_stale, waiting_s
-from corral.states import TaskStatus
+from corral.model.events import OPERATOR
+from corral.model.reviews import MergeStrategy, Review, is_stale, waiting_s
+from corral.model.states import TaskStatus
+from corral.model.tasks import Task
 from corral.store import Store
-from corral.tasks import Task
 
-OPERATOR = "operator"
 PENDING = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
 
 
@@ -202,7 +202,7 @@ def _short(commit: str | None) -> str:
 
 def pending(store: Store, *, stale_after_s: float) -> list[PendingReview]:
     """Tasks in review or approved, oldest first, each flagged stale past `stale_after_s`."""
-    from corral.tasks import TaskFilter
+    from corral.model.tasks import TaskFilter
 
     tasks = store.list_tasks(TaskFilter(statuses=PENDING))
     reviews = store.reviews_of([t.id for t in tasks])

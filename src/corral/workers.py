@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from corral.model.states import WorkerStatus
 from corral.settings import Settings
-from corral.states import WorkerStatus
 from corral.store import Store
 
 if TYPE_CHECKING:
-    from corral.workers import NewWorker, Worker
+    from corral.model.workers import NewWorker, Worker
 
 DEFAULTS = Settings()
 

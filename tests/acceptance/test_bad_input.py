@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from corral import NewTask, NewWorker, open_store, queue, registry
+from corral import NewTask, NewWorker, claims, open_store, tasks, workers
 from corral.cli.commands import all_commands
 from corral.store.queries import migration_files
 
@@ -49,13 +49,13 @@ class Scene:
 def scene(cli) -> Scene:
     """The `cli` fixture's store with one ready, one running and one done task and a worker."""
     with open_store(cli.db) as store:
-        worker = registry.register(store, NewWorker(name="w1", max_concurrent=3)).worker.id
-        ready, running, done = (queue.enqueue(store, NewTask(title=t)).id for t in "abc")
-        stale = queue.claim(store, running, worker).token
-        queue.release(store, running, token=stale)
-        token = queue.claim(store, running, worker).token
-        done_token = queue.claim(store, done, worker).token
-        queue.complete(store, done, token=done_token)
+        worker = workers.register(store, NewWorker(name="w1", max_concurrent=3)).worker.id
+        ready, running, done = (tasks.enqueue(store, NewTask(title=t)).id for t in "abc")
+        stale = claims.claim(store, running, worker).token
+        claims.release(store, running, token=stale)
+        token = claims.claim(store, running, worker).token
+        done_token = claims.claim(store, done, worker).token
+        claims.complete(store, done, token=done_token)
     return Scene(cli.db, ready, running, done, worker, token, stale, done_token)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from tests.conftest import CORRAL
 
-from corral import NewRun, NewTask, NewWorker, RunOutcome, open_store, queue, registry
+from corral import NewRun, NewTask, NewWorker, RunOutcome, claims, open_store, tasks, workers
 
 TRANSCRIPT = b'{"type": "start"}\n{"type": "text", "text": "caf\xc3\xa9"}\n'
 STDERR = b"warning: something\n"
@@ -44,9 +44,9 @@ def start_run(db: str, folder: Path, *, name: str = "w1", files: bool = True) ->
     """Enqueue, register, claim and start a run, as a runner would; write its files."""
     transcript, stderr = folder / f"{name}.jsonl", folder / f"{name}.stderr"
     with open_store(db) as store:
-        worker = registry.register(store, NewWorker(name=name)).worker.id
-        task = queue.enqueue(store, NewTask(title=f"task of {name}"))
-        claim = queue.claim(store, task.id, worker)
+        worker = workers.register(store, NewWorker(name=name)).worker.id
+        task = tasks.enqueue(store, NewTask(title=f"task of {name}"))
+        claim = claims.claim(store, task.id, worker)
         run = store.start_run(
             NewRun(
                 task_id=task.id,

@@ -11,10 +11,10 @@ import pytest
 from tests.conftest import CORRAL
 
 import corral
-from corral import inbox
+from corral import messages
 from corral.errors import InvalidInput
-from corral.states import TaskStatus, WorkerStatus
-from corral.tasks import NewTask
+from corral.model.states import TaskStatus, WorkerStatus
+from corral.model.tasks import NewTask
 
 
 def _worker(store, settings, name="w1"):
@@ -25,13 +25,13 @@ def _worker(store, settings, name="w1"):
 def test_an_inbox_reads_in_order_and_acks_are_rows_of_their_own(store, settings):
     """Sent to a worker by id, read by its name, in order; ack hides it from the unread view."""
     w = _worker(store, settings)
-    first = inbox.send(store, to=w.id, type="note", body={"n": 1}, sender="orchestrator")
-    inbox.send(store, to="w1", type="note", body={"n": 2}, sender="orchestrator")
+    first = messages.send(store, to=w.id, type="note", body={"n": 1}, sender="orchestrator")
+    messages.send(store, to="w1", type="note", body={"n": 2}, sender="orchestrator")
     assert [1, 2] == [m.body["n"] for m in store.list_messages(recipient="w1")]
-    acked = inbox.ack(store, str(first.id), actor="w1")
+    acked = messages.ack(store, str(first.id), actor="w1")
     assert (acked.acked_by, acked.acked_at is not None) == ("w1", True)
     assert [2] == [m.body["n"] for m in store.list_messages(recipient="w1", unacked=True)]
-    assert acked == inbox.ack(store, str(first.id), actor="someone else")  # once is enough
+    assert acked == messages.ack(store, str(first.id), actor="someone else")  # once is enough
 
 
 def _raw_connection(store):
@@ -45,7 +45,7 @@ def _raw_connection(store):
 
 def test_messages_cannot_be_rewritten_or_deleted(store, settings):
     """The database itself refuses an UPDATE or a DELETE of a message."""
-    inbox.send(store, to="orchestrator", type="note", body="hi", sender="w1")
+    messages.send(store, to="orchestrator", type="note", body="hi", sender="w1")
     conn, refused = _raw_connection(store)
     try:
         for statement in ("UPDATE messages SET body = '\"bye\"'", "DELETE FROM messages"):
@@ -59,13 +59,13 @@ def test_messages_cannot_be_rewritten_or_deleted(store, settings):
 def test_bad_messages_are_refused_and_nothing_is_appended(store, settings):
     """An unknown recipient, a bad type, a cancel without a task: InvalidInput, no message."""
     with pytest.raises(InvalidInput, match="to:"):
-        inbox.send(store, to="nobody", type="note", sender="operator")
+        messages.send(store, to="nobody", type="note", sender="operator")
     with pytest.raises(InvalidInput, match="type"):
-        inbox.send(store, to="orchestrator", type="two words", sender="operator")
+        messages.send(store, to="orchestrator", type="two words", sender="operator")
     with pytest.raises(InvalidInput, match="body"):
-        inbox.send(store, to="orchestrator", type="cancel", body={}, sender="operator")
+        messages.send(store, to="orchestrator", type="cancel", body={}, sender="operator")
     with pytest.raises(InvalidInput, match="id"):
-        inbox.ack(store, "first", actor="operator")
+        messages.ack(store, "first", actor="operator")
     assert [] == store.list_messages()
 
 
@@ -73,10 +73,10 @@ def test_drain_and_cancel_take_effect_when_sent(store, settings):
     """`drain` marks the worker draining; `cancel` cancels the named task."""
     w = _worker(store, settings)
     corral.heartbeat(store, w.id, settings=settings)
-    inbox.send(store, to="w1", type="drain", sender="orchestrator")
+    messages.send(store, to="w1", type="drain", sender="orchestrator")
     assert WorkerStatus.DRAINING == store.get_worker(w.id).status
     task = corral.enqueue(store, NewTask(title="stop me"), settings=settings)
-    inbox.send(store, to="w1", type="cancel", body={"task_id": task.id}, sender="orchestrator")
+    messages.send(store, to="w1", type="cancel", body={"task_id": task.id}, sender="orchestrator")
     assert TaskStatus.CANCELLED == store.get_task(task.id).status
     assert ["drain", "cancel"] == [m.type for m in store.list_messages(recipient="w1")]
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 import corral
-from corral import review
+from corral import reviews
 from corral.errors import InvalidInput, Refused
-from corral.reviews import MergeStrategy
-from corral.runtime.merging import GitBranches
-from corral.runtime.worktrees import Worktrees
+from corral.git.merging import GitBranches
+from corral.git.worktrees import Worktrees
+from corral.model.reviews import MergeStrategy
+from corral.model.states import TaskStatus
+from corral.model.tasks import NewTask
 from corral.settings import Settings
-from corral.states import TaskStatus
-from corral.tasks import NewTask
 
 from .conftest import commit_file, git
 
@@ -54,7 +54,7 @@ def work(store, settings, trees):
         trees.create(plan)
         for name_, text in files.items():
             commit_file(plan.path, name_, text)
-        review.submit(store, task_id, token=claim.token, note="ready")
+        reviews.submit(store, task_id, token=claim.token, note="ready")
         return plan.path
 
     return run
@@ -73,13 +73,13 @@ def test_two_workers_same_file_second_merge_conflicts_then_resolves(
     work(first.id, "w1", {"shared.txt": "one\nTWO by w1\nthree\n"})
     path2 = work(second.id, "w2", {"shared.txt": "one\ntwo by w2\nthree\n"})
     for task in (first, second):
-        assert TaskStatus.APPROVED == review.approve(store, task.id, branches=branches).status
-    merged = review.merge(store, first.id, branches=branches, strategy=MergeStrategy.MERGE)
+        assert TaskStatus.APPROVED == reviews.approve(store, task.id, branches=branches).status
+    merged = reviews.merge(store, first.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (TaskStatus.DONE, ()) == (merged.task.status, merged.conflicts)
     assert git(repo, "rev-parse", "main") == merged.merged_commit
     assert "one\nTWO by w1\nthree" == (repo / "shared.txt").read_text().strip()
     assert not Worktrees.open(str(repo), Settings().worktree).branch_exists(merged.task.branch)
-    clash = review.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
+    clash = reviews.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (TaskStatus.READY, ("shared.txt",)) == (clash.task.status, clash.conflicts)
     assert ("shared.txt",) == store.get_review(second.id).conflict_files
     assert "merge conflict in shared.txt" == store.get_task(second.id).last_error
@@ -94,9 +94,9 @@ def test_two_workers_same_file_second_merge_conflicts_then_resolves(
     assert 0 != agent.returncode  # the conflict, as the agent sees it
     Path(path2, "shared.txt").write_text("one\nTWO by w1, two by w2\nthree\n")
     git(path2, "commit", "--quiet", "-am", "resolve")
-    review.submit(store, second.id, token=claim.token)
-    review.approve(store, second.id, branches=branches)
-    final = review.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
+    reviews.submit(store, second.id, token=claim.token)
+    reviews.approve(store, second.id, branches=branches)
+    final = reviews.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert TaskStatus.DONE == final.task.status
     assert "one\nTWO by w1, two by w2\nthree\n" == (repo / "shared.txt").read_text()
     assert [] == [t.path for t in Worktrees.open(str(repo), Settings().worktree).trees()]
@@ -115,7 +115,7 @@ def test_merge_refuses_a_task_that_is_not_approved_and_changes_nothing(
     main = git(repo, "rev-parse", "main")
     seen = _events(store, task.id)
     with pytest.raises(Refused, match="it is in_review, not approved"):
-        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+        reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (main, seen) == (git(repo, "rev-parse", "main"), _events(store, task.id))
 
 
@@ -123,7 +123,7 @@ def test_approve_refuses_a_task_not_in_review(store, settings, branches):
     """A ready task cannot be approved; it stays ready."""
     task = _add(store, settings)
     with pytest.raises(Refused, match="it is ready, not in_review"):
-        review.approve(store, task.id, branches=branches)
+        reviews.approve(store, task.id, branches=branches)
     assert TaskStatus.READY == store.get_task(task.id).status
 
 
@@ -133,14 +133,14 @@ def test_a_branch_that_moved_after_approval_is_not_merged_until_approved_again(
     """Approval pins the head: a later commit makes merge refuse, a new approval allows it."""
     task = _add(store, settings)
     path = work(task.id, "w1", {"a.txt": "a\n"})
-    approved = review.approve(store, task.id, branches=branches)
+    approved = reviews.approve(store, task.id, branches=branches)
     pinned = store.get_review(task.id).approved_commit
     assert git(path, "rev-parse", "HEAD") == pinned
     commit_file(path, "b.txt", "sneaked in\n")
     with pytest.raises(Refused, match="moved after approval"):
-        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+        reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert TaskStatus.APPROVED == store.get_task(task.id).status == approved.status
-    review.request_changes(store, task.id, note="look at b.txt")
+    reviews.request_changes(store, task.id, note="look at b.txt")
     assert store.get_review(task.id).approved_commit is None
 
 
@@ -151,7 +151,7 @@ def test_a_branch_deleted_behind_corrals_back_is_refused(store, settings, repo, 
     git(repo, "worktree", "remove", "--force", path)
     git(repo, "branch", "-D", store.get_task(task.id).branch)
     with pytest.raises(Refused, match="no longer exists"):
-        review.approve(store, task.id, branches=branches)
+        reviews.approve(store, task.id, branches=branches)
     assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
 
 
@@ -159,11 +159,11 @@ def test_a_dirty_base_checkout_is_refused(store, settings, repo, branches, work)
     """Uncommitted changes to tracked files of the base checkout: refused, nothing changes."""
     task = _add(store, settings)
     work(task.id, "w1", {"a.txt": "a\n"})
-    review.approve(store, task.id, branches=branches)
+    reviews.approve(store, task.id, branches=branches)
     (repo / "README").write_text("edited, not committed\n")
     main = git(repo, "rev-parse", "main")
     with pytest.raises(Refused, match="uncommitted changes"):
-        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+        reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (TaskStatus.APPROVED, main) == (
         store.get_task(task.id).status,
         git(repo, "rev-parse", "main"),
@@ -177,8 +177,8 @@ def test_request_changes_returns_to_ready_with_the_note_and_a_fresh_budget(
     task = _add(store, settings)
     work(task.id, "w1", {"a.txt": "a\n"})
     with pytest.raises(InvalidInput, match="note"):
-        review.request_changes(store, task.id, note="  ")
-    reopened = review.request_changes(store, task.id, note="add tests")
+        reviews.request_changes(store, task.id, note="  ")
+    reopened = reviews.request_changes(store, task.id, note="add tests")
     assert (TaskStatus.READY, 0) == (reopened.status, reopened.attempts)
     assert "add tests" == store.get_review(task.id).changes_note
     plan = trees.plan("w9", task.id, "main", reopened.branch)
@@ -194,8 +194,8 @@ def test_each_strategy_lands_the_branch_when_the_base_is_not_checked_out(
     task = _add(store, settings)
     path = work(task.id, "w1", {"a.txt": "a\n", "b.txt": "b\n"})
     head = git(path, "rev-parse", "HEAD")
-    review.approve(store, task.id, branches=branches)
-    result = review.merge(store, task.id, branches=branches, strategy=strategy)
+    reviews.approve(store, task.id, branches=branches)
+    result = reviews.merge(store, task.id, branches=branches, strategy=strategy)
     main = git(repo, "rev-parse", "main")
     assert main == result.merged_commit
     parents = git(repo, "log", "-1", "--format=%P", "main").split()
@@ -210,10 +210,10 @@ def test_ff_refuses_a_branch_behind_its_base(store, settings, repo, branches, wo
     """The base moved on: no fast-forward, the task stays approved."""
     task = _add(store, settings)
     work(task.id, "w1", {"a.txt": "a\n"})
-    review.approve(store, task.id, branches=branches)
+    reviews.approve(store, task.id, branches=branches)
     commit_file(repo, "other.txt", "other\n")
     with pytest.raises(Refused, match="cannot be fast-forwarded"):
-        review.merge(store, task.id, branches=branches, strategy=MergeStrategy.FF)
+        reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.FF)
     assert TaskStatus.APPROVED == store.get_task(task.id).status
 
 
@@ -221,9 +221,9 @@ def test_pending_lists_reviews_and_flags_stale_ones(store, settings, clock, work
     """A review older than review_stale_after is flagged; approved ones are listed too."""
     task = _add(store, settings)
     work(task.id, "w1", {"a.txt": "a\n"})
-    assert [False] == [p.stale for p in review.pending(store, stale_after_s=60)]
+    assert [False] == [p.stale for p in reviews.pending(store, stale_after_s=60)]
     clock.advance(61)
-    listed = review.pending(store, stale_after_s=60)
+    listed = reviews.pending(store, stale_after_s=60)
     assert [(task.id, True, "ready")] == [(p.task.id, p.stale, p.review.note) for p in listed]
 
 
@@ -233,13 +233,13 @@ def test_a_task_without_a_branch_is_approved_and_merged_without_git(store, setti
     spec = corral.NewWorker(name="w1", hostname="h", pid=1)
     worker = corral.register(store, spec, settings=settings).worker
     corral.claim(store, task.id, worker.id, settings=settings)
-    review.submit(store, task.id, note="done")
+    reviews.submit(store, task.id, note="done")
 
     def no_git():
         raise AssertionError("git was not needed")
 
-    review.approve(store, task.id, branches=no_git)
-    done = review.merge(store, task.id, branches=no_git, strategy=MergeStrategy.MERGE)
+    reviews.approve(store, task.id, branches=no_git)
+    done = reviews.merge(store, task.id, branches=no_git, strategy=MergeStrategy.MERGE)
     assert TaskStatus.DONE == done.task.status
 
 
@@ -258,11 +258,11 @@ def test_a_merge_cut_short_before_it_was_recorded_completes_without_a_second_com
     records it, and the base gets no further commit."""
     task = _add(store, settings)
     work(task.id, "w1", {"a.txt": "a\n"})
-    review.approve(store, task.id, branches=branches)
+    reviews.approve(store, task.id, branches=branches)
     branch = store.get_task(task.id).branch
     landed = GitBranches(trees).merge(
         branch=branch, base="main", strategy=MergeStrategy.SQUASH, message="squashed"
     )
-    result = review.merge(store, task.id, branches=branches, strategy=MergeStrategy.SQUASH)
+    result = reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.SQUASH)
     assert (TaskStatus.DONE, landed.merged_commit) == (result.task.status, result.merged_commit)
     assert landed.merged_commit == git(repo, "rev-parse", "main")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from corral.errors import InvalidInput, Refused
-from corral.runtime import git as gitmod
-from corral.runtime.git import Git, GitUnavailable, parse_version
-from corral.runtime.worktrees import WorktreeConfig, Worktrees
+from corral.git import repo as gitmod
+from corral.git.repo import Git, GitUnavailable, parse_version
+from corral.git.worktrees import WorktreeConfig, Worktrees
 
 from .conftest import commit_file, git
 

@@ -200,11 +200,11 @@ def test_reports_the_store_did_not_take_go_with_the_next_exchange(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A store unavailable while reporting loses no report: it is sent again, and applied once."""
-    from corral import StoreError, queue
-    from corral.runtime import runner
+    from corral import StoreError, claims
+    from corral.runtime.worker import runner
 
     ids = [h.add(f"t{n}") for n in range(3)]
-    real = queue.exchange
+    real = claims.exchange
     refused: list[int] = []
 
     def flaky(*args: object, **kwargs: object) -> object:
@@ -213,7 +213,7 @@ def test_reports_the_store_did_not_take_go_with_the_next_exchange(
             raise StoreError("database: locked by another process for more than 10 s")
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(queue, "exchange", flaky)
+    monkeypatch.setattr(claims, "exchange", flaky)
     monkeypatch.setattr(runner, "REPORT_RETRIES", 0)  # no waits: the next exchange retries
     assert 0 == corral.run_worker(lambda task, ctx: None, db=h.db, max_tasks=3)
     assert 2 == len(refused)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from corral import EventFilter, TaskFilter, TaskStatus
-from corral.states import CLAIMING
+from corral.model.states import CLAIMING
 
 CHAOS_ENV = {
     "AGENT_SLEEP_S": "0.06",  # 300 tasks on 4 workers take >= 4.5 s: at least 10 kills

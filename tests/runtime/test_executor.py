@@ -1,4 +1,4 @@
-"""One task command run to its end (corral.runtime.executor), with real processes.
+"""One task command run to its end (corral.runtime.worker.executor), with real processes.
 
 After each kind of ending the tests check what the issue asks: no process marked with the
 run's id survives, and the test process has no child left, zombie or not.
@@ -23,14 +23,14 @@ import pytest
 
 from corral.clock import FakeClock, SystemClock
 from corral.errors import CorralError
-from corral.runtime import proctree
-from corral.runtime.executor import (
+from corral.runtime.worker import proctree
+from corral.runtime.worker.executor import (
     CommandResult,
     CommandSpec,
     Ending,
     run_command,
 )
-from corral.runtime.spawn import CommandNotFound
+from corral.runtime.worker.spawn import CommandNotFound
 
 PY = sys.executable
 
@@ -366,8 +366,8 @@ def test_the_runner_adopts_orphans_so_no_machine_wide_scan_is_needed(make_spec, 
 FALLBACK = """
 import os, sys
 from corral.clock import SystemClock
-from corral.runtime import executor, proctree
-from corral.runtime.executor import CommandSpec
+from corral.runtime.worker import executor, proctree
+from corral.runtime.worker.executor import CommandSpec
 proctree._state["on"] = False  # as where there is no subreaper: scan every process
 folder, run_id = sys.argv[1], sys.argv[2]
 script = "sleep 300 & setsid sleep 300 & echo done"

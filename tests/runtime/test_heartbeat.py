@@ -9,9 +9,9 @@ from typing import Any
 
 from corral import FakeClock, Settings
 from corral.errors import StoreError, WorkerUnavailable
-from corral.runtime.heartbeat import Heartbeat
-from corral.states import WorkerStatus
-from corral.workers import Worker
+from corral.model.states import WorkerStatus
+from corral.model.workers import Worker
+from corral.runtime.worker.heartbeat import Heartbeat
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -20,9 +20,9 @@ from typing import Any
 import psutil
 
 from corral import EventFilter, FakeClock, NewWorker, TaskFilter, TaskStatus, open_store
-from corral.registry import register
-from corral.runs import RunOutcome
-from corral.states import WorkerStatus
+from corral.model.runs import RunOutcome
+from corral.model.states import WorkerStatus
+from corral.workers import register
 
 
 def _completions(pool: Any, task_id: str) -> int:

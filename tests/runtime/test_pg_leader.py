@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from corral import TaskStatus
-from corral.orchestration import OrchestratorStatus, Role
+from corral.model.orchestrators import OrchestratorStatus, Role
 
 INTERVAL_S = 1.0  # CORRAL_RECONCILE_INTERVAL_S of the pool's environment
 

@@ -9,7 +9,7 @@ from tests.runtime.conftest import wait_until
 
 import corral
 from corral import NewTask, Settings, SystemClock, TaskStatus, open_store
-from corral.runtime.runner import PythonJob, Runner, RunnerConfig
+from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
 
 IDLE_S = 3600.0  # a backoff no test outlives: only a notification can end the idle wait
 BOUND_S = 20.0  # the test's own limit, far below IDLE_S

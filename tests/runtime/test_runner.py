@@ -17,7 +17,7 @@ from tests.runtime.conftest import wait_until
 
 import corral
 from corral import EventFilter, NewTask, Store, TaskFilter, TaskStatus, open_store
-from corral.runs import RunOutcome
+from corral.model.runs import RunOutcome
 
 BIN = str(Path(CORRAL).parent)
 

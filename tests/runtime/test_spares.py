@@ -1,4 +1,4 @@
-"""Output files made ahead of time (corral.runtime.spares)."""
+"""Output files made ahead of time (corral.runtime.worker.spares)."""
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.runtime.conftest import wait_until
 
-from corral.runtime.spares import Spares
+from corral.runtime.worker.spares import Spares
 
 
 def spare_files(folder: Path) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from corral.errors import InvalidInput
-from corral.runtime.spawn import Child, CommandNotFound, start
+from corral.runtime.worker.spawn import Child, CommandNotFound, start
 
 PY = sys.executable
 # What the child reports about itself: session, group, descriptors, ignored signals, cwd.

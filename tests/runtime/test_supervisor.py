@@ -14,14 +14,14 @@ import threading
 import pytest
 
 from corral import NewTask, TaskStatus, enqueue
-from corral.orchestration import SlotState
-from corral.queue import claim_next
-from corral.registry import register
-from corral.runtime.supervisor import Supervisor
-from corral.runtime.worker_process import Layout
+from corral.claims import claim_next
+from corral.model.orchestrators import SlotState
+from corral.model.states import WorkerStatus
+from corral.model.workers import NewWorker
+from corral.runtime.pool.supervisor import Supervisor
+from corral.runtime.pool.worker_process import Layout
 from corral.settings import Settings
-from corral.states import WorkerStatus
-from corral.workers import NewWorker
+from corral.workers import register
 
 POLICY = {
     "pool_workers": 2,

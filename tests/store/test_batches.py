@@ -7,8 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import corral
-from corral import EventFilter, NewTask, RunOutcome, Settings, Store, Task, TaskStatus, Worker
-from corral.batch import Action, ClaimAsk, Held, Report, RunStart
+from corral import (
+    EventFilter,
+    NewTask,
+    RunOutcome,
+    Settings,
+    Store,
+    Task,
+    TaskStatus,
+    Worker,
+    claims,
+)
+from corral.model.batches import Action, ClaimAsk, Held, Report, RunStart
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -23,7 +33,7 @@ def open_run(task: Task, token: int, run_id: str) -> RunStart:
 def take(store: Store, worker_id: str, settings: Settings, limit: int) -> tuple[Held, ...]:
     """Claim up to `limit` tasks for `worker_id` in one exchange."""
     ask = ClaimAsk(limit=limit, kinds=(), queues=())
-    got = corral.queue.exchange(store, worker_id, ask=ask, open_run=open_run, settings=settings)
+    got = claims.exchange(store, worker_id, ask=ask, open_run=open_run, settings=settings)
     return got.held
 
 
@@ -70,7 +80,7 @@ def test_reports_apply_together_and_the_next_claim_rides_in_the_same_transaction
     w = worker(max_concurrent=2)
     held = take(store, w.id, settings, limit=2)
     ask = ClaimAsk(limit=2, kinds=(), queues=())
-    got = corral.queue.exchange(
+    got = claims.exchange(
         store,
         w.id,
         reports=[done(held[0], {"n": 1}), done(held[1], "two")],
@@ -95,7 +105,7 @@ def test_a_report_under_a_token_done_elsewhere_is_stale_and_changes_nothing(
     w = worker()
     (held,) = take(store, w.id, settings, limit=1)
     corral.complete(store, task.id, token=held.token, result="agent")
-    got = corral.queue.exchange(store, w.id, reports=[done(held, "runner")], settings=settings)
+    got = claims.exchange(store, w.id, reports=[done(held, "runner")], settings=settings)
     assert [held] == [r.held for r in got.stale]
     assert ("agent", None) == (store.get_task(task.id).result, store.get_run(held.run_id).outcome)
     completed = store.list_events(EventFilter(task_id=task.id, limit=50))
@@ -114,7 +124,7 @@ def test_failures_deferrals_and_releases_in_one_batch(
         Report(held=deferred, action=Action.DEFER, outcome=RunOutcome.DEFERRED, defer_s=60.0),
         Report(held=released, action=Action.RELEASE, outcome=RunOutcome.SHUTDOWN),
     ]
-    corral.queue.exchange(store, w.id, reports=reports, settings=settings)
+    claims.exchange(store, w.id, reports=reports, settings=settings)
     after = [store.get_task(t.id) for t in tasks]
     assert [TaskStatus.READY] * 3 == [t.status for t in after]
     assert [1, 0, 0] == [t.attempts for t in after]
@@ -135,7 +145,7 @@ def test_a_draining_worker_still_reports_but_claims_nothing(
     (held,) = take(store, w.id, settings, limit=1)
     corral.drain(store, w.id)
     ask = ClaimAsk(limit=1, kinds=(), queues=())
-    got = corral.queue.exchange(
+    got = claims.exchange(
         store, w.id, reports=[done(held)], ask=ask, open_run=open_run, settings=settings
     )
     assert ((), True) == (got.held, "draining" in (got.refused or ""))
@@ -152,7 +162,7 @@ def test_completing_the_last_dependency_in_a_batch_unblocks_the_dependent(
     )
     w = worker(max_concurrent=2)
     held = take(store, w.id, settings, limit=2)
-    corral.queue.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
+    claims.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
     assert TaskStatus.READY == store.get_task(child.id).status
     unblocked = store.list_events(EventFilter(task_id=child.id, limit=10))[-1]
     assert ("task.unblocked", f"{min(a.id, b.id)} done") == (unblocked.name, unblocked.reason)
@@ -169,7 +179,7 @@ def test_a_batch_unblocks_the_dependents_of_the_tasks_that_have_some(
     w = worker(max_concurrent=2)
     held = take(store, w.id, settings, limit=2)
     assert [lone.id, parent.id] == [h.task.id for h in held]
-    corral.queue.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
+    claims.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
     assert TaskStatus.READY == store.get_task(child.id).status
     assert ["task.created", "task.unblocked"] == events(task_id=child.id)
 
@@ -181,7 +191,7 @@ def test_a_claimed_task_comes_with_its_dependencies(
     first = add("first")
     w = worker(max_concurrent=2)
     (held,) = take(store, w.id, settings, limit=1)
-    corral.queue.exchange(store, w.id, reports=[done(held)], settings=settings)
+    claims.exchange(store, w.id, reports=[done(held)], settings=settings)
     child = corral.enqueue(store, NewTask(title="child", depends_on=(first.id,)), settings=settings)
     (again,) = take(store, w.id, settings, limit=2)
     assert (child.id, (first.id,)) == (again.task.id, again.task.depends_on)
@@ -199,12 +209,10 @@ def test_a_run_records_its_base_and_final_commit(
         return RunStart(command=("agent",), cwd="/wt/t", base_commit="abc123")
 
     ask = ClaimAsk(limit=1, kinds=(), queues=())
-    (held,) = corral.queue.exchange(
-        store, w.id, ask=ask, open_run=in_worktree, settings=settings
-    ).held
+    (held,) = claims.exchange(store, w.id, ask=ask, open_run=in_worktree, settings=settings).held
     report = Report(
         held=held, action=Action.COMPLETE, outcome=RunOutcome.DONE, final_commit="def456"
     )
-    corral.queue.exchange(store, w.id, reports=[report], settings=settings)
+    claims.exchange(store, w.id, reports=[report], settings=settings)
     run = store.get_run(held.run_id)
     assert ("abc123", "def456", "/wt/t") == (run.base_commit, run.final_commit, run.cwd)

@@ -13,7 +13,7 @@ import pytest
 
 from corral import EventFilter, FakeClock, Store, StoreError
 from corral.store import journal
-from corral.store.base import Json
+from corral.store.driver import Json
 
 
 def _limits(store: Store, queue: str, max_ready: int) -> object:

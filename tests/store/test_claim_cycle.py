@@ -1,7 +1,7 @@
 """Conformance: the claim cycle (`claim_next`, `complete`) to the letter on both stores.
 
 PostgreSQL runs the cycle as server-side functions and SQLite as named queries from
-Python (store/server_cycle.py); these tests pin what both must write and refuse exactly
+Python (store/postgres/cycle.py); these tests pin what both must write and refuse exactly
 alike: every event field, the refusals' wording, and the state left behind.
 """
 

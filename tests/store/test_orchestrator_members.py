@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.orchestration import OrchestratorStatus, Role
+from corral.model.orchestrators import OrchestratorStatus, Role
 
 RUNNING, STOPPED = OrchestratorStatus.RUNNING, OrchestratorStatus.STOPPED
 

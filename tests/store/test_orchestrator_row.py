@@ -6,7 +6,7 @@ import pytest
 
 from corral import EventFilter
 from corral.errors import Refused
-from corral.orchestration import OrchestratorStatus
+from corral.model.orchestrators import OrchestratorStatus
 
 RUNNING = frozenset({OrchestratorStatus.STARTING})
 

@@ -15,7 +15,7 @@ import pytest
 
 import corral
 from corral import NewTask, NewWorker, SchemaTooNew, Settings, StoreError, open_store
-from corral.messages import NewMessage
+from corral.model.messages import NewMessage
 from corral.store.queries import migration_files
 
 LATEST = migration_files("postgresql")[-1][0]
@@ -210,7 +210,7 @@ def test_the_sqlite_command_line_never_imports_psycopg(tmp_path):
 def test_messages_are_sent_one_at_a_time_so_ids_appear_in_order(pg_url):
     """A sender waits while another's message is uncommitted: no reader following ids
     can see a later id before an earlier one commits."""
-    from corral.store.postgres import compile_queries
+    from corral.store.postgres.driver import compile_queries
 
     insert = compile_queries(server_clock=True)[0]["insert_message"]
     params = {"sender": "a", "recipient": "orchestrator", "type": "note", "body": None}

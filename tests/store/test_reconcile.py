@@ -24,8 +24,8 @@ from corral import (
     Worker,
     WorkerStatus,
 )
-from corral.backoff import Retry
-from corral.recovery import ExpireClaim, FixWorkerStatus, plan_recovery
+from corral.model.backoff import Retry
+from corral.model.recovery import ExpireClaim, FixWorkerStatus, plan_recovery
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]

@@ -17,7 +17,7 @@ import pytest
 import corral
 from corral import EventFilter, NewTask, Store, StoreError, open_store
 from corral.errors import StaleToken
-from corral.store.base import Json, Tx
+from corral.store.driver import Json, Tx
 
 
 def _event(tx: Tx, name: str) -> None:

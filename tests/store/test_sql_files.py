@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from corral import open_store
-from corral.runs import RunOutcome
-from corral.states import ALLOWED_FROM, TaskStatus
+from corral.model.runs import RunOutcome
+from corral.model.states import ALLOWED_FROM, TaskStatus
 from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
@@ -35,9 +35,9 @@ LITERAL_GUARDS = {
     "claim_next_tasks": "status = 'ready'",
 }
 
-# Queries only PostgreSQL has: three run on a session of its own (store/pg_sessions.py),
+# Queries only PostgreSQL has: three run on a session of its own (store/postgres/sessions.py),
 # and SQLite's driver has nothing to listen to and one orchestrator, so it needs neither;
-# two call the claim cycle's server-side functions (store/server_cycle.py), whose steps
+# two call the claim cycle's server-side functions (store/postgres/cycle.py), whose steps
 # SQLite runs as the queries both dialects share.
 POSTGRESQL_ONLY = {
     "listen_ready",
@@ -86,7 +86,7 @@ def _runs_a_query(call: ast.Call) -> bool:
 def _store_calls() -> list[ast.Call]:
     """Every call that runs a named query in the store's Python code (`_runs_a_query`)."""
     calls = []
-    for path in sorted(STORE_SRC.glob("*.py")):
+    for path in sorted(STORE_SRC.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and _runs_a_query(node):
                 calls.append(node)
@@ -102,7 +102,7 @@ def _query_name(call: ast.Call) -> str:
 
 def _session_queries() -> set[str]:
     """Names the PostgreSQL driver runs on sessions of its own: `self._write_sql["NAME"]`."""
-    tree = ast.parse((STORE_SRC / "postgres.py").read_text(encoding="utf-8"))
+    tree = ast.parse((STORE_SRC / "postgres" / "driver.py").read_text(encoding="utf-8"))
     return {
         node.slice.value
         for node in ast.walk(tree)
@@ -276,7 +276,7 @@ def test_allowed_from_keys_name_real_transitions():
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_the_schemas_run_outcomes_are_run_outcome(dialect):
-    """The CHECK on runs.outcome lists exactly the values of corral.runs.RunOutcome."""
+    """The CHECK on runs.outcome lists exactly the values of corral.model.runs.RunOutcome."""
     schema = Path(sql_path(dialect, "schema.sql")).read_text(encoding="utf-8")
     check = re.search(r"outcome\s+TEXT\s+CHECK \(outcome IN \(([^)]*)\)\)", schema, re.I)
     assert check is not None
@@ -334,7 +334,7 @@ def test_postgresql_one_active_claim_is_a_partial_unique_index():
 
 def test_postgresql_read_transactions_run_the_queries_without_locks():
     """The read texts carry no locking clause; the deciding reads lock in write texts."""
-    from corral.store.postgres import compile_queries
+    from corral.store.postgres.driver import compile_queries
 
     for server_clock in (True, False):
         write, read = compile_queries(server_clock=server_clock)

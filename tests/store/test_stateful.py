@@ -53,13 +53,14 @@ from corral import (
     TaskStatus,
     WorkerStatus,
     WorkerUnavailable,
+    claims,
     open_store,
-    queue,
     reconcile_once,
-    registry,
+    tasks,
+    workers,
 )
-from corral.states import CLAIMING, FINAL, GONE
-from corral.workers import liveness
+from corral.model.states import CLAIMING, FINAL, GONE
+from corral.model.workers import liveness
 
 # Mirrors STORE_DIALECTS in tests/conftest.py (a state machine cannot take the `store`
 # fixture); test_machine_runs_on_every_store_dialect keeps the two lists in step.
@@ -245,7 +246,7 @@ class StoreMachine(RuleBasedStateMachine):
         spec = NewTask(
             title=f"task {len(self.tasks)}", kind=kind, priority=priority, max_attempts=max_attempts
         )
-        task = queue.enqueue(self.store, spec, settings=POLICY)
+        task = tasks.enqueue(self.store, spec, settings=POLICY)
         assert (TaskStatus.READY, 0, None) == (task.status, task.attempts, task.token)
         self.tasks[task.id] = ModelTask(
             id=task.id,
@@ -263,7 +264,7 @@ class StoreMachine(RuleBasedStateMachine):
         spec = NewWorker(
             name=f"w{len(self.workers)}", kinds=kinds, max_concurrent=max_concurrent, pid=None
         )
-        beat = registry.register(self.store, spec, settings=POLICY)
+        beat = workers.register(self.store, spec, settings=POLICY)
         assert (WorkerStatus.STARTING, 1.0, False) == (
             beat.worker.status,
             beat.heartbeat_interval_s,
@@ -281,11 +282,11 @@ class StoreMachine(RuleBasedStateMachine):
         if worker.status in GONE:
             self.assert_refused_without_change(
                 WorkerUnavailable,
-                lambda: registry.heartbeat(self.store, worker.id, settings=POLICY),
+                lambda: workers.heartbeat(self.store, worker.id, settings=POLICY),
             )
             return
         before = worker.status
-        beat = registry.heartbeat(self.store, worker.id, settings=POLICY)
+        beat = workers.heartbeat(self.store, worker.id, settings=POLICY)
         if before is not WorkerStatus.DRAINING:
             worker.status = WorkerStatus.BUSY if worker.held else WorkerStatus.IDLE
         assert (worker.status, worker.status is WorkerStatus.DRAINING) == (
@@ -308,7 +309,7 @@ class StoreMachine(RuleBasedStateMachine):
         if worker.status not in CLAIMING or len(worker.held) >= worker.max_concurrent:
             self.assert_refused_without_change(
                 WorkerUnavailable,
-                lambda: queue.claim_next(self.store, worker.id, settings=POLICY),
+                lambda: claims.claim_next(self.store, worker.id, settings=POLICY),
             )
             return
         assert not worker.drain_requested, "a worker asked to drain may claim again"
@@ -319,7 +320,7 @@ class StoreMachine(RuleBasedStateMachine):
             and t.run_after <= self.now()
             and (not worker.kinds or t.kind in worker.kinds)
         ]
-        claim = queue.claim_next(self.store, worker.id, settings=POLICY)
+        claim = claims.claim_next(self.store, worker.id, settings=POLICY)
         if not candidates:
             assert claim is None
             assert [] == self.new_events()
@@ -343,7 +344,7 @@ class StoreMachine(RuleBasedStateMachine):
         task = self.pick_running(pick)
 
         def call():
-            return queue.renew(self.store, task.id, token=task.token, settings=POLICY)
+            return claims.renew(self.store, task.id, token=task.token, settings=POLICY)
 
         if task.renewals >= POLICY.max_renewals:
             self.assert_refused_without_change(LimitReached, call)
@@ -358,7 +359,7 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(pick=PICK)
     def complete(self, pick: int) -> None:
         task = self.pick_running(pick)
-        done = queue.complete(self.store, task.id, token=task.token, result={"ok": True})
+        done = claims.complete(self.store, task.id, token=task.token, result={"ok": True})
         task.status = TaskStatus.DONE
         self.let_go(task)
         assert (TaskStatus.DONE, {"ok": True}) == (done.status, done.result)
@@ -368,7 +369,7 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(pick=PICK)
     def fail(self, pick: int) -> None:
         task = self.pick_running(pick)
-        failed = queue.fail(
+        failed = claims.fail(
             self.store,
             task.id,
             token=task.token,
@@ -391,7 +392,7 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(pick=PICK)
     def release(self, pick: int) -> None:
         task = self.pick_running(pick)
-        queue.release(self.store, task.id, token=task.token, reason="giving it back")
+        claims.release(self.store, task.id, token=task.token, reason="giving it back")
         task.status = TaskStatus.READY
         task.attempts -= 1
         self.let_go(task)
@@ -404,12 +405,12 @@ class StoreMachine(RuleBasedStateMachine):
         token = tokens[pick % len(tokens)]
         task_id = self.token_task[token]
         calls = {
-            "renew": lambda: queue.renew(self.store, task_id, token=token, settings=POLICY),
-            "complete": lambda: queue.complete(self.store, task_id, token=token),
-            "fail": lambda: queue.fail(
+            "renew": lambda: claims.renew(self.store, task_id, token=token, settings=POLICY),
+            "complete": lambda: claims.complete(self.store, task_id, token=token),
+            "fail": lambda: claims.fail(
                 self.store, task_id, token=token, error="late", settings=POLICY
             ),
-            "release": lambda: queue.release(self.store, task_id, token=token),
+            "release": lambda: claims.release(self.store, task_id, token=token),
         }
         error = self.assert_refused_without_change(StaleToken, calls[action])
         assert f"token {token} is stale" in str(error)
@@ -420,7 +421,7 @@ class StoreMachine(RuleBasedStateMachine):
         task = self.pick_task(pick)
 
         def call():
-            return queue.cancel(self.store, task.id, reason=reason)
+            return tasks.cancel(self.store, task.id, reason=reason)
 
         if task.status in FINAL:
             error = self.assert_refused_without_change(InvalidTransition, call)
@@ -443,11 +444,11 @@ class StoreMachine(RuleBasedStateMachine):
     def _drain(self, worker: ModelWorker) -> None:
         if worker.status in GONE:
             self.assert_refused_without_change(
-                WorkerUnavailable, lambda: registry.drain(self.store, worker.id)
+                WorkerUnavailable, lambda: workers.drain(self.store, worker.id)
             )
             return
         before = worker.status
-        assert WorkerStatus.DRAINING == registry.drain(self.store, worker.id).status
+        assert WorkerStatus.DRAINING == workers.drain(self.store, worker.id).status
         worker.status, worker.drain_requested = WorkerStatus.DRAINING, True
         expected = [] if before is WorkerStatus.DRAINING else ["worker.draining"]
         assert expected == self.new_events()
@@ -455,11 +456,11 @@ class StoreMachine(RuleBasedStateMachine):
     def _deregister(self, worker: ModelWorker) -> None:
         if worker.status is WorkerStatus.OFFLINE:
             self.assert_refused_without_change(
-                WorkerUnavailable, lambda: registry.deregister(self.store, worker.id)
+                WorkerUnavailable, lambda: workers.deregister(self.store, worker.id)
             )
             return
         released = sorted(worker.held, key=lambda task_id: self.tasks[task_id].token or 0)
-        assert WorkerStatus.OFFLINE == registry.deregister(self.store, worker.id).status
+        assert WorkerStatus.OFFLINE == workers.deregister(self.store, worker.id).status
         for task_id in released:
             task = self.tasks[task_id]
             task.status, task.attempts = TaskStatus.READY, task.attempts - 1

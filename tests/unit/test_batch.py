@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from corral.batch import next_batch_size
+from corral.model.batches import next_batch_size
 
 
 @pytest.mark.parametrize(

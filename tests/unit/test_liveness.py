@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from corral.errors import InvalidInput
+from corral.model.states import WorkerStatus
+from corral.model.workers import NewWorker, liveness, missed_heartbeats, working_status
 from corral.policies import LivenessPolicy
-from corral.states import WorkerStatus
-from corral.workers import NewWorker, liveness, missed_heartbeats, working_status
 
 POLICY = LivenessPolicy(heartbeat_interval_s=10.0, dead_after_missed=3)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from corral.orchestration import (
+from corral.model.orchestrators import (
     OrchestratorMember,
     OrchestratorState,
     OrchestratorStatus,

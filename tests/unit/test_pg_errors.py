@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from corral.store.pg_errors import describe, safe_url
+from corral.store.location import safe_url
+from corral.store.postgres.errors import describe
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from corral.errors import InvalidInput
-from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template, render_prompt
-from corral.states import TaskStatus
-from corral.tasks import Task
+from corral.model.states import TaskStatus
+from corral.model.tasks import Task
+from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template, render_prompt
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -82,3 +82,20 @@ def test_star_import_gives_the_public_names() -> None:
     namespace: dict[str, object] = {}
     exec("from corral import *", namespace)  # noqa: S102 -- the statement under test
     assert set(PUBLIC) == set(namespace) - {"__builtins__"}
+
+
+def test_type_checkers_see_the_same_names_from_the_same_homes() -> None:
+    """The TYPE_CHECKING re-exports of corral/__init__.py are exactly the table `_HOMES`."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(corral.__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n))
+    seen = {
+        (alias.asname, node.module)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name  # `import X as X`: an explicit re-export
+    }
+    assert set(corral._HOME_OF.items()) == seen

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from corral.backoff import GiveUp, Retry
-from corral.recovery import (
+from corral.model.backoff import GiveUp, Retry
+from corral.model.recovery import (
     ClaimView,
     CloseClaim,
     ExpireClaim,
@@ -22,8 +22,8 @@ from corral.recovery import (
     WorkerView,
     plan_recovery,
 )
+from corral.model.states import TaskStatus, WorkerStatus
 from corral.settings import Settings
-from corral.states import TaskStatus, WorkerStatus
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 SETTINGS = Settings(

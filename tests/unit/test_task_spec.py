@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from corral.errors import InvalidInput
-from corral.states import ALLOWED_FROM, FINAL, TaskStatus
-from corral.tasks import NewTask, check_name
+from corral.model.states import ALLOWED_FROM, FINAL, TaskStatus
+from corral.model.tasks import NewTask, check_name
 
 
 def test_a_minimal_spec_takes_the_defaults() -> None:

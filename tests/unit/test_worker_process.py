@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.runtime.worker_process import filter_env, rotate_log
+from corral.runtime.pool.worker_process import filter_env, rotate_log
 from corral.settings import Settings
 
 

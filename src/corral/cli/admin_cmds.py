@@ -10,8 +10,8 @@ from corral.cli.context import Context
 
 def cmd_init(ctx: Context) -> int:
     """Create (or migrate) the store, write the config file's queue limits, say where it is."""
-    from corral.queue_limits import apply_configured_limits
-    from corral.store.pg_errors import safe_url
+    from corral.queues import apply_configured_limits
+    from corral.store.location import safe_url
 
     version, _ = ctx.store.schema_version()
     limited = apply_configured_limits(ctx.store, ctx.settings)
@@ -26,13 +26,13 @@ def cmd_init(ctx: Context) -> int:
 
 def cmd_reconcile(ctx: Context) -> int:
     """One reconcile pass; prints what it found and fixed."""
-    from corral import reconciler
+    from corral import reconcile
     from corral.cli.worktree_cmds import prune
-    from corral.runtime.worktree_prune import prune_if_managed
+    from corral.git.prune import prune_if_managed
 
-    report = reconciler.reconcile_once(ctx.store, settings=ctx.settings)
+    report = reconcile.reconcile_once(ctx.store, settings=ctx.settings)
     counts = report.to_dict()
-    from corral.runtime.worker_tmp import prune_tmp
+    from corral.runtime.worker.tmp import prune_tmp
 
     # After the pass: tasks of dead workers no longer hold worktrees.
     pruned = (

@@ -14,7 +14,7 @@ from corral.cli.context import Context
 from corral.durations import iso, parse_delay_or_instant
 
 if TYPE_CHECKING:
-    from corral.leases import Claim
+    from corral.model.claims import Claim
 
 
 def _claim_line(claim: Claim) -> str:
@@ -26,21 +26,21 @@ def _claim_line(claim: Claim) -> str:
 
 def cmd_claim(ctx: Context) -> int:
     """Claim one task by id."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
     lease_s = parsing.positive_duration("lease", a.lease)
-    claim = queue.claim(ctx.store, a.id, a.worker, lease_s=lease_s, settings=ctx.settings)
+    claim = claims.claim(ctx.store, a.id, a.worker, lease_s=lease_s, settings=ctx.settings)
     ctx.emit(claim.to_dict(), _claim_line(claim))
     return 0
 
 
 def cmd_claim_next(ctx: Context) -> int:
     """Claim the best ready task the worker may run; prints `null` (JSON) when there is none."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
-    claim = queue.claim_next(
+    claim = claims.claim_next(
         ctx.store,
         a.worker,
         kinds=tuple(a.kind or ()),
@@ -57,10 +57,10 @@ def cmd_claim_next(ctx: Context) -> int:
 
 def cmd_renew(ctx: Context) -> int:
     """Extend a lease."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
-    claim = queue.renew(
+    claim = claims.renew(
         ctx.store,
         a.id,
         worker_id=a.worker,
@@ -74,42 +74,42 @@ def cmd_renew(ctx: Context) -> int:
 
 def cmd_release(ctx: Context) -> int:
     """Give a task back to the queue without counting the attempt."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
-    task = queue.release(ctx.store, a.id, worker_id=a.worker, token=ctx.token(), reason=a.reason)
+    task = claims.release(ctx.store, a.id, worker_id=a.worker, token=ctx.token(), reason=a.reason)
     ctx.emit(task.to_dict(), f"released {task.id}: {task.status}")
     return 0
 
 
 def cmd_defer(ctx: Context) -> int:
     """Step aside: back to ready until a delay or an instant, the attempt not counted."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
     until = parse_delay_or_instant("until", a.until)
-    task = queue.defer(ctx.store, a.id, until=until, token=ctx.token(), reason=a.reason)
+    task = claims.defer(ctx.store, a.id, until=until, token=ctx.token(), reason=a.reason)
     ctx.emit(task.to_dict(), f"{task.id} deferred until {iso(task.run_after)}")
     return 0
 
 
 def cmd_done(ctx: Context) -> int:
     """Report success."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
     result = parsing.json_value("result", a.result)
-    task = queue.complete(ctx.store, a.id, token=ctx.token(), result=result)
+    task = claims.complete(ctx.store, a.id, token=ctx.token(), result=result)
     ctx.emit(task.to_dict(), f"{task.id} {task.status}")
     return 0
 
 
 def cmd_fail(ctx: Context) -> int:
     """Report failure; the retry policy decides what happens next."""
-    from corral import queue
+    from corral import claims
 
     a = ctx.args
-    task = queue.fail(ctx.store, a.id, error=a.error, token=ctx.token(), settings=ctx.settings)
+    task = claims.fail(ctx.store, a.id, error=a.error, token=ctx.token(), settings=ctx.settings)
     after = f", retry after {iso(task.run_after)}" if task.status == "ready" else ""
     ctx.emit(task.to_dict(), f"{task.id} {task.status}{after}")
     return 0

@@ -14,7 +14,7 @@ from corral.cli.context import Context
 from corral.errors import NotFound
 
 if TYPE_CHECKING:
-    from corral.messages import Message
+    from corral.model.messages import Message
 
 FOLLOW_POLL_S = 0.2
 
@@ -25,11 +25,11 @@ def _sender(ctx: Context) -> str:
 
 def cmd_send(ctx: Context) -> int:
     """Append a message to a worker's (or the orchestrator's) inbox; prints its id."""
-    from corral import inbox
+    from corral import messages
 
     a = ctx.args
     body = parsing.json_value("body", a.body)
-    message = inbox.send(ctx.store, to=a.to, type=a.type, body=body, sender=_sender(ctx))
+    message = messages.send(ctx.store, to=a.to, type=a.type, body=body, sender=_sender(ctx))
     ctx.emit(message.to_dict(), str(message.id))
     return 0
 
@@ -85,9 +85,9 @@ def _follow(ctx: Context, seen: list[Message], count: int | None) -> int:
 
 def cmd_ack(ctx: Context) -> int:
     """Acknowledge a message."""
-    from corral import inbox
+    from corral import messages
 
-    message = inbox.ack(ctx.store, ctx.args.id, actor=_sender(ctx))
+    message = messages.ack(ctx.store, ctx.args.id, actor=_sender(ctx))
     ctx.emit(message.to_dict(), f"{message.id} acknowledged")
     return 0
 

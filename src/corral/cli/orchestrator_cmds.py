@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from corral.cli.context import Args
-    from corral.orchestration import OrchestratorState
+    from corral.model.orchestrators import OrchestratorState
     from corral.settings import Settings
 
 DEFAULT_STOP_TIMEOUT_S = 300.0
@@ -27,8 +27,8 @@ LOG_FILE = os.path.join("logs", "orchestrator.log")
 def cmd_start(ctx: Context) -> int:
     """Run the orchestrator here (or, with --daemon, in the background) until stopped."""
     ctx.long_running()
-    from corral.runtime.orchestrator import Orchestrator, Placement
-    from corral.runtime.worker_process import Layout
+    from corral.runtime.pool.orchestrator import Orchestrator, Placement
+    from corral.runtime.pool.worker_process import Layout
     from corral.store.location import config_path
 
     settings = ctx.settings.with_values(_pool_flags(ctx.args), "command line")
@@ -52,7 +52,7 @@ def cmd_start(ctx: Context) -> int:
 
 def _on_held(ctx: Context, settings: Settings, pid_file: str) -> None:
     """Once this orchestrator holds the store: its pid file, and the config's queue limits."""
-    from corral.queue_limits import apply_configured_limits
+    from corral.queues import apply_configured_limits
 
     _write_pid_file(pid_file)
     apply_configured_limits(ctx.store, settings)
@@ -93,7 +93,7 @@ def _daemonize(ctx: Context) -> int:
     import subprocess
 
     from corral.clock import SystemClock
-    from corral.orchestration import OrchestratorStatus
+    from corral.model.orchestrators import OrchestratorStatus
 
     folder = state_dir(ctx.db)
     log_path = os.path.join(folder, LOG_FILE)
@@ -146,7 +146,7 @@ def cmd_status(ctx: Context) -> int:
 
 def _orchestrators(ctx: Context, now: datetime) -> tuple[dict[str, Any], str]:
     """`orchestrator status` as (JSON, human text)."""
-    from corral.orchestration import fleet
+    from corral.model.orchestrators import fleet
 
     state = ctx.store.get_orchestrator()
     members = fleet(state, ctx.store.list_orchestrators(), now=now, policy=ctx.settings.liveness)
@@ -158,9 +158,9 @@ def _orchestrators(ctx: Context, now: datetime) -> tuple[dict[str, Any], str]:
 
 def cmd_overview(ctx: Context) -> int:
     """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks."""
-    from corral import review
-    from corral.runtime import leftovers
-    from corral.states import WorkerStatus
+    from corral import reviews
+    from corral.model.states import WorkerStatus
+    from corral.runtime.pool import leftovers
 
     store = ctx.store
     now = store.now()
@@ -168,13 +168,13 @@ def cmd_overview(ctx: Context) -> int:
     workers = [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
     counts = store.task_counts()
     queues = store.queue_stats()
-    reviews = review.pending(store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
+    waiting = reviews.pending(store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
     left = leftovers.find(store)
     data = {
         "orchestrator": orchestrators,
         "workers": [w.to_dict() for w in workers],
         "queues": [q.to_dict() for q in queues],
-        "reviews": [r.to_dict() for r in reviews],
+        "reviews": [r.to_dict() for r in waiting],
         "tasks": counts,
         "leftovers": [leftover.to_dict() for leftover in left],
     }
@@ -184,7 +184,7 @@ def cmd_overview(ctx: Context) -> int:
         render.worker_table(workers, now) or "workers: none live",
         render.queue_table(queues) if queues else "queues: none with work or limits",
         render.task_counts(counts),
-        _reviews_line(reviews),
+        _reviews_line(waiting),
         f"left behind by finished runs: {shown or 'none'}",
     ]
     ctx.emit(data, "\n\n".join(human))
@@ -205,8 +205,8 @@ def cmd_stop(ctx: Context) -> int:
     import signal
 
     from corral.clock import SystemClock
-    from corral.orchestration import OrchestratorStatus
-    from corral.runtime.runner import process_alive
+    from corral.model.orchestrators import OrchestratorStatus
+    from corral.processes import process_alive
 
     a = ctx.args
     grace_s = parsing.duration("timeout", a.timeout)
@@ -240,7 +240,7 @@ def cmd_stop(ctx: Context) -> int:
 def _still_held(now: OrchestratorState, stopping: OrchestratorState) -> bool:
     """Whether the row is still the stopping orchestrator's and not stopped. On PostgreSQL a
     standby may take the row the moment it is stopped: the stop has happened then too."""
-    from corral.orchestration import OrchestratorStatus
+    from corral.model.orchestrators import OrchestratorStatus
 
     same = (now.pid, now.host, now.started_at) == (
         stopping.pid,

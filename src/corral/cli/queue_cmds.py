@@ -22,7 +22,7 @@ def _limit(name: str, raw: str) -> float | None:
 
 def cmd_queue_set(ctx: Context) -> int:
     """Change a queue's limits in the store; every process enforces them from the next claim."""
-    from corral.queue_limits import set_queue_limits
+    from corral.queues import set_queue_limits
 
     changes = {
         name: _limit(name, raw)
@@ -38,7 +38,7 @@ def cmd_queue_set(ctx: Context) -> int:
 
 def cmd_queue_list(ctx: Context) -> int:
     """Each queue with unfinished tasks or limits: depth, running, limits, held back or full."""
-    from corral.queue_limits import queue_stats
+    from corral.queues import queue_stats
 
     stats = queue_stats(ctx.store)
     human = queue_table(stats) if stats else "no queues"

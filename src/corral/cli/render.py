@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from corral.durations import format_duration
 
 if TYPE_CHECKING:
-    from corral.backpressure import QueueStat
-    from corral.events import Event
-    from corral.orchestration import OrchestratorState
-    from corral.runs import Run
-    from corral.tasks import Task
-    from corral.workers import Worker
+    from corral.model.events import Event
+    from corral.model.orchestrators import OrchestratorState
+    from corral.model.queues import QueueStat
+    from corral.model.runs import Run
+    from corral.model.tasks import Task
+    from corral.model.workers import Worker
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

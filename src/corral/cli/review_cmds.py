@@ -13,16 +13,16 @@ from corral.durations import format_duration
 from corral.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from corral.review import Branches, BranchesFactory, MergeResult
-    from corral.reviews import MergeStrategy
+    from corral.model.reviews import MergeStrategy
+    from corral.reviews import Branches, BranchesFactory, MergeResult
 
 
 def branches_of(ctx: Context) -> BranchesFactory:
     """Git for the repository at `--repo` (default: here), opened only if a command needs it."""
 
     def open_branches() -> Branches:
-        from corral.runtime.merging import GitBranches
-        from corral.runtime.worktrees import Worktrees
+        from corral.git.merging import GitBranches
+        from corral.git.worktrees import Worktrees
 
         repo = getattr(ctx.args, "repo", None) or os.getcwd()
         return GitBranches(Worktrees.open(repo, ctx.settings.worktree))
@@ -31,7 +31,7 @@ def branches_of(ctx: Context) -> BranchesFactory:
 
 
 def _strategy(ctx: Context) -> MergeStrategy:
-    from corral.reviews import MergeStrategy
+    from corral.model.reviews import MergeStrategy
 
     raw = ctx.args.strategy or ctx.settings.worktree.merge_strategy
     try:
@@ -42,19 +42,19 @@ def _strategy(ctx: Context) -> MergeStrategy:
 
 def cmd_submit(ctx: Context) -> int:
     """Hand a running task in for review."""
-    from corral import review
+    from corral import reviews
 
     a = ctx.args
-    task = review.submit(ctx.store, a.id, token=ctx.token(), note=a.note, pr_url=a.pr_url)
+    task = reviews.submit(ctx.store, a.id, token=ctx.token(), note=a.note, pr_url=a.pr_url)
     ctx.emit(task.to_dict(), f"{task.id} {task.status}")
     return 0
 
 
 def cmd_review_list(ctx: Context) -> int:
     """Tasks waiting in review or approved, stale ones flagged."""
-    from corral import review
+    from corral import reviews
 
-    items = review.pending(ctx.store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
+    items = reviews.pending(ctx.store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
     rows = [
         (
             i.task.id,
@@ -72,11 +72,11 @@ def cmd_review_list(ctx: Context) -> int:
 
 def cmd_review_show(ctx: Context) -> int:
     """One task's review: notes, pinned commit, conflicts, and the diff stat against its base."""
-    from corral import review
+    from corral import reviews
 
     task = ctx.store.get_task(ctx.args.id)
     record = ctx.store.get_review(task.id)
-    stat = review.diff_stat(task, record, branches_of(ctx))
+    stat = reviews.diff_stat(task, record, branches_of(ctx))
     data = {"task": task.to_dict(), "review": record.to_dict(), "diff_stat": stat}
     details = {k: v for k, v in record.to_dict().items() if v is not None}
     human = "\n\n".join(
@@ -88,31 +88,33 @@ def cmd_review_show(ctx: Context) -> int:
 
 def cmd_approve(ctx: Context) -> int:
     """Approve a task in review at its branch's current head; `--merge` merges it too."""
-    from corral import review
+    from corral import reviews
 
     a = ctx.args
     strategy = _strategy(ctx) if a.merge else None
-    task = review.approve(ctx.store, a.id, branches=branches_of(ctx), note=a.note)
+    task = reviews.approve(ctx.store, a.id, branches=branches_of(ctx), note=a.note)
     if strategy is None:
         ctx.emit(task.to_dict(), f"{task.id} {task.status}")
         return 0
-    return _merged(ctx, review.merge(ctx.store, a.id, branches=branches_of(ctx), strategy=strategy))
+    return _merged(
+        ctx, reviews.merge(ctx.store, a.id, branches=branches_of(ctx), strategy=strategy)
+    )
 
 
 def cmd_request_changes(ctx: Context) -> int:
     """Send a reviewed task back to ready on its branch, with a note for the next run."""
-    from corral import review
+    from corral import reviews
 
-    task = review.request_changes(ctx.store, ctx.args.id, note=ctx.args.note)
+    task = reviews.request_changes(ctx.store, ctx.args.id, note=ctx.args.note)
     ctx.emit(task.to_dict(), f"{task.id} {task.status} (changes requested)")
     return 0
 
 
 def cmd_merge(ctx: Context) -> int:
     """Merge an approved task's branch into its base; exit 1 on a conflict."""
-    from corral import review
+    from corral import reviews
 
-    result = review.merge(
+    result = reviews.merge(
         ctx.store, ctx.args.id, branches=branches_of(ctx), strategy=_strategy(ctx)
     )
     return _merged(ctx, result)

@@ -1,4 +1,4 @@
-"""Run commands: runs, run show, logs. A run is one attempt at a task (corral.runs)."""
+"""Run commands: runs, run show, logs. A run is one attempt at a task (corral.model.runs)."""
 
 from __future__ import annotations
 

@@ -8,15 +8,15 @@ from corral.cli import parsing, render
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
-from corral.states import TaskStatus
-from corral.tasks import NewTask, TaskFilter
+from corral.model.states import TaskStatus
+from corral.model.tasks import NewTask, TaskFilter
 
 STATUSES = [str(s) for s in TaskStatus]
 
 
 def cmd_add(ctx: Context) -> int:
     """Enqueue a task and print its id."""
-    from corral import queue
+    from corral import tasks
 
     a = ctx.args
     when = 0.0 if a.run_after is None else parse_delay_or_instant("run_after", a.run_after)
@@ -38,7 +38,7 @@ def cmd_add(ctx: Context) -> int:
         run_at=when if isinstance(when, datetime) else None,
         requires_review=a.review,
     )
-    task = queue.enqueue(ctx.store, spec, settings=ctx.settings)
+    task = tasks.enqueue(ctx.store, spec, settings=ctx.settings)
     ctx.emit(task.to_dict(), task.id)
     return 0
 
@@ -78,18 +78,18 @@ def cmd_show(ctx: Context) -> int:
 
 def cmd_cancel(ctx: Context) -> int:
     """Cancel a task that has not finished."""
-    from corral import queue
+    from corral import tasks
 
-    task = queue.cancel(ctx.store, ctx.args.id, reason=ctx.args.reason)
+    task = tasks.cancel(ctx.store, ctx.args.id, reason=ctx.args.reason)
     ctx.emit(task.to_dict(), f"{task.id} cancelled")
     return 0
 
 
 def cmd_retry(ctx: Context) -> int:
     """Return a failed or cancelled task to the queue."""
-    from corral import queue
+    from corral import tasks
 
-    task = queue.retry(ctx.store, ctx.args.id)
+    task = tasks.retry(ctx.store, ctx.args.id)
     ctx.emit(task.to_dict(), f"{task.id} {task.status}")
     return 0
 
@@ -109,7 +109,7 @@ def cmd_why(ctx: Context) -> int:
 def cmd_events(ctx: Context) -> int:
     """Print the newest events, oldest first."""
     a = ctx.args
-    from corral.events import EventFilter
+    from corral.model.events import EventFilter
 
     flt = EventFilter(
         task_id=a.task, worker_id=a.worker, limit=parsing.whole("limit", a.limit, minimum=1) or 50

@@ -11,8 +11,8 @@ from corral.cli import parsing, render
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import format_duration
-from corral.states import WorkerStatus
-from corral.workers import NewWorker
+from corral.model.states import WorkerStatus
+from corral.model.workers import NewWorker
 
 if TYPE_CHECKING:
     import argparse
@@ -48,7 +48,7 @@ def _cmdline(pid: int) -> bytes:
 
 def cmd_register(ctx: Context) -> int:
     """Register a worker and print its id."""
-    from corral import registry
+    from corral import workers
 
     a = ctx.args
     spec = NewWorker(
@@ -60,16 +60,16 @@ def cmd_register(ctx: Context) -> int:
         version=a.version or "",
         pid=parsing.whole("pid", a.pid, minimum=1) if a.pid else caller_pid(),
     )
-    beat = registry.register(ctx.store, spec, settings=ctx.settings)
+    beat = workers.register(ctx.store, spec, settings=ctx.settings)
     ctx.emit(beat.to_dict() | {"worker": beat.worker.to_dict()}, beat.worker.id)
     return 0
 
 
 def cmd_heartbeat(ctx: Context) -> int:
     """Heartbeat; answers the interval to keep and whether to drain."""
-    from corral import registry
+    from corral import workers
 
-    beat = registry.heartbeat(ctx.store, ctx.args.id, settings=ctx.settings)
+    beat = workers.heartbeat(ctx.store, ctx.args.id, settings=ctx.settings)
     drain = "; drain requested" if beat.drain else ""
     every = format_duration(beat.heartbeat_interval_s)
     human = f"{beat.worker.id} {beat.worker.status}; next heartbeat in {every}{drain}"
@@ -79,18 +79,18 @@ def cmd_heartbeat(ctx: Context) -> int:
 
 def cmd_deregister(ctx: Context) -> int:
     """Take a worker offline, returning its unfinished tasks to the queue."""
-    from corral import registry
+    from corral import workers
 
-    worker = registry.deregister(ctx.store, ctx.args.id)
+    worker = workers.deregister(ctx.store, ctx.args.id)
     ctx.emit(worker.to_dict(), f"{worker.id} offline")
     return 0
 
 
 def cmd_drain(ctx: Context) -> int:
     """Ask a worker to finish what it holds and take nothing new."""
-    from corral import registry
+    from corral import workers
 
-    worker = registry.drain(ctx.store, ctx.args.id)
+    worker = workers.drain(ctx.store, ctx.args.id)
     ctx.emit(worker.to_dict(), f"{worker.id} draining")
     return 0
 
@@ -132,7 +132,7 @@ def cmd_stop(ctx: Context) -> int:
     import signal
 
     from corral.errors import Refused, WorkerUnavailable
-    from corral.states import GONE
+    from corral.model.states import GONE
 
     worker = ctx.store.get_worker(ctx.args.id)
     if worker.status in GONE:
@@ -144,12 +144,12 @@ def cmd_stop(ctx: Context) -> int:
                 f"worker {worker.id} runs on {worker.hostname}: stop it there, "
                 "or use --graceful to drain it through the store"
             )
-        from corral import registry
+        from corral import workers
 
-        registry.drain(ctx.store, worker.id)
+        workers.drain(ctx.store, worker.id)
         ctx.emit({"id": worker.id, "signal": None, "drain": True}, f"{worker.id} asked to drain")
         return 0
-    from corral.runtime.runner import process_alive
+    from corral.processes import process_alive
 
     if not process_alive(worker.pid, worker.registered_at.timestamp()):
         raise Refused(
@@ -173,7 +173,7 @@ def cmd_logs(ctx: Context) -> int:
     """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
     from corral.cli.run_cmds import copy_from, follow
     from corral.errors import Refused
-    from corral.states import GONE
+    from corral.model.states import GONE
     from corral.store.location import state_dir
 
     ident = ctx.args.id

@@ -22,7 +22,7 @@ def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
     ctx.long_running()
     from corral.logs import logger
-    from corral.runtime.runner import Runner, RunnerConfig
+    from corral.runtime.worker.runner import Runner, RunnerConfig
 
     a = ctx.args
     config = RunnerConfig(
@@ -46,7 +46,7 @@ def start_worker(ctx: Context) -> int:
         ).run()
     from dataclasses import replace
 
-    from corral.runtime.worker_tmp import make_tmp, remove_tmp
+    from corral.runtime.worker.tmp import make_tmp, remove_tmp
 
     tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
     try:
@@ -60,9 +60,9 @@ def start_worker(ctx: Context) -> int:
 
 def _worktrees(ctx: Context, a: Args) -> Any:
     """Each task in its own git worktree (`--worktree`); git is checked before registering."""
+    from corral.git.task_worktrees import TaskWorktrees
+    from corral.git.worktrees import Worktrees
     from corral.logs import logger
-    from corral.runtime.task_worktrees import TaskWorktrees
-    from corral.runtime.worktrees import Worktrees
 
     if a.exec is None:
         raise InvalidInput("worktree", "a command worker (--exec); --call runs in this process")
@@ -96,9 +96,9 @@ def _duration(field: str, raw: str | None, default: float) -> float:
 
 
 def _command_job(a: Args, db: str) -> Any:
-    from corral.runtime.command_task import CommandJob
-    from corral.runtime.prompts import DEFAULT_TEMPLATE, load_template
-    from corral.runtime.spawn import CommandNotFound
+    from corral.runtime.worker.command_job import CommandJob
+    from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
+    from corral.runtime.worker.spawn import CommandNotFound
 
     try:
         argv = tuple(shlex.split(a.exec))
@@ -124,7 +124,7 @@ def _command_job(a: Args, db: str) -> Any:
 
 
 def _python_job(target: str) -> Any:
-    from corral.runtime.runner import PythonJob
+    from corral.runtime.worker.runner import PythonJob
 
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:

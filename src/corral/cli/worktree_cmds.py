@@ -12,7 +12,7 @@ from corral.cli.context import Context
 
 def open_trees(ctx: Context) -> Any:
     """corral's worktrees of the repository at `--repo` (default: here)."""
-    from corral.runtime.worktrees import Worktrees
+    from corral.git.worktrees import Worktrees
 
     return Worktrees.open(ctx.args.repo or os.getcwd(), ctx.settings.worktree)
 
@@ -43,7 +43,7 @@ def cmd_prune(ctx: Context) -> int:
 
 def prune(ctx: Context) -> Any:
     """One prune pass in the repository at `--repo` (default: here)."""
-    from corral.runtime.worktree_prune import prune_in
+    from corral.git.prune import prune_in
 
     return prune_in(ctx.store, ctx.args.repo or os.getcwd(), ctx.settings.worktree)
 

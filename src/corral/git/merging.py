@@ -1,4 +1,4 @@
-"""`Branches` (corral.review) over git: merge an approved branch into its base, safely.
+"""`Branches` (corral.reviews) over git: merge an approved branch into its base, safely.
 
 The merge commit is built without touching any working tree: `git merge-tree
 --write-tree` yields the merged tree (or the conflicting files, and then nothing changes),
@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from corral.errors import Refused
-from corral.review import MergeAttempt
-from corral.reviews import MergeStrategy
-from corral.runtime.worktrees import Worktrees
+from corral.git.worktrees import Worktrees
+from corral.model.reviews import MergeStrategy
+from corral.reviews import MergeAttempt
 
 
 class GitBranches:

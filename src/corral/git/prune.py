@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.errors import NotFound
+from corral.git.repo import GitUnavailable
+from corral.git.worktrees import Worktrees
+from corral.model.states import FINAL, GONE, TaskStatus
+from corral.model.tasks import Task, TaskFilter
 from corral.policies import WorktreePolicy
-from corral.runtime.git import GitUnavailable
-from corral.runtime.runner import process_alive
-from corral.runtime.worktrees import Worktrees
-from corral.states import FINAL, GONE, TaskStatus
+from corral.processes import process_alive
 from corral.store import Store
-from corral.tasks import Task, TaskFilter
 
 REVIEWED = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
 

@@ -16,15 +16,14 @@ import logging
 import shlex
 import subprocess
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from corral.errors import CorralError, InvalidInput
+from corral.git.worktrees import Worktrees
 from corral.logs import event
-from corral.runtime.command_task import CommandJob
-from corral.runtime.worktrees import Worktrees
-from corral.states import TaskStatus
+from corral.model.states import TaskStatus
+from corral.model.tasks import Task
 from corral.store import Store
-from corral.tasks import Task
 
 KEPT_FOR_REVIEW = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
 SETUP_TAIL_CHARS = 500
@@ -38,6 +37,18 @@ class Entered:
     branch: str
     base_ref: str
     base_commit: str
+    changes_note: str | None = None  # what the reviewer asked for, when changes were requested
+
+    def env(self) -> dict[str, str]:
+        """What the task's command learns of its worktree from its environment."""
+        env = {
+            "CORRAL_WORKTREE_PATH": self.path,
+            "CORRAL_BRANCH": self.branch,
+            "CORRAL_BASE_REF": self.base_ref,
+        }
+        if self.changes_note:
+            env["CORRAL_REVIEW_NOTE"] = self.changes_note
+        return env
 
 
 class TaskWorktrees:
@@ -63,10 +74,8 @@ class TaskWorktrees:
         self._entered: dict[str, Entered] = {}
         self._lock = threading.Lock()
 
-    def enter(
-        self, task: Task, token: int, worker_id: str, job: CommandJob
-    ) -> tuple[CommandJob, str]:
-        """Make (or reuse) the task's worktree; the job to run there and the base commit."""
+    def enter(self, task: Task, token: int, worker_id: str) -> Entered:
+        """Make (or reuse) the task's worktree; where it is and what it started from."""
         review = self._store.get_review(task.id)
         base = review.base_ref or self._base
         plan = self._trees.plan(self._worker, task.id, base, task.branch)
@@ -84,13 +93,14 @@ class TaskWorktrees:
             branch=plan.branch,
             base_ref=base,
             base_commit=self._trees.git.out("rev-parse", base),
+            changes_note=review.changes_note,
         )
         with self._lock:
             self._entered[task.id] = entered
         event(self._log, "worktree.entered", task_id=task.id, path=plan.path, branch=plan.branch)
         if self._setup and not plan.reuse:
             self._run_setup(plan.path)
-        return self._job_in(job, entered, review.changes_note), entered.base_commit
+        return entered
 
     def _run_setup(self, path: str) -> None:
         try:
@@ -105,20 +115,6 @@ class TaskWorktrees:
                 f"worktree setup `{shlex.join(self._setup)}` exited with status "
                 f"{proc.returncode}" + (f": {tail}" if tail else "")
             )
-
-    def _job_in(self, job: CommandJob, entered: Entered, note: str | None) -> CommandJob:
-        env = {
-            **job.extra_env,
-            "CORRAL_WORKTREE_PATH": entered.path,
-            "CORRAL_BRANCH": entered.branch,
-            "CORRAL_BASE_REF": entered.base_ref,
-        }
-        template = job.template
-        if note:
-            env["CORRAL_REVIEW_NOTE"] = note
-            # `$` would start a placeholder in the template: the note is text, not a template.
-            template += "\nChanges requested by the reviewer:\n" + note.replace("$", "$$") + "\n"
-        return replace(job, workdir=entered.path, extra_env=env, template=template)
 
     def final_commit(self, task_id: str) -> str | None:
         """The head of the task's worktree now, if it has one."""

@@ -21,8 +21,8 @@ import tempfile
 from dataclasses import dataclass
 
 from corral.errors import InvalidInput, Refused
+from corral.git.repo import Git
 from corral.policies import WorktreePolicy
-from corral.runtime.git import Git
 
 BACKUP_PREFIX = "refs/corral/backup/"
 _IDENTITY = {

@@ -21,11 +21,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from corral.runs import RunOutcome
-from corral.tasks import Task
+from corral.model.runs import RunOutcome
+from corral.model.tasks import Task
 
 if TYPE_CHECKING:
-    from corral.backoff import Outcome
+    from corral.model.backoff import Outcome
 
 
 class Action(StrEnum):

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from corral.durations import iso
-from corral.states import ClaimStatus
+from corral.model.states import ClaimStatus
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

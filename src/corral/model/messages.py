@@ -4,7 +4,7 @@ Messages are appended and never rewritten (the database refuses an UPDATE or DEL
 an inbox is read in id order, which is the order they were sent. Acknowledging one adds
 a row of its own. Two types act as well as inform: `drain` asks the worker to finish
 what it holds and take nothing new, `cancel` (body `{"task_id": ...}`) cancels a task;
-both take effect when sent (corral.inbox), so a worker that never reads its inbox obeys.
+both take effect when sent (corral.messages), so a worker that never reads its inbox obeys.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from corral.durations import iso
 from corral.errors import InvalidInput
-from corral.tasks import check_name
+from corral.model.tasks import check_name
 
 ORCHESTRATOR = "orchestrator"
 MAX_BODY_CHARS = 65_536

@@ -142,8 +142,8 @@ def holder_is_dead(
         return True
     if state.heartbeat_at is None:
         return True
-    from corral.states import WorkerStatus
-    from corral.workers import liveness
+    from corral.model.states import WorkerStatus
+    from corral.model.workers import liveness
 
     silent_s = (now - state.heartbeat_at).total_seconds()
     return liveness(silent_s, policy) is WorkerStatus.DEAD
@@ -163,8 +163,8 @@ def fleet(
     holder is the one orchestrator, and it leads. A member silent for the dead window
     shows status `dead` until the next orchestrator of its host takes its row.
     """
-    from corral.states import WorkerStatus
-    from corral.workers import liveness
+    from corral.model.states import WorkerStatus
+    from corral.model.workers import liveness
 
     leader = state.host if state.status in LIVE else None
     if not members:

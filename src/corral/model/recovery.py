@@ -18,10 +18,10 @@ import random
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from corral.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
+from corral.model.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
+from corral.model.states import GONE, TaskStatus, WorkerStatus
+from corral.model.workers import liveness, working_status
 from corral.settings import Settings
-from corral.states import GONE, TaskStatus, WorkerStatus
-from corral.workers import liveness, working_status
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,8 @@
 """The state machines of tasks, claims and workers, and the transitions each action may make.
 
-Apart from the records (corral.tasks, corral.leases, corral.workers) so that what only
-compares states, above all the store's SQL parameters, does not build every record class
-on a command's import path (bench/cli_latency.py).
+Apart from the records (model/tasks.py, model/claims.py, model/workers.py) so that what
+only compares states, above all the store's SQL parameters, does not build every record
+class on a command's import path (bench/cli_latency.py).
 
 Tasks:
 
@@ -24,7 +24,7 @@ A task with a failed or cancelled dependency stays blocked; `corral why` names t
 `attempts` counts claims that reached an outcome: a claim adds one, a release or a defer
 gives it back.
 
-Claims: active until completed (done or fail), released, or expired; corral.leases states
+Claims: active until completed (done or fail), released, or expired; corral.model.claims states
 their invariants.
 
 Workers:
@@ -72,7 +72,7 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "unblock": frozenset({TaskStatus.BLOCKED}),
     "cancel": frozenset(set(TaskStatus) - FINAL),
     "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
-    # The review flow (corral.review): the branch is handed in, approved at a pinned
+    # The review flow (corral.reviews): the branch is handed in, approved at a pinned
     # commit, merged; changes requested or a merge conflict send it back to work.
     "submit": frozenset({TaskStatus.RUNNING}),
     "approve": frozenset({TaskStatus.IN_REVIEW}),

@@ -1,6 +1,6 @@
 """Task records: what `add` takes (`NewTask`), what the store returns (`Task`), and filters.
 
-The task state machine and its transition table are in corral.states; `TaskStatus`,
+The task state machine and its transition table are in corral.model.states; `TaskStatus`,
 `FINAL` and `ALLOWED_FROM` are imported here for callers that read them with the records.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from corral.durations import MAX_SPAN_S, iso
 from corral.errors import InvalidInput
-from corral.states import TaskStatus
+from corral.model.states import TaskStatus
 
 MAX_TITLE_CHARS = 500
 

@@ -2,7 +2,7 @@
 
 A heartbeat counts as missed half an interval after it was due, so a worker that beats on
 time but a little late is never stale; idle and busy follow the worker's active claims.
-The worker state machine is in corral.states.
+The worker state machine is in corral.model.states.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.durations import iso
 from corral.errors import InvalidInput
-from corral.states import WorkerStatus
+from corral.model.states import WorkerStatus
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
     from corral.policies import LivenessPolicy

@@ -1,8 +1,8 @@
 """The store: every state change corral makes, each one atomic transaction.
 
-`Store` is written once over a `Driver` (base.py); `open_store(url)` picks the driver
+`Store` is written once over a `Driver` (driver.py); `open_store(url)` picks the driver
 from the URL: a file path or `sqlite:///path` for SQLite (the default,
-`.corral/corral.db`), or `postgresql://...` for PostgreSQL (store/postgres.py).
+`.corral/corral.db`), or `postgresql://...` for PostgreSQL (store/postgres/driver.py).
 """
 
 from __future__ import annotations
@@ -14,24 +14,22 @@ from datetime import datetime
 
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
-from corral.store.base import Driver, LeaderLock
-from corral.store.batch_ops import BatchOps
-from corral.store.claim_ops import ClaimOps
-from corral.store.message_ops import MessageOps
-from corral.store.orchestrator_ops import OrchestratorOps
+from corral.store.claims import ClaimOps
+from corral.store.driver import Driver, LeaderLock
+from corral.store.messages import MessageOps
+from corral.store.orchestrators import OrchestratorOps
 from corral.store.queries import migration_files
-from corral.store.queue_ops import QueueOps
-from corral.store.recovery_ops import RecoveryOps
-from corral.store.review_ops import ReviewOps
-from corral.store.run_ops import RunOps
-from corral.store.task_ops import TaskOps
-from corral.store.worker_ops import WorkerOps
+from corral.store.queues import QueueOps
+from corral.store.recovery import RecoveryOps
+from corral.store.reviews import ReviewOps
+from corral.store.runs import RunOps
+from corral.store.tasks import TaskOps
+from corral.store.workers import WorkerOps
 
 
 class Store(
     TaskOps,
     ClaimOps,
-    BatchOps,
     WorkerOps,
     RecoveryOps,
     RunOps,
@@ -111,7 +109,7 @@ def open_store(url: str, *, clock: Clock | None = None, migrate: bool = True) ->
     """
     if is_postgres_url(url):
         try:
-            from corral.store.postgres import PostgresDriver
+            from corral.store.postgres.driver import PostgresDriver
         except ImportError as exc:
             raise StoreError(
                 f"PostgreSQL needs psycopg ({exc.name} is missing): "

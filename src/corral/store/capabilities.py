@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from corral.workers import Worker
+    from corral.model.workers import Worker
 
 
 def _narrow(declared: tuple[str, ...], asked: tuple[str, ...]) -> list[str] | None:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.durations import iso
-from corral.states import CLAIMING, TaskStatus, WorkerStatus
+from corral.model.states import CLAIMING, TaskStatus, WorkerStatus
 
 if TYPE_CHECKING:
-    from corral.tasks import Task
-    from corral.workers import Worker
+    from corral.model.tasks import Task
+    from corral.model.workers import Worker
 
 
 def cannot_claim(

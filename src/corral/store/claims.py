@@ -3,30 +3,31 @@
 The claim queries filter by the worker's declared kinds and queues and by the task's
 assignee inside the UPDATE itself, so a worker never claims a task it cannot run and
 then gives it back. On PostgreSQL, `claim_next` and `complete` run the same steps as one
-call of a server-side function each (server_cycle.py).
+call of a server-side function each (cycle.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.durations import iso
-from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
-from corral.store import journal, rows, server_cycle
-from corral.store.base import Driver, Json, Row, Tx
+from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
+from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claim_refusals import at_capacity, cannot_claim, claim_refusal
+from corral.store.driver import Driver, Json, Row, Tx
 from corral.store.lookups import held_claim, not_held, read_task, task_back, task_in
-from corral.store.queue_ops import held_reason
+from corral.store.queues import held_reason
 
 if TYPE_CHECKING:
-    from corral.backoff import Outcome
-    from corral.leases import Claim
-    from corral.tasks import Task
-    from corral.workers import Worker
+    from corral.model.backoff import Outcome
+    from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
+    from corral.model.claims import Claim
+    from corral.model.tasks import Task
+    from corral.model.workers import Worker
 
 
 class ClaimOps:
@@ -66,7 +67,9 @@ class ClaimOps:
     ) -> Claim | None:
         """Claim the first ready task `worker_id` may run, or None if there is none."""
         if self._driver.cycle_on_server:
-            claim_row = server_cycle.claim_next(
+            from corral.store.postgres import cycle
+
+            claim_row = cycle.claim_next(
                 self._driver, worker_id, kinds=kinds, queues=queues, lease_s=lease_s, actor=actor
             )
         else:
@@ -119,6 +122,20 @@ class ClaimOps:
             data={"lease_expires_at": iso(expires_at)},
         )
         return claim_row
+
+    def exchange(
+        self,
+        worker_id: str,
+        *,
+        reports: Sequence[Report] = (),
+        ask: ClaimAsk | None = None,
+        open_run: Callable[[Task, int, str], RunStart] | None = None,
+    ) -> Exchanged:
+        """Apply `reports` under their tokens, then claim what `ask` asks for, in one
+        transaction (store/exchange.py says how)."""
+        from corral.store.exchange import exchange
+
+        return exchange(self._driver, worker_id, reports=reports, ask=ask, open_run=open_run)
 
     def active_claim(self, task_id: str) -> Claim | None:
         """The task's active claim, if any."""
@@ -233,9 +250,9 @@ class ClaimOps:
     def complete(self, task_id: str, *, token: int | None, result: Any, actor: str) -> Task:
         """Mark the task done (or in_review when it requires review); unblock dependents."""
         if self._driver.cycle_on_server:
-            done = server_cycle.complete(
-                self._driver, task_id, token=token, result=result, actor=actor
-            )
+            from corral.store.postgres import cycle
+
+            done = cycle.complete(self._driver, task_id, token=token, result=result, actor=actor)
             if done is not None:
                 return rows.task(self._driver, done)
             # Refused, nothing changed: the steps below decide again and say why.
@@ -363,7 +380,7 @@ def apply_outcome(
     tx: Tx, task_id: str, outcome: Outcome, *, error: str, crash: bool, action: str = "fail"
 ) -> None:
     """Send a running task back to ready after the delay, or fail it for good."""
-    from corral.backoff import GiveUp, Retry  # only failures need it: off the common path
+    from corral.model.backoff import GiveUp, Retry  # only failures need it: off the common path
 
     retry = isinstance(outcome, Retry)
     tx.run(
@@ -382,7 +399,7 @@ def record_outcome(
     tx: Tx, task_id: str, *, worker_id: str, token: int, outcome: Outcome, error: str, actor: str
 ) -> None:
     """The event for a failure: `task.retry_scheduled` or `task.failed`."""
-    from corral.backoff import Retry
+    from corral.model.backoff import Retry
 
     data: dict[str, Any]
     if isinstance(outcome, Retry):

@@ -1,6 +1,6 @@
-"""Store side of batches (corral/batch.py): reports and next claims in one transaction.
+"""Store side of batches (model/batches.py): reports and next claims in one transaction.
 
-BatchOps.exchange (store/batch_ops.py) calls `exchange` here.
+ClaimOps.exchange (store/claims.py) calls `exchange` here.
 
 A batch of k tasks costs a fixed number of statements, whatever k: rows travel as one
 JSON array per statement. The transaction, in order:
@@ -23,21 +23,21 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from corral.batch import Action, ClaimAsk, Exchanged, Held, Report, RunStart
 from corral.durations import iso
 from corral.errors import WorkerUnavailable
 from corral.ids import RUN_PREFIX, new_id
-from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
+from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
+from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
+from corral.model.tasks import Task
 from corral.store import journal, rows
-from corral.store.base import Driver, Json, Row, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.claim_ops import (
+from corral.store.claims import (
     apply_outcome,
     claiming_worker,
     record_outcome,
     unblock_dependents,
 )
-from corral.tasks import Task
+from corral.store.driver import Driver, Json, Row, Tx
 
 OpenRun = Callable[[Task, int, str], RunStart]
 _CLAIM_END = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.store.base import Json, Tx
+from corral.store.driver import Json, Tx
 
 
 def entry(

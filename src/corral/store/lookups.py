@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.store import rows
-from corral.store.base import Driver, Row, Sent, Tx
+from corral.store.driver import Driver, Row, Sent, Tx
 
 if TYPE_CHECKING:
-    from corral.leases import Claim
-    from corral.tasks import Task
-    from corral.workers import Worker
+    from corral.model.claims import Claim
+    from corral.model.tasks import Task
+    from corral.model.workers import Worker
 
 
 def task_in(tx: Tx, driver: Driver, task_id: str) -> Task:

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.store import rows
-from corral.store.base import Driver, Json, Tx
+from corral.store.driver import Driver, Json, Tx
 
 if TYPE_CHECKING:
-    from corral.messages import Message, NewMessage
+    from corral.model.messages import Message, NewMessage
 
 
 class MessageOps:
@@ -19,7 +19,7 @@ class MessageOps:
 
     def send_message(self, spec: NewMessage) -> Message:
         """Append a message; a worker named by id is addressed by its name."""
-        from corral.messages import ORCHESTRATOR
+        from corral.model.messages import ORCHESTRATOR
 
         with self._driver.write() as tx:
             recipient = spec.recipient

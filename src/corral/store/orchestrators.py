@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.store import journal
-from corral.store.base import Driver, Json, Row, Tx
+from corral.store.driver import Driver, Json, Row, Tx
 
 if TYPE_CHECKING:  # imported where used: every CLI command imports the store, few the row
-    from corral.orchestration import (
+    from corral.model.orchestrators import (
         OrchestratorMember,
         OrchestratorState,
         OrchestratorStatus,
@@ -55,7 +55,7 @@ class OrchestratorOps:
             )
             if row is None:
                 return None
-            from corral.orchestration import OrchestratorStatus
+            from corral.model.orchestrators import OrchestratorStatus
 
             tx.run("demote_orchestrators", host=host)  # PostgreSQL: one leader among members
             reason = None if seen.status is OrchestratorStatus.STOPPED else "previous holder died"
@@ -108,7 +108,7 @@ class OrchestratorOps:
 
     def request_orchestrator_stop(self, *, stop_timeout_s: float) -> OrchestratorState:
         """Mark the live orchestrator stopping, with how long its workers may finish tasks."""
-        from corral.orchestration import STOPPABLE, OrchestratorStatus
+        from corral.model.orchestrators import STOPPABLE, OrchestratorStatus
 
         with self._driver.write() as tx:
             row = tx.one(
@@ -149,7 +149,7 @@ class OrchestratorOps:
             )
             if row is None:
                 return None
-            from corral.orchestration import OrchestratorStatus
+            from corral.model.orchestrators import OrchestratorStatus
 
             journal.record(
                 tx,
@@ -185,7 +185,7 @@ def _row(tx: Tx) -> Row:
 
 
 def _state(driver: Driver, row: Row) -> OrchestratorState:
-    from corral.orchestration import OrchestratorState, OrchestratorStatus
+    from corral.model.orchestrators import OrchestratorState, OrchestratorStatus
 
     def instant(name: str) -> Any:
         return None if row[name] is None else driver.instant(row[name])
@@ -205,7 +205,7 @@ def _state(driver: Driver, row: Row) -> OrchestratorState:
 
 
 def _member(driver: Driver, row: Row) -> OrchestratorMember:
-    from corral.orchestration import OrchestratorMember, OrchestratorStatus, Role
+    from corral.model.orchestrators import OrchestratorMember, OrchestratorStatus, Role
 
     return OrchestratorMember(
         host=row["host"],

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.store import journal
-from corral.store.base import Driver, Row, Tx
+from corral.store.driver import Driver, Row, Tx
 
 if TYPE_CHECKING:  # built only by `queue list`: keeps the record off every command's start-up
-    from corral.backpressure import QueueStat
+    from corral.model.queues import QueueStat
     from corral.policies import QueueLimits
 
 LIMIT_NAMES = ("max_ready", "max_running", "rate")
@@ -80,7 +80,7 @@ def _limits(row: Row) -> QueueLimits:
 
 
 def _stat(row: Row) -> QueueStat:
-    from corral.backpressure import QueueStat
+    from corral.model.queues import QueueStat
 
     return QueueStat(
         queue=row["queue"],

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
+from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
 from corral.store import journal
-from corral.store.base import Driver, Tx
-from corral.store.claim_ops import apply_outcome, end_claim, record_outcome
+from corral.store.claims import apply_outcome, end_claim, record_outcome
+from corral.store.driver import Driver, Tx
 
 if TYPE_CHECKING:
-    from corral.recovery import (
+    from corral.model.recovery import (
         CloseClaim,
         ExpireClaim,
         FixWorkerStatus,
@@ -35,7 +35,7 @@ class RecoveryOps:
 
     def reconcile_snapshot(self) -> Snapshot:
         """Watched workers, active claims and orphaned tasks, in one consistent read."""
-        from corral.recovery import ClaimView, OrphanView, Snapshot, WorkerView
+        from corral.model.recovery import ClaimView, OrphanView, Snapshot, WorkerView
 
         d = self._driver
         with d.read() as tx:
@@ -85,7 +85,13 @@ class RecoveryOps:
 
 
 def _apply(tx: Tx, decision: Recovery) -> bool:
-    from corral.recovery import CloseClaim, ExpireClaim, FixWorkerStatus, MarkWorker, RequeueOrphan
+    from corral.model.recovery import (
+        CloseClaim,
+        ExpireClaim,
+        FixWorkerStatus,
+        MarkWorker,
+        RequeueOrphan,
+    )
 
     match decision:
         case MarkWorker():
@@ -168,7 +174,7 @@ def _expire_claim(tx: Tx, d: ExpireClaim) -> bool:
 
 
 def _requeue_orphan(tx: Tx, d: RequeueOrphan) -> bool:
-    from corral.backoff import Retry
+    from corral.model.backoff import Retry
 
     retry = isinstance(d.outcome, Retry)
     to = TaskStatus.READY if retry else TaskStatus.FAILED

@@ -13,16 +13,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral import errors
-from corral.states import ALLOWED_FROM, ClaimStatus, TaskStatus
+from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
 from corral.store import journal, rows
-from corral.store.base import Driver, Json, Tx
-from corral.store.claim_ops import end_claim, unblock_dependents
+from corral.store.claims import end_claim, unblock_dependents
+from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import held_claim, read_task, task_in
 
 if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
-    from corral.leases import Claim
-    from corral.reviews import Review
-    from corral.tasks import Task
+    from corral.model.claims import Claim
+    from corral.model.reviews import Review
+    from corral.model.tasks import Task
 
 
 class ReviewOps:
@@ -232,7 +232,7 @@ def _check_approved_at(tx: Tx, driver: Driver, task_id: str, commit: str | None)
 
 
 def _review_in(tx: Tx, driver: Driver, task_id: str) -> Review:
-    from corral.reviews import Review
+    from corral.model.reviews import Review
 
     row = tx.one("get_review", task_id=task_id)
     return Review(task_id=task_id) if row is None else rows.review(driver, row)

@@ -12,17 +12,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from corral.states import ClaimStatus, TaskStatus, WorkerStatus
-from corral.store.base import Driver, Row
+from corral.model.states import ClaimStatus, TaskStatus, WorkerStatus
+from corral.store.driver import Driver, Row
 
 if TYPE_CHECKING:
-    from corral.events import Event
-    from corral.leases import Claim
-    from corral.messages import Message
-    from corral.reviews import Review
-    from corral.runs import Run
-    from corral.tasks import Task
-    from corral.workers import Worker
+    from corral.model.claims import Claim
+    from corral.model.events import Event
+    from corral.model.messages import Message
+    from corral.model.reviews import Review
+    from corral.model.runs import Run
+    from corral.model.tasks import Task
+    from corral.model.workers import Worker
 
 
 def _maybe_instant(driver: Driver, value: Any) -> datetime | None:
@@ -35,7 +35,7 @@ def _maybe_json(driver: Driver, value: Any) -> Any:
 
 def task(driver: Driver, row: Row) -> Task:
     """A `task_view` row."""
-    from corral.tasks import Task
+    from corral.model.tasks import Task
 
     return Task(
         id=row["id"],
@@ -72,7 +72,7 @@ def task(driver: Driver, row: Row) -> Task:
 
 def claim(driver: Driver, row: Row) -> Claim:
     """A `claims` row."""
-    from corral.leases import Claim
+    from corral.model.claims import Claim
 
     return Claim(
         token=row["token"],
@@ -89,7 +89,7 @@ def claim(driver: Driver, row: Row) -> Claim:
 
 def worker(driver: Driver, row: Row) -> Worker:
     """A `worker_view` row."""
-    from corral.workers import Worker
+    from corral.model.workers import Worker
 
     return Worker(
         id=row["id"],
@@ -115,7 +115,7 @@ def worker(driver: Driver, row: Row) -> Worker:
 
 def event(driver: Driver, row: Row) -> Event:
     """An `events` row."""
-    from corral.events import Event  # only event listings need it: off the CLI's common path
+    from corral.model.events import Event  # only event listings need it: off the CLI's common path
 
     return Event(
         id=row["id"],
@@ -134,7 +134,10 @@ def event(driver: Driver, row: Row) -> Event:
 
 def run(driver: Driver, row: Row) -> Run:
     """A `runs` row."""
-    from corral.runs import Run, RunOutcome  # only run commands need it: off the CLI's common path
+    from corral.model.runs import (  # only run commands need it: off the CLI's common path
+        Run,
+        RunOutcome,
+    )
 
     return Run(
         id=row["id"],
@@ -164,7 +167,7 @@ def run(driver: Driver, row: Row) -> Run:
 def review(driver: Driver, row: Row) -> Review:
     """A `reviews` row."""
     files = row["conflict_files"]
-    from corral.reviews import Review
+    from corral.model.reviews import Review
 
     return Review(
         task_id=row["task_id"],
@@ -182,7 +185,7 @@ def review(driver: Driver, row: Row) -> Review:
 
 def message(driver: Driver, row: Row) -> Message:
     """A `list_messages` row: a message with its acknowledgement, if any."""
-    from corral.messages import Message
+    from corral.model.messages import Message
 
     return Message(
         id=row["id"],

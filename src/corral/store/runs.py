@@ -14,12 +14,12 @@ from corral import errors
 from corral.durations import iso
 from corral.ids import RUN_PREFIX, new_id
 from corral.store import journal, rows
-from corral.store.base import Driver, Json, Tx
+from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import held_claim
 
 if TYPE_CHECKING:
-    from corral.batch import RunStart
-    from corral.runs import NewRun, Run, RunOutcome
+    from corral.model.batches import RunStart
+    from corral.model.runs import NewRun, Run, RunOutcome
 
 
 class RunOps:
@@ -203,7 +203,7 @@ def _run_in(tx: Tx, driver: Driver, run_id: str) -> Run:
 
 
 def _outcome(value: str) -> RunOutcome:
-    from corral.runs import RunOutcome
+    from corral.model.runs import RunOutcome
 
     try:
         return RunOutcome(value)

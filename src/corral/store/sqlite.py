@@ -31,7 +31,7 @@ from typing import Any
 
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
-from corral.store.base import Json
+from corral.store.driver import Json
 from corral.store.queries import load_queries, migration_files, sql_path
 
 BUSY_TIMEOUT_S = 10.0

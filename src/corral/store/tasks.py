@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.ids import TASK_PREFIX, new_id
-from corral.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
+from corral.model.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
 from corral.store import journal, rows
-from corral.store.base import Driver, Json, Tx
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.claim_ops import end_claim
+from corral.store.claims import end_claim
+from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import read_task, task_in
-from corral.store.queue_ops import check_room
+from corral.store.queues import check_room
 
 if TYPE_CHECKING:
-    from corral.events import Event, EventFilter
-    from corral.tasks import NewTask, Task, TaskFilter
-    from corral.workers import Worker
+    from corral.model.events import Event, EventFilter
+    from corral.model.tasks import NewTask, Task, TaskFilter
+    from corral.model.workers import Worker
 
 
 class TaskOps:

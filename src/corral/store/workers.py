@@ -6,14 +6,20 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.ids import WORKER_PREFIX, new_id
-from corral.states import ALLOWED_FROM, WORKER_ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
+from corral.model.states import (
+    ALLOWED_FROM,
+    WORKER_ALLOWED_FROM,
+    ClaimStatus,
+    TaskStatus,
+    WorkerStatus,
+)
 from corral.store import journal, rows
-from corral.store.base import Driver, Json
-from corral.store.claim_ops import end_claim
+from corral.store.claims import end_claim
+from corral.store.driver import Driver, Json
 from corral.store.lookups import worker_in
 
 if TYPE_CHECKING:
-    from corral.workers import NewWorker, Worker
+    from corral.model.workers import NewWorker, Worker
 
 
 class WorkerOps:

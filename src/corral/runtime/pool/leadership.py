@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.errors import Refused
-from corral.orchestration import (
+from corral.model.orchestrators import (
     OrchestratorMember,
     OrchestratorState,
     OrchestratorStatus,
@@ -27,7 +27,7 @@ from corral.orchestration import (
 )
 from corral.policies import LivenessPolicy
 from corral.store import Store
-from corral.store.base import LeaderLock
+from corral.store.driver import LeaderLock
 
 
 class Leadership:

@@ -17,7 +17,7 @@ import psutil
 
 from corral.clock import Clock
 from corral.errors import NotFound
-from corral.runtime.executor import RUN_ID_ENV, end_marked_processes
+from corral.runtime.worker.executor import RUN_ID_ENV, end_marked_processes
 from corral.store import Store
 
 GRACE_S = 0.5  # SIGTERM to SIGKILL for a leftover; the orchestrator's loop waits meanwhile

@@ -2,7 +2,7 @@
 
 On PostgreSQL several run at once, one per host: each joins as a member and runs its
 pool; the one holding the leader lock takes the state row and reconciles, the others
-stand by and try the lock every reconcile interval (runtime/leadership.py). Below, "take
+stand by and try the lock every reconcile interval (runtime/pool/leadership.py). Below, "take
 the row" is then "join, and lead once the lock is ours".
 
     take the row (compare-and-set; a dead holder is replaced, a live one refuses us)
@@ -30,23 +30,23 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from corral import reconciler
+from corral import reconcile
 from corral.clock import Clock, SystemClock
 from corral.errors import CorralError, InvalidInput, Refused, StoreError
+from corral.git.prune import prune_if_managed
 from corral.logs import event, logger
-from corral.orchestration import (
+from corral.model.orchestrators import (
     STOPPABLE,
     OrchestratorState,
     OrchestratorStatus,
     holder_is_dead,
 )
-from corral.runtime import leftovers, worker_process
-from corral.runtime.leadership import Leadership
-from corral.runtime.runner import process_alive
-from corral.runtime.supervisor import Supervisor
-from corral.runtime.worker_process import Layout
-from corral.runtime.worker_tmp import prune_tmp
-from corral.runtime.worktree_prune import prune_if_managed
+from corral.processes import process_alive
+from corral.runtime.pool import leftovers, worker_process
+from corral.runtime.pool.leadership import Leadership
+from corral.runtime.pool.supervisor import Supervisor
+from corral.runtime.pool.worker_process import Layout
+from corral.runtime.worker.tmp import prune_tmp
 from corral.settings import Settings
 from corral.store import Store
 
@@ -306,7 +306,7 @@ class Orchestrator:
 
     def _reconcile(self) -> None:
         try:
-            report = reconciler.reconcile_once(self._store, settings=self._settings, rng=self._rng)
+            report = reconcile.reconcile_once(self._store, settings=self._settings, rng=self._rng)
         except CorralError as exc:  # the store is briefly unavailable: next pass
             event(self._log, "reconcile.failed", logging.WARNING, error=exc.message)
             return

@@ -3,7 +3,7 @@
 Every change happens on the orchestrator's loop thread, in `tick()`; watcher threads only
 queue exits and wake the loop (worker_process.py). On an exit the supervisor, at once:
 ends the processes the worker's unfinished runs left behind (found by CORRAL_RUN_ID), then
-declares the worker dead in the store (`reconciler.recover_worker`: claims expire, tasks go
+declares the worker dead in the store (`reconcile.recover_worker`: claims expire, tasks go
 back to the queue, the crash is recorded), then schedules the restart `restarts.after_exit`
 decides. Stopping a worker is SIGTERM (finish the current task), SIGQUIT when its grace runs
 out (give the task back now), SIGKILL `kill_timeout_s` later; each one is logged.
@@ -22,20 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral import reconciler
+from corral import reconcile
 from corral.clock import Clock
 from corral.errors import StoreError
 from corral.logs import event
-from corral.orchestration import SlotState
-from corral.restarts import RestartHistory, after_exit
-from corral.runtime import worker_process
-from corral.runtime.executor import end_marked_processes
-from corral.runtime.runner import process_alive
-from corral.runtime.worker_process import Layout, Process
+from corral.model.orchestrators import SlotState
+from corral.model.restarts import RestartHistory, after_exit
+from corral.model.states import WATCHED
+from corral.model.workers import Worker
+from corral.processes import process_alive
+from corral.runtime.pool import worker_process
+from corral.runtime.pool.worker_process import Layout, Process
+from corral.runtime.worker.executor import end_marked_processes
 from corral.settings import Settings
-from corral.states import WATCHED
 from corral.store import Store
-from corral.workers import Worker
 
 SLOT_NAME = re.compile(r"slot-(\d+)")
 Spawner = Callable[..., Process]  # worker_process.spawn's signature
@@ -252,7 +252,7 @@ class Supervisor:
             ended = end_marked_processes(run.id, clock=self._clock, grace_s=ORPHAN_GRACE_S)
             if ended:
                 event(self._log, "run.orphans_ended", run_id=run.id, processes=ended)
-        report = reconciler.recover_worker(
+        report = reconcile.recover_worker(
             self._store, worker.id, reason=reason, settings=self._settings, rng=self._rng
         )
         repaired = {name: n for name, n in report.to_dict().items() if n}

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.errors import InvalidInput, StoreError
-from corral.runtime.pytask import Execute
-from corral.runtime.runner import PythonJob, Runner, RunnerConfig
+from corral.model.tasks import Task
+from corral.runtime.worker.python_job import Execute
+from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
 from corral.settings import Settings, load_settings
 from corral.store import open_store
 from corral.store.location import config_path, resolve_db
-from corral.tasks import Task
 
 
 def run_worker(

@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from corral.clock import Clock
-from corral.runtime.executor import CommandResult, CommandSpec, run_command
-from corral.runtime.outcome import DEFER_EXIT_CODE, Done, Ending
-from corral.runtime.prompts import DEFAULT_TEMPLATE, render_prompt
-from corral.runtime.spares import Spares
-from corral.tasks import Task
+from corral.git.task_worktrees import Entered
+from corral.model.tasks import Task
+from corral.runtime.worker.executor import CommandResult, CommandSpec, run_command
+from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
+from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
+from corral.runtime.worker.spares import Spares
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +43,18 @@ class CommandJob:
     extra_env: dict[str, str] = field(default_factory=dict)
     # The environment commands start from: the runner's, read once (not once per task).
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def in_worktree(job: CommandJob, entered: Entered) -> CommandJob:
+    """The job as it runs in a task's worktree: there, told where it is, and, after changes
+    were requested, with the reviewer's note in its prompt."""
+    template = job.template
+    if entered.changes_note:
+        # `$` would start a placeholder in the template: the note is text, not a template.
+        note = entered.changes_note.replace("$", "$$")
+        template += "\nChanges requested by the reviewer:\n" + note + "\n"
+    env = {**job.extra_env, **entered.env()}
+    return replace(job, workdir=entered.path, extra_env=env, template=template)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 import psutil
 
 from corral.clock import Clock
-from corral.runtime import proctree, spawn
-from corral.runtime.outcome import Ending
-from corral.runtime.spares import Spares
-from corral.runtime.spawn import Child
+from corral.runtime.worker import proctree, spawn
+from corral.runtime.worker.outcome import Ending
+from corral.runtime.worker.spares import Spares
+from corral.runtime.worker.spawn import Child
 
 RUN_ID_ENV = "CORRAL_RUN_ID"
 STDERR_TAIL_BYTES = 2048

@@ -20,7 +20,7 @@ import threading
 
 import psutil
 
-from corral import registry
+from corral import workers
 from corral.clock import Clock
 from corral.errors import StoreError, WorkerUnavailable
 from corral.logs import event
@@ -90,7 +90,7 @@ class Heartbeat:
     def _beat(self) -> bool:
         """One heartbeat and claim check; False when the store could not be reached."""
         try:
-            beat = registry.heartbeat(
+            beat = workers.heartbeat(
                 self._store,
                 self._worker_id,
                 cpu_percent=self._process.cpu_percent(None),

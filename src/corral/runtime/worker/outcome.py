@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from corral.batch import Action, Held, Report
-from corral.runs import RunOutcome
+from corral.model.batches import Action, Held, Report
+from corral.model.runs import RunOutcome
 
 DEFER_EXIT_CODE = 75  # EX_TEMPFAIL: "try again later", as sendmail and friends use it
 

@@ -15,7 +15,7 @@ from string import Template
 from typing import Any
 
 from corral.errors import InvalidInput
-from corral.tasks import Task
+from corral.model.tasks import Task
 
 DEFAULT_TEMPLATE = """\
 You are a worker agent assigned one task.

@@ -18,12 +18,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from corral import queue
+from corral import claims
 from corral.logs import event
-from corral.runtime.outcome import Done, Ending
+from corral.model.tasks import Task
+from corral.runtime.worker.outcome import Done, Ending
 from corral.settings import Settings
 from corral.store import Store
-from corral.tasks import Task
 
 Execute = Callable[[Task, "TaskContext"], Any]
 
@@ -66,7 +66,7 @@ class TaskContext:
 
     def renew_lease(self, lease_s: float | None = None) -> None:
         """Extend this task's lease explicitly (bounded by max_renewals)."""
-        queue.renew(
+        claims.renew(
             self._store, self.task.id, token=self._token, lease_s=lease_s, settings=self._settings
         )
 

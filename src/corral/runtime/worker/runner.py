@@ -12,7 +12,7 @@
                         else: fail (retry policy); a report whose token went stale
                         changes nothing, and its run records what the agent reported
                         or lease_lost
-    k is 1 unless `batch` allows more (corral.batch: it adapts to the queue's depth).
+    k is 1 unless `batch` allows more (corral.model.batches: it adapts to the queue's depth).
     SIGTERM / SIGINT ─► stop claiming, let running tasks finish within shutdown_timeout_s,
                         then stop them; release their claims and those of held tasks
                         not started ─► deregister ─► exit 0
@@ -35,10 +35,7 @@ from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, TypeVar
 
-import psutil
-
-from corral import queue, reconciler, registry
-from corral.batch import Action, ClaimAsk, Exchanged, Held, Report, RunStart, next_batch_size
+from corral import claims, reconcile, workers
 from corral.clock import Clock, SystemClock
 from corral.errors import (
     CorralError,
@@ -46,21 +43,31 @@ from corral.errors import (
     StoreError,
     WorkerUnavailable,
 )
+from corral.git.task_worktrees import TaskWorktrees
 from corral.logs import event, logger
-from corral.runs import RunOutcome
-from corral.runtime import command_task
-from corral.runtime.command_task import CommandJob, Prepared
-from corral.runtime.executor import end_marked_processes
-from corral.runtime.heartbeat import Heartbeat
-from corral.runtime.outcome import Done, report_of
-from corral.runtime.pytask import Execute, TaskContext, run_callable
-from corral.runtime.spares import Spares
-from corral.runtime.task_worktrees import TaskWorktrees
+from corral.model.batches import (
+    Action,
+    ClaimAsk,
+    Exchanged,
+    Held,
+    Report,
+    RunStart,
+    next_batch_size,
+)
+from corral.model.runs import RunOutcome
+from corral.model.states import WATCHED
+from corral.model.tasks import Task
+from corral.model.workers import NewWorker
+from corral.processes import process_alive
+from corral.runtime.worker import command_job
+from corral.runtime.worker.command_job import CommandJob, Prepared
+from corral.runtime.worker.executor import end_marked_processes
+from corral.runtime.worker.heartbeat import Heartbeat
+from corral.runtime.worker.outcome import Done, report_of
+from corral.runtime.worker.python_job import Execute, TaskContext, run_callable
+from corral.runtime.worker.spares import Spares
 from corral.settings import Settings
-from corral.states import WATCHED
 from corral.store import Store
-from corral.tasks import Task
-from corral.workers import NewWorker
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 REPORT_RETRIES = 5  # store calls after a run, tried again while the store is unavailable
@@ -99,7 +106,7 @@ class RunnerConfig:
     shutdown_timeout_s: float = 300.0
     idle_min_s: float = 0.05
     idle_max_s: float = 2.0
-    batch: int = 1  # most tasks a slot claims at once (1: one at a time); corral.batch
+    batch: int = 1  # most tasks a slot claims at once (1: one at a time); corral.model.batches
     batch_window_s: float = 0.1  # how long finished tasks of a batch may wait to be reported
 
 
@@ -145,7 +152,7 @@ class Runner:
         previous = self._install_signal_handlers()
         try:
             self._recover_dead_incarnations()
-            beat = registry.register(self._store, self._new_worker(), settings=self._settings)
+            beat = workers.register(self._store, self._new_worker(), settings=self._settings)
             self.worker_id = beat.worker.id
             event(
                 self._log,
@@ -216,7 +223,7 @@ class Runner:
         if self._heartbeat.dead.is_set():
             return  # the store already took this worker's claims away
         try:
-            registry.deregister(self._store, self.worker_id, reason="stopped")
+            workers.deregister(self._store, self.worker_id, reason="stopped")
         except WorkerUnavailable as exc:  # deregistered or declared dead from outside
             event(self._log, "worker.already_gone", worker_id=self.worker_id, reason=exc.message)
         except CorralError as exc:
@@ -279,7 +286,7 @@ class Runner:
             self._taken -= count
 
     def _slot(self) -> None:
-        """Claim a batch (its size adapting: corral.batch), run its tasks, report them
+        """Claim a batch (its size adapting: corral.model.batches), run its tasks, report them
         together with the next claim, until told to stop or out of budget."""
         size, idle_s = 1, self._config.idle_min_s
         reports: list[Report] = []
@@ -327,7 +334,7 @@ class Runner:
         ask = ClaimAsk(limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s)
 
         def once() -> Exchanged:
-            return queue.exchange(
+            return claims.exchange(
                 self._store,
                 self.worker_id,
                 reports=reports,
@@ -395,7 +402,7 @@ class Runner:
             # then records where the run really runs (_enter_worktree).
             return RunStart(command=self._job.argv, cwd=os.getcwd())
         try:
-            prepared = command_task.prepare(
+            prepared = command_job.prepare(
                 self._job,
                 task,
                 token=token,
@@ -500,7 +507,7 @@ class Runner:
 
         if isinstance(self._job, CommandJob):
             job, prepared = self._prepared_command(h)
-            return command_task.perform(
+            return command_job.perform(
                 job,
                 prepared,
                 clock=self._clock,
@@ -539,8 +546,9 @@ class Runner:
             if isinstance(prepared, Exception):
                 raise prepared
             return self._job, prepared
-        job, base_commit = self._worktrees.enter(h.task, h.token, self.worker_id, self._job)
-        prepared = command_task.prepare(
+        entered = self._worktrees.enter(h.task, h.token, self.worker_id)
+        job, base_commit = command_job.in_worktree(self._job, entered), entered.base_commit
+        prepared = command_job.prepare(
             job,
             h.task,
             token=h.token,
@@ -586,7 +594,7 @@ class Runner:
 
     def _reported_by_agent(self, task_id: str, token: int) -> RunOutcome | None:
         """What the task's own command reported under this run's token, if it did."""
-        from corral.events import EventFilter
+        from corral.model.events import EventFilter
 
         for past in reversed(self._store.list_events(EventFilter(task_id=task_id, limit=20))):
             if past.token == token and past.name in _AGENT_REPORTS and past.actor != "reconciler":
@@ -606,7 +614,7 @@ class Runner:
             for run in self._store.unfinished_runs(worker.id):
                 ended = end_marked_processes(run.id, clock=self._clock)
                 event(self._log, "run.orphans_ended", run_id=run.id, processes=ended)
-            report = reconciler.recover_worker(
+            report = reconcile.recover_worker(
                 self._store,
                 worker.id,
                 reason=f"process {worker.pid} is gone (restarted)",
@@ -627,17 +635,3 @@ def _name_of(job: CommandJob | PythonJob) -> str:
     if isinstance(job, CommandJob):
         return job.argv[0]
     return str(getattr(job.execute, "__qualname__", repr(job.execute)))
-
-
-def process_alive(pid: int | None, registered_at_s: float) -> bool:
-    """True if `pid` runs and was started before the worker registered (not a reused pid)."""
-    if pid is None:
-        return True  # cannot tell: leave it to the reconciler
-    try:
-        process = psutil.Process(pid)
-        return bool(
-            process.create_time() <= registered_at_s + 1.0
-            and process.status() != psutil.STATUS_ZOMBIE  # exited, not yet reaped
-        )
-    except psutil.Error:
-        return False

@@ -12,7 +12,7 @@ Each call is a transaction of its own (`Driver.call`: autocommit, one round trip
 BEGIN or COMMIT). Semantics are the Python path's, statement for statement, and the
 conformance suite runs both stores through them. The functions decide nothing the store
 does not hand them: the statuses a worker claims in and the transitions a completion
-makes arrive as parameters from `corral.states`. A refused claim comes back as data, from
+makes arrive as parameters from `corral.model.states`. A refused claim comes back as data, from
 which this module raises the Python path's error. A refused completion changed nothing,
 and the store then runs the Python path, which decides again in one transaction and
 raises its precise error (StaleToken naming the holder, InvalidTransition naming the
@@ -32,9 +32,9 @@ from __future__ import annotations
 from typing import Any
 
 from corral import errors
-from corral.states import ALLOWED_FROM, CLAIMING, WorkerStatus
-from corral.store.base import Driver, Json, Row
+from corral.model.states import ALLOWED_FROM, CLAIMING, WorkerStatus
 from corral.store.claim_refusals import cannot_claim
+from corral.store.driver import Driver, Json, Row
 
 
 def claim_next(

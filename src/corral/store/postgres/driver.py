@@ -68,8 +68,9 @@ from typing import TYPE_CHECKING, Any
 
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
-from corral.store.base import Json
-from corral.store.pg_errors import describe, safe_url
+from corral.store.driver import Json
+from corral.store.location import safe_url
+from corral.store.postgres.errors import describe
 from corral.store.queries import load_queries, migration_files, sql_path
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from corral.store.pg_sessions import LeaderLock
+    from corral.store.postgres.sessions import LeaderLock
 
 CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
 POOL_MAX = 4  # a runner needs its claiming slots plus the heartbeat thread
@@ -479,17 +480,17 @@ class PostgresDriver:
             f"corral knows ({latest}): upgrade corral"
         )
 
-    # -- sessions of their own (store/pg_sessions.py) -------------------------------
+    # -- sessions of their own (store/postgres/sessions.py) -------------------------------
 
     def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
         """Set `wake` whenever a task becomes ready (LISTEN); the function that stops it."""
-        from corral.store.pg_sessions import ReadyListener
+        from corral.store.postgres.sessions import ReadyListener
 
         return ReadyListener(self._connect, self._write_sql["listen_ready"], wake).stop
 
     def leader_lock(self) -> LeaderLock:
         """The advisory lock the orchestrators of this store elect their leader with."""
-        from corral.store.pg_sessions import LeaderLock
+        from corral.store.postgres.sessions import LeaderLock
 
         return LeaderLock(
             self._connect,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 INSUFFICIENT_PRIVILEGE = "42501"
 _NOISE = re.compile(
@@ -31,18 +30,6 @@ _HINTS = (
     ("invalid integer value", "not a valid PostgreSQL URL"),
     ("invalid port", "not a valid PostgreSQL URL"),
 )
-
-
-def safe_url(url: str) -> str:
-    """`url` with any password replaced by `***`."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        return urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def describe(shown: str, exc: Any) -> str:

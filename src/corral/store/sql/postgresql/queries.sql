@@ -466,7 +466,7 @@ SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
 -- turns, and a message's id is drawn only once the one before it has committed.
 INSERT INTO messages (at, sender, recipient, type, body)
 SELECT :now, :sender, :recipient, :type, :body
-FROM (SELECT pg_advisory_xact_lock(hashtext('corral.messages'))) AS turn
+FROM (SELECT pg_advisory_xact_lock(hashtext('corral.model.messages'))) AS turn
 RETURNING id;
 
 -- name: list_messages
@@ -572,7 +572,7 @@ SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()
 -- name: release_leader_lock
 SELECT pg_advisory_unlock_all();
 
--- Batches: a runner's reports and its next claims in one transaction (store/batch_ops.py).
+-- Batches: a runner's reports and its next claims in one transaction (store/exchange.py).
 -- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
 -- costs a fixed number of statements.
 
@@ -701,7 +701,7 @@ SELECT :now, e->>'name', e->>'task_id', e->>'worker_id', (e->>'token')::bigint,
 FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(e, n)
 ORDER BY n;
 
--- The claim cycle as server-side functions (store/server_cycle.py; schema.sql defines
+-- The claim cycle as server-side functions (store/postgres/cycle.py; schema.sql defines
 -- them). PostgreSQL only: SQLite runs the same steps as the queries above.
 
 -- name: claim_next_on_server

@@ -305,9 +305,9 @@ CREATE TRIGGER tasks_ready_notify AFTER INSERT OR UPDATE OF status ON tasks
     FOR EACH ROW WHEN (NEW.status = 'ready') EXECUTE FUNCTION tasks_notify_ready();
 
 -- The claim cycle as server-side functions: claim_next and complete, one statement each,
--- the same steps as the store's named queries run one by one on SQLite (store/claim_ops.py,
--- store/server_cycle.py). They decide nothing the store has not handed them: the statuses
--- a worker claims in and a task completes from arrive as parameters (corral.states), and
+-- the same steps as the store's named queries run one by one on SQLite (store/claims.py,
+-- store/postgres/cycle.py). They decide nothing the store has not handed them: the statuses
+-- a worker claims in and a task completes from arrive as parameters (corral.model.states), and
 -- a refusal comes back as data for the store to raise its own error from. :now arrives as
 -- a parameter too (the server's now() or a test clock).
 

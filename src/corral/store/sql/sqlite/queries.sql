@@ -1,6 +1,6 @@
 -- Named queries of the SQLite store. Each block starts with `-- name: NAME`; the store
 -- runs them by name and nowhere else holds SQL. Parameters are :named. Status sets
--- arrive as JSON arrays (:allowed) built from corral.tasks.ALLOWED_FROM, the one copy of
+-- arrive as JSON arrays (:allowed) built from corral.model.tasks.ALLOWED_FROM, the one copy of
 -- the state machine. :now is the store clock, in seconds since the epoch.
 
 -- name: insert_task
@@ -490,7 +490,7 @@ WHERE host = :host AND pid = :pid AND started_at = :started_at
 -- name: demote_orchestrators
 UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :host;
 
--- Batches: a runner's reports and its next claims in one transaction (store/batch_ops.py).
+-- Batches: a runner's reports and its next claims in one transaction (store/exchange.py).
 -- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
 -- costs a fixed number of statements.
 

@@ -1,4 +1,4 @@
--- Version 8: the claim cycle as server-side functions (store/server_cycle.py explains why):
+-- Version 8: the claim cycle as server-side functions (store/postgres/cycle.py explains why):
 -- corral_claim_next and corral_complete, with their helpers corral_iso and corral_narrow;
 -- and each worker's count of active claims kept on its row by triggers, counted once here.
 -- The functions and triggers are the same text as the end of schema.sql.
@@ -16,9 +16,9 @@ CREATE OR REPLACE VIEW worker_view AS
 SELECT w.* FROM workers w;
 
 -- The claim cycle as server-side functions: claim_next and complete, one statement each,
--- the same steps as the store's named queries run one by one on SQLite (store/claim_ops.py,
--- store/server_cycle.py). They decide nothing the store has not handed them: the statuses
--- a worker claims in and a task completes from arrive as parameters (corral.states), and
+-- the same steps as the store's named queries run one by one on SQLite (store/claims.py,
+-- store/postgres/cycle.py). They decide nothing the store has not handed them: the statuses
+-- a worker claims in and a task completes from arrive as parameters (corral.model.states), and
 -- a refusal comes back as data for the store to raise its own error from. :now arrives as
 -- a parameter too (the server's now() or a test clock).
 

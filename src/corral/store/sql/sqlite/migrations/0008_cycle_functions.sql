@@ -1,4 +1,4 @@
 -- Version 8: nothing changes in a SQLite store. PostgreSQL's version 8 installs the claim
--- cycle as server-side functions (store/server_cycle.py); SQLite runs the same steps as
+-- cycle as server-side functions (store/postgres/cycle.py); SQLite runs the same steps as
 -- its named queries, in-process under its one write lock, where a statement costs no round
 -- trip. The number is taken here too, so that one version means one schema in both stores.

@@ -1,0 +1,1 @@
+"""The pool: the orchestrator, its supervisor of worker processes, and leadership."""

@@ -1,0 +1,1 @@
+"""The worker runner: one process that claims tasks, runs each, and reports them."""

@@ -1,0 +1,44 @@
+"""Use cases of tasks outside their claims: enqueue, cancel, retry.
+
+Plain functions over a `Store`; the claim cycle (claim, renew, release, defer, complete,
+fail) is corral.claims. Task records and the state machine are in corral.model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from corral.model.events import OPERATOR
+from corral.settings import Settings
+from corral.store import Store
+
+if TYPE_CHECKING:
+    from corral.model.tasks import NewTask, Task
+
+DEFAULTS = Settings()
+
+
+def enqueue(store: Store, spec: NewTask, *, settings: Settings = DEFAULTS) -> Task:
+    """Add a task; attempts and backoff default from `settings` when the spec leaves them.
+
+    A task of a queue listed in `review_queues` requires review whatever the spec says.
+    """
+    if spec.queue in settings.review_queues and not spec.requires_review:
+        spec = replace(spec, requires_review=True)
+    return store.enqueue(
+        spec,
+        max_attempts=settings.max_attempts,
+        retry_base_s=settings.retry_base_s,
+        actor=OPERATOR,
+    )
+
+
+def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
+    """Cancel a task that has not finished; a worker holding it finds its token stale."""
+    return store.cancel(task_id, reason=reason, actor=OPERATOR)
+
+
+def retry(store: Store, task_id: str) -> Task:
+    """Put a failed or cancelled task back in the queue with a fresh attempt budget."""
+    return store.retry(task_id, actor=OPERATOR)
