@@ -4,14 +4,14 @@ Every run drains the same number of ready jobs from a fresh database on the same
 with 1, 4 and 8 worker processes, one worker per process, and is timed from the moment
 the processes are released together until the last one finds the queue empty.
 
-- `raw`: the same SQL in a bare psycopg loop. Since schema version 8 the store's SQL for
-  a claim and a completion is one named query each, the call of a server-side function
-  (`claim_next_on_server`, `complete_on_server`; store/postgres/cycle.py), so the floor is
-  those two calls, compiled exactly as the driver sends them, with the store's
-  parameters, on one bare connection per process, each a transaction of its own in
+- `raw`: the same SQL in a bare psycopg loop. Since schema version 10 the store's SQL for
+  a claim and a completion is one named query, the call of the server-side function of
+  the exchange (`exchange_on_server`; store/postgres/exchange.py), so the floor is two
+  calls of it (a claim; a report), compiled exactly as the driver sends them, with the
+  store's parameters, on one bare connection per process, each a transaction of its own in
   autocommit as the driver runs them (`Driver.call`: one round trip). Tuples for rows,
-  no records, no pool. It is not a loop of the statements inside the functions: those
-  run on the server for corral and raw alike.
+  no records, no pool. It is not a loop of the statements inside the function: those run
+  on the server for corral and raw alike.
 - `corral`: `corral.queue.claim_next` then `corral.queue.complete` through `open_store`.
 - `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
   drained by `app.run_worker(concurrency=1, wait=False)` in each process.
@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from corral import claims, tasks
 from corral.model.states import ALLOWED_FROM, CLAIMING
@@ -96,8 +97,8 @@ def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, in
 
 class RawCycle:
     """The store's SQL for one claim_next + complete on a bare connection, sent as the
-    driver sends it (`Driver.call`): each call of a server function a transaction of its
-    own, in autocommit, one round trip (server_cycle.py)."""
+    driver sends it (`Driver.call`): each call of the exchange's function a transaction of
+    its own, in autocommit, one round trip (store/postgres/exchange.py)."""
 
     def __init__(self, url: str, worker_id: str) -> None:
         self.write, _ = compile_queries(server_clock=True)
@@ -105,36 +106,36 @@ class RawCycle:
         self.cur = self.conn.cursor()
         self.worker_id = worker_id
 
-    def call(self, query: str, **params: Any) -> tuple[Any, ...] | None:
-        """Named query `query` as a transaction of its own; its first row."""
-        return self.cur.execute(self.write[query], params).fetchone()
+    def call(self, reports: list[dict[str, Any]], limit: int) -> list[tuple[Any, ...]]:
+        """The exchange's function, as claim_next (limit 1) or complete (one report) call it."""
+        params = {
+            "worker_id": self.worker_id,
+            "reports": Jsonb(reports),
+            "limit": limit,
+            "task_id": None,
+            "kinds": [],
+            "queues": [],
+            "lease_s": LEASE_S,
+            "run": None,
+            "run_ids": [],
+            "claiming": sorted(CLAIMING),
+            "return_tasks": not limit,
+            **{a: sorted(ALLOWED_FROM[a]) for a in ("complete", "fail", "defer", "release")},
+            "unblock": sorted(ALLOWED_FROM["unblock"]),
+        }
+        return self.cur.execute(self.write["exchange_on_server"], params).fetchall()
 
     def claim(self) -> tuple[str, int] | None:
-        """claim_next: the call of corral_claim_next; (task id, token), or None."""
-        row = self.call(
-            "claim_next_on_server",
-            worker_id=self.worker_id,
-            kinds=[],
-            queues=[],
-            claiming=sorted(CLAIMING),
-            lease_s=LEASE_S,
-            actor=self.worker_id,
-        )
-        assert row is not None  # the worker exists
-        token, task_id = row[3], row[4]
-        return None if token is None else (task_id, token)
+        """claim_next: (task id, token) of the held row, or None."""
+        for row in self.call([], 1):
+            if row[0] == "held":
+                return row[10], row[35]
+        return None
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete: the call of corral_complete, which returns the task."""
-        self.call(
-            "complete_on_server",
-            task_id=task_id,
-            token=token,
-            result=None,
-            allowed=sorted(ALLOWED_FROM["complete"]),
-            unblock=sorted(ALLOWED_FROM["unblock"]),
-            actor=f"token:{token}",
-        )
+        """complete: one report under the claim, the task returned."""
+        report = {"task_id": task_id, "token": token, "action": "complete"}
+        self.call([report | {"actor": f"token:{token}"}], 0)
 
 
 def drain_raw(start: Any, url: str, worker_id: str) -> tuple[float, float, int]:

@@ -2,32 +2,44 @@
 defer, complete, fail.
 
 Plain functions over a `Store`: each decides what policy says (lease length, renewal
-bound, retry backoff) and hands the store one atomic change. `token` is the claim's
-fencing token; without one the caller acts as an operator on whatever claim is active.
+bound, retry backoff) and hands the store one atomic change. Claiming and reporting are
+one store operation, the exchange (store/exchange.py): `complete` is an exchange with one
+report, `claim_next` one with a claim of one, a runner's batch one with many. `token` is
+the claim's fencing token; without one the caller acts as an operator on whatever claim is
+active.
+
+A refused exchange changed nothing; the store then says why (`why_not_held`,
+`why_not_claimable`), read in a snapshot of its own. Should that read find nothing in the
+way (the state changed in between), the operation is tried again: a stale token is refused
+for good (tokens never come back), so only an operator's report or a claim can go round,
+and each round is a fresh compare-and-set.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral.durations import MAX_SPAN_S
-from corral.errors import InvalidInput
+from corral.errors import CorralError, InvalidInput, WorkerUnavailable
+from corral.model.batches import Action, ClaimAsk, Exchanged, Report, RunStart
 from corral.model.events import OPERATOR
 from corral.settings import Settings
 from corral.store import Store
 
-if TYPE_CHECKING:  # imported where used: a `corral claim` needs neither (its start-up time)
+if TYPE_CHECKING:
     import random
 
     from corral.model.backoff import Outcome
-    from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
+    from corral.model.batches import Held
     from corral.model.claims import Claim
     from corral.model.tasks import Task
 
 DEFAULTS = Settings()
+# Rounds of "refused, yet nothing in the way" before giving up: each is a state change
+# that raced this one, so more than a few means something keeps changing the task.
+ROUNDS = 5
 
 
 def _actor(token: int | None, worker_id: str | None = None) -> str:
@@ -45,6 +57,9 @@ def _lease_s(lease_s: float | None, settings: Settings) -> float:
     return lease_s
 
 
+# -- claims ---------------------------------------------------------------------------------
+
+
 def claim(
     store: Store,
     task_id: str,
@@ -54,7 +69,17 @@ def claim(
     settings: Settings = DEFAULTS,
 ) -> Claim:
     """Claim one named task for a worker; exactly one of several racing callers wins."""
-    return store.claim(task_id, worker_id, lease_s=_lease_s(lease_s, settings), actor=worker_id)
+    ask = ClaimAsk(limit=1, task_id=task_id, lease_s=_lease_s(lease_s, settings))
+    for _ in range(ROUNDS):
+        done = store.exchange(worker_id, ask=ask)
+        if done.held:
+            return _claim_of(done.held[0], ask)
+        if done.refused is not None:
+            raise WorkerUnavailable(done.refused)
+        why = store.why_not_claimable(task_id, worker_id, full=done.full)
+        if why is not None:
+            raise why
+    raise _raced(task_id)
 
 
 def claim_next(
@@ -67,12 +92,30 @@ def claim_next(
     settings: Settings = DEFAULTS,
 ) -> Claim | None:
     """Pick and claim the best ready task the worker may run, in one step; None if none."""
-    return store.claim_next(
-        worker_id,
-        kinds=kinds,
-        queues=queues,
-        lease_s=_lease_s(lease_s, settings),
-        actor=worker_id,
+    ask = ClaimAsk(limit=1, kinds=kinds, queues=queues, lease_s=_lease_s(lease_s, settings))
+    done = store.exchange(worker_id, ask=ask)
+    if done.refused is not None:
+        raise WorkerUnavailable(done.refused)
+    if done.full is not None:
+        raise WorkerUnavailable(done.full)
+    return _claim_of(done.held[0], ask) if done.held else None
+
+
+def _claim_of(held: Held, ask: ClaimAsk) -> Claim:
+    from corral.model.claims import Claim
+    from corral.model.states import ClaimStatus
+
+    assert ask.lease_s is not None  # the use cases fill in the default
+    return Claim(
+        token=held.token,
+        task_id=held.task.id,
+        worker_id=held.task.worker_id or "",
+        status=ClaimStatus.ACTIVE,
+        lease_s=ask.lease_s,
+        claimed_at=held.claimed_at,
+        lease_expires_at=held.lease_expires_at,
+        deadline_at=held.deadline_at,
+        renewals=0,
     )
 
 
@@ -89,20 +132,31 @@ def exchange(
     """Report finished tasks under their tokens and claim up to `ask.limit` more, in one step.
 
     Each failure's retry is decided here, by the retry policy, from the attempt its claim
-    started (a claim still active means nobody changed the task since).
+    started (`Report.seen`: a claim still active means nobody changed the task since).
     """
+    decided = _decided(reports, settings, rng)
+    if ask is not None:
+        ask = ask._replace(lease_s=_lease_s(ask.lease_s, settings))
+    return store.exchange(worker_id, reports=decided, ask=ask, open_run=open_run)
+
+
+def _decided(
+    reports: Sequence[Report], settings: Settings, rng: random.Random | None
+) -> list[Report]:
+    """The reports, each failure with its retry decided from the task its reporter saw."""
+    if not any(r.action is Action.FAIL for r in reports):
+        return list(reports)
     import random
 
-    from corral.model.batches import Action
-
     chance = rng or random.Random()
-    decided = [
-        replace(r, retry=_after(r.held.task, settings, chance)) if r.action is Action.FAIL else r
-        for r in reports
-    ]
-    if ask is not None:
-        ask = replace(ask, lease_s=_lease_s(ask.lease_s, settings))
-    return store.exchange(worker_id, reports=decided, ask=ask, open_run=open_run)
+    decided = []
+    for report in reports:
+        if report.action is Action.FAIL:
+            assert report.seen is not None, "a failure is reported with the task its claim holds"
+            decided.append(report._replace(retry=_after(report.seen, settings, chance)))
+        else:
+            decided.append(report)
+    return decided
 
 
 def _after(task: Task, settings: Settings, rng: random.Random) -> Outcome:
@@ -137,6 +191,9 @@ def renew(
     )
 
 
+# -- reports --------------------------------------------------------------------------------
+
+
 def release(
     store: Store,
     task_id: str,
@@ -146,9 +203,15 @@ def release(
     reason: str | None = None,
 ) -> Task:
     """Give a claimed task back to the queue; the attempt is not counted."""
-    return store.release(
-        task_id, worker_id=worker_id, token=token, reason=reason, actor=_actor(token, worker_id)
+    report = Report(
+        task_id=task_id,
+        token=token,
+        action=Action.RELEASE,
+        actor=_actor(token, worker_id),
+        holder=worker_id,
+        reason=reason,
     )
+    return _report(store, report, "release")
 
 
 def defer(
@@ -169,14 +232,24 @@ def defer(
         if isinstance(until, bool) or not 0 <= until <= MAX_SPAN_S:  # NaN fails too
             raise InvalidInput("until", "a delay of 0 s to 100 years, or an instant", until)
         delay_s, run_at = float(until), None
-    return store.defer(
-        task_id, token=token, delay_s=delay_s, run_at=run_at, reason=reason, actor=_actor(token)
+    report = Report(
+        task_id=task_id,
+        token=token,
+        action=Action.DEFER,
+        actor=_actor(token),
+        delay_s=delay_s,
+        run_at=run_at,
+        reason=reason,
     )
+    return _report(store, report, "defer")
 
 
 def complete(store: Store, task_id: str, *, token: int | None = None, result: Any = None) -> Task:
     """Report success: done, or in_review when the task requires review."""
-    return store.complete(task_id, token=token, result=result, actor=_actor(token))
+    report = Report(
+        task_id=task_id, token=token, action=Action.COMPLETE, actor=_actor(token), result=result
+    )
+    return _report(store, report, "complete")
 
 
 def fail(
@@ -188,12 +261,48 @@ def fail(
     settings: Settings = DEFAULTS,
     rng: random.Random | None = None,
 ) -> Task:
-    """Report failure: ready again after a backoff while attempts remain, else failed."""
-    import random
+    """Report failure: ready again after a backoff while attempts remain, else failed.
 
-    chance = rng or random.Random()
+    The retry is decided from the task as its claim holds it, read first; the report then
+    names that claim, so a claim that changed meanwhile refuses it and it is decided again.
+    """
+    for _ in range(ROUNDS):
+        seen = store.get_task(task_id)
+        pinned = token if token is not None else seen.token
+        if pinned is not None:
+            report = Report(
+                task_id=task_id,
+                token=pinned,
+                action=Action.FAIL,
+                actor=_actor(token),
+                seen=seen,
+                error=error,
+            )
+            decided = _decided([report], settings, rng)
+            done = store.exchange(None, reports=decided, return_tasks=True)
+            if done.tasks:
+                return done.tasks[0]
+        why = store.why_not_held(task_id, action="fail", token=token, holder=None)
+        if why is not None:
+            raise why
+    raise _raced(task_id)
 
-    def decide(task: Task) -> Outcome:
-        return _after(task, settings, chance)
 
-    return store.fail(task_id, token=token, error=error, decide=decide, actor=_actor(token))
+def _report(store: Store, report: Report, action: str) -> Task:
+    """Apply one report; the task as it is then, or the error that says why it was refused."""
+    for _ in range(ROUNDS):
+        done = store.exchange(None, reports=[report], return_tasks=True)
+        if done.tasks:
+            return done.tasks[0]
+        why = store.why_not_held(
+            report.task_id, action=action, token=report.token, holder=report.holder
+        )
+        if why is not None:
+            raise why
+    raise _raced(report.task_id)
+
+
+def _raced(task_id: str) -> CorralError:
+    return CorralError(
+        f"task {task_id} kept changing while this was tried {ROUNDS} times; try again"
+    )

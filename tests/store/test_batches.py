@@ -32,14 +32,14 @@ def open_run(task: Task, token: int, run_id: str) -> RunStart:
 
 def take(store: Store, worker_id: str, settings: Settings, limit: int) -> tuple[Held, ...]:
     """Claim up to `limit` tasks for `worker_id` in one exchange."""
-    ask = ClaimAsk(limit=limit, kinds=(), queues=())
+    ask = ClaimAsk(limit=limit, run=RunStart(command=("handler",), cwd="/work"))
     got = claims.exchange(store, worker_id, ask=ask, open_run=open_run, settings=settings)
     return got.held
 
 
 def done(held: Held, result: object = None) -> Report:
     """A successful report for `held`."""
-    return Report(held=held, action=Action.COMPLETE, outcome=RunOutcome.DONE, result=result)
+    return Report.of(held, Action.COMPLETE, RunOutcome.DONE, result=result)
 
 
 def test_a_batch_claim_takes_tasks_in_claim_order_each_with_its_own_claim_and_run(
@@ -79,7 +79,7 @@ def test_reports_apply_together_and_the_next_claim_rides_in_the_same_transaction
     first, second, third = add("1"), add("2"), add("3")
     w = worker(max_concurrent=2)
     held = take(store, w.id, settings, limit=2)
-    ask = ClaimAsk(limit=2, kinds=(), queues=())
+    ask = ClaimAsk(limit=2, run=RunStart(command=("handler",), cwd="/work"))
     got = claims.exchange(
         store,
         w.id,
@@ -100,14 +100,17 @@ def test_reports_apply_together_and_the_next_claim_rides_in_the_same_transaction
 def test_a_report_under_a_token_done_elsewhere_is_stale_and_changes_nothing(
     store: Store, settings: Settings, add: Add, worker: MakeWorker
 ) -> None:
-    """A fenced `done` from elsewhere wins: the runner's later report of that task is refused."""
+    """A fenced `done` from elsewhere wins: the runner's later report of that task is refused,
+    and its run ends as what was reported under its token."""
     task = add()
     w = worker()
     (held,) = take(store, w.id, settings, limit=1)
     corral.complete(store, task.id, token=held.token, result="agent")
     got = claims.exchange(store, w.id, reports=[done(held, "runner")], settings=settings)
-    assert [held] == [r.held for r in got.stale]
-    assert ("agent", None) == (store.get_task(task.id).result, store.get_run(held.run_id).outcome)
+    assert [held.token] == [r.token for r in got.stale]
+    assert {held.run_id: "done"} == got.settled  # as the agent reported under its token
+    run = store.get_run(held.run_id)
+    assert ("agent", RunOutcome.DONE) == (store.get_task(task.id).result, run.outcome)
     completed = store.list_events(EventFilter(task_id=task.id, limit=50))
     assert 1 == sum(e.name == "task.completed" for e in completed)
 
@@ -120,9 +123,9 @@ def test_failures_deferrals_and_releases_in_one_batch(
     w = worker(max_concurrent=3)
     failed, deferred, released = take(store, w.id, settings, limit=3)
     reports = [
-        Report(held=failed, action=Action.FAIL, outcome=RunOutcome.FAILED, error="boom"),
-        Report(held=deferred, action=Action.DEFER, outcome=RunOutcome.DEFERRED, defer_s=60.0),
-        Report(held=released, action=Action.RELEASE, outcome=RunOutcome.SHUTDOWN),
+        Report.of(failed, Action.FAIL, RunOutcome.FAILED, error="boom"),
+        Report.of(deferred, Action.DEFER, RunOutcome.DEFERRED, delay_s=60.0),
+        Report.of(released, Action.RELEASE, RunOutcome.SHUTDOWN),
     ]
     claims.exchange(store, w.id, reports=reports, settings=settings)
     after = [store.get_task(t.id) for t in tasks]
@@ -144,7 +147,7 @@ def test_a_draining_worker_still_reports_but_claims_nothing(
     w = worker(max_concurrent=2)
     (held,) = take(store, w.id, settings, limit=1)
     corral.drain(store, w.id)
-    ask = ClaimAsk(limit=1, kinds=(), queues=())
+    ask = ClaimAsk(limit=1, run=RunStart(command=("handler",), cwd="/work"))
     got = claims.exchange(
         store, w.id, reports=[done(held)], ask=ask, open_run=open_run, settings=settings
     )
@@ -208,11 +211,9 @@ def test_a_run_records_its_base_and_final_commit(
     def in_worktree(task: Task, token: int, run_id: str) -> RunStart:
         return RunStart(command=("agent",), cwd="/wt/t", base_commit="abc123")
 
-    ask = ClaimAsk(limit=1, kinds=(), queues=())
+    ask = ClaimAsk(limit=1, run=RunStart(command=("agent",), cwd="/wt"))
     (held,) = claims.exchange(store, w.id, ask=ask, open_run=in_worktree, settings=settings).held
-    report = Report(
-        held=held, action=Action.COMPLETE, outcome=RunOutcome.DONE, final_commit="def456"
-    )
+    report = Report.of(held, Action.COMPLETE, RunOutcome.DONE, final_commit="def456")
     claims.exchange(store, w.id, reports=[report], settings=settings)
     run = store.get_run(held.run_id)
     assert ("abc123", "def456", "/wt/t") == (run.base_commit, run.final_commit, run.cwd)

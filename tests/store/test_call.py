@@ -1,4 +1,4 @@
-"""`Driver.call`: one statement as a write transaction of its own (PostgreSQL's claim cycle).
+"""`Driver.call`: one statement as a write transaction of its own (PostgreSQL's exchange).
 
 On PostgreSQL it runs in autocommit, without BEGIN, COMMIT or the pipeline; on SQLite in
 an ordinary write transaction. Either way it commits what the statement wrote, or writes
@@ -29,16 +29,16 @@ def _limits(store: Store, queue: str, max_ready: int) -> object:
     )
 
 
-def test_a_call_returns_its_first_row_and_commits_at_the_store_clock(
+def test_a_call_returns_its_rows_and_commits_at_the_store_clock(
     store: Store, clock: FakeClock
 ) -> None:
-    """The statement's row comes back, its write is committed, and :now is the store's clock."""
-    row = _limits(store, "api", 5)
-    assert ("api", 5) == (row["queue"], row["max_ready"])  # type: ignore[index]
+    """The statement's rows come back, its write is committed, and :now is the store's clock."""
+    [row] = _limits(store, "api", 5)  # type: ignore[misc]
+    assert ("api", 5) == (row["queue"], row["max_ready"])
     assert [("api", 5)] == [(s.queue, s.limits.max_ready) for s in store.queue_stats()]
     clock.advance(1.5)
     event_row = {**journal.entry("test.called", actor="test"), "data": Json(None)}
-    assert None is store._driver.call("insert_event", **event_row)
+    assert [] == store._driver.call("insert_event", **event_row)
     [event] = store.list_events(EventFilter(limit=1))
     assert ("test.called", clock.now()) == (event.name, event.at)
 
@@ -48,5 +48,5 @@ def test_a_failing_call_writes_nothing_and_leaves_the_store_usable(store: Store)
     with pytest.raises(StoreError) as caught:
         store._driver.call("insert_dependency", task_id="t-missing", depends_on="t-missing")
     assert "foreign key" in caught.value.message.lower()
-    assert None is not _limits(store, "after", 1)
+    assert [] != _limits(store, "after", 1)
     assert ["after"] == [stat.queue for stat in store.queue_stats()]

@@ -23,6 +23,7 @@ from corral import (
     Worker,
     WorkerStatus,
 )
+from corral.model.batches import Action, Report
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -179,10 +180,18 @@ def test_defer_refuses_a_bad_until_and_changes_nothing(
 def test_the_store_needs_exactly_one_of_delay_and_instant(
     store: Store, settings: Settings, add: Add, worker: MakeWorker
 ) -> None:
-    """Store.defer refuses both or neither of delay_s and run_at."""
+    """The exchange refuses a deferral with both or neither of delay_s and run_at."""
     task, w = add(), worker()
     corral.claim(store, task.id, w.id, settings=settings)
     for delay_s, run_at in ((None, None), (60.0, store.now())):
+        report = Report(
+            task_id=task.id,
+            token=None,
+            action=Action.DEFER,
+            actor="t",
+            delay_s=delay_s,
+            run_at=run_at,
+        )
         with pytest.raises(InvalidInput, match="until"):
-            store.defer(task.id, token=None, delay_s=delay_s, run_at=run_at, reason=None, actor="t")
+            store.exchange(None, reports=[report])
     assert TaskStatus.RUNNING == store.get_task(task.id).status

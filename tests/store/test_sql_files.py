@@ -21,7 +21,7 @@ import pytest
 from corral import open_store
 from corral.model.runs import RunOutcome
 from corral.model.states import ALLOWED_FROM, TaskStatus
-from corral.store.queries import SQL_DIR, load_queries, migration_files, sql_path
+from corral.store.queries import SQL_DIR, load_fragments, load_queries, migration_files, sql_path
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
 TX_METHODS = {"one", "all", "run", "send", "send_rows"}
@@ -29,10 +29,12 @@ DIALECTS = sorted(os.listdir(SQL_DIR))
 
 # Task queries that change a task's status without taking :allowed, each with its reason.
 LITERAL_GUARDS = {
-    # The claim query filters on `status = 'ready'` literally so that SQLite can walk the
-    # partial index tasks_ready_order; test_claim_literal_agrees_with_the_table ties it
-    # to ALLOWED_FROM["claim"].
-    "claim_next_tasks": "status = 'ready'",
+    # The claim queries filter on `status = 'ready'` literally (the `claimable` fragment)
+    # so that SQLite can walk its claim-order index; test_claim_literal_agrees_with_the_table
+    # ties it to ALLOWED_FROM["claim"]. PostgreSQL claims inside corral_exchange
+    # (test_every_task_status_update_of_the_functions_is_guarded).
+    "sqlite": {"claim_tasks": "status = 'ready'", "claim_task": "status = 'ready'"},
+    "postgresql": {},
 }
 
 # Queries only PostgreSQL has: three run on a session of its own (store/postgres/sessions.py),
@@ -43,8 +45,31 @@ POSTGRESQL_ONLY = {
     "listen_ready",
     "try_leader_lock",
     "release_leader_lock",
-    "claim_next_on_server",
-    "complete_on_server",
+    "exchange_on_server",
+    "describe_runs",
+}
+# Queries only SQLite has: the steps of the exchange (store/exchange.py), which PostgreSQL
+# runs as one function instead (functions.sql, corral_exchange; store/postgres/exchange.py).
+SQLITE_ONLY = {
+    "claim_tasks",
+    "claim_task",
+    "any_queue_limits",
+    "dependencies_of",
+    "insert_claims",
+    "record_claims",
+    "insert_runs",
+    "insert_alike_runs",
+    "record_runs_started",
+    "end_claims",
+    "complete_tasks",
+    "complete_task",
+    "record_completed",
+    "finish_runs",
+    "finish_plain_runs",
+    "finish_stale_runs",
+    "run_outcomes",
+    "record_runs_finished",
+    "defer_task",
 }
 
 
@@ -171,8 +196,9 @@ def test_postgresql_migrations_in_order_build_the_same_schema_as_schema_sql(pg_s
     """Migrations applied in order and schema.sql leave the same objects in the catalog."""
     (migrated, drop_migrated), (fresh, drop_fresh) = pg_schema(), pg_schema()
     try:
-        _pg_apply(migrated, [path for _, path in migration_files("postgresql")])
-        _pg_apply(fresh, [sql_path("postgresql", "schema.sql")])
+        functions = sql_path("postgresql", "functions.sql")  # applied last on either road
+        _pg_apply(migrated, [*(path for _, path in migration_files("postgresql")), functions])
+        _pg_apply(fresh, [sql_path("postgresql", "schema.sql"), functions])
         found = _pg_objects(fresh)
         assert all(found[kind] for kind in PG_CATALOG), found
         assert found == _pg_objects(migrated)
@@ -198,7 +224,7 @@ def test_the_store_code_names_query_names_by_literal():
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_every_query_the_store_runs_is_defined(dialect):
     """Every query name passed to tx.one/tx.all/tx.run exists in queries.sql."""
-    wanted = _used_names() - (POSTGRESQL_ONLY if dialect == "sqlite" else set())
+    wanted = _used_names() - (POSTGRESQL_ONLY if dialect == "sqlite" else SQLITE_ONLY)
     assert set() == wanted - set(load_queries(dialect))
 
 
@@ -209,8 +235,9 @@ def test_queries_sql_defines_no_unused_query(dialect):
 
 
 def test_every_dialect_defines_the_same_query_names():
-    """The SQLite and PostgreSQL files define one set of names, but PostgreSQL's own."""
-    names = {dialect: sorted(set(load_queries(dialect)) - POSTGRESQL_ONLY) for dialect in DIALECTS}
+    """The SQLite and PostgreSQL files define one set of names, but each one's own."""
+    own = POSTGRESQL_ONLY | SQLITE_ONLY
+    names = {dialect: sorted(set(load_queries(dialect)) - own) for dialect in DIALECTS}
     assert {dialect: names[DIALECTS[0]] for dialect in DIALECTS} == names
 
 
@@ -235,9 +262,22 @@ def test_task_status_updates_are_guarded_by_the_transition_table(dialect):
     """Every UPDATE of a task's status takes :allowed, or is a listed literal guard."""
     updates = _task_status_updates(dialect)
     unguarded = {name for name, sql in updates.items() if ":allowed" not in sql}
-    assert set(LITERAL_GUARDS) == unguarded
-    for name, guard in LITERAL_GUARDS.items():
+    assert set(LITERAL_GUARDS[dialect]) == unguarded
+    for name, guard in LITERAL_GUARDS[dialect].items():
         assert guard in updates[name]
+
+
+def test_every_task_status_update_of_the_functions_is_guarded():
+    """Each UPDATE of tasks in functions.sql takes its allowed states from the store's
+    parameter (from ALLOWED_FROM), or claims through corral_may_claim (`status = 'ready'`)."""
+    text = _normalise(Path(sql_path("postgresql", "functions.sql")).read_text(encoding="utf-8"))
+    updates = re.findall(r"UPDATE tasks t SET status = .*?(?:;|RETURNING)", text)
+    assert 7 == len(updates)  # complete, unblock, two claims, fail, defer, release
+    for update in updates:
+        where = update.split(" WHERE ", 1)[1]
+        assert re.search(r"t\.status = ANY\(p_(complete|fail|defer|release|unblock)\)", where) or (
+            "corral_may_claim(" in where
+        ), update
 
 
 def test_claim_literal_agrees_with_the_table():
@@ -319,8 +359,22 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(tmp_path):
 
 
 def test_postgresql_claims_next_with_skip_locked():
-    """claim_next_tasks locks the tasks it takes with FOR UPDATE SKIP LOCKED (issue 5)."""
-    assert "FOR UPDATE SKIP LOCKED" in load_queries("postgresql")["claim_next_tasks"]
+    """The exchange locks the next tasks it takes with FOR UPDATE SKIP LOCKED (issue 5)."""
+    functions = Path(sql_path("postgresql", "functions.sql")).read_text(encoding="utf-8")
+    assert "FOR UPDATE SKIP LOCKED" in functions
+
+
+def test_the_claim_filter_is_written_once_per_dialect():
+    """SQLite's claim statements include the `claimable` fragment; PostgreSQL's exchange and
+    claimable_task call corral_may_claim, the one place its filter is written."""
+    sqlite = load_queries("sqlite")
+    fragment = " ".join(load_fragments("sqlite")["claimable"].split())
+    for name in ("claim_tasks", "claim_task", "claimable_task"):
+        assert fragment in " ".join(sqlite[name].split()), name
+    functions = Path(sql_path("postgresql", "functions.sql")).read_text(encoding="utf-8")
+    assert 2 == functions.count("corral_may_claim(c, ") + functions.count("corral_may_claim(t, ")
+    assert "corral_may_claim(t, " in load_queries("postgresql")["claimable_task"]
+    assert 1 == functions.count("t.assignee IS NULL")
 
 
 def test_postgresql_one_active_claim_is_a_partial_unique_index():
@@ -351,12 +405,16 @@ def test_postgresql_read_transactions_run_the_queries_without_locks():
 # limited queue) that the claim's backpressure subquery reads.
 CYCLE_QUERIES = (
     "claiming_worker",
-    "claim_next_tasks",
-    "insert_claim",
+    "claim_tasks",
+    "claim_task",
+    "insert_claims",
+    "record_claims",
     "worker_after_claim",
-    "insert_event",
-    "end_held_claim",
+    "end_claims",
+    "complete_tasks",
     "complete_task",
+    "record_completed",
+    "note_reported",
 )
 
 
@@ -372,7 +430,10 @@ def test_the_claim_cycle_seeks_and_never_scans_on_sqlite():
             found = [
                 detail
                 for *_, detail in plan
-                if detail.startswith("SCAN") and "json_each" not in detail and detail != "SCAN l"
+                if detail.startswith("SCAN")
+                and "json_each" not in detail
+                and "VIRTUAL TABLE" not in detail  # a JSON parameter, json_each(:x) AS j
+                and detail != "SCAN l"
             ]
             if found:
                 scans[name] = found

@@ -1,44 +1,47 @@
-"""Claiming and reporting tasks in batches: what a runner and the store exchange.
+"""Claiming and reporting tasks: the one exchange every claim and every outcome goes through.
 
-One write transaction carries both ways (`Store.exchange`): the outcomes of the tasks a
-runner finished (`Report`), then, if it asks, up to k more tasks claimed for it (`Held`).
-Each held task has its own claim, fencing token, lease and run record, opened by the
-claim; the heartbeat extends all of a worker's leases together. A report applies only
-under a claim that is still active: a token ended elsewhere (`corral done` by the
-agent, the reconciler, a cancel) is reported back as stale and nothing of that task
-changes.
+One write transaction carries both ways (`Store.exchange`): `Report`s of what happened to
+claimed tasks (complete, fail, defer, release), then, if asked (`ClaimAsk`), up to k more
+tasks claimed, each `Held` with its own claim, fencing token, lease and, for a runner,
+run record. `corral done`, `claim_next`, `claim:release` and the runner's batches are the
+same operation with one report, one claim, or many. A report applies only under a claim
+that is still active: a token ended elsewhere (`corral done` by the agent, the reconciler,
+a cancel) comes back stale and nothing of that task changes.
 
-k adapts (`next_batch_size`): it doubles while the queue fills the whole batch and the
-tasks are quick enough that a batch fits in `window_s`; it drops to what the queue gave
-(1 when the queue is shallow) and shrinks when tasks are slow, so a lone task is picked
-up at once and a slow queue is not hoarded by one worker.
+A runner's k adapts (`next_batch_size`): it doubles while the queue fills the whole batch
+and the tasks are quick enough that a batch fits in `window_s`; it drops to what the queue
+gave (1 when the queue is shallow) and shrinks when tasks are slow, so a lone task is
+picked up at once and a slow queue is not hoarded by one worker.
+
+The records are NamedTuples, not frozen dataclasses (STYLE habit 12), on purpose: `corral
+claim` and `corral done` import them in a fresh process each time, and building a frozen
+slotted dataclass class costs about 1.5 ms at import against 0.2 ms for a NamedTuple
+(bench/cli_latency.py). They are immutable all the same.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-from corral.model.runs import RunOutcome
-from corral.model.tasks import Task
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from corral.model.backoff import Outcome
+    from corral.model.runs import RunOutcome
+    from corral.model.tasks import Task
 
 
 class Action(StrEnum):
-    """What a report does to its task (its run is finished in every case)."""
+    """What a report does to its task."""
 
     COMPLETE = "complete"  # done, or in_review
     FAIL = "fail"  # ready after a backoff, or failed (the retry policy decides)
     DEFER = "defer"  # ready after a delay, the attempt not counted
-    RELEASE = "release"  # ready now, the attempt not counted (the worker is stopping)
+    RELEASE = "release"  # ready now, the attempt not counted
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunStart:
+class RunStart(NamedTuple):
     """What the run record of a newly claimed task says about how it runs."""
 
     command: tuple[str, ...]
@@ -49,50 +52,89 @@ class RunStart:
     base_commit: str | None = None  # the commit a task's worktree starts from
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Held:
-    """A task claimed for this runner, with its claim's token and its open run."""
+class Held(NamedTuple):
+    """A task claimed in an exchange, with its claim and its open run (None when the claim
+    opened none: `claim`, `claim_next`)."""
 
     task: Task
     token: int
-    run_id: str
+    run_id: str | None
     lease_expires_at: datetime
+    claimed_at: datetime
+    deadline_at: datetime | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Report:
-    """How the run of `held` ended and what that does to its task."""
+class Report(NamedTuple):
+    """What happened to a claimed task and what that does to it (`action`), under its claim.
 
-    held: Held
+    A runner reports each task it ran, with the run it finishes (`run_id`, `outcome` and
+    what the run produced); a command such as `corral done` reports from outside a run
+    (`run_id` None), and the task's open run records what was reported under its token.
+    `token` None acts as an operator on whatever claim is active; `holder` also requires
+    the claim to be that worker's.
+    """
+
+    task_id: str
+    token: int | None
     action: Action
-    outcome: RunOutcome
+    actor: str
+    run_id: str | None = None
+    holder: str | None = None
+    seen: Task | None = None  # FAIL: the task under this claim; its attempts decide the retry
+    outcome: RunOutcome | None = None  # with run_id: how the run ended
     result: Any = None
     error: str | None = None
     exit_code: int | None = None
     usage: dict[str, Any] | None = None
-    defer_s: float | None = None
     final_commit: str | None = None  # the commit a task's worktree ends at
-    retry: Outcome | None = None  # for FAIL: the retry policy's decision
+    delay_s: float | None = None  # DEFER: ready again this long from now ...
+    run_at: datetime | None = None  # ... or at this instant
+    reason: str | None = None  # RELEASE, DEFER: recorded on the event
+    retry: Outcome | None = None  # FAIL: the retry policy's decision (the use case makes it)
+
+    @classmethod
+    def of(cls, held: Held, action: Action, outcome: RunOutcome, **fields: Any) -> Report:
+        """The report of the run of `held`, made by the runner that holds it."""
+        return cls(
+            task_id=held.task.id,
+            token=held.token,
+            action=action,
+            actor=f"token:{held.token}",
+            run_id=held.run_id,
+            seen=held.task,
+            outcome=outcome,
+            **fields,
+        )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClaimAsk:
-    """Up to `limit` tasks of these kinds and queues, each under a lease of `lease_s`."""
+class ClaimAsk(NamedTuple):
+    """Up to `limit` tasks of these kinds and queues (or task `task_id` alone), each under a
+    lease of `lease_s`; with `run`, each claim opens a run that it describes."""
 
     limit: int
-    kinds: tuple[str, ...]
-    queues: tuple[str, ...]
+    kinds: tuple[str, ...] = ()
+    queues: tuple[str, ...] = ()
+    task_id: str | None = None
     lease_s: float | None = None  # None: the settings' default
+    run: RunStart | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Exchanged:
-    """What one exchange did: the reports refused as stale, the tasks newly held, and why
-    nothing was claimed when the worker may not claim (drained, dead ...)."""
+class Exchanged(NamedTuple):
+    """What one exchange did.
+
+    `stale`: the reports whose claim had ended elsewhere; nothing of their task changed,
+    and each one's run was finished as `settled` says (by run id: what was reported under
+    its token, else lease_lost). `held`: the tasks newly claimed. `refused`: why the worker
+    may take no claim now (drained, dead ...); `full`: why it could take none now (it holds
+    max_concurrent claims). `tasks`: each applied report's task as it is now, when asked for.
+    """
 
     stale: tuple[Report, ...] = ()
+    settled: Mapping[str, str] = {}
     held: tuple[Held, ...] = ()
     refused: str | None = None
+    full: str | None = None
+    tasks: tuple[Task, ...] = ()
 
 
 def next_batch_size(

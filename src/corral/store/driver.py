@@ -26,9 +26,10 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   the whole database's, so reads stay out of it).
 - `call` runs one statement as a transaction of its own, as cheaply as the driver can
   (PostgreSQL: autocommit, one round trip).
-- `cycle_on_server` says the database runs the claim cycle (`claim_next`, `complete`) as
-  server-side functions that its migrations install (PostgreSQL: server_cycle.py), one
-  `call` each, instead of the store running their steps one statement at a time.
+- `exchange_on_server` says the database runs the exchange (every claim and every
+  reported outcome, store/exchange.py) as a server-side function its migrations install
+  (PostgreSQL: postgres/exchange.py), one `call` per exchange, instead of the store running
+  its steps one statement at a time.
 - `tx.now` is the store's clock, read once at the start of the transaction, and every
   query receives it as the parameter `now`.
 - Parameters arrive as Python values: str, int, float, bool, None, datetime; list,
@@ -118,7 +119,7 @@ class Driver(Protocol):
     dialect: str
     url: str
     returns_from_write: bool  # read what an operation returns inside its write (see above)
-    cycle_on_server: bool  # claim_next and complete are server-side functions (see above)
+    exchange_on_server: bool  # the exchange is one server-side function (see above)
 
     def read(self) -> AbstractContextManager[Tx]:
         """A read-only transaction: one consistent snapshot."""
@@ -128,9 +129,9 @@ class Driver(Protocol):
         """A write transaction (see the contract above)."""
         ...
 
-    def call(self, query: str, /, **params: Any) -> Row | None:
+    def call(self, query: str, /, **params: Any) -> list[Row]:
         """Run the one statement `query` as a write transaction of its own, with the contract
-        of `write()`; its first row, or None."""
+        of `write()`; its rows."""
         ...
 
     def now(self) -> datetime:

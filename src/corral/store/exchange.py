@@ -1,231 +1,324 @@
-"""Store side of batches (model/batches.py): reports and next claims in one transaction.
+"""The exchange: every claim and every reported outcome, as one write transaction.
 
-ClaimOps.exchange (store/claims.py) calls `exchange` here.
+`ClaimOps.exchange` (store/claims.py) calls `exchange` here; `corral done`, `claim:next`, a
+runner's batch and (later) the HTTP API all come this way, one report or claim or many.
+On PostgreSQL the whole transaction is one call of a server-side function
+(store/postgres/exchange.py); on SQLite, whose statements cost no round trip, it runs here,
+statement by statement under one write lock. The steps, in order:
 
-A batch of k tasks costs a fixed number of statements, whatever k: rows travel as one
-JSON array per statement. The transaction, in order:
+1. end the claims the reports name, each a compare-and-set on its token (or, without one,
+   whatever claim is active) and holder: `end_claims`. A report whose claim had ended
+   elsewhere is stale and changes nothing of its task;
+2. apply the live reports: completions together, failures, deferrals and releases one by
+   one (they are rare); unblock the dependents of what is now done;
+3. finish the runs the reports name: a live report's as it says, a stale one's as what was
+   reported under its token meanwhile (`runs.reported`), else lease_lost. A report from
+   outside a run (`corral done` by the agent) notes what it reported on the claim's open
+   run instead, so the run records it when it finishes, whoever finishes it;
+4. if asked, claim up to k tasks the worker may take (the `claimable` filter of
+   queries.sql), each with its own claim, token and lease and, for a runner, its open run;
+5. refresh each holder's idle/busy and counters once.
 
-1. end the reported claims that are still active (`end_claims`, a compare-and-set on
-   each token); a report whose claim ended elsewhere is stale and changes nothing;
-2. apply the live reports: completions together, failures, deferrals and releases one
-   by one (they are rare); finish their runs; refresh the worker's counters;
-3. if asked, claim up to k ready tasks the worker may run, each with its own claim
-   (token, lease) and its open run record;
-4. write every event of the above in one statement.
-
-`open_run(task, token, run_id)` describes each new run; it runs inside the transaction,
-so it must be quick and must not raise.
+Events are copied by SQL from the rows the steps wrote (task.completed, run.finished,
+task.claimed, run.started), so a batch of k tasks costs a fixed number of statements
+whatever k; the rare ones (failures, deferrals, releases, unblocked dependents) are
+written from Python, each group right after its change, so the log keeps their order.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from corral import errors
 from corral.durations import iso
-from corral.errors import WorkerUnavailable
 from corral.ids import RUN_PREFIX, new_id
 from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
-from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
-from corral.model.tasks import Task
+from corral.model.states import ALLOWED_FROM, TaskStatus
 from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
-from corral.store.claims import (
-    apply_outcome,
-    claiming_worker,
-    record_outcome,
-    unblock_dependents,
-)
+from corral.store.claim_refusals import at_capacity, cannot_claim
 from corral.store.driver import Driver, Json, Row, Tx
+from corral.store.lookups import read_task
 
-OpenRun = Callable[[Task, int, str], RunStart]
-_CLAIM_END = {
-    Action.COMPLETE: ClaimStatus.COMPLETED,
-    Action.FAIL: ClaimStatus.COMPLETED,
-    Action.DEFER: ClaimStatus.RELEASED,
-    Action.RELEASE: ClaimStatus.RELEASED,
-}
+if TYPE_CHECKING:
+    from corral.model.backoff import Outcome
+    from corral.model.tasks import Task
+
+OpenRun = Callable[["Task", int, str], RunStart]
+# What a report from outside a run notes on the claim's open run, by action (a release
+# notes nothing: the run then ends as lease_lost).
+REPORTED = {Action.COMPLETE: "done", Action.FAIL: "failed", Action.DEFER: "deferred"}
+_ONE_AT_A_TIME = (Action.FAIL, Action.DEFER, Action.RELEASE)
 
 
 def exchange(
     driver: Driver,
-    worker_id: str,
+    worker_id: str | None,
     *,
-    reports: Sequence[Report],
-    ask: ClaimAsk | None,
-    open_run: OpenRun | None,
+    reports: Sequence[Report] = (),
+    ask: ClaimAsk | None = None,
+    open_run: OpenRun | None = None,
+    return_tasks: bool = False,
 ) -> Exchanged:
-    """Apply `reports` under their tokens, then claim what `ask` asks for (module doc)."""
+    """Apply `reports` under their claims, then claim what `ask` asks for (module doc)."""
+    _check(worker_id, reports, ask)
+    if driver.exchange_on_server:
+        from corral.store.postgres.exchange import exchange_on_server
+
+        return exchange_on_server(
+            driver,
+            worker_id,
+            reports=reports,
+            ask=ask,
+            open_run=open_run,
+            return_tasks=return_tasks,
+        )
     with driver.write() as tx:
-        events: list[dict[str, Any]] = []
-        live = _apply_reports(tx, driver, worker_id, reports, events)
+        counts: Counter[tuple[str, str]] = Counter()
+        live, settled = _apply_reports(tx, driver, reports, counts)
         held: tuple[Held, ...] = ()
-        refused = None
+        refused = full = None
         if ask is not None:
-            assert open_run is not None, "a claim opens runs: open_run describes them"
-            try:
-                held = _claim(
-                    tx,
-                    driver,
-                    worker_id=worker_id,
-                    ask=ask,
-                    open_run=open_run,
-                    events=events,
-                )
-            except WorkerUnavailable as exc:  # drained, dead ...: the reports still count
-                refused = exc.message
-        if live or held:  # one refresh of the worker's status and counters for both
-            tx.run(
-                "worker_after_claim",
-                worker_id=worker_id,
-                completed=sum(r.action is Action.COMPLETE for r in live),
-                failed=sum(r.action is Action.FAIL for r in live),
-            )
-        journal.record_all(tx, events)
-    applied = {r.held.token for r in live}
-    stale = tuple(r for r in reports if r.held.token not in applied)
-    return Exchanged(stale=stale, held=held, refused=refused)
-
-
-def _apply_reports(
-    tx: Tx, driver: Driver, worker_id: str, reports: Sequence[Report], events: list[dict[str, Any]]
-) -> list[Report]:
-    """Apply every report whose claim is still active; those (the others are stale)."""
-    if not reports:
-        return []
-    ends = [{"token": r.held.token, "status": _CLAIM_END[r.action]} for r in reports]
-    ended = {row["token"] for row in tx.all("end_claims", claims=Json(ends))}
-    live = [r for r in reports if r.held.token in ended]
-    if live:
-        _complete(tx, [r for r in live if r.action is Action.COMPLETE], events)
-        for report in live:
-            if report.action is not Action.COMPLETE:
-                _step_aside(tx, driver, report, events)
-        _finish_runs(tx, worker_id, live, events)
-    return live
-
-
-def _actor(report: Report) -> str:
-    return f"token:{report.held.token}"  # as `queue.complete` under a token names it
-
-
-def _complete(tx: Tx, done: list[Report], events: list[dict[str, Any]]) -> None:
-    if not done:
-        return
-    items = [{"id": r.held.task.id, "result": _json_text(r.result)} for r in done]
-    found = tx.all("complete_tasks", tasks=Json(items), allowed=ALLOWED_FROM["complete"])
-    status = {row["id"]: row["status"] for row in found}
-    for r in done:
-        if r.held.task.id in status:
-            events.append(_task_event(r, "task.completed", status[r.held.task.id]))
-    finished = [task_id for task_id, to in status.items() if to == TaskStatus.DONE]
-    if finished:
-        events.extend(unblock_dependents(tx, finished, _actor(done[0])))
-
-
-def _step_aside(tx: Tx, driver: Driver, r: Report, events: list[dict[str, Any]]) -> None:
-    """A failure, deferral or release: its task's change and event."""
-    task_id = r.held.task.id
-    if r.action is Action.FAIL:
-        assert r.retry is not None, "the use case decides every failure's retry"
-        error = r.error or "failed"
-        apply_outcome(tx, task_id, r.retry, error=error, crash=False)
-        record_outcome(
-            tx,
-            task_id,
-            worker_id=r.held.task.worker_id or "",
-            token=r.held.token,
-            outcome=r.retry,
-            error=error,
-            actor=_actor(r),
-        )
-    elif r.action is Action.DEFER:
-        row = tx.one(
-            "defer_task",
-            task_id=task_id,
-            delay_s=r.defer_s,
-            run_at=None,
-            allowed=ALLOWED_FROM["defer"],
-        )
-        if row is not None:
-            run_after = iso(driver.instant(row["run_after"]))
-            events.append(
-                _task_event(r, "task.deferred", TaskStatus.READY, reason="exit status 75")
-                | {"data": {"run_after": run_after}}
-            )
-    elif tx.run("release_task", task_id=task_id, allowed=ALLOWED_FROM["release"]):
-        events.append(
-            _task_event(r, "task.released", TaskStatus.READY, reason="worker shutting down")
-        )
-
-
-def _finish_runs(tx: Tx, worker_id: str, live: list[Report], events: list[dict[str, Any]]) -> None:
-    items = [
-        {
-            "id": r.held.run_id,
-            "outcome": r.outcome,
-            "exit_code": r.exit_code,
-            "error": r.error,
-            "usage": _json_text(r.usage),
-            "final_commit": r.final_commit,
-        }
-        for r in live
-    ]
-    finished = {row["id"] for row in tx.all("finish_runs", runs=Json(items))}
-    for r in live:
-        if r.held.run_id in finished:
-            events.append(
-                journal.entry(
-                    "run.finished",
-                    actor=worker_id,
-                    task_id=r.held.task.id,
-                    worker_id=worker_id,
-                    token=r.held.token,
-                    reason=r.error,
-                    data={"run_id": r.held.run_id, "outcome": r.outcome, "exit_code": r.exit_code},
-                )
-            )
-
-
-def _task_event(r: Report, name: str, to: str, *, reason: str | None = None) -> dict[str, Any]:
-    return journal.entry(
-        name,
-        actor=_actor(r),
-        task_id=r.held.task.id,
-        worker_id=r.held.task.worker_id,
-        token=r.held.token,
-        from_status=TaskStatus.RUNNING,
-        to_status=to,
-        reason=reason,
+            assert worker_id is not None  # _check
+            held, refused, full = _claim(tx, driver, worker_id, ask, open_run)
+            if held:
+                counts[(worker_id, "claimed")] += len(held)
+        _refresh_workers(tx, counts)
+    stale = tuple(r for r in reports if r.task_id not in live)
+    applied = [r.task_id for r in reports if r.task_id in live] if return_tasks else []
+    return Exchanged(
+        stale=stale,
+        settled=settled,
+        held=held,
+        refused=refused,
+        full=full,
+        tasks=tuple(read_task(driver, task_id) for task_id in applied),
     )
 
 
-def _json_text(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+def _check(worker_id: str | None, reports: Sequence[Report], ask: ClaimAsk | None) -> None:
+    """Refuse what no exchange can mean: a claim with no worker, a task reported twice."""
+    if ask is not None and not worker_id:
+        raise errors.InvalidInput("worker", "the worker that claims")
+    seen: set[str] = set()
+    for report in reports:
+        if report.task_id in seen:
+            raise errors.InvalidInput("reports", "one report per task", report.task_id)
+        seen.add(report.task_id)
+        if report.action is Action.DEFER and (report.delay_s is None) == (report.run_at is None):
+            raise errors.InvalidInput("until", "a delay or an instant, exactly one of them")
+
+
+# -- reports --------------------------------------------------------------------------------
+
+
+def _apply_reports(
+    tx: Tx, driver: Driver, reports: Sequence[Report], counts: Counter[tuple[str, str]]
+) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
+    """Steps 1 to 3 (module doc); (task id -> (token, holder) of each live report, the
+    outcome of each stale report's run by run id)."""
+    if not reports:
+        return {}, {}
+    claims = [
+        {
+            "task_id": r.task_id,
+            "token": r.token,
+            "holder": r.holder,
+            "released": r.action in (Action.DEFER, Action.RELEASE),
+        }
+        for r in reports
+    ]
+    ended = {
+        row["task_id"]: (row["token"], row["worker_id"])
+        for row in tx.all("end_claims", claims=Json(claims))
+    }
+    live = [r for r in reports if r.task_id in ended]
+    if live:
+        _complete(tx, [r for r in live if r.action is Action.COMPLETE], ended)
+        events: list[dict[str, Any]] = []
+        for report in live:
+            if report.action in _ONE_AT_A_TIME:
+                _step_aside(tx, driver, report, ended[report.task_id], events)
+        journal.record_all(tx, events)
+        for report in live:
+            holder = ended[report.task_id][1]
+            counts[(holder, "completed")] += report.action is Action.COMPLETE
+            counts[(holder, "failed")] += report.action is Action.FAIL
+    finished = _finish_runs(tx, live, ended)
+    settled = _finish_stale_runs(tx, [r for r in reports if r.task_id not in ended])
+    if finished or settled:
+        tx.send("record_runs_finished", ids=[*finished, *settled])
+    return ended, settled
+
+
+def _complete(tx: Tx, done: list[Report], ended: dict[str, tuple[int, str]]) -> None:
+    """Complete the tasks of `done`, record task.completed, unblock their dependents."""
+    if not done:
+        return
+    now_done = []
+    plain = [r.task_id for r in done if r.result is None]
+    if plain:
+        found = tx.all("complete_tasks", ids=plain, allowed=ALLOWED_FROM["complete"])
+        now_done += [row["id"] for row in found if row["status"] == TaskStatus.DONE]
+    for report in done:
+        if report.result is None:
+            continue
+        row = tx.one(
+            "complete_task",
+            task_id=report.task_id,
+            result=Json(report.result),
+            allowed=ALLOWED_FROM["complete"],
+        )
+        assert row is not None  # its claim was active, so it was running
+        if row["status"] == TaskStatus.DONE and row["has_dependents"]:
+            now_done.append(report.task_id)
+    for actor, tokens in _by_actor(done, ended).items():
+        tx.send("record_completed", tokens=tokens, actor=actor)
+    if now_done:
+        journal.record_all(tx, unblock_dependents(tx, now_done, done[0].actor))
+
+
+def _by_actor(
+    reports: list[Report], ended: dict[str, tuple[int, str]]
+) -> dict[str | None, list[int]]:
+    """The reports' claim tokens by event actor: None where the actor is the claim's own
+    token (a runner's reports), which the statement writes itself."""
+    groups: dict[str | None, list[int]] = {}
+    for report in reports:
+        token = ended[report.task_id][0]
+        actor = None if report.actor == f"token:{token}" else report.actor
+        groups.setdefault(actor, []).append(token)
+    return groups
+
+
+def _step_aside(
+    tx: Tx, driver: Driver, r: Report, claim: tuple[int, str], events: list[dict[str, Any]]
+) -> None:
+    """A failure, deferral or release: its task's change and its event."""
+    token, holder = claim
+    if r.action is Action.FAIL:
+        assert r.retry is not None, "the use case decides every failure's retry"
+        error = r.error or "failed"
+        apply_outcome(tx, r.task_id, r.retry, error=error, crash=False)
+        events.append(outcome_event(r.task_id, holder, token, r.retry, error=error, actor=r.actor))
+        return
+    if r.action is Action.DEFER:
+        row = tx.one(
+            "defer_task",
+            task_id=r.task_id,
+            delay_s=r.delay_s,
+            run_at=r.run_at,
+            allowed=ALLOWED_FROM["defer"],
+        )
+        assert row is not None  # its claim was active, so it was running
+        name, data = "task.deferred", {"run_after": iso(driver.instant(row["run_after"]))}
+    else:
+        tx.run("release_task", task_id=r.task_id, allowed=ALLOWED_FROM["release"])
+        name, data = "task.released", None
+    events.append(
+        journal.entry(
+            name,
+            actor=r.actor,
+            task_id=r.task_id,
+            worker_id=holder,
+            token=token,
+            from_status=TaskStatus.RUNNING,
+            to_status=TaskStatus.READY,
+            reason=r.reason,
+            data=data,
+        )
+    )
+
+
+def _finish_runs(tx: Tx, live: list[Report], ended: dict[str, tuple[int, str]]) -> list[str]:
+    """Finish the runs the live reports name; note what a report from outside a run said on
+    its claim's open run. The ids of the runs finished."""
+    plain: dict[tuple[str, int | None], list[str]] = {}
+    detailed = []
+    for r in live:
+        if r.run_id is None:
+            reported = REPORTED.get(r.action)
+            if reported is not None:
+                token, holder = ended[r.task_id]
+                tx.send("note_reported", holder=holder, token=token, reported=reported)
+            continue
+        if r.error is None and r.usage is None and r.final_commit is None:
+            plain.setdefault((str(r.outcome), r.exit_code), []).append(r.run_id)
+        else:
+            detailed.append(_run_end(r) | {"error": r.error, "final_commit": r.final_commit})
+    finished = []
+    for (outcome, exit_code), ids in plain.items():
+        found = tx.all("finish_plain_runs", ids=ids, outcome=outcome, exit_code=exit_code)
+        finished += [row["id"] for row in found]
+    if detailed:
+        finished += [row["id"] for row in tx.all("finish_runs", runs=Json(detailed))]
+    return finished
+
+
+def _finish_stale_runs(tx: Tx, stale: list[Report]) -> dict[str, str]:
+    """Finish the runs of stale reports as what was reported under their token; the outcome
+    each run has now, by run id (one finished before, by a reconciler, keeps its own)."""
+    runs = [_run_end(r) for r in stale if r.run_id is not None]
+    if not runs:
+        return {}
+    tx.run("finish_stale_runs", runs=Json(runs))
+    found = tx.all("run_outcomes", ids=[run["id"] for run in runs])
+    return {row["id"]: row["outcome"] for row in found}
+
+
+def _run_end(r: Report) -> dict[str, Any]:
+    """What finish_runs reads of a report's run, the usage as JSON text."""
+    usage = None if r.usage is None else json.dumps(r.usage, separators=(",", ":"))
+    return {"id": r.run_id, "outcome": r.outcome, "exit_code": r.exit_code, "usage": usage}
+
+
+# -- claims ---------------------------------------------------------------------------------
 
 
 def _claim(
-    tx: Tx,
-    driver: Driver,
-    *,
-    worker_id: str,
-    ask: ClaimAsk,
-    open_run: OpenRun,
-    events: list[dict[str, Any]],
-) -> tuple[Held, ...]:
-    """Claim up to `ask.limit` ready tasks (never past the worker's max_concurrent)."""
-    assert ask.lease_s is not None, "the use case fills in the default lease"
-    worker = claiming_worker(tx, driver, worker_id, check_capacity=False)
-    limit = min(ask.limit, worker.max_concurrent - worker.active)
+    tx: Tx, driver: Driver, worker_id: str, ask: ClaimAsk, open_run: OpenRun | None
+) -> tuple[tuple[Held, ...], str | None, str | None]:
+    """Step 4 (module doc): (what was claimed, why the worker may not claim, why it has no
+    room now)."""
+    row = tx.one("claiming_worker", worker_id=worker_id)
+    if row is None:
+        raise errors.NotFound("worker", worker_id)
+    worker = rows.worker(driver, row)
+    refusal = cannot_claim(worker.id, worker.status, worker.active, None)
+    if refusal is not None:
+        return (), refusal.message, None
+    room = worker.max_concurrent - worker.active
+    if room < 1:
+        return (), None, at_capacity(worker.id, worker.active, worker.max_concurrent).message
+    limit = min(ask.limit, room)
     if limit > 1 and tx.one("any_queue_limits")["limited"]:  # type: ignore[index]
         limit = 1  # the claim reads the limits once: a batch could pass one
     params = capability_filters(worker, ask.kinds, ask.queues)
     if limit < 1 or matches_nothing(params):
-        return ()
-    found = tx.all("claim_next_tasks", limit=limit, **params)
+        return (), None, None
+    if ask.task_id is not None:
+        found = tx.all("claim_task", task_id=ask.task_id, **params)
+    else:
+        found = tx.all("claim_tasks", limit=limit, **params)
     if not found:
-        return ()
+        return (), None, None
+    return _hold(tx, driver, found, worker_id=worker_id, ask=ask, open_run=open_run), None, None
+
+
+def _hold(
+    tx: Tx,
+    driver: Driver,
+    found: list[Row],
+    *,
+    worker_id: str,
+    ask: ClaimAsk,
+    open_run: OpenRun | None,
+) -> tuple[Held, ...]:
+    """Claims, events and runs for the tasks just claimed; them, held, in claim order."""
+    assert ask.lease_s is not None, "the use case fills in the default lease"
     ids = [row["id"] for row in found]
     claims = {
         row["task_id"]: row
@@ -234,53 +327,68 @@ def _claim(
     deps = {row["task_id"]: row["depends_on"] for row in tx.all("dependencies_of", task_ids=ids)}
     found.sort(key=lambda row: (-row["priority"], row["seq"]))  # claim order
     held = tuple(
-        _hold(driver, row, claims[row["id"]], worker_id, deps.get(row["id"], "[]")) for row in found
+        _held(
+            driver,
+            row,
+            claims[row["id"]],
+            worker_id=worker_id,
+            deps=deps.get(row["id"], "[]"),
+            run=ask.run is not None,
+        )
+        for row in found
     )
-    runs = [_open(h, open_run, events) for h in held]
-    tx.send_rows("insert_runs", runs, json_columns=("command",), worker_id=worker_id)
+    tx.send("record_claims", tokens=[h.token for h in held], actor=worker_id)
+    if ask.run is not None:
+        _open_runs(tx, held, ask.run, open_run, worker_id)
     return held
 
 
-def _hold(driver: Driver, task_row: Row, claim_row: Row, worker_id: str, deps: str) -> Held:
-    values = dict(zip(task_row.keys(), task_row, strict=True))
-    values.update(
-        token=claim_row["token"],
-        worker_id=worker_id,
-        lease_expires_at=claim_row["lease_expires_at"],
-        depends_on=deps,
-    )
+def _held(
+    driver: Driver, task_row: Row, claim_row: Row, *, worker_id: str, deps: str, run: bool
+) -> Held:
+    deadline = claim_row["deadline_at"]
     return Held(
-        task=rows.task(driver, values),
+        task=rows.task(
+            driver,
+            task_row,
+            claim=(claim_row["token"], worker_id, claim_row["lease_expires_at"]),
+            depends_on=deps,
+        ),
         token=claim_row["token"],
-        run_id=new_id(RUN_PREFIX),
+        run_id=new_id(RUN_PREFIX) if run else None,
         lease_expires_at=driver.instant(claim_row["lease_expires_at"]),
+        claimed_at=driver.instant(claim_row["claimed_at"]),
+        deadline_at=None if deadline is None else driver.instant(deadline),
     )
 
 
-def _open(h: Held, open_run: OpenRun, events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run record of `h` as insert_runs takes it; its two events go to `events`."""
-    task, worker_id = h.task, h.task.worker_id
-    start = open_run(task, h.token, h.run_id)
-    claimed = {"from_status": TaskStatus.READY, "to_status": TaskStatus.RUNNING}
-    for name, more in (
-        ("task.claimed", {**claimed, "data": {"lease_expires_at": iso(h.lease_expires_at)}}),
-        ("run.started", {"data": {"run_id": h.run_id, "attempt": task.attempts}}),
-    ):
-        events.append(
-            journal.entry(
-                name,
-                actor=worker_id or "",
-                task_id=task.id,
-                worker_id=worker_id,
-                token=h.token,
-                **more,
-            )
+def _open_runs(
+    tx: Tx, held: tuple[Held, ...], default: RunStart, open_run: OpenRun | None, worker_id: str
+) -> None:
+    """A run record for each held task, as `open_run` describes it (else `default`): in one
+    statement when they are all alike, else one row each."""
+    starts = [
+        default if open_run is None else open_run(h.task, h.token, h.run_id or "") for h in held
+    ]
+    if all(start == default for start in starts):
+        tx.send(
+            "insert_alike_runs",
+            runs=[[h.run_id, h.token] for h in held],
+            **{**default._asdict(), "command": list(default.command)},
         )
+    else:
+        runs = [run_row(h, start) for h, start in zip(held, starts, strict=True)]
+        tx.send_rows("insert_runs", runs, json_columns=("command",), worker_id=worker_id)
+    tx.send("record_runs_started", run_ids=[h.run_id for h in held])
+
+
+def run_row(h: Held, start: RunStart) -> dict[str, Any]:
+    """The run record of `h` as insert_runs takes it."""
     return {
         "id": h.run_id,
-        "task_id": task.id,
+        "task_id": h.task.id,
         "token": h.token,
-        "attempt": task.attempts,
+        "attempt": h.task.attempts,
         "prompt": start.prompt,
         "command": list(start.command),
         "cwd": start.cwd,
@@ -288,3 +396,77 @@ def _open(h: Held, open_run: OpenRun, events: list[dict[str, Any]]) -> dict[str,
         "transcript_path": start.transcript_path,
         "stderr_path": start.stderr_path,
     }
+
+
+def _refresh_workers(tx: Tx, counts: Counter[tuple[str, str]]) -> None:
+    """Step 5: each holder's status and counters, once per exchange."""
+    for holder in sorted({worker for worker, _ in counts}):
+        tx.send(
+            "worker_after_claim",
+            worker_id=holder,
+            completed=counts[(holder, "completed")],
+            failed=counts[(holder, "failed")],
+        )
+
+
+# -- shared with the reconciler and the review flow ------------------------------------------
+
+
+def apply_outcome(
+    tx: Tx, task_id: str, outcome: Outcome, *, error: str, crash: bool, action: str = "fail"
+) -> None:
+    """Send a running task back to ready after the delay, or fail it for good."""
+    from corral.model.backoff import GiveUp, Retry  # only failures need it: off the common path
+
+    retry = isinstance(outcome, Retry)
+    tx.run(
+        "fail_task",
+        task_id=task_id,
+        to_status=TaskStatus.READY if retry else TaskStatus.FAILED,
+        delay_s=outcome.delay_s if isinstance(outcome, Retry) else 0.0,
+        reason=outcome.reason if isinstance(outcome, GiveUp) else None,
+        error=error,
+        crash=int(crash),
+        allowed=ALLOWED_FROM[action],
+    )
+
+
+def outcome_event(
+    task_id: str, worker_id: str, token: int, outcome: Outcome, *, error: str, actor: str
+) -> dict[str, Any]:
+    """The event of a failure: `task.retry_scheduled` or `task.failed`."""
+    from corral.model.backoff import Retry
+
+    data: dict[str, Any]
+    if isinstance(outcome, Retry):
+        name, to, data = "task.retry_scheduled", TaskStatus.READY, {"delay_s": outcome.delay_s}
+    else:
+        name, to, data = "task.failed", TaskStatus.FAILED, {"failure_reason": outcome.reason}
+    return journal.entry(
+        name,
+        actor=actor,
+        task_id=task_id,
+        worker_id=worker_id,
+        token=token,
+        from_status=TaskStatus.RUNNING,
+        to_status=to,
+        reason=error,
+        data=data,
+    )
+
+
+def unblock_dependents(tx: Tx, task_ids: list[str], actor: str) -> list[dict[str, Any]]:
+    """Move tasks whose last pending dependency was one of `task_ids` from blocked to ready;
+    the events to record for them."""
+    found = tx.all("unblock_dependents", task_ids=task_ids, allowed=ALLOWED_FROM["unblock"])
+    return [
+        journal.entry(
+            "task.unblocked",
+            actor=actor,
+            task_id=row["id"],
+            from_status=TaskStatus.BLOCKED,
+            to_status=TaskStatus.READY,
+            reason=f"{row['unblocked_by']} done",
+        )
+        for row in found
+    ]

@@ -2,6 +2,11 @@
 
 SQL lives in those files only; stores look queries up by name. Files are read with
 plain `open` (not importlib.resources) because this runs on every CLI start.
+
+A condition that several queries share is written once, as a fragment: a block headed
+`-- fragment: NAME` is no query of its own, and `/* fragment: NAME */` in a query (or in
+another SQL file read through `expand`) stands for its text. So the filter of the tasks a
+worker may claim is one text per dialect however many statements claim.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ import os
 import re
 
 SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^-- (name|fragment): (\w+)\s*$", re.MULTILINE)
+_USE = re.compile(r"/\* fragment: (\w+) \*/")
 
 
 def sql_path(dialect: str, *parts: str) -> str:
@@ -19,14 +25,31 @@ def sql_path(dialect: str, *parts: str) -> str:
 
 
 def load_queries(dialect: str) -> dict[str, str]:
-    """Every named query of `dialect`, name -> SQL text."""
+    """Every named query of `dialect`, name -> SQL text, with its fragments in place."""
+    queries, fragments = _blocks(dialect)
+    return {name: expand(body, fragments) for name, body in queries.items()}
+
+
+def load_fragments(dialect: str) -> dict[str, str]:
+    """Every fragment of `dialect`'s queries.sql, name -> SQL text."""
+    return _blocks(dialect)[1]
+
+
+def _blocks(dialect: str) -> tuple[dict[str, str], dict[str, str]]:
     with open(sql_path(dialect, "queries.sql"), encoding="utf-8") as handle:
         text = handle.read()
     chunks = _HEADER.split(text)[1:]
-    queries = {name: body.strip() for name, body in zip(chunks[::2], chunks[1::2], strict=True)}
-    if len(queries) != len(chunks) // 2:
-        raise ValueError(f"{dialect}/queries.sql names a query twice")
-    return queries
+    found: dict[str, dict[str, str]] = {"name": {}, "fragment": {}}
+    for kind, name, body in zip(chunks[::3], chunks[1::3], chunks[2::3], strict=True):
+        if name in found["name"] or name in found["fragment"]:
+            raise ValueError(f"{dialect}/queries.sql names {name!r} twice")
+        found[kind][name] = body.strip().removesuffix(";")
+    return found["name"], found["fragment"]
+
+
+def expand(text: str, fragments: dict[str, str]) -> str:
+    """`text` with each `/* fragment: NAME */` replaced by that fragment's text."""
+    return _USE.sub(lambda use: fragments[use.group(1)], text)
 
 
 def migration_files(dialect: str) -> list[tuple[int, str]]:

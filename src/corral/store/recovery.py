@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
 from corral.store import journal
-from corral.store.claims import apply_outcome, end_claim, record_outcome
+from corral.store.claims import end_claim
 from corral.store.driver import Driver, Tx
+from corral.store.exchange import apply_outcome, outcome_event
 
 if TYPE_CHECKING:
     from corral.model.recovery import (
@@ -132,7 +133,8 @@ def _mark_worker(tx: Tx, d: MarkWorker) -> bool:
 
 
 def _finish_runs_of_dead_worker(tx: Tx, worker_id: str, reason: str) -> None:
-    """A dead worker's runs will never report: they end as killed, so `logs --follow` ends too."""
+    """A dead worker's runs will never report: they end as killed (or as what was reported
+    under their token before, by the task's own command), so `logs --follow` ends too."""
     error = f"worker {worker_id} died ({reason})"
     for row in tx.all("finish_runs_of_worker", worker_id=worker_id, error=error):
         journal.record(
@@ -142,8 +144,8 @@ def _finish_runs_of_dead_worker(tx: Tx, worker_id: str, reason: str) -> None:
             task_id=row["task_id"],
             worker_id=worker_id,
             token=row["token"],
-            reason=error,
-            data={"run_id": row["id"], "outcome": "killed", "exit_code": None},
+            reason=error if row["outcome"] == "killed" else None,
+            data={"run_id": row["id"], "outcome": row["outcome"], "exit_code": None},
         )
 
 
@@ -161,14 +163,8 @@ def _expire_claim(tx: Tx, d: ExpireClaim) -> bool:
         token=d.token,
         reason=error,
     )
-    record_outcome(
-        tx,
-        d.task_id,
-        worker_id=d.worker_id,
-        token=d.token,
-        outcome=d.outcome,
-        error=error,
-        actor=ACTOR,
+    journal.record_all(
+        tx, [outcome_event(d.task_id, d.worker_id, d.token, d.outcome, error=error, actor=ACTOR)]
     )
     return True
 

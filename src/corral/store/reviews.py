@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from corral import errors
 from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
 from corral.store import journal, rows
-from corral.store.claims import end_claim, unblock_dependents
+from corral.store.claims import end_claim
 from corral.store.driver import Driver, Json, Tx
+from corral.store.exchange import unblock_dependents
 from corral.store.lookups import held_claim, read_task, task_in
 
 if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
@@ -67,6 +68,8 @@ class ReviewOps:
                 tx, self._driver, task_id, action="submit", token=token, worker_id=None
             )
             end_claim(tx, claim.token, claim.worker_id, ClaimStatus.COMPLETED, completed=1)
+            # Handed in under the run's token: its run records it, however its runner ends.
+            tx.send("note_reported", holder=claim.worker_id, token=claim.token, reported="done")
             self._step(
                 tx,
                 Step(

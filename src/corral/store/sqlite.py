@@ -150,8 +150,8 @@ class SQLiteDriver:
     dialect = "sqlite"
     # The write lock is the whole database's: what an operation returns is read after it.
     returns_from_write = False
-    # Statements cost no round trip in-process: the store runs the claim cycle's itself.
-    cycle_on_server = False
+    # Statements cost no round trip in-process: the store runs the exchange's itself.
+    exchange_on_server = False
 
     def __init__(self, path: str, clock: Clock, *, migrate: bool = True) -> None:
         if not migrate and not os.path.exists(path):
@@ -273,12 +273,12 @@ class SQLiteDriver:
         """An immediate transaction behind the fair flock queue."""
         return self._transaction("BEGIN IMMEDIATE", exclusive=True)
 
-    def call(self, query: str, /, **params: Any) -> sqlite3.Row | None:
-        """Run statement `query` as a write transaction of its own; its first row, or None."""
+    def call(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
+        """Run statement `query` as a write transaction of its own; its rows."""
         # The caller names the query (store code says `driver.call("name", ...)`).
         with self.write() as transaction:
-            row: sqlite3.Row | None = transaction.one(query, **params)
-            return row
+            found: list[sqlite3.Row] = transaction.all(query, **params)
+            return found
 
     def schema_version(self) -> tuple[int, int]:
         """(this database's user_version, the newest migration this code has)."""

@@ -45,19 +45,31 @@ _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLE
 
 def report_of(held: Held, done: Done) -> Report:
     """What `done` does to the task `held`: complete, defer, release (stopped) or fail."""
-    common: dict[str, Any] = {"held": held, "exit_code": done.exit_code, "usage": done.usage}
+    common: dict[str, Any] = {"exit_code": done.exit_code, "usage": done.usage}
     if done.success:
-        return Report(action=Action.COMPLETE, outcome=RunOutcome.DONE, result=done.result, **common)
+        return Report.of(held, Action.COMPLETE, RunOutcome.DONE, result=done.result, **common)
     if done.defer_s is not None:
-        return Report(
-            action=Action.DEFER, outcome=RunOutcome.DEFERRED, defer_s=done.defer_s, **common
+        return Report.of(
+            held,
+            Action.DEFER,
+            RunOutcome.DEFERRED,
+            delay_s=done.defer_s,
+            reason=f"exit status {DEFER_EXIT_CODE}",
+            **common,
         )
     if done.ending is Ending.STOPPED:
         lost = done.stop_reason == "lease_lost"
         outcome = RunOutcome.LEASE_LOST if lost else RunOutcome.SHUTDOWN
-        return Report(action=Action.RELEASE, outcome=outcome, error=done.error, **common)
+        return Report.of(
+            held,
+            Action.RELEASE,
+            outcome,
+            error=done.error,
+            reason="worker shutting down",
+            **common,
+        )
     error = done.error or "failed"
-    return Report(action=Action.FAIL, outcome=_failure_outcome(done), error=error, **common)
+    return Report.of(held, Action.FAIL, _failure_outcome(done), error=error, **common)
 
 
 def _failure_outcome(done: Done) -> RunOutcome:

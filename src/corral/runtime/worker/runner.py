@@ -31,7 +31,7 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -39,7 +39,6 @@ from corral import claims, reconcile, workers
 from corral.clock import Clock, SystemClock
 from corral.errors import (
     CorralError,
-    Refused,
     StoreError,
     WorkerUnavailable,
 )
@@ -72,14 +71,6 @@ from corral.store import Store
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 REPORT_RETRIES = 5  # store calls after a run, tried again while the store is unavailable
 T = TypeVar("T")
-# What a task's own command may report under its token, and the run outcome each means.
-_AGENT_REPORTS = {
-    "task.completed": RunOutcome.DONE,
-    "task.deferred": RunOutcome.DEFERRED,
-    "task.retry_scheduled": RunOutcome.FAILED,
-    "task.failed": RunOutcome.FAILED,
-    "task.submitted": RunOutcome.DONE,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +130,11 @@ class Runner:
         self._unsuccessful = 0
         self._state: dict[str, Any] = {}
         self._prepared: dict[str, Prepared | Exception] = {}  # command runs, by run id
-        self._python_run = RunStart(command=(_name_of(job),), cwd=os.getcwd())
+        # How a run is recorded when its claim opens it; a command job's is made precise by
+        # _open_run, task by task.
+        self._run_default = RunStart(
+            command=job.argv if isinstance(job, CommandJob) else (_name_of(job),), cwd=os.getcwd()
+        )
         self.worker_id = ""
         self._heartbeat: Heartbeat | None = None
         self._spares: Spares | None = None  # output files made ahead, for command jobs
@@ -331,7 +326,9 @@ class Runner:
         stay, to go with the next exchange.
         """
         c = self._config
-        ask = ClaimAsk(limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s)
+        ask = ClaimAsk(
+            limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s, run=self._run_default
+        )
 
         def once() -> Exchanged:
             return claims.exchange(
@@ -374,12 +371,12 @@ class Runner:
         if done.refused is not None:
             event(self._log, "claim.refused", worker_id=self.worker_id, reason=done.refused)
             self._refused.set()
-        stale = {r.held.token for r in done.stale}
+        stale = {r.token for r in done.stale}
         for r in reports:
-            outcome = self._settle_stale(r) if r.held.token in stale else r.outcome
-            self._heartbeat_of().drop(r.held.task.id)
+            outcome = done.settled.get(r.run_id or "", r.outcome) if r.token in stale else r.outcome
+            self._heartbeat_of().drop(r.task_id)
             if self._worktrees is not None:  # after the report: a task now in review keeps it
-                self._worktrees.leave(r.held.task.id)
+                self._worktrees.leave(r.task_id)
             if outcome not in (RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN):
                 with self._lock:
                     self._unsuccessful += 1
@@ -388,15 +385,15 @@ class Runner:
                 "task.finished",
                 logging.DEBUG if outcome is RunOutcome.DONE else logging.INFO,
                 worker_id=self.worker_id,
-                task_id=r.held.task.id,
-                run_id=r.held.run_id,
+                task_id=r.task_id,
+                run_id=r.run_id,
                 outcome=outcome,
             )
 
     def _open_run(self, task: Task, token: int, run_id: str) -> RunStart:
         """How the run of a task just claimed is recorded (inside the claim's transaction)."""
         if isinstance(self._job, PythonJob):
-            return self._python_run
+            return self._run_default
         if self._worktrees is not None:
             # git must not run under the claim's write lock: _perform makes the worktree,
             # then records where the run really runs (_enter_worktree).
@@ -446,10 +443,12 @@ class Runner:
 
     def _unstarted(self, h: Held) -> Report:
         """A held task given back unstarted: released, its run finished as shutdown."""
-        self._prepared.pop(h.run_id, None)
+        self._prepared.pop(_run_of(h), None)
         lost = self._heartbeat_of().lost(h.task.id)
         outcome = RunOutcome.LEASE_LOST if lost else RunOutcome.SHUTDOWN
-        return Report(held=h, action=Action.RELEASE, outcome=outcome, error="not started")
+        return Report.of(
+            h, Action.RELEASE, outcome, error="not started", reason="worker shutting down"
+        )
 
     def _work(self, h: Held) -> Report:
         """Run one held task; its report (a runner error fails the task)."""
@@ -459,28 +458,28 @@ class Runner:
             logging.DEBUG,
             worker_id=self.worker_id,
             task_id=h.task.id,
-            run_id=h.run_id,
+            run_id=_run_of(h),
             token=h.token,
         )
         try:
             report = report_of(h, self._perform(h))
             if self._worktrees is None:
                 return report
-            return replace(report, final_commit=self._worktrees.final_commit(h.task.id))
+            return report._replace(final_commit=self._worktrees.final_commit(h.task.id))
         except CorralError as exc:  # e.g. a task whose working directory does not exist
             event(
                 self._log,
                 "task.runner_error",
                 logging.ERROR,
                 task_id=h.task.id,
-                run_id=h.run_id,
+                run_id=_run_of(h),
                 error=exc.message,
             )
             error = f"runner error: {exc.message}"
         except Exception as exc:  # a surprise: one task's failure must not end the worker
-            self._log.exception("task.runner_error task_id=%s run_id=%s", h.task.id, h.run_id)
+            self._log.exception("task.runner_error task_id=%s run_id=%s", h.task.id, _run_of(h))
             error = f"runner error: {type(exc).__name__}: {exc}"
-        return Report(held=h, action=Action.FAIL, outcome=RunOutcome.FAILED, error=error)
+        return Report.of(h, Action.FAIL, RunOutcome.FAILED, error=error)
 
     def _retrying(self, action: Callable[[], T]) -> T:
         """`action()`, tried again with growing waits while the store is unavailable."""
@@ -512,14 +511,14 @@ class Runner:
                 prepared,
                 clock=self._clock,
                 stop=stop,
-                on_stall=lambda: self._store.mark_stalled(h.run_id),
-                on_resume=lambda: self._store.record_progress(h.run_id, None),
+                on_stall=lambda: self._store.mark_stalled(_run_of(h)),
+                on_resume=lambda: self._store.record_progress(_run_of(h), None),
                 spares=self._spares,
             )
         if self._job.capture_io:
-            paths = self._job.capture_io(h.run_id, task) or {}
+            paths = self._job.capture_io(_run_of(h), task) or {}
             self._store.set_run_paths(
-                h.run_id,
+                _run_of(h),
                 transcript_path=paths.get("transcript_path"),
                 stderr_path=paths.get("stderr_path"),
             )
@@ -527,7 +526,7 @@ class Runner:
             store=self._store,
             settings=self._settings,
             worker_id=self.worker_id,
-            run_id=h.run_id,
+            run_id=_run_of(h),
             task=task,
             token=h.token,
             state=self._state,
@@ -542,7 +541,7 @@ class Runner:
         worktree, prepared now that the worktree exists (and its run record completed)."""
         assert isinstance(self._job, CommandJob)
         if self._worktrees is None:
-            prepared = self._prepared.pop(h.run_id)
+            prepared = self._prepared.pop(_run_of(h))
             if isinstance(prepared, Exception):
                 raise prepared
             return self._job, prepared
@@ -552,13 +551,13 @@ class Runner:
             job,
             h.task,
             token=h.token,
-            run_id=h.run_id,
+            run_id=_run_of(h),
             worker_id=self.worker_id,
             db=self._store.url,
         )
         spec = prepared.spec
         self._store.set_run_start(
-            h.run_id,
+            _run_of(h),
             RunStart(
                 command=spec.argv,
                 cwd=os.path.abspath(spec.cwd),
@@ -569,37 +568,6 @@ class Runner:
             ),
         )
         return job, prepared
-
-    def _settle_stale(self, r: Report) -> RunOutcome:
-        """A report whose claim ended elsewhere: record the run as what the task's own
-        command reported under its token, else as lease_lost; the run's outcome."""
-        said = self._reported_by_agent(r.held.task.id, r.held.token)
-        error = None
-        if said is None:
-            current = self._store.get_task(r.held.task.id)
-            error = f"the claim ended while running (task is {current.status})"
-        try:
-            self._retrying(
-                lambda: self._store.finish_run(
-                    r.held.run_id,
-                    outcome=said or RunOutcome.LEASE_LOST,
-                    exit_code=r.exit_code,
-                    error=error,
-                    usage=r.usage,
-                )
-            )
-        except Refused:  # closed already: this worker was declared dead meanwhile
-            return self._store.get_run(r.held.run_id).outcome or RunOutcome.KILLED
-        return said or RunOutcome.LEASE_LOST
-
-    def _reported_by_agent(self, task_id: str, token: int) -> RunOutcome | None:
-        """What the task's own command reported under this run's token, if it did."""
-        from corral.model.events import EventFilter
-
-        for past in reversed(self._store.list_events(EventFilter(task_id=task_id, limit=20))):
-            if past.token == token and past.name in _AGENT_REPORTS and past.actor != "reconciler":
-                return _AGENT_REPORTS[past.name]
-        return None
 
     # -- crash recovery ----------------------------------------------------------------
 
@@ -628,6 +596,12 @@ class Runner:
                 pid=worker.pid,
                 claims_expired=report.claims_expired,
             )
+
+
+def _run_of(held: Held) -> str:
+    """The id of the run a runner's claim opened (its asks always open one)."""
+    assert held.run_id is not None, "a runner's claims open runs"
+    return held.run_id
 
 
 def _name_of(job: CommandJob | PythonJob) -> str:

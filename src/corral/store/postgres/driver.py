@@ -24,8 +24,8 @@ Transactions and locking:
 - A lock waited for shows the locked row as it is now, but the rest of that statement
   still reads the snapshot from before the wait; a decision that needs both is made by a
   later statement (see cancel_task, release_task and queue_room in queries.sql).
-- `claim:next` uses `FOR UPDATE SKIP LOCKED`; a claim of a named task waits for its row
-  and re-checks it. The partial unique index claims_one_active_per_task is the final
+- A claim of the next task uses `FOR UPDATE SKIP LOCKED`; a claim of a named task waits
+  for its row and re-checks it. The partial unique index claims_one_active_per_task is the final
   word on one active claim per task.
 - `read()` is one REPEATABLE READ READ ONLY snapshot running the same named queries with
   their locking clauses removed.
@@ -34,10 +34,10 @@ Round trips: every transaction runs in psycopg's pipeline mode. BEGIN travels wi
 first statement; `tx.send` queues a statement without waiting for it; `tx.one`, `tx.all`,
 `tx.run` and reading a `Sent` wait for everything queued so far, in one round trip; COMMIT
 travels with whatever is still queued. A claim by id takes 4 round trips (7 when each
-statement waited). The claim cycle (`claim_next`, `complete`) is one call of a server
-function each (server_cycle.py), run by `call()` as a transaction of its own: autocommit,
-one round trip, no pipeline, whose bookkeeping costs the client more than it saves for a
-single statement (bench/pg_claim_cycle.py). A queued
+statement waited). The exchange (every claim and every reported outcome) is one call of
+a server function (postgres/exchange.py), run by `call()` as a transaction of its own:
+autocommit, one round trip, no pipeline, whose bookkeeping costs the client more than it
+saves for a single statement (bench/pg_claim_cycle.py). A queued
 statement that fails aborts the transaction: the statements after it and the COMMIT are
 skipped by the server, the error is raised at the next wait, and the transaction rolls
 back as any other failure does.
@@ -259,8 +259,8 @@ class PostgresDriver:
     # Row locks only, and the read travels with the writes: what an operation returns is
     # read inside its write transaction.
     returns_from_write = True
-    # claim_next and complete are one call each of a function of the schema (server_cycle.py).
-    cycle_on_server = True
+    # The exchange is one call of a function of the schema (postgres/exchange.py).
+    exchange_on_server = True
 
     def __init__(self, url: str, clock: Clock | None, *, migrate: bool = True) -> None:
         self.url = url
@@ -387,7 +387,7 @@ class PostgresDriver:
     def call(self, query: str, /, **params: Any) -> Any:
         """Run statement `query` as a transaction of its own (autocommit: one round trip,
         no BEGIN or COMMIT, and no pipeline, whose bookkeeping costs the client more than
-        the round trips it saves); its first row, or None."""
+        the round trips it saves); its rows."""
         encoded = {k: _encode(v) for k, v in params.items()}
         if self._clock is not None:
             encoded["now"] = self._clock.now()
@@ -395,7 +395,7 @@ class PostgresDriver:
             cursor = conn.cursor(row_factory=_row_factory)
             cursor.execute(self._write_sql[query], encoded)
             returns_rows = cursor.pgresult is not None and cursor.pgresult.nfields > 0
-            return cursor.fetchone() if returns_rows else None
+            return cursor.fetchall() if returns_rows else []
 
     # -- clock and decoding --------------------------------------------------------
 
@@ -466,6 +466,8 @@ class PostgresDriver:
         ]
         if current == 0:  # a new database gets the schema whole
             steps = [(latest, sql_path("postgresql", "schema.sql"))]
+        # The functions follow, whichever road: one text for every version (functions.sql).
+        steps.append((latest, sql_path("postgresql", "functions.sql")))
         for _, path in steps:
             with open(path, encoding="utf-8") as handle:
                 conn.execute(handle.read().encode())

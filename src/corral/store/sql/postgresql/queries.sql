@@ -74,31 +74,6 @@ SELECT count(*) FROM tasks o, tasks t
 WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
--- name: claim_task
-UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
-WHERE id = :task_id
-  AND status = ANY(:allowed::text[])
-  AND run_after <= :now
-  AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
-  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
-  AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
-  AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
-      SELECT l.queue FROM queue_limits l
-      WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                              WHERE r.queue = l.queue AND r.status = 'running')
-         OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                       WHERE ct.queue = l.queue AND c.claimed_at > :now - interval '60 seconds'))
-RETURNING id, timeout_s;
-
--- name: insert_claim
-INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
-VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
-        least(:now + :lease_s::float8 * interval '1 second',
-              :now + :timeout_s::float8 * interval '1 second'),
-        :now + :timeout_s::float8 * interval '1 second')
-RETURNING *;
-
 -- name: active_claim
 -- Locks the task before its claim (the lock order).
 WITH task AS (SELECT id FROM tasks WHERE id = :task_id FOR UPDATE)
@@ -121,51 +96,12 @@ WITH task AS (SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
 UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
 
--- name: end_held_claim
--- Ends the task's active claim if :token is its token (NULL: an operator acts on whatever
--- claim is active); no row when there is none, and then nothing changed. Locks the task
--- before its claim (the lock order), as active_claim does.
-WITH task AS (SELECT id FROM tasks WHERE id = :task_id FOR UPDATE)
-UPDATE claims SET status = :status, ended_at = :now
-WHERE task_id IN (SELECT id FROM task) AND status = 'active'
-  AND (:token::bigint IS NULL OR token = :token::bigint)
-RETURNING token, worker_id;
-
 -- name: release_task
 -- The caller ended its claim earlier in this transaction; a claim it did not see (another
 -- worker's, committed meanwhile) keeps the task.
 UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
 WHERE id = :task_id AND status = ANY(:allowed::text[])
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
-
--- name: defer_task
-UPDATE tasks
-SET status = 'ready', attempts = attempts - 1,
-    run_after = coalesce(:run_at::timestamptz, :now + :delay_s::float8 * interval '1 second'),
-    updated_at = :now
-WHERE id = :task_id AND status = ANY(:allowed::text[])
-RETURNING run_after;
-
--- name: complete_task
--- Locks the blocked dependents first: a dependent's other dependency completing at the
--- same moment then waits for this transaction, and its unblock_dependents sees this one
--- done (without the lock, each could see the other still running and neither unblock).
-WITH dependents AS (
-    SELECT t.id FROM tasks t JOIN task_deps d ON d.task_id = t.id
-    WHERE d.depends_on = :task_id AND t.status = 'blocked'
-    ORDER BY t.id
-    FOR UPDATE OF t)
-UPDATE tasks
-SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
-    result = :result,
-    updated_at = :now,
-    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
-WHERE id = :task_id AND status = ANY(:allowed::text[])
-  AND (SELECT count(*) FROM dependents) >= 0
--- Always true here (SQLite's says whether any task depends on this one): a dependent
--- enqueued while this UPDATE waited for its FOR SHARE lock is not in this statement's
--- snapshot, and only the later unblock_dependents statement sees it.
-RETURNING status, true AS has_dependents;
 
 -- name: fail_task
 UPDATE tasks
@@ -346,9 +282,11 @@ WHERE id = :run_id AND finished_at IS NULL
 RETURNING *;
 
 -- name: finish_runs_of_worker
-UPDATE runs SET finished_at = :now, outcome = 'killed', error = :error
+-- As killed, unless the task's own command reported under the run's token before.
+UPDATE runs SET finished_at = :now, outcome = coalesce(reported, 'killed'),
+                error = CASE WHEN reported IS NULL THEN :error::text END
 WHERE worker_id = :worker_id AND finished_at IS NULL
-RETURNING id, task_id, token;
+RETURNING id, task_id, token, outcome;
 
 -- name: mark_stalled
 UPDATE runs SET stalled_at = :now
@@ -572,64 +510,7 @@ SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()
 -- name: release_leader_lock
 SELECT pg_advisory_unlock_all();
 
--- Batches: a runner's reports and its next claims in one transaction (store/exchange.py).
--- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
--- costs a fixed number of statements.
-
--- name: claim_next_tasks
--- Up to :limit tasks in claim order. SKIP LOCKED: concurrent claimers each take different
--- tasks instead of queueing on the same rows; a row changed since the snapshot is
--- re-checked before it is taken. The queue limits are read once, before the UPDATE: a
--- batch (:limit > 1) could pass one, so BatchOps claims one at a time while any queue
--- has limits (any_queue_limits), and claiming_worker makes those claims take turns.
-UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
-WHERE seq IN (
-    SELECT seq FROM tasks
-    WHERE status = 'ready' AND run_after <= :now
-      AND (assignee IS NULL OR assignee IN (:worker_id::text, :worker_name::text))
-      AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
-      AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
-      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
-          SELECT l.queue FROM queue_limits l
-          WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                                  WHERE r.queue = l.queue AND r.status = 'running')
-             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                           WHERE ct.queue = l.queue
-                             AND c.claimed_at > :now - interval '60 seconds'))
-    ORDER BY priority DESC, seq
-    LIMIT :limit
-    FOR UPDATE SKIP LOCKED)
-RETURNING *;
-
--- name: any_queue_limits
-SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
-
--- name: dependencies_of
--- One row for every task asked about, with an empty array when it has no dependency.
-SELECT t.id AS task_id,
-       ARRAY(SELECT d.depends_on FROM task_deps d WHERE d.task_id = t.id
-             ORDER BY d.depends_on) AS depends_on
-FROM tasks t WHERE t.id = ANY(:task_ids::text[]);
-
--- name: insert_claims
-INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
-SELECT t.id, :worker_id, 'active', :lease_s, :now,
-       least(:now + :lease_s::float8 * interval '1 second',
-             :now + t.timeout_s * interval '1 second'),
-       :now + t.timeout_s * interval '1 second'
-FROM tasks t WHERE t.id = ANY(:task_ids::text[])
-ORDER BY t.seq
-RETURNING token, task_id, lease_expires_at;
-
--- name: insert_runs
--- :rows holds one object per run of a batch's claims (Tx.send_rows).
-INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
-                  base_commit, transcript_path, stderr_path)
-SELECT r->>'id', r->>'task_id', :worker_id, (r->>'token')::bigint, (r->>'attempt')::integer,
-       :now, r->>'prompt', coalesce(r->'command', '[]'::jsonb), r->>'cwd', r->>'base_commit',
-       r->>'transcript_path', r->>'stderr_path'
-FROM jsonb_array_elements(:rows::jsonb) AS r;
+-- Runs whose details are known only after their claim (a worktree made outside it).
 
 -- name: set_run_start
 UPDATE runs
@@ -642,54 +523,6 @@ WHERE id = :run_id AND finished_at IS NULL;
 UPDATE runs SET transcript_path = :transcript_path::text, stderr_path = :stderr_path::text
 WHERE id = :run_id AND finished_at IS NULL;
 
--- name: end_claims
--- Ends each claim of :claims ({token, status}) that is still active; returns those.
--- Locks the claims' tasks first, in id order (the lock order: task, claim, worker).
-WITH wanted AS (
-    SELECT (j->>'token')::bigint AS token, j->>'status' AS status
-    FROM jsonb_array_elements(:claims::jsonb) AS j),
-task AS (
-    SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
-    WHERE c.token IN (SELECT token FROM wanted)
-    ORDER BY t.id
-    FOR UPDATE OF t)
-UPDATE claims SET status = wanted.status, ended_at = :now
-FROM wanted
-WHERE claims.token = wanted.token AND claims.status = 'active'
-  AND claims.task_id IN (SELECT id FROM task)
-RETURNING claims.token;
-
--- name: complete_tasks
--- :tasks holds {id, result}, the result as JSON text. Locks the blocked dependents first,
--- as complete_task does.
-WITH done AS (
-    SELECT j->>'id' AS id, (j->>'result')::jsonb AS result
-    FROM jsonb_array_elements(:tasks::jsonb) AS j),
-dependents AS (
-    SELECT t.id FROM tasks t JOIN task_deps d ON d.task_id = t.id
-    WHERE d.depends_on IN (SELECT id FROM done) AND t.status = 'blocked'
-    ORDER BY t.id
-    FOR UPDATE OF t)
-UPDATE tasks
-SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
-    result = done.result,
-    updated_at = :now,
-    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
-FROM done
-WHERE tasks.id = done.id
-  AND tasks.status = ANY(:allowed::text[])
-  AND (SELECT count(*) FROM dependents) >= 0
-RETURNING tasks.id, tasks.status;
-
--- name: finish_runs
--- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.
-UPDATE runs
-SET finished_at = :now, outcome = j->>'outcome', exit_code = (j->>'exit_code')::integer,
-    error = j->>'error', usage = (j->>'usage')::jsonb, final_commit = j->>'final_commit'
-FROM jsonb_array_elements(:runs::jsonb) AS j
-WHERE runs.id = j->>'id' AND runs.finished_at IS NULL
-RETURNING runs.id;
-
 -- name: insert_events
 -- :rows holds one object per event (Tx.send_rows), with the columns of insert_event (data
 -- as JSON); inserted in their order, so their ids are too.
@@ -701,13 +534,36 @@ SELECT :now, e->>'name', e->>'task_id', e->>'worker_id', (e->>'token')::bigint,
 FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(e, n)
 ORDER BY n;
 
--- The claim cycle as server-side functions (store/postgres/cycle.py; schema.sql defines
--- them). PostgreSQL only: SQLite runs the same steps as the queries above.
+-- The exchange (store/exchange.py, store/postgres/exchange.py): every claim and every
+-- reported outcome, one call of corral_exchange (functions.sql) in a transaction of its own.
 
--- name: claim_next_on_server
-SELECT * FROM corral_claim_next(:worker_id, :kinds::text[], :queues::text[], :claiming::text[],
-                                :lease_s::float8, :actor, :now);
+-- name: exchange_on_server
+SELECT * FROM corral_exchange(:worker_id::text, :reports::jsonb, :limit::integer,
+                              :task_id::text, :kinds::text[], :queues::text[],
+                              :lease_s::float8, :run::jsonb, :run_ids::text[],
+                              :claiming::text[], :complete::text[], :fail::text[],
+                              :defer::text[], :release::text[], :unblock::text[],
+                              :return_tasks::boolean, :now);
 
--- name: complete_on_server
-SELECT * FROM corral_complete(:task_id, :token::bigint, :result::jsonb, :allowed::text[],
-                              :unblock::text[], :actor, :now);
+-- name: describe_runs
+-- What a runner knows of each new run only once its task is claimed (:runs: {run_id,
+-- command, cwd, prompt, transcript_path, stderr_path, base_commit}).
+UPDATE runs u
+SET command = coalesce(r->'command', '[]'), cwd = r->>'cwd', prompt = r->>'prompt',
+    transcript_path = r->>'transcript_path', stderr_path = r->>'stderr_path',
+    base_commit = r->>'base_commit'
+FROM jsonb_array_elements(:runs::jsonb) AS r
+WHERE u.id = r->>'run_id' AND u.finished_at IS NULL;
+
+-- name: claimable_task
+-- Whether the worker may claim task :task_id now (a refused claim asks, to say why).
+SELECT t.id FROM tasks t
+WHERE t.id = :task_id
+  AND corral_may_claim(t, :worker_id::text, :worker_name::text, :kinds::text[],
+                       :queues::text[], corral_held_queues(:now), :now);
+
+-- name: note_reported
+-- What the task's command (or anyone with its token) reported of it, on the open run of
+-- that claim: the run records it when it finishes, however its runner ends.
+UPDATE runs SET reported = :reported::text
+WHERE worker_id = :holder AND token = :token AND finished_at IS NULL;

@@ -53,30 +53,6 @@ SELECT count(*) FROM tasks o, tasks t
 WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
--- name: claim_task
-UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
-WHERE id = :task_id
-  AND status IN (SELECT value FROM json_each(:allowed))
-  AND run_after <= :now
-  AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
-  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-  AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
-      SELECT l.queue FROM queue_limits l
-      WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                              WHERE r.queue = l.queue AND r.status = 'running')
-         OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                       WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
-RETURNING id, timeout_s;
-
--- name: insert_claim
-INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
-VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
-        min(:now + :lease_s, coalesce(:now + :timeout_s, :now + :lease_s)),
-        :now + :timeout_s)
-RETURNING *;
-
 -- name: active_claim
 SELECT * FROM claims WHERE task_id = :task_id AND status = 'active';
 
@@ -92,13 +68,6 @@ RETURNING *;
 UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active';
 
--- name: end_held_claim
--- Ends the task's active claim if :token is its token (NULL: an operator acts on whatever
--- claim is active); no row when there is none, and then nothing changed.
-UPDATE claims SET status = :status, ended_at = :now
-WHERE task_id = :task_id AND status = 'active' AND (:token IS NULL OR token = :token)
-RETURNING token, worker_id;
-
 -- name: release_task
 UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
@@ -109,19 +78,6 @@ SET status = 'ready', attempts = attempts - 1,
     run_after = coalesce(:run_at, :now + :delay_s), updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING run_after;
-
--- name: complete_task
-UPDATE tasks
-SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
-    result = :result,
-    updated_at = :now,
-    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
-WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
-RETURNING status,
-          -- Writers take turns, so no dependent can appear before COMMIT: with none,
-          -- the caller skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
-          -- SQLite would scan task_deps instead of seeking.)
-          EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = :task_id) AS has_dependents;
 
 -- name: fail_task
 UPDATE tasks
@@ -287,9 +243,11 @@ WHERE id = :run_id AND finished_at IS NULL
 RETURNING *;
 
 -- name: finish_runs_of_worker
-UPDATE runs SET finished_at = :now, outcome = 'killed', error = :error
+-- As killed, unless the task's own command reported under the run's token before.
+UPDATE runs SET finished_at = :now, outcome = coalesce(reported, 'killed'),
+                error = CASE WHEN reported IS NULL THEN :error END
 WHERE worker_id = :worker_id AND finished_at IS NULL
-RETURNING id, task_id, token;
+RETURNING id, task_id, token, outcome;
 
 -- name: mark_stalled
 UPDATE runs SET stalled_at = :now
@@ -490,29 +448,47 @@ WHERE host = :host AND pid = :pid AND started_at = :started_at
 -- name: demote_orchestrators
 UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :host;
 
--- Batches: a runner's reports and its next claims in one transaction (store/exchange.py).
--- Rows arrive as one JSON array (:claims, :tasks, :runs, :events), so a batch of k tasks
--- costs a fixed number of statements.
+-- The exchange (store/exchange.py): every claim and every reported outcome, one write
+-- transaction for any number of each. Reports and claims arrive as JSON arrays; what is
+-- recorded about them (events, runs) is copied from the rows the statements just wrote,
+-- so a batch of k tasks costs a fixed number of statements whatever k.
 
--- The queue limits below are read once, before the UPDATE: a batch (:limit > 1) could pass
--- a limit, so BatchOps claims one at a time while any queue has limits (any_queue_limits).
--- name: claim_next_tasks
+-- fragment: claimable
+-- The tasks a worker may claim now, of those ready: its kinds and queues (:kinds and
+-- :queues, narrowed by what it asked for; NULL is any), assigned to nobody or to it, and in
+-- no queue held back by its limits (at max_running, or at its rate of claims a minute).
+-- The one copy of this filter: claim_tasks and claim_task include it.
+status = 'ready' AND run_after <= :now
+AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+AND queue NOT IN (
+    SELECT l.queue FROM queue_limits l
+    WHERE l.max_running <= (SELECT count(*) FROM tasks r
+                            WHERE r.queue = l.queue AND r.status = 'running')
+       OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                     WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
+
+-- name: claim_tasks
+-- Up to :limit tasks the worker may claim, in claim order. The queue limits are read once,
+-- before the UPDATE: a batch (:limit > 1) could pass one, so the exchange claims one at a
+-- time while any queue has limits (any_queue_limits).
 UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
 WHERE seq IN (
-    SELECT seq FROM tasks
-    WHERE status = 'ready' AND run_after <= :now
-      AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
-      AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-      AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-      AND queue NOT IN (  -- backpressure: queues at max_running or at their rate
-          SELECT l.queue FROM queue_limits l
-          WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                                  WHERE r.queue = l.queue AND r.status = 'running')
-             OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                           WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
+    SELECT seq FROM tasks WHERE /* fragment: claimable */
     ORDER BY priority DESC, seq
     LIMIT :limit)
 RETURNING *;
+
+-- name: claim_task
+-- Task :task_id, if the worker may claim it now.
+UPDATE tasks SET status = 'running', attempts = attempts + 1, updated_at = :now
+WHERE id = :task_id AND /* fragment: claimable */
+RETURNING *;
+
+-- name: claimable_task
+-- Whether the worker may claim task :task_id now (a refused claim asks, to say why).
+SELECT id FROM tasks WHERE id = :task_id AND /* fragment: claimable */;
 
 -- name: any_queue_limits
 SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
@@ -530,7 +506,30 @@ SELECT t.id, :worker_id, 'active', :lease_s, :now,
        min(:now + :lease_s, coalesce(:now + t.timeout_s, :now + :lease_s)),
        :now + t.timeout_s
 FROM tasks t WHERE t.id IN (SELECT value FROM json_each(:task_ids))
-RETURNING token, task_id, lease_expires_at;
+RETURNING *;
+
+-- name: record_claims
+-- task.claimed for each claim of :tokens. Its data keeps lease_expires_at as Python's
+-- datetime.isoformat() writes it (corral.durations.iso): whole seconds, then the
+-- microseconds rounded half to even as datetime.fromtimestamp does, unless they are 0.
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, data)
+SELECT :now, 'task.claimed', task_id, worker_id, token, 'ready', 'running', :actor,
+       json_object('lease_expires_at',
+                   strftime('%Y-%m-%dT%H:%M:%S', whole, 'unixepoch')
+                   || CASE WHEN us = 0 THEN '' ELSE printf('.%06d', us) END || '+00:00')
+FROM (SELECT task_id, worker_id, token, whole + (us6 = 1000000) AS whole,
+             CASE WHEN us6 = 1000000 THEN 0 ELSE us6 END AS us
+      FROM (SELECT task_id, worker_id, token, whole,
+                   cast(frac6 AS INTEGER)
+                   + (frac6 - cast(frac6 AS INTEGER) > 0.5
+                      OR (frac6 - cast(frac6 AS INTEGER) = 0.5
+                          AND cast(frac6 AS INTEGER) % 2 = 1)) AS us6
+            FROM (SELECT task_id, worker_id, token,
+                         cast(lease_expires_at AS INTEGER) AS whole,
+                         (lease_expires_at - cast(lease_expires_at AS INTEGER)) * 1000000.0
+                             AS frac6
+                  FROM claims WHERE token IN (SELECT value FROM json_each(:tokens)))))
+ORDER BY token;
 
 -- name: insert_runs
 -- One run of a batch's claims, run once per row (Tx.send_rows: executemany).
@@ -538,6 +537,25 @@ INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, co
                   base_commit, transcript_path, stderr_path)
 VALUES (:id, :task_id, :worker_id, :token, :attempt, :now, :prompt, :command, :cwd,
         :base_commit, :transcript_path, :stderr_path);
+
+-- name: insert_alike_runs
+-- A run for each claim of :runs ([[run id, token], ...]), all described alike (a runner
+-- whose runs differ by their ids only: a Python function's).
+INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
+                  base_commit, transcript_path, stderr_path)
+SELECT json_extract(j.value, '$[0]'), c.task_id, c.worker_id, c.token, t.attempts, :now,
+       :prompt, :command, :cwd, :base_commit, :transcript_path, :stderr_path
+FROM json_each(:runs) AS j
+JOIN claims c ON c.token = json_extract(j.value, '$[1]')
+JOIN tasks t ON t.id = c.task_id;
+
+-- name: record_runs_started
+-- run.started for each run of :run_ids.
+INSERT INTO events (at, name, task_id, worker_id, token, actor, data)
+SELECT :now, 'run.started', task_id, worker_id, token, worker_id,
+       json_object('run_id', id, 'attempt', attempt)
+FROM runs WHERE id IN (SELECT value FROM json_each(:run_ids))
+ORDER BY token;
 
 -- name: set_run_start
 UPDATE runs
@@ -550,26 +568,56 @@ UPDATE runs SET transcript_path = :transcript_path, stderr_path = :stderr_path
 WHERE id = :run_id AND finished_at IS NULL;
 
 -- name: end_claims
--- Ends each claim of :claims ({token, status}) that is still active; returns those.
-UPDATE claims SET status = json_extract(j.value, '$.status'), ended_at = :now
+-- Ends the active claim named by each of :claims ({task_id, token, holder, released}) that
+-- it still names: its token (NULL: whatever claim is active) and its holder (NULL: any).
+-- The claims it ended, each once.
+UPDATE claims
+SET status = CASE WHEN json_extract(j.value, '$.released') THEN 'released' ELSE 'completed' END,
+    ended_at = :now
 FROM json_each(:claims) AS j
-WHERE claims.token = json_extract(j.value, '$.token') AND claims.status = 'active'
-RETURNING claims.token;
+WHERE claims.task_id = json_extract(j.value, '$.task_id') AND claims.status = 'active'
+  AND coalesce(json_extract(j.value, '$.token'), claims.token) = claims.token
+  AND coalesce(json_extract(j.value, '$.holder'), claims.worker_id) = claims.worker_id
+RETURNING claims.token, claims.task_id, claims.worker_id;
 
 -- name: complete_tasks
--- :tasks holds {id, result}, the result as JSON text.
+-- Each task of :ids, now done (or in_review when it requires review), with no result.
 UPDATE tasks
 SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
-    result = json_extract(j.value, '$.result'),
+    result = NULL,
     updated_at = :now,
     finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
-FROM json_each(:tasks) AS j
-WHERE tasks.id = json_extract(j.value, '$.id')
-  AND tasks.status IN (SELECT value FROM json_each(:allowed))
-RETURNING tasks.id, tasks.status;
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING id, status;
+
+-- name: complete_task
+-- Task :task_id, done (or in_review) with :result.
+UPDATE tasks
+SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+    result = :result,
+    updated_at = :now,
+    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING id, status,
+          -- Writers take turns, so no dependent can appear before COMMIT: with none, the
+          -- exchange skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
+          -- SQLite would scan task_deps instead of seeking.)
+          EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = :task_id) AS has_dependents;
+
+-- name: record_completed
+-- task.completed for each claim of :tokens, whose task the exchange just completed; the
+-- actor is :actor, or the claim's token when NULL (a runner reporting its own).
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor)
+SELECT :now, 'task.completed', c.task_id, c.worker_id, c.token, 'running', t.status,
+       coalesce(:actor, 'token:' || c.token)
+FROM claims c JOIN tasks t ON t.id = c.task_id
+WHERE c.token IN (SELECT value FROM json_each(:tokens))
+ORDER BY c.token;
 
 -- name: finish_runs
--- :runs holds {id, outcome, exit_code, error, usage, final_commit}, the usage as JSON text.
+-- Each run of :runs ({id, outcome, exit_code, error, usage, final_commit}, the usage as
+-- JSON text) that has not finished, as it says.
 UPDATE runs
 SET finished_at = :now, outcome = json_extract(j.value, '$.outcome'),
     exit_code = json_extract(j.value, '$.exit_code'), error = json_extract(j.value, '$.error'),
@@ -578,6 +626,42 @@ SET finished_at = :now, outcome = json_extract(j.value, '$.outcome'),
 FROM json_each(:runs) AS j
 WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
 RETURNING runs.id;
+
+-- name: finish_plain_runs
+-- Each run of :ids that has not finished, ended with :outcome and :exit_code, and nothing
+-- else to record (the common case of a batch: a runner's tasks that succeeded).
+UPDATE runs SET finished_at = :now, outcome = :outcome, exit_code = :exit_code
+WHERE id IN (SELECT value FROM json_each(:ids)) AND finished_at IS NULL
+RETURNING id;
+
+-- name: finish_stale_runs
+-- Each run of :runs ({id, exit_code, usage}) whose claim ended elsewhere, finished as what
+-- was reported under its token (`reported`), else lease_lost with the task's state.
+UPDATE runs
+SET finished_at = :now, outcome = coalesce(reported, 'lease_lost'),
+    exit_code = json_extract(j.value, '$.exit_code'), usage = json_extract(j.value, '$.usage'),
+    error = CASE WHEN reported IS NULL THEN 'the claim ended while running (task is '
+                 || (SELECT t.status FROM tasks t WHERE t.id = runs.task_id) || ')' END
+FROM json_each(:runs) AS j
+WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
+RETURNING runs.id;
+
+-- name: run_outcomes
+SELECT id, outcome FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: record_runs_finished
+-- run.finished for each run of :ids (finished in this transaction).
+INSERT INTO events (at, name, task_id, worker_id, token, actor, reason, data)
+SELECT :now, 'run.finished', task_id, worker_id, token, worker_id, error,
+       json_object('run_id', id, 'outcome', outcome, 'exit_code', exit_code)
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY token;
+
+-- name: note_reported
+-- What the task's command (or anyone with its token) reported of it, on the open run of
+-- that claim: the run records it when it finishes, however its runner ends.
+UPDATE runs SET reported = :reported
+WHERE worker_id = :holder AND token = :token AND finished_at IS NULL;
 
 -- name: insert_events
 -- One event of many, run once per row (Tx.send_rows: executemany); insert_event's statement.

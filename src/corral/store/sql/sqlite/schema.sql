@@ -1,4 +1,4 @@
--- The current schema of a corral SQLite database, version 8.
+-- The current schema of a corral SQLite database, version 10.
 -- A new database gets this file; an older one gets migrations/NNNN_*.sql in order.
 -- tests/store/test_sql_files.py checks that both roads end at the same schema.
 -- Instants are REAL seconds since the Unix epoch (UTC); durations are REAL seconds.
@@ -128,6 +128,10 @@ CREATE TABLE runs (
     stalled_at       REAL,
     last_progress_at REAL,
     progress         TEXT,
+    -- What was reported of its task under its token from outside the runner (the task's
+    -- own command ran `corral done`, `fail`, `defer` or `submit`): the run ends as that,
+    -- whoever finishes it.
+    reported         TEXT    CHECK (reported IN ('done', 'failed', 'deferred')),
     CHECK ((finished_at IS NULL) = (outcome IS NULL))
 );
 
