@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from corral.durations import MAX_SPAN_S
 from corral.errors import CorralError, InvalidInput, WorkerUnavailable
+from corral.model.actors import OPERATOR
 from corral.model.batches import Action, ClaimAsk, Exchanged, Report, RunStart
-from corral.model.events import OPERATOR
 from corral.settings import Settings
 from corral.store import Store
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import random
 
     from corral.model.backoff import Outcome
-    from corral.model.batches import Held
     from corral.model.claims import Claim
     from corral.model.tasks import Task
 
@@ -69,11 +68,11 @@ def claim(
     settings: Settings = DEFAULTS,
 ) -> Claim:
     """Claim one named task for a worker; exactly one of several racing callers wins."""
-    ask = ClaimAsk(limit=1, task_id=task_id, lease_s=_lease_s(lease_s, settings))
+    ask = ClaimAsk(limit=1, task_id=task_id, lease_s=_lease_s(lease_s, settings), claims_only=True)
     for _ in range(ROUNDS):
         done = store.exchange(worker_id, ask=ask)
-        if done.held:
-            return _claim_of(done.held[0], ask)
+        if done.claims:
+            return done.claims[0]
         if done.refused is not None:
             raise WorkerUnavailable(done.refused)
         why = store.why_not_claimable(task_id, worker_id, full=done.full)
@@ -92,31 +91,19 @@ def claim_next(
     settings: Settings = DEFAULTS,
 ) -> Claim | None:
     """Pick and claim the best ready task the worker may run, in one step; None if none."""
-    ask = ClaimAsk(limit=1, kinds=kinds, queues=queues, lease_s=_lease_s(lease_s, settings))
+    ask = ClaimAsk(
+        limit=1,
+        kinds=kinds,
+        queues=queues,
+        lease_s=_lease_s(lease_s, settings),
+        claims_only=True,
+    )
     done = store.exchange(worker_id, ask=ask)
     if done.refused is not None:
         raise WorkerUnavailable(done.refused)
     if done.full is not None:
         raise WorkerUnavailable(done.full)
-    return _claim_of(done.held[0], ask) if done.held else None
-
-
-def _claim_of(held: Held, ask: ClaimAsk) -> Claim:
-    from corral.model.claims import Claim
-    from corral.model.states import ClaimStatus
-
-    assert ask.lease_s is not None  # the use cases fill in the default
-    return Claim(
-        token=held.token,
-        task_id=held.task.id,
-        worker_id=held.task.worker_id or "",
-        status=ClaimStatus.ACTIVE,
-        lease_s=ask.lease_s,
-        claimed_at=held.claimed_at,
-        lease_expires_at=held.lease_expires_at,
-        deadline_at=held.deadline_at,
-        renewals=0,
-    )
+    return done.claims[0] if done.claims else None
 
 
 def exchange(

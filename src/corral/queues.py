@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from corral.errors import InvalidInput
-from corral.model.events import OPERATOR
+from corral.model.actors import OPERATOR
 from corral.model.queues import QueueStat
 from corral.model.tasks import check_name
 from corral.policies import QueueLimits

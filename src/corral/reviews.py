@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from corral.errors import InvalidInput, Refused
-from corral.model.events import OPERATOR
+from corral.model.actors import OPERATOR
 from corral.model.reviews import MergeStrategy, Review, is_stale, waiting_s
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task

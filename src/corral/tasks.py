@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from corral.model.events import OPERATOR
+from corral.model.actors import OPERATOR
 from corral.settings import Settings
 from corral.store import Store
 

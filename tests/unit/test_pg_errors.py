@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from corral.store.location import safe_url
 from corral.store.postgres.errors import describe
+from corral.store.urls import safe_url
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from corral.cli.context import Context
 def cmd_init(ctx: Context) -> int:
     """Create (or migrate) the store, write the config file's queue limits, say where it is."""
     from corral.queues import apply_configured_limits
-    from corral.store.location import safe_url
+    from corral.store.urls import safe_url
 
     version, _ = ctx.store.schema_version()
     limited = apply_configured_limits(ctx.store, ctx.settings)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from corral.cli.commands import Command
 from corral.cli.context import Context
-from corral.store.location import safe_url
+from corral.store.urls import safe_url
 
 
 def _names(migrations: list[tuple[int, str]]) -> str:

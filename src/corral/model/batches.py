@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from corral.model.backoff import Outcome
+    from corral.model.claims import Claim
     from corral.model.runs import RunOutcome
     from corral.model.tasks import Task
 
@@ -109,7 +110,9 @@ class Report(NamedTuple):
 
 class ClaimAsk(NamedTuple):
     """Up to `limit` tasks of these kinds and queues (or task `task_id` alone), each under a
-    lease of `lease_s`; with `run`, each claim opens a run that it describes."""
+    lease of `lease_s`; with `run`, each claim opens a run that it describes. With
+    `claims_only` the exchange gives back the claims (`Exchanged.claims`), not the tasks
+    held: all a `corral claim` shows, and a task's record costs a command's start-up."""
 
     limit: int
     kinds: tuple[str, ...] = ()
@@ -117,6 +120,7 @@ class ClaimAsk(NamedTuple):
     task_id: str | None = None
     lease_s: float | None = None  # None: the settings' default
     run: RunStart | None = None
+    claims_only: bool = False
 
 
 class Exchanged(NamedTuple):
@@ -126,12 +130,14 @@ class Exchanged(NamedTuple):
     and each one's run was finished as `settled` says (by run id: what was reported under
     its token, else lease_lost). `held`: the tasks newly claimed. `refused`: why the worker
     may take no claim now (drained, dead ...); `full`: why it could take none now (it holds
-    max_concurrent claims). `tasks`: each applied report's task as it is now, when asked for.
+    max_concurrent claims). `claims`: the claims made, for an ask with `claims_only`.
+    `tasks`: each applied report's task as it is now, when asked for.
     """
 
     stale: tuple[Report, ...] = ()
     settled: Mapping[str, str] = {}
     held: tuple[Held, ...] = ()
+    claims: tuple[Claim, ...] = ()
     refused: str | None = None
     full: str | None = None
     tasks: tuple[Task, ...] = ()

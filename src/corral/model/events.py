@@ -12,9 +12,6 @@ from typing import Any
 
 from corral.durations import iso
 
-# The actor of a change made by a person (a CLI command without a claim token).
-OPERATOR = "operator"
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:

@@ -42,9 +42,10 @@ from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claim_refusals import at_capacity, cannot_claim
 from corral.store.driver import Driver, Json, Row, Tx
 from corral.store.lookups import read_task
+from corral.store.outcomes import apply_outcome, outcome_event, unblock_dependents
 
 if TYPE_CHECKING:
-    from corral.model.backoff import Outcome
+    from corral.model.claims import Claim
     from corral.model.tasks import Task
 
 OpenRun = Callable[["Task", int, str], RunStart]
@@ -80,12 +81,13 @@ def exchange(
         counts: Counter[tuple[str, str]] = Counter()
         live, settled = _apply_reports(tx, driver, reports, counts)
         held: tuple[Held, ...] = ()
+        made: tuple[Claim, ...] = ()
         refused = full = None
         if ask is not None:
             assert worker_id is not None  # _check
-            held, refused, full = _claim(tx, driver, worker_id, ask, open_run)
-            if held:
-                counts[(worker_id, "claimed")] += len(held)
+            held, made, refused, full = _claim(tx, driver, worker_id, ask, open_run)
+            if held or made:
+                counts[(worker_id, "claimed")] += len(held) + len(made)
         _refresh_workers(tx, counts)
     stale = tuple(r for r in reports if r.task_id not in live)
     applied = [r.task_id for r in reports if r.task_id in live] if return_tasks else []
@@ -93,6 +95,7 @@ def exchange(
         stale=stale,
         settled=settled,
         held=held,
+        claims=made,
         refused=refused,
         full=full,
         tasks=tuple(read_task(driver, task_id) for task_id in applied),
@@ -280,32 +283,49 @@ def _run_end(r: Report) -> dict[str, Any]:
 
 def _claim(
     tx: Tx, driver: Driver, worker_id: str, ask: ClaimAsk, open_run: OpenRun | None
-) -> tuple[tuple[Held, ...], str | None, str | None]:
-    """Step 4 (module doc): (what was claimed, why the worker may not claim, why it has no
-    room now)."""
+) -> tuple[tuple[Held, ...], tuple[Claim, ...], str | None, str | None]:
+    """Step 4 (module doc): (the tasks held, or with `claims_only` the claims made; why the
+    worker may not claim; why it has no room now)."""
     row = tx.one("claiming_worker", worker_id=worker_id)
     if row is None:
         raise errors.NotFound("worker", worker_id)
     worker = rows.worker(driver, row)
     refusal = cannot_claim(worker.id, worker.status, worker.active, None)
     if refusal is not None:
-        return (), refusal.message, None
+        return (), (), refusal.message, None
     room = worker.max_concurrent - worker.active
     if room < 1:
-        return (), None, at_capacity(worker.id, worker.active, worker.max_concurrent).message
+        return (), (), None, at_capacity(worker.id, worker.active, worker.max_concurrent).message
     limit = min(ask.limit, room)
     if limit > 1 and tx.one("any_queue_limits")["limited"]:  # type: ignore[index]
         limit = 1  # the claim reads the limits once: a batch could pass one
     params = capability_filters(worker, ask.kinds, ask.queues)
     if limit < 1 or matches_nothing(params):
-        return (), None, None
+        return (), (), None, None
     if ask.task_id is not None:
         found = tx.all("claim_task", task_id=ask.task_id, **params)
     else:
         found = tx.all("claim_tasks", limit=limit, **params)
     if not found:
-        return (), None, None
-    return _hold(tx, driver, found, worker_id=worker_id, ask=ask, open_run=open_run), None, None
+        return (), (), None, None
+    if ask.claims_only:
+        return (), _claims(tx, driver, found, worker_id, ask), None, None
+    return _hold(tx, driver, found, worker_id=worker_id, ask=ask, open_run=open_run), (), None, None
+
+
+def _claims(
+    tx: Tx, driver: Driver, found: list[Row], worker_id: str, ask: ClaimAsk
+) -> tuple[Claim, ...]:
+    """The claims (and their events) of the tasks just claimed, in claim order."""
+    made = tx.all(
+        "insert_claims",
+        task_ids=[row["id"] for row in found],
+        worker_id=worker_id,
+        lease_s=ask.lease_s,
+    )
+    made.sort(key=lambda row: row["token"])
+    tx.send("record_claims", tokens=[row["token"] for row in made], actor=worker_id)
+    return tuple(rows.claim(driver, row) for row in made)
 
 
 def _hold(
@@ -407,66 +427,3 @@ def _refresh_workers(tx: Tx, counts: Counter[tuple[str, str]]) -> None:
             completed=counts[(holder, "completed")],
             failed=counts[(holder, "failed")],
         )
-
-
-# -- shared with the reconciler and the review flow ------------------------------------------
-
-
-def apply_outcome(
-    tx: Tx, task_id: str, outcome: Outcome, *, error: str, crash: bool, action: str = "fail"
-) -> None:
-    """Send a running task back to ready after the delay, or fail it for good."""
-    from corral.model.backoff import GiveUp, Retry  # only failures need it: off the common path
-
-    retry = isinstance(outcome, Retry)
-    tx.run(
-        "fail_task",
-        task_id=task_id,
-        to_status=TaskStatus.READY if retry else TaskStatus.FAILED,
-        delay_s=outcome.delay_s if isinstance(outcome, Retry) else 0.0,
-        reason=outcome.reason if isinstance(outcome, GiveUp) else None,
-        error=error,
-        crash=int(crash),
-        allowed=ALLOWED_FROM[action],
-    )
-
-
-def outcome_event(
-    task_id: str, worker_id: str, token: int, outcome: Outcome, *, error: str, actor: str
-) -> dict[str, Any]:
-    """The event of a failure: `task.retry_scheduled` or `task.failed`."""
-    from corral.model.backoff import Retry
-
-    data: dict[str, Any]
-    if isinstance(outcome, Retry):
-        name, to, data = "task.retry_scheduled", TaskStatus.READY, {"delay_s": outcome.delay_s}
-    else:
-        name, to, data = "task.failed", TaskStatus.FAILED, {"failure_reason": outcome.reason}
-    return journal.entry(
-        name,
-        actor=actor,
-        task_id=task_id,
-        worker_id=worker_id,
-        token=token,
-        from_status=TaskStatus.RUNNING,
-        to_status=to,
-        reason=error,
-        data=data,
-    )
-
-
-def unblock_dependents(tx: Tx, task_ids: list[str], actor: str) -> list[dict[str, Any]]:
-    """Move tasks whose last pending dependency was one of `task_ids` from blocked to ready;
-    the events to record for them."""
-    found = tx.all("unblock_dependents", task_ids=task_ids, allowed=ALLOWED_FROM["unblock"])
-    return [
-        journal.entry(
-            "task.unblocked",
-            actor=actor,
-            task_id=row["id"],
-            from_status=TaskStatus.BLOCKED,
-            to_status=TaskStatus.READY,
-            reason=f"{row['unblocked_by']} done",
-        )
-        for row in found
-    ]

@@ -1,5 +1,4 @@
-"""Where the store is: `--db`, else CORRAL_DB, else the nearest `.corral/corral.db` upwards;
-and how its URL is shown (never with its password).
+"""Where the store is: `--db`, else CORRAL_DB, else the nearest `.corral/corral.db` upwards.
 
 The CLI and `run_worker` find the same store the same way, as git finds `.git`.
 """
@@ -7,8 +6,6 @@ The CLI and `run_worker` find the same store the same way, as git finds `.git`.
 from __future__ import annotations
 
 import os
-import re
-from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DIR = ".corral"
 DB_NAME = "corral.db"
@@ -50,15 +47,3 @@ def state_dir(db: str) -> str:
 def runs_dir(db: str) -> str:
     """Where run transcripts go: `runs/` beside a SQLite file, else `.corral/runs`."""
     return os.path.join(state_dir(db), "runs")
-
-
-def safe_url(url: str) -> str:
-    """`url` with any password replaced by `***`."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        return urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)

@@ -13,7 +13,7 @@ from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerSta
 from corral.store import journal
 from corral.store.claims import end_claim
 from corral.store.driver import Driver, Tx
-from corral.store.exchange import apply_outcome, outcome_event
+from corral.store.outcomes import apply_outcome, outcome_event
 
 if TYPE_CHECKING:
     from corral.model.recovery import (

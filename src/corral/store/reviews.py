@@ -17,8 +17,8 @@ from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.claims import end_claim
 from corral.store.driver import Driver, Json, Tx
-from corral.store.exchange import unblock_dependents
 from corral.store.lookups import held_claim, read_task, task_in
+from corral.store.outcomes import unblock_dependents
 
 if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
     from corral.model.claims import Claim

@@ -69,9 +69,9 @@ from typing import TYPE_CHECKING, Any
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
 from corral.store.driver import Json
-from corral.store.location import safe_url
 from corral.store.postgres.errors import describe
 from corral.store.queries import load_queries, migration_files, sql_path
+from corral.store.urls import safe_url
 
 if TYPE_CHECKING:
     import logging

@@ -31,6 +31,7 @@ from corral.store.claim_refusals import at_capacity, cannot_claim
 from corral.store.driver import Driver, Json, Row
 
 if TYPE_CHECKING:
+    from corral.model.claims import Claim
     from corral.model.tasks import Task
 
 OpenRun = Callable[["Task", int, str], RunStart]
@@ -76,7 +77,9 @@ def exchange_on_server(
         by_kind.setdefault(row["row_kind"], []).append(row)
     if "no_worker" in by_kind:
         raise errors.NotFound("worker", worker_id or "")
-    held = _held(driver, by_kind.get("held", []))
+    found_held = by_kind.get("held", [])
+    claims_only = ask is not None and ask.claims_only
+    held = () if claims_only else _held(driver, found_held)
     if held and run is not None and open_run is not None:
         _describe_runs(driver, held, run, open_run)
     refused, full = _refusal(by_kind.get("worker", []), worker_id)
@@ -86,6 +89,7 @@ def exchange_on_server(
         stale=tuple(r for r in reports if r.task_id in stale_tasks),
         settled={row["run_id"]: row["outcome"] for row in stale if row["run_id"] is not None},
         held=held,
+        claims=_claims(driver, found_held, ask) if claims_only else (),
         refused=refused,
         full=full,
         tasks=tuple(rows.task(driver, row) for row in by_kind.get("applied", [])),
@@ -131,6 +135,29 @@ def _held(driver: Driver, found: list[Row]) -> tuple[Held, ...]:
             lease_expires_at=driver.instant(row["lease_expires_at"]),
             claimed_at=driver.instant(row["claimed_at"]),
             deadline_at=None if row["deadline_at"] is None else driver.instant(row["deadline_at"]),
+        )
+        for row in found
+    )
+
+
+def _claims(driver: Driver, found: list[Row], ask: ClaimAsk | None) -> tuple[Claim, ...]:
+    """The claims made, in claim order, from the function's held rows."""
+    from corral.model.claims import Claim
+    from corral.model.states import ClaimStatus
+
+    assert ask is not None and ask.lease_s is not None  # the use cases fill in the lease
+    found.sort(key=lambda row: row["token"])
+    return tuple(
+        Claim(
+            token=row["token"],
+            task_id=row["id"],
+            worker_id=row["worker_id"],
+            status=ClaimStatus.ACTIVE,
+            lease_s=ask.lease_s,
+            claimed_at=driver.instant(row["claimed_at"]),
+            lease_expires_at=driver.instant(row["lease_expires_at"]),
+            deadline_at=None if row["deadline_at"] is None else driver.instant(row["deadline_at"]),
+            renewals=0,
         )
         for row in found
     )
