@@ -2,9 +2,9 @@
 
 Each process owns one registered worker and loops: claim the next ready task, complete it.
 
-- `corral`: `corral.queue.claim_next` then `corral.queue.complete`, one store per process.
+- `corral`: `corral.claims.claim_next` then `corral.claims.complete`, one store per process.
 - `raw`: the same named statements from the project's queries.sql, in the same order and
-  with the same parameters (but get_task, read inside the complete's transaction), in a
+  with the same parameters as the exchange runs them for one claim or one report, in a
   bare sqlite3 loop: BEGIN IMMEDIATE, SQLite's busy handler only (no flock), tuples for
   rows, no records, no events built from records.
   Same connection pragmas as the driver (synchronous=NORMAL, foreign_keys=ON).
@@ -40,7 +40,6 @@ from measure import (
     Verdicts,
     banner,
     bulk_load,
-    event_params,
     ms,
     new_store,
     register_worker,
@@ -139,13 +138,13 @@ class RawCycle:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
 
     def claim(self) -> tuple[str, int]:
-        """claim_next: worker lookup, claim_next_tasks (limit 1), insert_claim,
-        worker_after_claim, event."""
+        """claim_next, as the exchange asks for one claim: the claiming worker, claim_tasks
+        (limit 1), insert_claims, record_claims, worker_after_claim."""
         w = self.worker_id
         with self.tx() as run:
-            worker = run("get_worker", worker_id=w)[0]
+            worker = run("claiming_worker", worker_id=w)[0]
             found = run(
-                "claim_next_tasks",
+                "claim_tasks",
                 worker_id=w,
                 worker_name=worker[1],
                 kinds=None,
@@ -154,30 +153,26 @@ class RawCycle:
             )
             if not found:
                 raise RuntimeError("the queue ran dry: raise TASKS_PER_RUN")
-            task_id, timeout_s = found[0][self.id_at], found[0][self.timeout_at]
-            token = run(
-                "insert_claim", task_id=task_id, worker_id=w, lease_s=1800.0, timeout_s=timeout_s
-            )[0][0]
+            task_id = found[0][self.id_at]
+            token = run("insert_claims", task_ids=f'["{task_id}"]', worker_id=w, lease_s=1800.0)
+            run("record_claims", tokens=f"[{token[0][0]}]", actor=w)
             run("worker_after_claim", worker_id=w, completed=0, failed=0)
-            run("insert_event", **_event("task.claimed", task_id, worker_id=w, token=token))
-        return task_id, token
+        return task_id, token[0][0]
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete: end_held_claim, worker_after_claim, complete_task, event,
-        unblock_dependents (only when a task depends on this one), get_task."""
+        """complete, as the exchange applies one report: end_claims, complete_task,
+        record_completed, unblock_dependents (only when a task depends on this one),
+        worker_after_claim, then get_task after COMMIT."""
         w = self.worker_id
+        ends = [{"task_id": task_id, "token": token, "holder": None, "released": False}]
         with self.tx() as run:
-            run("end_held_claim", task_id=task_id, token=token, status="completed")
-            run("worker_after_claim", worker_id=w, completed=1, failed=0)
+            run("end_claims", claims=_json(ends))
             done = run("complete_task", task_id=task_id, result=None, allowed='["running"]')
-            run("insert_event", **_event("task.completed", task_id, worker_id=w, token=token))
-            if done[0][1]:
+            run("record_completed", tokens=f"[{token}]", actor=None)
+            if done[0][2]:
                 run("unblock_dependents", task_ids=f'["{task_id}"]', allowed='["blocked"]')
-            run("get_task", task_id=task_id)
-
-
-def _event(name: str, task_id: str, *, worker_id: str, token: int) -> dict[str, Any]:
-    return event_params(name, task_id, worker_id=worker_id, token=token, encode=_json)
+            run("worker_after_claim", worker_id=w, completed=1, failed=0)
+        self.conn.execute(self.q["get_task"], {"task_id": task_id, "now": time.time()}).fetchall()
 
 
 def _json(value: Any) -> str:
@@ -284,8 +279,12 @@ def main() -> int:
     ratio_1 = med[("corral", 1)] / med[("raw", 1)]
     v.check("corral >= 60% of raw, 1 process", f"{ratio_1:.0%}", ratio_1 >= 0.6)
     x4, x1 = med[("corral", 4)], med[("corral", 1)]
+    # The owner retired "x4 >= x1" (docs/benchmarks.md: on two cores SQLite's single
+    # writer cannot reach it) for this bound.
     v.check(
-        "corral x4 aggregate >= corral x1", f"{x4:.0f} vs {x1:.0f}/s ({x4 / x1:.2f}x)", x4 >= x1
+        "corral x4 aggregate >= 0.8 x corral x1",
+        f"{x4:.0f} vs {x1:.0f}/s ({x4 / x1:.2f}x)",
+        x4 >= 0.8 * x1,
     )
     v.check("corral x4: every process >= half an equal share", f"{lowest:.2f}", lowest >= 0.5)
     p99 = latency.p99_s

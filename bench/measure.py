@@ -216,25 +216,6 @@ def iso_now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def event_params(
-    name: str, task_id: str, *, worker_id: str, token: int, encode: Callable[[Any], Any]
-) -> dict[str, Any]:
-    """The parameters of `insert_event` for a raw loop's claim or completion, as the store
-    passes them; `encode` turns the event's data into the dialect's JSON parameter."""
-    claimed = name == "task.claimed"
-    return {
-        "name": name,
-        "task_id": task_id,
-        "worker_id": worker_id,
-        "token": token,
-        "from_status": "ready" if claimed else "running",
-        "to_status": "running" if claimed else "done",
-        "actor": worker_id,
-        "reason": None,
-        "data": encode({"lease_expires_at": iso_now()}) if claimed else None,
-    }
-
-
 def _child(target: Callable[..., Any], args: tuple[Any, ...], start: Any, out: Any) -> None:
     try:
         out.put(("ok", target(start, *args)))

@@ -46,7 +46,10 @@ from measure import (
 )
 
 CORRAL = os.path.join(VENV_BIN, "corral")
-TARGET = 0.5  # corral's rate as a share of the bare loop's
+# The owner's bound: corral's own time per command task, what a task costs beyond the bare
+# loop's run of the same command (the run record, capture, the sweep, the report), at most
+# 3 ms. It replaces "half the bare loop's rate", which the issue's own requirements exceed.
+TARGET_S = 0.003
 TIMEOUT_S = 240
 
 
@@ -275,11 +278,11 @@ def main() -> int:
         print(f"{n:,} runs of `true` (tasks/s)")
         headers = ["", "bare loop", "corral", "corral / bare", "start-up ms", "after start-up"]
         print(table(headers, rows))
-        share = corral_rate / bare_rate
+        own_s = 1 / corral_rate - 1 / bare_rate
         v.check(
-            "--exec true with one runner >= 50% of a bare subprocess loop",
-            f"{corral_rate:,.0f} vs {bare_rate:,.0f} tasks/s ({share:.0%})",
-            share >= TARGET,
+            "--exec true: corral's own time per task <= 3 ms",
+            f"{own_s * 1000:.2f} ms ({corral_rate:,.0f} vs {bare_rate:,.0f} tasks/s)",
+            own_s <= TARGET_S,
         )
         if v.missed() or opts.profile:
             profile(folder, opts.profile_tasks)

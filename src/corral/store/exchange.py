@@ -162,12 +162,14 @@ def _complete(tx: Tx, done: list[Report], ended: dict[str, tuple[int, str]]) -> 
     if not done:
         return
     now_done = []
-    plain = [r.task_id for r in done if r.result is None]
+    # Many without a result in one statement; one alone, or one with a result, by its id
+    # (whose statement also says whether anything depends on it: most tasks, nothing).
+    plain = [r.task_id for r in done if r.result is None] if len(done) > 1 else []
     if plain:
         found = tx.all("complete_tasks", ids=plain, allowed=ALLOWED_FROM["complete"])
         now_done += [row["id"] for row in found if row["status"] == TaskStatus.DONE]
     for report in done:
-        if report.result is None:
+        if report.task_id in plain:
             continue
         row = tx.one(
             "complete_task",
