@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 
@@ -25,24 +23,11 @@ def cmd_init(ctx: Context) -> int:
 
 
 def cmd_reconcile(ctx: Context) -> int:
-    """One reconcile pass; prints what it found and fixed."""
-    from corral import reconcile
-    from corral.cli.worktree_cmds import prune
-    from corral.git.prune import prune_if_managed
+    """One reconcile pass, then this host's clean-up; prints what it found and fixed."""
+    from corral.runtime.pool.cleanup import reconcile_and_clean_up
 
-    report = reconcile.reconcile_once(ctx.store, settings=ctx.settings)
+    report = reconcile_and_clean_up(ctx.store, db=ctx.db, settings=ctx.settings, repo=ctx.args.repo)
     counts = report.to_dict()
-    from corral.runtime.worker.tmp import prune_tmp
-
-    # After the pass: tasks of dead workers no longer hold worktrees.
-    pruned = (
-        prune(ctx)
-        if ctx.args.repo
-        else prune_if_managed(ctx.store, os.getcwd(), ctx.settings.worktree)
-    )
-    if pruned is not None:
-        counts["worktrees_removed"] = len(pruned.removed)
-    counts["tmp_dirs_removed"] = len(prune_tmp(ctx.db))
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
     ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
     return 0

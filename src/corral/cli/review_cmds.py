@@ -74,15 +74,10 @@ def cmd_review_show(ctx: Context) -> int:
     """One task's review: notes, pinned commit, conflicts, and the diff stat against its base."""
     from corral import reviews
 
-    task = ctx.store.get_task(ctx.args.id)
-    record = ctx.store.get_review(task.id)
-    stat = reviews.diff_stat(task, record, branches_of(ctx))
-    data = {"task": task.to_dict(), "review": record.to_dict(), "diff_stat": stat}
-    details = {k: v for k, v in record.to_dict().items() if v is not None}
-    human = "\n\n".join(
-        part for part in (render.task_detail(task), render.key_values(details), stat or "") if part
-    )
-    ctx.emit(data, human)
+    shown = reviews.show(ctx.store, ctx.args.id, branches_of(ctx))
+    details = {k: v for k, v in shown.review.to_dict().items() if v is not None}
+    parts = (render.task_detail(shown.task), render.key_values(details), shown.diff_stat or "")
+    ctx.emit(shown.to_dict(), "\n\n".join(part for part in parts if part))
     return 0
 
 
