@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import NoReturn
@@ -15,13 +16,12 @@ def run() -> NoReturn:
     at exit only cost start-up time (bench/cli_latency.py); the store is closed and
     stdout flushed before `os._exit`.
     """
-    import gc
-
     gc.disable()
-    from corral.cli.deferred import CLI_DEFERRED, defer
+    # The CLI's imports come after gc.disable() and the stand-ins, so both apply to them.
+    from corral.cli.deferred import CLI_DEFERRED, defer  # noqa: PLC0415
 
     defer(*CLI_DEFERRED)
-    from corral.cli.main import main
+    from corral.cli.main import main  # noqa: PLC0415
 
     code = main()
     try:

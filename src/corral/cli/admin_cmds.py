@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
+from corral.queues import apply_configured_limits
+from corral.store.location import safe_url
 
 
 def cmd_init(ctx: Context) -> int:
     """Create (or migrate) the store, write the config file's queue limits, say where it is."""
-    from corral.queues import apply_configured_limits
-    from corral.store.location import safe_url
-
     version, _ = ctx.store.schema_version()
     limited = apply_configured_limits(ctx.store, ctx.settings)
     applied = f"; queue limits from the config: {', '.join(limited)}" if limited else ""
@@ -24,9 +23,11 @@ def cmd_init(ctx: Context) -> int:
 
 def cmd_reconcile(ctx: Context) -> int:
     """One reconcile pass, then this host's clean-up; prints what it found and fixed."""
-    from corral.runtime.pool.cleanup import reconcile_and_clean_up
+    from corral.runtime.pool import cleanup  # noqa: PLC0415 - runtime and git: not for init
 
-    report = reconcile_and_clean_up(ctx.store, db=ctx.db, settings=ctx.settings, repo=ctx.args.repo)
+    report = cleanup.reconcile_and_clean_up(
+        ctx.store, db=ctx.db, settings=ctx.settings, repo=ctx.args.repo
+    )
     counts = report.to_dict()
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
     ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")

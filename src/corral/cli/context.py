@@ -5,6 +5,7 @@ The store is opened on first use, so `--help` and usage errors never touch a dat
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -99,8 +100,6 @@ class Context:
     def long_running() -> None:
         """Collect garbage again: the console script turns the collector off for commands that
         live milliseconds (corral.cli.run), but a runner or an orchestrator lives for days."""
-        import gc
-
         gc.enable()
 
     def close(self) -> None:

@@ -118,14 +118,14 @@ def cmd_status(ctx: Context) -> int:
 
 def cmd_start(ctx: Context) -> int:
     """Run a worker in this process until it is stopped; its exit code is the command's."""
-    from corral.cli.worker_start import start_worker
+    from corral.cli.worker_start import start_worker  # noqa: PLC0415 - not on heartbeat's path
 
     return start_worker(ctx)
 
 
 def cmd_stop(ctx: Context) -> int:
     """Signal a worker's runner: SIGTERM with --graceful, else SIGQUIT (stop now)."""
-    from corral.runtime.pool import control
+    from corral.runtime.pool import control  # noqa: PLC0415 - not on heartbeat's path
 
     stop = control.stop_worker(ctx.store, ctx.args.id, graceful=ctx.args.graceful)
     if stop.signal is None:
@@ -138,7 +138,7 @@ def cmd_stop(ctx: Context) -> int:
 
 def cmd_logs(ctx: Context) -> int:
     """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
-    from corral.runtime.pool.control import pool_layout
+    from corral.runtime.pool.control import pool_layout  # noqa: PLC0415 - not on heartbeat's path
 
     ident = ctx.args.id
     worker = ctx.store.get_worker(ident) if ident.startswith(WORKER_PREFIX) else None
