@@ -44,7 +44,7 @@ def cmd_inbox(ctx: Context) -> int:
     count = parsing.whole("count", a.count, minimum=1)
     found = messages.inbox(ctx.store, a.recipient, unacked=not a.all)
     if not a.follow:
-        ctx.emit([m.to_dict() for m in found], "\n".join(map(_line, found)) or "no messages")
+        ctx.emit_all(found, lambda: "\n".join(map(_line, found)) or "no messages")
         return 0
     return _follow(ctx, found, count)
 

@@ -38,8 +38,7 @@ def cmd_queue_set(ctx: Context) -> int:
 def cmd_queue_list(ctx: Context) -> int:
     """Each queue with unfinished tasks or limits: depth, running, limits, held back or full."""
     stats = queue_stats(ctx.store)
-    human = queue_table(stats) if stats else "no queues"
-    ctx.emit([s.to_dict() for s in stats], human)
+    ctx.emit_all(stats, lambda: queue_table(stats) if stats else "no queues")
     return 0
 
 

@@ -24,7 +24,7 @@ def cmd_runs(ctx: Context) -> int:
     a = ctx.args
     limit = parsing.whole("limit", a.limit, minimum=1) or 50
     runs = ctx.store.list_runs(task_id=a.task, worker_id=a.worker, limit=limit)
-    ctx.emit([r.to_dict() for r in runs], render.run_table(runs, ctx.store.now()) or "no runs")
+    ctx.emit_all(runs, lambda: render.run_table(runs, ctx.store.now()) or "no runs")
     return 0
 
 

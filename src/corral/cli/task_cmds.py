@@ -51,7 +51,7 @@ def cmd_ready(ctx: Context) -> int:
     tasks = ctx.store.ready_tasks(
         queue=a.queue, kinds=tuple(a.kind or ()), limit=limit, worker=worker
     )
-    ctx.emit([t.to_dict() for t in tasks], render.task_table(tasks) or "no ready tasks")
+    ctx.emit_all(tasks, lambda: render.task_table(tasks) or "no ready tasks")
     return 0
 
 
@@ -65,7 +65,7 @@ def cmd_list(ctx: Context) -> int:
         limit=parsing.whole("limit", a.limit, minimum=1) or 1000,
     )
     tasks = ctx.store.list_tasks(flt)
-    ctx.emit([t.to_dict() for t in tasks], render.task_table(tasks) or "no tasks")
+    ctx.emit_all(tasks, lambda: render.task_table(tasks) or "no tasks")
     return 0
 
 
@@ -115,10 +115,7 @@ def cmd_events(ctx: Context) -> int:
         task_id=a.task, worker_id=a.worker, limit=parsing.whole("limit", a.limit, minimum=1) or 50
     )
     events = ctx.store.list_events(flt)
-    ctx.emit(
-        [e.to_dict() for e in events],
-        "\n".join(render.event_line(e) for e in events) or "no events",
-    )
+    ctx.emit_all(events, lambda: "\n".join(map(render.event_line, events)) or "no events")
     return 0
 
 

@@ -11,7 +11,6 @@ from corral import workers
 from corral.cli import parsing, render
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
-from corral.cli.run_cmds import copy_from, follow
 from corral.durations import format_duration
 from corral.errors import Refused
 from corral.ids import WORKER_PREFIX
@@ -95,10 +94,7 @@ def cmd_list(ctx: Context) -> int:
     """List workers, optionally only those in any of the statuses asked for."""
     statuses = parsing.each_of("status", ctx.args.status, STATUSES)
     found = ctx.store.list_workers(tuple(WorkerStatus(s) for s in statuses))
-    ctx.emit(
-        [w.to_dict() for w in found],
-        render.worker_table(found, ctx.store.now()) or "no workers",
-    )
+    ctx.emit_all(found, lambda: render.worker_table(found, ctx.store.now()) or "no workers")
     return 0
 
 
@@ -110,9 +106,7 @@ def cmd_status(ctx: Context) -> int:
         ctx.emit(data, render.key_values(data))
         return 0
     live = workers.live(ctx.store)
-    ctx.emit(
-        [w.to_dict() for w in live], render.worker_table(live, ctx.store.now()) or "no live workers"
-    )
+    ctx.emit_all(live, lambda: render.worker_table(live, ctx.store.now()) or "no live workers")
     return 0
 
 
@@ -138,6 +132,7 @@ def cmd_stop(ctx: Context) -> int:
 
 def cmd_logs(ctx: Context) -> int:
     """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
+    from corral.cli.run_cmds import copy_from, follow  # noqa: PLC0415 - not on heartbeat's path
     from corral.runtime.pool.control import pool_layout  # noqa: PLC0415 - not on heartbeat's path
 
     ident = ctx.args.id
