@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidInput, StoreError
 from corral.store import Store, open_store
@@ -23,12 +23,20 @@ from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
 if TYPE_CHECKING:
     import argparse
-    from typing import TypeAlias
+    from typing import Protocol, TypeAlias
 
     from corral.settings import Settings
 
     # What the fast path (fast_parse) or argparse (argtree) made of the command line.
     Args: TypeAlias = SimpleNamespace | argparse.Namespace
+
+    class Record(Protocol):
+        """A record with a stable JSON shape."""
+
+        def to_dict(self) -> dict[str, Any]:
+            """The record as JSON (docs/cli.md)."""
+            ...
+
 
 # The variables corral reads or sets that are not settings (docs/cli.md, "Environment
 # variables"): alone, they leave the settings nothing to check. Any other CORRAL_* name
@@ -48,14 +56,6 @@ NOT_SETTINGS = frozenset(
         "CORRAL_REVIEW_NOTE",
     }
 )
-
-
-class Record(Protocol):
-    """A record with a stable JSON shape."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as JSON (docs/cli.md)."""
-        ...
 
 
 class Context:
