@@ -49,14 +49,12 @@ MEDIAN_RATIO = 4.0
 WARM_UP_ROUNDS = 3
 
 # Where one command's time goes inside a fresh interpreter (after start-up, before exit),
-# set up as the console script (corral.cli.run) sets itself up: no garbage collection,
-# `inspect` and `copy` deferred. Nothing is imported before the clock starts.
+# set up as the console script (corral.cli.run) sets itself up: no garbage collection.
+# Nothing is imported before the clock starts.
 PHASES = """
 import gc, os, sys, time
 gc.disable()
 t0 = time.perf_counter()
-from corral.cli.deferred import CLI_DEFERRED, defer
-defer(*CLI_DEFERRED)
 from corral.cli.main import main
 t1 = time.perf_counter()
 from corral.store import open_store

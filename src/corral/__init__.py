@@ -17,7 +17,12 @@ command is a fresh process, and its start-up time is part of the product.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+# The console script imports this package before it turns the garbage collector off
+# (corral.cli.run): `typing` is left to the modules it imports after that.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,6 @@ instead of sleeping. Instants are aware UTC datetimes; durations are seconds.
 
 from __future__ import annotations
 
-import select
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -58,7 +57,7 @@ class SystemClock:
 
     def wait_readable(self, fd: int, seconds: float) -> bool:
         """`select` on `fd`: wakes at once when it becomes readable."""
-        return bool(select.select([fd], [], [], seconds)[0])
+        return _readable(fd, seconds)
 
 
 class FakeClock:
@@ -88,7 +87,7 @@ class FakeClock:
 
     def wait_readable(self, fd: int, seconds: float) -> bool:
         """Advance by `seconds` unless `fd` is readable already (it is not waited for)."""
-        if select.select([fd], [], [], 0)[0]:
+        if _readable(fd, 0.0):
             return True
         self.advance(seconds)
         return False
@@ -97,3 +96,12 @@ class FakeClock:
         """Move time forward by `seconds`."""
         self._now += timedelta(seconds=seconds)
         self._mono += seconds
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Whether `fd` is readable within `timeout_s`."""
+    # Only pidfd waits need `select`, an extension module: every CLI command imports this
+    # module (through the store), so it is loaded here, on first use.
+    import select  # noqa: PLC0415 - off the CLI's start-up path (bench/cli_latency.py)
+
+    return bool(select.select([fd], [], [], timeout_s)[0])

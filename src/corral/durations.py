@@ -13,8 +13,10 @@ from datetime import UTC, datetime
 from corral.errors import InvalidInput
 
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_BARE = re.compile(r"\d+(?:\.\d+)?")  # a bare number is seconds
+# Patterns, not compiled ones: `re` compiles each on first use (and caches it), so the
+# commands that parse no duration, nearly all of them, do not pay for it at start-up.
+_PART = r"(\d+(?:\.\d+)?)(ms|s|m|h|d)"
+_BARE = r"\d+(?:\.\d+)?"  # a bare number is seconds
 EXPECTED = "a duration such as 90s, 30m, 2h or 1d"
 # The longest span any duration may have: instants past it could not be read back.
 MAX_SPAN_S = 100 * 365 * 86400.0
@@ -27,11 +29,11 @@ def parse_duration_s(field: str, text: str | float) -> float:
     if not isinstance(text, str):
         raise InvalidInput(field, EXPECTED, text)
     compact = text.strip().lower()
-    if _BARE.fullmatch(compact):
+    if re.fullmatch(_BARE, compact):
         return _in_range(field, float(compact))
-    if not compact or _PART.sub("", compact):
+    if not compact or re.sub(_PART, "", compact):
         raise InvalidInput(field, EXPECTED, text)
-    return _in_range(field, sum(float(n) * _UNIT_S[u] for n, u in _PART.findall(compact)))
+    return _in_range(field, sum(float(n) * _UNIT_S[u] for n, u in re.findall(_PART, compact)))
 
 
 def _in_range(field: str, seconds: float) -> float:

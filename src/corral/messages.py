@@ -1,4 +1,5 @@
-"""Use cases of the message channel: send (with the effect of `drain` and `cancel`), ack.
+"""Use cases of the message channel: send (with the effect of `drain` and `cancel`), read
+an inbox, ack.
 
 `drain` to a worker marks it draining before the message is appended; `cancel` with
 `{"task_id": ...}` cancels that task first (its holder finds its token stale at its next
@@ -8,9 +9,11 @@ it is refused, nothing is appended.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
-from corral.errors import InvalidInput
+from corral.errors import InvalidInput, NotFound
+from corral.ids import WORKER_PREFIX
 from corral.model.messages import ORCHESTRATOR, Message, NewMessage
 from corral.model.states import WORKER_ALLOWED_FROM
 from corral.store import Store
@@ -36,3 +39,12 @@ def ack(store: Store, message_id: str, *, actor: str) -> Message:
     if not message_id.isdigit():
         raise InvalidInput("id", "a message id (a whole number)", message_id)
     return store.ack_message(int(message_id), actor=actor)
+
+
+def inbox(store: Store, recipient: str, *, unacked: bool, after_id: int = 0) -> list[Message]:
+    """The messages to `recipient` after `after_id`, oldest first; only unacknowledged ones
+    if `unacked`. A worker's inbox is its name: a worker's id reads the same inbox."""
+    if recipient.startswith(WORKER_PREFIX):
+        with suppress(NotFound):
+            recipient = store.get_worker(recipient).name
+    return store.list_messages(recipient=recipient, after_id=after_id, unacked=unacked)

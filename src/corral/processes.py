@@ -8,6 +8,8 @@ Workers, orchestrators and cleanups all ask here before they act on a pid.
 
 from __future__ import annotations
 
+import psutil
+
 
 def process_alive(pid: int | None, registered_at_s: float) -> bool:
     """True if `pid` runs and was started before it was recorded (not a reused pid).
@@ -17,8 +19,6 @@ def process_alive(pid: int | None, registered_at_s: float) -> bool:
     """
     if pid is None:
         return True
-    import psutil  # only the commands that check a pid pay for it
-
     try:
         process = psutil.Process(pid)
         return bool(

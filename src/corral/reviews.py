@@ -23,7 +23,7 @@ from corral.errors import InvalidInput, Refused
 from corral.model.actors import OPERATOR
 from corral.model.reviews import MergeStrategy, Review, is_stale, waiting_s
 from corral.model.states import TaskStatus
-from corral.model.tasks import Task
+from corral.model.tasks import Task, TaskFilter
 from corral.store import Store
 
 PENDING = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
@@ -95,6 +95,23 @@ class PendingReview:
             "waiting_s": round(self.waiting_s, 3),
             "stale": self.stale,
             **self.review.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewDetail:
+    """One task's review as `review show` shows it; `diff_stat` is None without a branch."""
+
+    task: Task
+    review: Review
+    diff_stat: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of `review show --json` (docs/cli.md)."""
+        return {
+            "task": self.task.to_dict(),
+            "review": self.review.to_dict(),
+            "diff_stat": self.diff_stat,
         }
 
 
@@ -202,8 +219,6 @@ def _short(commit: str | None) -> str:
 
 def pending(store: Store, *, stale_after_s: float) -> list[PendingReview]:
     """Tasks in review or approved, oldest first, each flagged stale past `stale_after_s`."""
-    from corral.model.tasks import TaskFilter
-
     tasks = store.list_tasks(TaskFilter(statuses=PENDING))
     reviews = store.reviews_of([t.id for t in tasks])
     now = store.now()
@@ -218,7 +233,14 @@ def pending(store: Store, *, stale_after_s: float) -> list[PendingReview]:
     ]
 
 
-def diff_stat(task: Task, review: Review, branches: BranchesFactory) -> str | None:
+def show(store: Store, task_id: str, branches: BranchesFactory) -> ReviewDetail:
+    """Task `task_id`'s review, with the diff stat of its branch (git is opened only then)."""
+    task = store.get_task(task_id)
+    review = store.get_review(task.id)
+    return ReviewDetail(task=task, review=review, diff_stat=_diff_stat(task, review, branches))
+
+
+def _diff_stat(task: Task, review: Review, branches: BranchesFactory) -> str | None:
     """The branch's diff stat against its base, or None when it has no branch or base."""
     if not task.branch or not review.base_ref:
         return None

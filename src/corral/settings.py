@@ -167,6 +167,11 @@ def _default(name: str) -> Any:
     return SPEC[name].default
 
 
+def _variable(name: str) -> str:
+    """The environment variable of setting `name`."""
+    return f"CORRAL_{name.upper()}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Every tunable, flat so files and the environment can name each one."""
@@ -306,6 +311,36 @@ class Settings:
         """Where the value of setting `name` (or `queues.NAME`) came from."""
         return self.origins.get(name, "default")
 
+    def rows(self) -> list[dict[str, Any]]:
+        """Every setting as `config show --json` lists it (docs/cli.md): its `section.key`,
+        variable, value, unit and source; then each queue limit that is set."""
+        rows: list[dict[str, Any]] = []
+        for name, spec in SPEC.items():
+            value = getattr(self, name)
+            rows.append(
+                {
+                    "key": spec.key,
+                    "env": _variable(name),
+                    "value": list(value) if isinstance(value, tuple) else value,
+                    "unit": spec.unit,
+                    "source": self.source_of(name),
+                }
+            )
+        for queue, limits in sorted(self.queues.items()):
+            for limit in _LIMIT_KEYS:
+                value = getattr(limits, limit)
+                if value is not None:
+                    rows.append(
+                        {
+                            "key": f"queues.{queue}.{limit}",
+                            "env": None,
+                            "value": value,
+                            "unit": "per minute" if limit == "rate" else "count",
+                            "source": self.source_of(f"queues.{queue}"),
+                        }
+                    )
+        return rows
+
     def with_values(
         self, values: Mapping[str, Any], source: str, labels: Mapping[str, str] | None = None
     ) -> Settings:
@@ -382,7 +417,7 @@ def load_settings(
     changes: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for name, spec in SPEC.items():
-        variable = f"CORRAL_{name.upper()}"
+        variable = _variable(name)
         if variable in environ:
             changes[name] = _coerce(f"environment: {name}", environ[variable], spec.unit)
             origins[name] = f"environment ({variable})"

@@ -1,4 +1,4 @@
-"""Use cases of the worker registry: register, heartbeat, drain, deregister.
+"""Use cases of the worker registry: register, heartbeat, drain, deregister, the live ones.
 
 The store answers with the worker; these functions add what policy says: the heartbeat
 interval the worker should keep, and whether it should drain.
@@ -73,3 +73,8 @@ def drain(store: Store, worker_id: str) -> Worker:
 def deregister(store: Store, worker_id: str, *, reason: str = "deregistered") -> Worker:
     """Take a worker offline; its unfinished tasks go back to the queue, attempts uncounted."""
     return store.deregister_worker(worker_id, reason=reason, actor=worker_id)
+
+
+def live(store: Store) -> list[Worker]:
+    """Every worker not offline (dead ones too, until they are deregistered), oldest first."""
+    return [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]

@@ -38,3 +38,12 @@ def test_a_bad_file_is_one_line_naming_the_key(cli) -> None:  # type: ignore[no-
     where = Path(cli.db).parent / "config.toml"
     expected = f"{where}: process.max_restarts: expected a number (count), got 'many'"
     assert [f"corral: error: {expected}"] == result.err.splitlines()
+
+
+def test_a_bad_setting_fails_a_command_that_reads_none(cli) -> None:  # type: ignore[no-untyped-def]
+    """`ready` reads no setting, yet a bad file or variable fails it as it fails any command."""
+    assert 0 == cli("ready").code
+    bad = cli("ready", env={"CORRAL_LEASE_S": "soon"})
+    assert (2, True) == (bad.code, bad.err.startswith("corral: error: environment: lease_s: "))
+    (Path(cli.db).parent / "config.toml").write_text('[lease]\nduration = "soon"\n')
+    assert 2 == cli("ready").code

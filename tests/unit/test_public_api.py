@@ -90,9 +90,10 @@ def test_type_checkers_see_the_same_names_from_the_same_homes() -> None:
     from pathlib import Path
 
     tree = ast.parse(Path(corral.__file__).read_text(encoding="utf-8"))
-    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n))
+    blocks = [n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n)]
     seen = {
         (alias.asname, node.module)
+        for block in blocks
         for node in block.body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing itself is imported after gc.disable(): see run()
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def run() -> NoReturn:
     """Run one command, then leave at once.
 
-    A command lives for milliseconds, so collecting garbage during imports, importing
-    `inspect` for `dataclasses` (corral.cli.deferred) and tearing down a hundred modules
-    at exit only cost start-up time (bench/cli_latency.py); the store is closed and
+    A command lives for milliseconds, so collecting garbage during its imports and tearing
+    down a hundred modules at exit only cost start-up time (bench/cli_latency.py). The
+    collector goes off before the first import that allocates much (`typing`, which the
+    `corral` package and this one leave to the modules below); the store is closed and
     stdout flushed before `os._exit`.
     """
-    import gc
-
     gc.disable()
-    from corral.cli.deferred import CLI_DEFERRED, defer
-
-    defer(*CLI_DEFERRED)
-    from corral.cli.main import main
+    from corral.cli.main import main  # noqa: PLC0415 - every CLI import after gc.disable()
 
     code = main()
     try:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
+from corral.queues import apply_configured_limits
+from corral.store.urls import safe_url
 
 
 def cmd_init(ctx: Context) -> int:
     """Create (or migrate) the store, write the config file's queue limits, say where it is."""
-    from corral.queues import apply_configured_limits
-    from corral.store.urls import safe_url
-
     version, _ = ctx.store.schema_version()
     limited = apply_configured_limits(ctx.store, ctx.settings)
     applied = f"; queue limits from the config: {', '.join(limited)}" if limited else ""
@@ -25,24 +22,13 @@ def cmd_init(ctx: Context) -> int:
 
 
 def cmd_reconcile(ctx: Context) -> int:
-    """One reconcile pass; prints what it found and fixed."""
-    from corral import reconcile
-    from corral.cli.worktree_cmds import prune
-    from corral.git.prune import prune_if_managed
+    """One reconcile pass, then this host's clean-up; prints what it found and fixed."""
+    from corral.runtime.pool import cleanup  # noqa: PLC0415 - runtime and git: not for init
 
-    report = reconcile.reconcile_once(ctx.store, settings=ctx.settings)
-    counts = report.to_dict()
-    from corral.runtime.worker.tmp import prune_tmp
-
-    # After the pass: tasks of dead workers no longer hold worktrees.
-    pruned = (
-        prune(ctx)
-        if ctx.args.repo
-        else prune_if_managed(ctx.store, os.getcwd(), ctx.settings.worktree)
+    report = cleanup.reconcile_and_clean_up(
+        ctx.store, db=ctx.db, settings=ctx.settings, repo=ctx.args.repo
     )
-    if pruned is not None:
-        counts["worktrees_removed"] = len(pruned.removed)
-    counts["tmp_dirs_removed"] = len(prune_tmp(ctx.db))
+    counts = report.to_dict()
     found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
     ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
     return 0

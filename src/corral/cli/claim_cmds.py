@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from corral import claims
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
@@ -26,8 +27,6 @@ def _claim_line(claim: Claim) -> str:
 
 def cmd_claim(ctx: Context) -> int:
     """Claim one task by id."""
-    from corral import claims
-
     a = ctx.args
     lease_s = parsing.positive_duration("lease", a.lease)
     claim = claims.claim(ctx.store, a.id, a.worker, lease_s=lease_s, settings=ctx.settings)
@@ -37,8 +36,6 @@ def cmd_claim(ctx: Context) -> int:
 
 def cmd_claim_next(ctx: Context) -> int:
     """Claim the best ready task the worker may run; prints `null` (JSON) when there is none."""
-    from corral import claims
-
     a = ctx.args
     claim = claims.claim_next(
         ctx.store,
@@ -57,8 +54,6 @@ def cmd_claim_next(ctx: Context) -> int:
 
 def cmd_renew(ctx: Context) -> int:
     """Extend a lease."""
-    from corral import claims
-
     a = ctx.args
     claim = claims.renew(
         ctx.store,
@@ -74,8 +69,6 @@ def cmd_renew(ctx: Context) -> int:
 
 def cmd_release(ctx: Context) -> int:
     """Give a task back to the queue without counting the attempt."""
-    from corral import claims
-
     a = ctx.args
     task = claims.release(ctx.store, a.id, worker_id=a.worker, token=ctx.token(), reason=a.reason)
     ctx.emit(task.to_dict(), f"released {task.id}: {task.status}")
@@ -84,8 +77,6 @@ def cmd_release(ctx: Context) -> int:
 
 def cmd_defer(ctx: Context) -> int:
     """Step aside: back to ready until a delay or an instant, the attempt not counted."""
-    from corral import claims
-
     a = ctx.args
     until = parse_delay_or_instant("until", a.until)
     task = claims.defer(ctx.store, a.id, until=until, token=ctx.token(), reason=a.reason)
@@ -95,8 +86,6 @@ def cmd_defer(ctx: Context) -> int:
 
 def cmd_done(ctx: Context) -> int:
     """Report success."""
-    from corral import claims
-
     a = ctx.args
     result = parsing.json_value("result", a.result)
     task = claims.complete(ctx.store, a.id, token=ctx.token(), result=result)
@@ -106,8 +95,6 @@ def cmd_done(ctx: Context) -> int:
 
 def cmd_fail(ctx: Context) -> int:
     """Report failure; the retry policy decides what happens next."""
-    from corral import claims
-
     a = ctx.args
     task = claims.fail(ctx.store, a.id, error=a.error, token=ctx.token(), settings=ctx.settings)
     after = f", retry after {iso(task.run_after)}" if task.status == "ready" else ""

@@ -6,7 +6,6 @@ from typing import Any
 
 from corral.cli.commands import Command
 from corral.cli.context import Context
-from corral.settings import SPEC
 
 
 def _shown(row: dict[str, Any]) -> str:
@@ -22,32 +21,7 @@ def _shown(row: dict[str, Any]) -> str:
 
 def cmd_config_show(ctx: Context) -> int:
     """Every setting: its place in config.toml, value, unit and source; then queue limits."""
-    settings = ctx.settings
-    rows: list[dict[str, Any]] = []
-    for name, spec in SPEC.items():
-        value = getattr(settings, name)
-        rows.append(
-            {
-                "key": spec.key,
-                "env": f"CORRAL_{name.upper()}",
-                "value": list(value) if isinstance(value, tuple) else value,
-                "unit": spec.unit,
-                "source": settings.source_of(name),
-            }
-        )
-    for queue, limits in sorted(settings.queues.items()):
-        for limit in ("max_ready", "max_running", "rate"):
-            value = getattr(limits, limit)
-            if value is not None:
-                rows.append(
-                    {
-                        "key": f"queues.{queue}.{limit}",
-                        "env": None,
-                        "value": value,
-                        "unit": "per minute" if limit == "rate" else "count",
-                        "source": settings.source_of(f"queues.{queue}"),
-                    }
-                )
+    rows = ctx.settings.rows()
     width = max(len(row["key"]) for row in rows)
     lines = [f"{row['key']:<{width}}  {_shown(row)}  [{row['source']}]" for row in rows]
     ctx.emit(rows, "\n".join(lines))

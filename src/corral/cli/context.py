@@ -1,27 +1,61 @@
 """What every command needs: where the store is, the settings, and how to print.
 
 The store is opened on first use, so `--help` and usage errors never touch a database.
+The settings are read on first use too, and before the store is opened whenever a config
+file or a `CORRAL_<SETTING>` variable is there: a bad one fails every command alike, and
+a command that reads no setting is spared building them from the defaults (`corral.settings`
+is about 1.7 ms of start-up, bench/cli_latency.py).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidInput, StoreError
-from corral.settings import Settings, load_settings
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
 if TYPE_CHECKING:
     import argparse
-    from typing import TypeAlias
+    from typing import Protocol, TypeAlias
+
+    from corral.settings import Settings
 
     # What the fast path (fast_parse) or argparse (argtree) made of the command line.
     Args: TypeAlias = SimpleNamespace | argparse.Namespace
+
+    class Record(Protocol):
+        """A record with a stable JSON shape."""
+
+        def to_dict(self) -> dict[str, Any]:
+            """The record as JSON (docs/cli.md)."""
+            ...
+
+
+# The variables corral reads or sets that are not settings (docs/cli.md, "Environment
+# variables"): alone, they leave the settings nothing to check. Any other CORRAL_* name
+# has the settings read (tests/unit/test_context.py holds this list apart from SPEC's).
+NOT_SETTINGS = frozenset(
+    {
+        "CORRAL_DB",
+        "CORRAL_CLAIM_TOKEN",
+        "CORRAL_LOG_LEVEL",
+        "CORRAL_TASK_ID",
+        "CORRAL_WORKER_ID",
+        "CORRAL_RUN_ID",
+        "CORRAL_WORKER_TMP",
+        "CORRAL_WORKTREE_PATH",
+        "CORRAL_BRANCH",
+        "CORRAL_BASE_REF",
+        "CORRAL_REVIEW_NOTE",
+    }
+)
 
 
 class Context:
@@ -60,14 +94,24 @@ class Context:
     def settings(self) -> Settings:
         """Defaults < `config.toml` beside the database < `CORRAL_*` variables."""
         if self._settings is None:
+            # Off the start-up path of the commands that read no setting (module docstring).
+            from corral.settings import load_settings  # noqa: PLC0415 - 1.7 ms, see above
+
             self._settings = load_settings(config_path=config_path(self.db))
         return self._settings
+
+    def configured(self) -> bool:
+        """Whether a config file or a variable may change the defaults (and so may be bad)."""
+        if os.path.isfile(config_path(self.db)):
+            return True
+        return any(n.startswith("CORRAL_") and n not in NOT_SETTINGS for n in os.environ)
 
     @property
     def store(self) -> Store:
         """The store, opened (and migrated) on first use."""
         if self._store is None:
-            self.settings  # noqa: B018 - every command reports a bad config the same way
+            if self.configured():
+                self.settings  # noqa: B018 - every command reports a bad config the same way
             # `db status` shows what is pending and `db migrate` applies it: they open as is.
             self._store = open_store(self.db, migrate=self.args.command != "db")
         return self._store
@@ -95,12 +139,18 @@ class Context:
         elif human:
             print(human)
 
+    def emit_all(self, records: Sequence[Record], human: Callable[[], str]) -> None:
+        """A listing: each record's JSON shape with --json, else `human()`. Only the one
+        printed is built: for a thousand tasks, either costs milliseconds."""
+        if self.json:
+            self.emit([r.to_dict() for r in records], "")
+        else:
+            self.emit(None, human())
+
     @staticmethod
     def long_running() -> None:
         """Collect garbage again: the console script turns the collector off for commands that
         live milliseconds (corral.cli.run), but a runner or an orchestrator lives for days."""
-        import gc
-
         gc.enable()
 
     def close(self) -> None:

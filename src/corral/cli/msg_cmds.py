@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from contextlib import suppress
 from typing import TYPE_CHECKING
 
+from corral import messages
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.errors import NotFound
+from corral.clock import SystemClock
 
 if TYPE_CHECKING:
     from corral.model.messages import Message
@@ -25,23 +25,11 @@ def _sender(ctx: Context) -> str:
 
 def cmd_send(ctx: Context) -> int:
     """Append a message to a worker's (or the orchestrator's) inbox; prints its id."""
-    from corral import messages
-
     a = ctx.args
     body = parsing.json_value("body", a.body)
     message = messages.send(ctx.store, to=a.to, type=a.type, body=body, sender=_sender(ctx))
     ctx.emit(message.to_dict(), str(message.id))
     return 0
-
-
-def _inbox_name(ctx: Context, recipient: str) -> str:
-    """A worker's inbox is its name; a worker id is read as its name."""
-    from corral.ids import WORKER_PREFIX
-
-    if recipient.startswith(WORKER_PREFIX):
-        with suppress(NotFound):
-            return ctx.store.get_worker(recipient).name
-    return recipient
 
 
 def _line(message: Message) -> str:
@@ -54,18 +42,15 @@ def cmd_inbox(ctx: Context) -> int:
     """Messages to WORKER (or orchestrator) in order; unacknowledged ones unless --all."""
     a = ctx.args
     count = parsing.whole("count", a.count, minimum=1)
-    a.recipient = _inbox_name(ctx, a.recipient)
-    found = ctx.store.list_messages(recipient=a.recipient, unacked=not a.all)
+    found = messages.inbox(ctx.store, a.recipient, unacked=not a.all)
     if not a.follow:
-        ctx.emit([m.to_dict() for m in found], "\n".join(map(_line, found)) or "no messages")
+        ctx.emit_all(found, lambda: "\n".join(map(_line, found)) or "no messages")
         return 0
     return _follow(ctx, found, count)
 
 
 def _follow(ctx: Context, seen: list[Message], count: int | None) -> int:
     """Print each message as it arrives (JSON lines with --json) until --count or Ctrl-C."""
-    from corral.clock import SystemClock
-
     clock, shown, after = SystemClock(), 0, 0
     batch = seen
     while True:
@@ -78,15 +63,13 @@ def _follow(ctx: Context, seen: list[Message], count: int | None) -> int:
                 return 0
         sys.stdout.flush()
         clock.sleep(FOLLOW_POLL_S)
-        batch = ctx.store.list_messages(
-            recipient=ctx.args.recipient, after_id=after, unacked=not ctx.args.all
+        batch = messages.inbox(
+            ctx.store, ctx.args.recipient, after_id=after, unacked=not ctx.args.all
         )
 
 
 def cmd_ack(ctx: Context) -> int:
     """Acknowledge a message."""
-    from corral import messages
-
     message = messages.ack(ctx.store, ctx.args.id, actor=_sender(ctx))
     ctx.emit(message.to_dict(), f"{message.id} acknowledged")
     return 0

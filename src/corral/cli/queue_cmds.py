@@ -6,6 +6,7 @@ from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.cli.render import queue_table
 from corral.errors import InvalidInput
+from corral.queues import queue_stats, set_queue_limits
 
 LIMIT_FLAGS = {"max_ready": "--max-ready", "max_running": "--max-running", "rate": "--rate"}
 
@@ -22,8 +23,6 @@ def _limit(name: str, raw: str) -> float | None:
 
 def cmd_queue_set(ctx: Context) -> int:
     """Change a queue's limits in the store; every process enforces them from the next claim."""
-    from corral.queues import set_queue_limits
-
     changes = {
         name: _limit(name, raw)
         for name in LIMIT_FLAGS
@@ -38,11 +37,8 @@ def cmd_queue_set(ctx: Context) -> int:
 
 def cmd_queue_list(ctx: Context) -> int:
     """Each queue with unfinished tasks or limits: depth, running, limits, held back or full."""
-    from corral.queues import queue_stats
-
     stats = queue_stats(ctx.store)
-    human = queue_table(stats) if stats else "no queues"
-    ctx.emit([s.to_dict() for s in stats], human)
+    ctx.emit_all(stats, lambda: queue_table(stats) if stats else "no queues")
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from corral.durations import format_duration
 
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from corral.model.runs import Run
     from corral.model.tasks import Task
     from corral.model.workers import Worker
+    from corral.orchestrators import OrchestratorReport
+    from corral.reviews import PendingReview
+    from corral.runtime.pool.overview import Overview
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -190,11 +193,14 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
     return "\n".join(line for line in (head, pool, slots) if line)
 
 
-def orchestrator_fleet(fleet: dict[str, Any]) -> str:
-    """Which host leads, and one line per orchestrator of the store."""
-    rows = [[o["host"], o["pid"], o["role"], o["status"]] for o in fleet["orchestrators"]]
-    leader = fleet["leader"] or "none"
-    return f"leader: {leader}\n" + table(["HOST", "PID", "ROLE", "STATUS"], rows)
+def orchestrator_report(report: OrchestratorReport) -> str:
+    """The state row and its pool; then, if any runs, the leader and each orchestrator."""
+    human = orchestrator_status(report.state, report.now)
+    if not report.orchestrators:
+        return human
+    rows = [[o["host"], o["pid"], o["role"], o["status"]] for o in report.orchestrators]
+    fleet = table(["HOST", "PID", "ROLE", "STATUS"], rows)
+    return f"{human}\nleader: {report.leader or 'none'}\n{fleet}"
 
 
 def task_counts(counts: dict[str, int]) -> str:
@@ -225,3 +231,28 @@ def queue_table(stats: Sequence[QueueStat]) -> str:
     ]
     headers = ("QUEUE", "READY", "DELAYED", "BLOCKED", "RUNNING", "MAX_READY", "MAX_RUNNING")
     return table((*headers, "RATE/MIN", "HELD BACK"), rows)
+
+
+def overview(found: Overview) -> str:
+    """`corral status`: one block each for the orchestrator, workers, queues, tasks,
+    reviews and leftover processes."""
+    now = found.orchestrator.now
+    leftovers = ", ".join(f"pid {x.pid} (run {x.run_id})" for x in found.leftovers)
+    blocks = [
+        orchestrator_report(found.orchestrator),
+        worker_table(found.workers, now) or "workers: none live",
+        queue_table(found.queues) if found.queues else "queues: none with work or limits",
+        task_counts(found.tasks),
+        reviews_line(found.reviews),
+        f"left behind by finished runs: {leftovers or 'none'}",
+    ]
+    return "\n\n".join(blocks)
+
+
+def reviews_line(reviews: Sequence[PendingReview]) -> str:
+    """`reviews: 3 waiting (1 stale: t-abc)`: stale ones have waited past review_stale_after."""
+    if not reviews:
+        return "reviews: none waiting"
+    stale = [r.task.id for r in reviews if r.stale]
+    flagged = f" ({len(stale)} stale: {', '.join(stale)})" if stale else ""
+    return f"reviews: {len(reviews)} waiting{flagged}"

@@ -6,14 +6,15 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from corral import reviews
 from corral.cli import render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import format_duration
 from corral.errors import InvalidInput
+from corral.model.reviews import MergeStrategy
 
 if TYPE_CHECKING:
-    from corral.model.reviews import MergeStrategy
     from corral.reviews import Branches, BranchesFactory, MergeResult
 
 
@@ -21,18 +22,15 @@ def branches_of(ctx: Context) -> BranchesFactory:
     """Git for the repository at `--repo` (default: here), opened only if a command needs it."""
 
     def open_branches() -> Branches:
-        from corral.git.merging import GitBranches
-        from corral.git.worktrees import Worktrees
+        from corral.git import merging, worktrees  # noqa: PLC0415 - a branch only needs git
 
         repo = getattr(ctx.args, "repo", None) or os.getcwd()
-        return GitBranches(Worktrees.open(repo, ctx.settings.worktree))
+        return merging.GitBranches(worktrees.Worktrees.open(repo, ctx.settings.worktree))
 
     return open_branches
 
 
 def _strategy(ctx: Context) -> MergeStrategy:
-    from corral.model.reviews import MergeStrategy
-
     raw = ctx.args.strategy or ctx.settings.worktree.merge_strategy
     try:
         return MergeStrategy(raw)
@@ -42,8 +40,6 @@ def _strategy(ctx: Context) -> MergeStrategy:
 
 def cmd_submit(ctx: Context) -> int:
     """Hand a running task in for review."""
-    from corral import reviews
-
     a = ctx.args
     task = reviews.submit(ctx.store, a.id, token=ctx.token(), note=a.note, pr_url=a.pr_url)
     ctx.emit(task.to_dict(), f"{task.id} {task.status}")
@@ -52,8 +48,6 @@ def cmd_submit(ctx: Context) -> int:
 
 def cmd_review_list(ctx: Context) -> int:
     """Tasks waiting in review or approved, stale ones flagged."""
-    from corral import reviews
-
     items = reviews.pending(ctx.store, stale_after_s=ctx.settings.worktree.review_stale_after_s)
     rows = [
         (
@@ -72,24 +66,15 @@ def cmd_review_list(ctx: Context) -> int:
 
 def cmd_review_show(ctx: Context) -> int:
     """One task's review: notes, pinned commit, conflicts, and the diff stat against its base."""
-    from corral import reviews
-
-    task = ctx.store.get_task(ctx.args.id)
-    record = ctx.store.get_review(task.id)
-    stat = reviews.diff_stat(task, record, branches_of(ctx))
-    data = {"task": task.to_dict(), "review": record.to_dict(), "diff_stat": stat}
-    details = {k: v for k, v in record.to_dict().items() if v is not None}
-    human = "\n\n".join(
-        part for part in (render.task_detail(task), render.key_values(details), stat or "") if part
-    )
-    ctx.emit(data, human)
+    shown = reviews.show(ctx.store, ctx.args.id, branches_of(ctx))
+    details = {k: v for k, v in shown.review.to_dict().items() if v is not None}
+    parts = (render.task_detail(shown.task), render.key_values(details), shown.diff_stat or "")
+    ctx.emit(shown.to_dict(), "\n\n".join(part for part in parts if part))
     return 0
 
 
 def cmd_approve(ctx: Context) -> int:
     """Approve a task in review at its branch's current head; `--merge` merges it too."""
-    from corral import reviews
-
     a = ctx.args
     strategy = _strategy(ctx) if a.merge else None
     task = reviews.approve(ctx.store, a.id, branches=branches_of(ctx), note=a.note)
@@ -103,8 +88,6 @@ def cmd_approve(ctx: Context) -> int:
 
 def cmd_request_changes(ctx: Context) -> int:
     """Send a reviewed task back to ready on its branch, with a note for the next run."""
-    from corral import reviews
-
     task = reviews.request_changes(ctx.store, ctx.args.id, note=ctx.args.note)
     ctx.emit(task.to_dict(), f"{task.id} {task.status} (changes requested)")
     return 0
@@ -112,8 +95,6 @@ def cmd_request_changes(ctx: Context) -> int:
 
 def cmd_merge(ctx: Context) -> int:
     """Merge an approved task's branch into its base; exit 1 on a conflict."""
-    from corral import reviews
-
     result = reviews.merge(
         ctx.store, ctx.args.id, branches=branches_of(ctx), strategy=_strategy(ctx)
     )

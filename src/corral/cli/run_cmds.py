@@ -11,6 +11,7 @@ from typing import BinaryIO
 from corral.cli import parsing, render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
+from corral.clock import SystemClock
 from corral.errors import Refused
 
 # How often `logs --follow` looks for new output and for the end of the run.
@@ -23,7 +24,7 @@ def cmd_runs(ctx: Context) -> int:
     a = ctx.args
     limit = parsing.whole("limit", a.limit, minimum=1) or 50
     runs = ctx.store.list_runs(task_id=a.task, worker_id=a.worker, limit=limit)
-    ctx.emit([r.to_dict() for r in runs], render.run_table(runs, ctx.store.now()) or "no runs")
+    ctx.emit_all(runs, lambda: render.run_table(runs, ctx.store.now()) or "no runs")
     return 0
 
 
@@ -58,8 +59,6 @@ def follow(path: str, offset: int | None, finished: Callable[[], bool]) -> int |
     `finished` is asked before each copy, so whatever was written before it turned true is
     printed. A file that shrank was rotated (copied and truncated): it is read from the start.
     """
-    from corral.clock import SystemClock
-
     clock = SystemClock()
     while True:
         done = finished()

@@ -7,11 +7,14 @@ import sys
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
+from corral import workers
 from corral.cli import parsing, render
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import format_duration
-from corral.model.states import WorkerStatus
+from corral.errors import Refused
+from corral.ids import WORKER_PREFIX
+from corral.model.states import GONE, WorkerStatus
 from corral.model.workers import NewWorker
 
 if TYPE_CHECKING:
@@ -48,8 +51,6 @@ def _cmdline(pid: int) -> bytes:
 
 def cmd_register(ctx: Context) -> int:
     """Register a worker and print its id."""
-    from corral import workers
-
     a = ctx.args
     spec = NewWorker(
         name=a.name,
@@ -67,8 +68,6 @@ def cmd_register(ctx: Context) -> int:
 
 def cmd_heartbeat(ctx: Context) -> int:
     """Heartbeat; answers the interval to keep and whether to drain."""
-    from corral import workers
-
     beat = workers.heartbeat(ctx.store, ctx.args.id, settings=ctx.settings)
     drain = "; drain requested" if beat.drain else ""
     every = format_duration(beat.heartbeat_interval_s)
@@ -79,8 +78,6 @@ def cmd_heartbeat(ctx: Context) -> int:
 
 def cmd_deregister(ctx: Context) -> int:
     """Take a worker offline, returning its unfinished tasks to the queue."""
-    from corral import workers
-
     worker = workers.deregister(ctx.store, ctx.args.id)
     ctx.emit(worker.to_dict(), f"{worker.id} offline")
     return 0
@@ -88,8 +85,6 @@ def cmd_deregister(ctx: Context) -> int:
 
 def cmd_drain(ctx: Context) -> int:
     """Ask a worker to finish what it holds and take nothing new."""
-    from corral import workers
-
     worker = workers.drain(ctx.store, ctx.args.id)
     ctx.emit(worker.to_dict(), f"{worker.id} draining")
     return 0
@@ -98,11 +93,8 @@ def cmd_drain(ctx: Context) -> int:
 def cmd_list(ctx: Context) -> int:
     """List workers, optionally only those in any of the statuses asked for."""
     statuses = parsing.each_of("status", ctx.args.status, STATUSES)
-    workers = ctx.store.list_workers(tuple(WorkerStatus(s) for s in statuses))
-    ctx.emit(
-        [w.to_dict() for w in workers],
-        render.worker_table(workers, ctx.store.now()) or "no workers",
-    )
+    found = ctx.store.list_workers(tuple(WorkerStatus(s) for s in statuses))
+    ctx.emit_all(found, lambda: render.worker_table(found, ctx.store.now()) or "no workers")
     return 0
 
 
@@ -113,73 +105,39 @@ def cmd_status(ctx: Context) -> int:
         data = worker.to_dict()
         ctx.emit(data, render.key_values(data))
         return 0
-    live = [w for w in ctx.store.list_workers() if w.status is not WorkerStatus.OFFLINE]
-    ctx.emit(
-        [w.to_dict() for w in live], render.worker_table(live, ctx.store.now()) or "no live workers"
-    )
+    live = workers.live(ctx.store)
+    ctx.emit_all(live, lambda: render.worker_table(live, ctx.store.now()) or "no live workers")
     return 0
 
 
 def cmd_start(ctx: Context) -> int:
     """Run a worker in this process until it is stopped; its exit code is the command's."""
-    from corral.cli.worker_start import start_worker
+    from corral.cli.worker_start import start_worker  # noqa: PLC0415 - not on heartbeat's path
 
     return start_worker(ctx)
 
 
 def cmd_stop(ctx: Context) -> int:
     """Signal a worker's runner: SIGTERM with --graceful, else SIGQUIT (stop now)."""
-    import signal
+    from corral.runtime.pool import control  # noqa: PLC0415 - not on heartbeat's path
 
-    from corral.errors import Refused, WorkerUnavailable
-    from corral.model.states import GONE
-
-    worker = ctx.store.get_worker(ctx.args.id)
-    if worker.status in GONE:
-        raise Refused(f"worker {worker.id} is already {worker.status}")
-    graceful = ctx.args.graceful
-    if worker.hostname != os.uname().nodename or worker.pid is None:
-        if not graceful:
-            raise WorkerUnavailable(
-                f"worker {worker.id} runs on {worker.hostname}: stop it there, "
-                "or use --graceful to drain it through the store"
-            )
-        from corral import workers
-
-        workers.drain(ctx.store, worker.id)
-        ctx.emit({"id": worker.id, "signal": None, "drain": True}, f"{worker.id} asked to drain")
-        return 0
-    from corral.processes import process_alive
-
-    if not process_alive(worker.pid, worker.registered_at.timestamp()):
-        raise Refused(
-            f"process {worker.pid} of worker {worker.id} is not running; "
-            "`corral reconcile` returns its tasks to the queue"
-        )
-    sig = signal.SIGTERM if graceful else signal.SIGQUIT
-    try:
-        os.kill(worker.pid, sig)
-    except ProcessLookupError:
-        raise Refused(
-            f"process {worker.pid} of worker {worker.id} is not running; "
-            "`corral reconcile` returns its tasks to the queue"
-        ) from None
-    human = f"sent {sig.name} to {worker.id} (pid {worker.pid})"
-    ctx.emit({"id": worker.id, "signal": sig.name, "drain": False}, human)
+    stop = control.stop_worker(ctx.store, ctx.args.id, graceful=ctx.args.graceful)
+    if stop.signal is None:
+        human = f"{stop.worker_id} asked to drain"
+    else:
+        human = f"sent {stop.signal} to {stop.worker_id} (pid {stop.pid})"
+    ctx.emit(stop.to_dict(), human)
     return 0
 
 
 def cmd_logs(ctx: Context) -> int:
     """Print a pool worker's log file (by worker id or slot name); --follow keeps printing."""
-    from corral.cli.run_cmds import copy_from, follow
-    from corral.errors import Refused
-    from corral.model.states import GONE
-    from corral.store.location import state_dir
+    from corral.cli.run_cmds import copy_from, follow  # noqa: PLC0415 - not on heartbeat's path
+    from corral.runtime.pool.control import pool_layout  # noqa: PLC0415 - not on heartbeat's path
 
     ident = ctx.args.id
-    worker = None if not ident.startswith("w-") else ctx.store.get_worker(ident)
-    name = ident if worker is None else worker.name
-    path = os.path.join(state_dir(ctx.db), "logs", "workers", f"{name}.log")
+    worker = ctx.store.get_worker(ident) if ident.startswith(WORKER_PREFIX) else None
+    path = pool_layout(ctx.db).log_path(ident if worker is None else worker.name)
     offset = copy_from(path, 0, sys.stdout.buffer)
     if offset is None:
         raise Refused(f"{ident} has no pool log: {path} does not exist")

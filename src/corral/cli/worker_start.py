@@ -7,11 +7,20 @@ import os
 import shlex
 import shutil
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from corral.cli import parsing
 from corral.cli.context import Context
 from corral.errors import InvalidInput
+from corral.git.task_worktrees import TaskWorktrees
+from corral.git.worktrees import Worktrees
+from corral.logs import logger
+from corral.runtime.worker.command_job import CommandJob
+from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
+from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
+from corral.runtime.worker.spawn import CommandNotFound
+from corral.runtime.worker.tmp import make_tmp, remove_tmp
 from corral.store.location import runs_dir
 
 if TYPE_CHECKING:
@@ -21,9 +30,6 @@ if TYPE_CHECKING:
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
     ctx.long_running()
-    from corral.logs import logger
-    from corral.runtime.worker.runner import Runner, RunnerConfig
-
     a = ctx.args
     config = RunnerConfig(
         name=a.name,
@@ -37,20 +43,18 @@ def start_worker(ctx: Context) -> int:
         shutdown_timeout_s=_duration("shutdown_timeout", a.shutdown_timeout, 300.0),
         batch=_batch(a),
     )
-    job = _command_job(a, ctx.db) if a.exec is not None else _python_job(a.call)
+    command = _command_job(a, ctx.db) if a.exec is not None else None
+    job = command if command is not None else _python_job(a.call)
     log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
     worktrees = _worktrees(ctx, a) if a.worktree else None
-    if a.exec is None:
+    if command is None:
         return Runner(
             ctx.store, config, job, settings=ctx.settings, worktrees=worktrees, log=log
         ).run()
-    from dataclasses import replace
-
-    from corral.runtime.worker.tmp import make_tmp, remove_tmp
-
     tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
     try:
-        job = replace(job, extra_env={**job.extra_env, "TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp})
+        env = {**command.extra_env, "TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp}
+        job = replace(command, extra_env=env)
         return Runner(
             ctx.store, config, job, settings=ctx.settings, worktrees=worktrees, log=log
         ).run()
@@ -58,12 +62,8 @@ def start_worker(ctx: Context) -> int:
         remove_tmp(tmp)
 
 
-def _worktrees(ctx: Context, a: Args) -> Any:
+def _worktrees(ctx: Context, a: Args) -> TaskWorktrees:
     """Each task in its own git worktree (`--worktree`); git is checked before registering."""
-    from corral.git.task_worktrees import TaskWorktrees
-    from corral.git.worktrees import Worktrees
-    from corral.logs import logger
-
     if a.exec is None:
         raise InvalidInput("worktree", "a command worker (--exec); --call runs in this process")
     policy = ctx.settings.worktree
@@ -95,11 +95,7 @@ def _duration(field: str, raw: str | None, default: float) -> float:
     return default if value is None else value
 
 
-def _command_job(a: Args, db: str) -> Any:
-    from corral.runtime.worker.command_job import CommandJob
-    from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
-    from corral.runtime.worker.spawn import CommandNotFound
-
+def _command_job(a: Args, db: str) -> CommandJob:
     try:
         argv = tuple(shlex.split(a.exec))
     except ValueError as exc:
@@ -123,9 +119,7 @@ def _command_job(a: Args, db: str) -> Any:
     )
 
 
-def _python_job(target: str) -> Any:
-    from corral.runtime.worker.runner import PythonJob
-
+def _python_job(target: str) -> PythonJob:
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise InvalidInput("call", "MODULE:FUNCTION, e.g. mypkg.tasks:handle", target)

@@ -8,18 +8,13 @@ from typing import Any
 from corral.cli import render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-
-
-def open_trees(ctx: Context) -> Any:
-    """corral's worktrees of the repository at `--repo` (default: here)."""
-    from corral.git.worktrees import Worktrees
-
-    return Worktrees.open(ctx.args.repo or os.getcwd(), ctx.settings.worktree)
+from corral.git.prune import prune_in
+from corral.git.worktrees import Worktrees
 
 
 def cmd_list(ctx: Context) -> int:
     """The worktrees corral manages (and, with --backups, its backup refs)."""
-    trees = open_trees(ctx)
+    trees = Worktrees.open(ctx.args.repo or os.getcwd(), ctx.settings.worktree)
     listed = trees.trees()
     data: dict[str, Any] = {"worktrees": [t.to_dict() for t in listed]}
     rows = [(t.path, t.branch or "(detached)", (t.head or "")[:12]) for t in listed]
@@ -35,17 +30,10 @@ def cmd_list(ctx: Context) -> int:
 
 def cmd_prune(ctx: Context) -> int:
     """Remove worktrees no live claim or review needs; `git worktree prune`."""
-    report = prune(ctx)
+    report = prune_in(ctx.store, ctx.args.repo or os.getcwd(), ctx.settings.worktree)
     gone = ", ".join(report.removed) or "nothing"
     ctx.emit(report.to_dict(), f"removed: {gone}")
     return 0
-
-
-def prune(ctx: Context) -> Any:
-    """One prune pass in the repository at `--repo` (default: here)."""
-    from corral.git.prune import prune_in
-
-    return prune_in(ctx.store, ctx.args.repo or os.getcwd(), ctx.settings.worktree)
 
 
 REPO = Arg("--repo", metavar="DIR", help="the git repository (default: here)")

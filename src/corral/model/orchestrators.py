@@ -29,6 +29,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from corral.durations import iso
+from corral.model.states import WorkerStatus
+from corral.model.workers import liveness
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
     from corral.policies import LivenessPolicy
@@ -142,9 +144,6 @@ def holder_is_dead(
         return True
     if state.heartbeat_at is None:
         return True
-    from corral.model.states import WorkerStatus
-    from corral.model.workers import liveness
-
     silent_s = (now - state.heartbeat_at).total_seconds()
     return liveness(silent_s, policy) is WorkerStatus.DEAD
 
@@ -163,9 +162,6 @@ def fleet(
     holder is the one orchestrator, and it leads. A member silent for the dead window
     shows status `dead` until the next orchestrator of its host takes its row.
     """
-    from corral.model.states import WorkerStatus
-    from corral.model.workers import liveness
-
     leader = state.host if state.status in LIVE else None
     if not members:
         only = [] if leader is None else [_sole(state)]

@@ -67,7 +67,8 @@ def exchange(
     """Apply `reports` under their claims, then claim what `ask` asks for (module doc)."""
     _check(worker_id, reports, ask)
     if driver.exchange_on_server:
-        from corral.store.postgres.exchange import exchange_on_server
+        # The PostgreSQL package only for a PostgreSQL store: SQLite commands never load it.
+        from corral.store.postgres.exchange import exchange_on_server  # noqa: PLC0415
 
         return exchange_on_server(
             driver,

@@ -19,7 +19,8 @@ def apply_outcome(
     tx: Tx, task_id: str, outcome: Outcome, *, error: str, crash: bool, action: str = "fail"
 ) -> None:
     """Send a running task back to ready after the delay, or fail it for good."""
-    from corral.model.backoff import GiveUp, Retry  # only failures need it: off the common path
+    # Every command imports this module; only a failure needs the retry records.
+    from corral.model.backoff import GiveUp, Retry  # noqa: PLC0415
 
     retry = isinstance(outcome, Retry)
     tx.run(
@@ -38,7 +39,7 @@ def outcome_event(
     task_id: str, worker_id: str, token: int, outcome: Outcome, *, error: str, actor: str
 ) -> dict[str, Any]:
     """The event of a failure: `task.retry_scheduled` or `task.failed`."""
-    from corral.model.backoff import Retry
+    from corral.model.backoff import Retry  # noqa: PLC0415 - as above
 
     data: dict[str, Any]
     if isinstance(outcome, Retry):

@@ -8,6 +8,7 @@ no live claim (a run whose lease was lost is still recorded) and is a compare-an
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
@@ -128,7 +129,6 @@ class RunOps:
         self, run_id: str, *, transcript_path: str | None, stderr_path: str | None
     ) -> None:
         """Record where an unfinished run's output goes (paths made absolute)."""
-        import os
 
         with self._driver.write() as tx:
             tx.run(

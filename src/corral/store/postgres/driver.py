@@ -58,28 +58,27 @@ The versions applied are rows of `corral_migrations`, numbered as SQLite's user_
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
 from corral.store.driver import Json
 from corral.store.postgres.errors import describe
+from corral.store.postgres.sessions import LeaderLock, ReadyListener
 from corral.store.queries import load_queries, migration_files, sql_path
 from corral.store.urls import safe_url
-
-if TYPE_CHECKING:
-    import logging
-
-    import psycopg
-    from psycopg_pool import ConnectionPool
-
-    from corral.store.postgres.sessions import LeaderLock
 
 CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
 POOL_MAX = 4  # a runner needs its claiming slots plus the heartbeat thread
@@ -121,8 +120,6 @@ def compile_queries(server_clock: bool) -> tuple[dict[str, bytes], dict[str, byt
 
 def _encode(value: Any) -> Any:
     if isinstance(value, Json):
-        from psycopg.types.json import Jsonb
-
         return None if value.value is None else Jsonb(value.value)
     if isinstance(value, frozenset):
         return sorted(str(v) for v in value)
@@ -280,7 +277,6 @@ class PostgresDriver:
     # -- connections ---------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection[Any]:
-        import psycopg
 
         try:
             return psycopg.connect(self._conninfo, autocommit=True)
@@ -288,9 +284,6 @@ class PostgresDriver:
             raise StoreError(describe(self._shown, exc)) from None
 
     def _open_pool(self) -> ConnectionPool:
-        import logging
-
-        from psycopg_pool import ConnectionPool
 
         # The pool logs every failed reconnection over several lines; the driver reports
         # an unreachable server itself, once per operation, as a StoreError.
@@ -315,8 +308,6 @@ class PostgresDriver:
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection for one transaction; rolled back and given back on any error,
         a driver error leaving as StoreError."""
-        import psycopg
-        from psycopg_pool import PoolTimeout
 
         try:
             conn = self._checkout()
@@ -337,7 +328,6 @@ class PostgresDriver:
 
     @contextmanager
     def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
-        import psycopg
 
         with self._session() as conn, conn.pipeline() as pipeline:
             now = None if self._clock is None else self._clock.now()
@@ -369,7 +359,6 @@ class PostgresDriver:
 
     def _abort(self, conn: psycopg.Connection[Any]) -> None:
         """Roll back, once out of pipeline mode, and give the connection back."""
-        import psycopg
 
         with contextlib.suppress(psycopg.Error):  # gone: the pool discards it below
             if not conn.closed:
@@ -418,7 +407,6 @@ class PostgresDriver:
     # -- schema --------------------------------------------------------------------
 
     def _versions(self, conn: psycopg.Connection[Any]) -> tuple[int, int]:
-        import psycopg
 
         latest = migration_files("postgresql")[-1][0]
         try:
@@ -442,7 +430,6 @@ class PostgresDriver:
             return self._migrate_on(conn)
 
     def _migrate_on(self, conn: psycopg.Connection[Any]) -> list[int]:
-        import psycopg
 
         try:
             with conn.transaction():
@@ -486,14 +473,10 @@ class PostgresDriver:
 
     def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
         """Set `wake` whenever a task becomes ready (LISTEN); the function that stops it."""
-        from corral.store.postgres.sessions import ReadyListener
-
         return ReadyListener(self._connect, self._write_sql["listen_ready"], wake).stop
 
     def leader_lock(self) -> LeaderLock:
         """The advisory lock the orchestrators of this store elect their leader with."""
-        from corral.store.postgres.sessions import LeaderLock
-
         return LeaderLock(
             self._connect,
             self._write_sql["try_leader_lock"],
@@ -507,7 +490,6 @@ class PostgresDriver:
 
 def _need_pipeline_mode() -> None:
     """Refuse, in one line, a psycopg whose libpq is too old for pipeline mode."""
-    import psycopg
 
     if not psycopg.Pipeline.is_supported():
         raise StoreError(
@@ -523,8 +505,6 @@ def _not_pipeline_exit(record: logging.LogRecord) -> bool:
 
 def _conninfo(url: str, shown: str) -> str:
     """`url` with the session settings corral relies on: UTC, a connect timeout, no stuck locks."""
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     try:
         params = conninfo_to_dict(url)

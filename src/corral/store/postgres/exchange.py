@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.ids import RUN_PREFIX, new_id
+from corral.model.backoff import GiveUp, Retry
 from corral.model.batches import ClaimAsk, Exchanged, Held, Report, RunStart
-from corral.model.states import ALLOWED_FROM, CLAIMING, WorkerStatus
+from corral.model.claims import Claim
+from corral.model.states import ALLOWED_FROM, CLAIMING, ClaimStatus, WorkerStatus
 from corral.store import rows
 from corral.store.claim_refusals import at_capacity, cannot_claim
 from corral.store.driver import Driver, Json, Row
 
 if TYPE_CHECKING:
-    from corral.model.claims import Claim
     from corral.model.tasks import Task
 
 OpenRun = Callable[["Task", int, str], RunStart]
@@ -98,8 +99,6 @@ def exchange_on_server(
 
 def _report(r: Report) -> dict[str, Any]:
     """A report as the function reads it (functions.sql, corral_exchange)."""
-    from corral.model.backoff import GiveUp, Retry  # only failures need it
-
     out: dict[str, Any] = {
         "task_id": r.task_id,
         "token": r.token,
@@ -142,9 +141,6 @@ def _held(driver: Driver, found: list[Row]) -> tuple[Held, ...]:
 
 def _claims(driver: Driver, found: list[Row], ask: ClaimAsk | None) -> tuple[Claim, ...]:
     """The claims made, in claim order, from the function's held rows."""
-    from corral.model.claims import Claim
-    from corral.model.states import ClaimStatus
-
     assert ask is not None and ask.lease_s is not None  # the use cases fill in the lease
     found.sort(key=lambda row: row["token"])
     return tuple(

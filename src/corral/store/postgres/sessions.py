@@ -14,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import psycopg
 
 from corral.clock import SystemClock
 from corral.errors import StoreError
-
-if TYPE_CHECKING:
-    import psycopg
 
 Connect = Callable[[], "psycopg.Connection[Any]"]
 POLL_S = 0.5  # how often the listener looks whether it was told to stop
@@ -46,7 +45,7 @@ class ReadyListener:
             try:
                 self._listen()
                 retry_s = 0.2
-            except (StoreError, OSError, _psycopg_error()):
+            except (StoreError, OSError, psycopg.Error):
                 # The server went away: poll (the runner's backoff) until it is back.
                 SystemClock().wait(self._stop, retry_s)
                 retry_s = min(RETRY_MAX_S, retry_s * 2)
@@ -77,7 +76,7 @@ class LeaderLock:
             if self._conn is None or self._conn.closed:
                 self._conn = self._connect()
             row = self._conn.execute(self._sql).fetchone()
-        except (StoreError, _psycopg_error()):
+        except (StoreError, psycopg.Error):
             self.release()
             return False
         return bool(row and row[0])
@@ -88,13 +87,7 @@ class LeaderLock:
         if conn is None:
             return
         try:
-            with contextlib.suppress(_psycopg_error()):  # gone, and the lock with it
+            with contextlib.suppress(psycopg.Error):  # gone, and the lock with it
                 conn.execute(self._unlock_sql)
         finally:
             conn.close()
-
-
-def _psycopg_error() -> type[Exception]:
-    import psycopg
-
-    return psycopg.Error

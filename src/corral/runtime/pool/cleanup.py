@@ -1,0 +1,55 @@
+"""`corral reconcile`: one reconcile pass over the store, then the clean-up of this host.
+
+The pass (corral.reconcile) repairs the store; what it frees is cleaned here afterwards:
+the worktrees of tasks that no live claim or review needs any more (git.prune), and the
+temporary folders of runners that are gone (runtime.worker.tmp). The orchestrator's loop
+does the same after each of its passes, and ends leftover processes too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from corral import reconcile
+from corral.git.prune import PruneReport, prune_if_managed, prune_in
+from corral.reconcile import ReconcileReport
+from corral.runtime.worker.tmp import prune_tmp
+from corral.settings import Settings
+from corral.store import Store
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CleanupReport:
+    """What the pass repaired, the worktrees pruned (None: no repository was looked at),
+    and the temporary folders removed."""
+
+    reconciled: ReconcileReport
+    pruned: PruneReport | None
+    tmp_dirs_removed: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of `reconcile --json`: counts (docs/cli.md)."""
+        counts = self.reconciled.to_dict()
+        if self.pruned is not None:
+            counts["worktrees_removed"] = len(self.pruned.removed)
+        counts["tmp_dirs_removed"] = len(self.tmp_dirs_removed)
+        return counts
+
+
+def reconcile_and_clean_up(
+    store: Store, *, db: str, settings: Settings, repo: str | None = None
+) -> CleanupReport:
+    """One pass, then the clean-up: worktrees in `repo` (default: the repository above the
+    current folder, if it has corral worktrees) and the store `db`'s temporary folders."""
+    reconciled = reconcile.reconcile_once(store, settings=settings)
+    # After the pass: tasks of dead workers no longer hold worktrees.
+    pruned = (
+        prune_in(store, repo, settings.worktree)
+        if repo
+        else prune_if_managed(store, os.getcwd(), settings.worktree)
+    )
+    return CleanupReport(
+        reconciled=reconciled, pruned=pruned, tmp_dirs_removed=tuple(prune_tmp(db))
+    )

@@ -1,0 +1,56 @@
+"""`corral status` in one record: the orchestrator, the live workers, the queues, the reviews
+waiting, the task counts, and the processes finished runs left behind on this host.
+
+It lives with the pool because the last of these is found among this host's processes
+(corral.runtime.pool.leftovers), not in the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from corral import orchestrators, queues, reviews, workers
+from corral.model.queues import QueueStat
+from corral.model.workers import Worker
+from corral.orchestrators import OrchestratorReport
+from corral.reviews import PendingReview
+from corral.runtime.pool import leftovers
+from corral.runtime.pool.leftovers import Leftover
+from corral.settings import Settings
+from corral.store import Store
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overview:
+    """Everything `corral status` shows, read at `orchestrator.now`."""
+
+    orchestrator: OrchestratorReport
+    workers: list[Worker]
+    queues: list[QueueStat]
+    reviews: list[PendingReview]
+    tasks: dict[str, int]
+    leftovers: list[Leftover]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of `corral status --json` (docs/cli.md)."""
+        return {
+            "orchestrator": self.orchestrator.to_dict(),
+            "workers": [w.to_dict() for w in self.workers],
+            "queues": [q.to_dict() for q in self.queues],
+            "reviews": [r.to_dict() for r in self.reviews],
+            "tasks": self.tasks,
+            "leftovers": [leftover.to_dict() for leftover in self.leftovers],
+        }
+
+
+def overview(store: Store, *, settings: Settings) -> Overview:
+    """Read what `corral status` shows; reviews are stale past `worktree.review_stale_after`."""
+    return Overview(
+        orchestrator=orchestrators.status(store, liveness=settings.liveness),
+        workers=workers.live(store),
+        tasks=store.task_counts(),
+        queues=queues.queue_stats(store),
+        reviews=reviews.pending(store, stale_after_s=settings.worktree.review_stale_after_s),
+        leftovers=leftovers.find(store),
+    )
