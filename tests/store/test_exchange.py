@@ -156,3 +156,23 @@ def test_an_operator_report_acts_on_whatever_claim_is_active(
         corral.release(store, task.id, worker_id=other.id)
     released = corral.release(store, task.id, worker_id=w.id)
     assert (TaskStatus.READY, None, 0) == (released.status, released.token, released.attempts)
+
+
+def test_a_run_the_reconciler_finished_is_not_finished_again_by_its_stale_report(
+    store: Store, settings: Settings, clock: FakeClock, add: Add, worker: MakeWorker
+) -> None:
+    """The reconciler ends a silent runner's run; the runner comes back and reports: its
+    report is stale, the run keeps the reconciler's outcome and its one run.finished."""
+    task, w = add(), worker()
+    held = _claim_with_run(store, w.id, settings)
+    clock.advance(settings.heartbeat_interval_s * (settings.dead_after_missed + 1))
+    corral.reconcile_once(store, settings=settings)
+    report = Report.of(held, Action.COMPLETE, RunOutcome.DONE, exit_code=0)
+    done = store.exchange(w.id, reports=[report])
+    assert {held.run_id: "killed"} == done.settled
+    finished = [
+        e.data
+        for e in store.list_events(EventFilter(task_id=task.id))
+        if e.name == "run.finished"
+    ]
+    assert [{"run_id": held.run_id, "outcome": "killed", "exit_code": None}] == finished

@@ -6,10 +6,20 @@ receives a task it cannot run (no claim-then-give-back, "type poisoning").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from corral.model.workers import Worker
+
+class Capable(Protocol):
+    """What the filters read of a worker: a `Worker`, or the exchange's slimmer claimant."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kinds(self) -> tuple[str, ...]: ...
+    @property
+    def queues(self) -> tuple[str, ...]: ...
 
 
 def _narrow(declared: tuple[str, ...], asked: tuple[str, ...]) -> list[str] | None:
@@ -24,7 +34,7 @@ def _narrow(declared: tuple[str, ...], asked: tuple[str, ...]) -> list[str] | No
 
 
 def capability_filters(
-    worker: Worker, kinds: tuple[str, ...], queues: tuple[str, ...]
+    worker: Capable, kinds: tuple[str, ...], queues: tuple[str, ...]
 ) -> dict[str, Any]:
     """`worker_id`, `worker_name` (for assignees), `kinds` and `queues` for the queries."""
     return {

@@ -1,5 +1,6 @@
-"""Why a claim is refused, as the error to raise: the one wording of both claim paths
-(claim_ops.py runs the statements from Python, server_cycle.py calls a server function)."""
+"""Why a claim is refused, as the error to raise: the one wording of the exchange on both
+dialects (store/exchange.py runs SQLite's statements, PostgreSQL's corral_exchange says
+why in its rows)."""
 
 from __future__ import annotations
 

@@ -19,24 +19,24 @@ statement by statement under one write lock. The steps, in order:
    queries.sql), each with its own claim, token and lease and, for a runner, its open run;
 5. refresh each holder's idle/busy and counters once.
 
-Events are copied by SQL from the rows the steps wrote (task.completed, run.finished,
-task.claimed, run.started), so a batch of k tasks costs a fixed number of statements
-whatever k; the rare ones (failures, deferrals, releases, unblocked dependents) are
-written from Python, each group right after its change, so the log keeps their order.
+Events are copied by SQL from the rows the steps wrote, one statement for task.claimed
+with run.started and one for task.completed with run.finished, so a batch of k tasks costs
+a fixed number of statements whatever k; the rare ones (failures, deferrals, releases,
+unblocked dependents) are written from Python, each group right after its change, so the
+log keeps their order.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral import errors
 from corral.durations import iso
 from corral.ids import RUN_PREFIX, new_id
 from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
-from corral.model.states import ALLOWED_FROM, TaskStatus
+from corral.model.states import ALLOWED_FROM, TaskStatus, WorkerStatus
 from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claim_refusals import at_capacity, cannot_claim
@@ -45,10 +45,11 @@ from corral.store.lookups import read_task
 from corral.store.outcomes import apply_outcome, outcome_event, unblock_dependents
 
 if TYPE_CHECKING:
-    from corral.model.claims import Claim
     from corral.model.tasks import Task
 
 OpenRun = Callable[["Task", int, str], RunStart]
+# Each holder's completions and failures in one exchange: [completed, failed] by worker id.
+Tally = dict[str, list[int]]
 # What a report from outside a run notes on the claim's open run, by action (a release
 # notes nothing: the run then ends as lease_lost).
 REPORTED = {Action.COMPLETE: "done", Action.FAIL: "failed", Action.DEFER: "deferred"}
@@ -79,24 +80,24 @@ def exchange(
             return_tasks=return_tasks,
         )
     with driver.write() as tx:
-        counts: Counter[tuple[str, str]] = Counter()
-        live, settled = _apply_reports(tx, driver, reports, counts)
+        tally: Tally = {}
+        live, settled = _apply_reports(tx, driver, reports, tally)
         held: tuple[Held, ...] = ()
-        made: tuple[Claim, ...] = ()
+        made: list[Row] = []
         refused = full = None
         if ask is not None:
             assert worker_id is not None  # _check
             held, made, refused, full = _claim(tx, driver, worker_id, ask, open_run)
             if held or made:
-                counts[(worker_id, "claimed")] += len(held) + len(made)
-        _refresh_workers(tx, counts)
+                tally.setdefault(worker_id, [0, 0])
+        _refresh_workers(tx, tally)
     stale = tuple(r for r in reports if r.task_id not in live)
     applied = [r.task_id for r in reports if r.task_id in live] if return_tasks else []
     return Exchanged(
         stale=stale,
         settled=settled,
         held=held,
-        claims=made,
+        claims=tuple(rows.claim(driver, row) for row in made),
         refused=refused,
         full=full,
         tasks=tuple(read_task(driver, task_id) for task_id in applied),
@@ -120,7 +121,7 @@ def _check(worker_id: str | None, reports: Sequence[Report], ask: ClaimAsk | Non
 
 
 def _apply_reports(
-    tx: Tx, driver: Driver, reports: Sequence[Report], counts: Counter[tuple[str, str]]
+    tx: Tx, driver: Driver, reports: Sequence[Report], tally: Tally
 ) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
     """Steps 1 to 3 (module doc); (task id -> (token, holder) of each live report, the
     outcome of each stale report's run by run id)."""
@@ -135,34 +136,36 @@ def _apply_reports(
         }
         for r in reports
     ]
-    ended = {
-        row["task_id"]: (row["token"], row["worker_id"])
-        for row in tx.all("end_claims", claims=Json(claims))
-    }
+    # One report, by its task's id (the common case, a task at a time); many in one go.
+    found = (
+        tx.all("end_reported_claim", **claims[0])
+        if len(claims) == 1
+        else tx.all("end_claims", claims=claims)
+    )
+    ended = {row["task_id"]: (row["token"], row["worker_id"]) for row in found}
     live = [r for r in reports if r.task_id in ended]
-    if live:
-        _complete(tx, [r for r in live if r.action is Action.COMPLETE], ended)
-        events: list[dict[str, Any]] = []
-        for report in live:
-            if report.action in _ONE_AT_A_TIME:
-                _step_aside(tx, driver, report, ended[report.task_id], events)
-        journal.record_all(tx, events)
-        for report in live:
-            holder = ended[report.task_id][1]
-            counts[(holder, "completed")] += report.action is Action.COMPLETE
-            counts[(holder, "failed")] += report.action is Action.FAIL
+    completed = [r for r in live if r.action is Action.COMPLETE]
+    now_done = _complete(tx, completed)
+    events: list[dict[str, Any]] = []
+    for report in live:
+        if report.action in _ONE_AT_A_TIME:
+            _step_aside(tx, driver, report, ended[report.task_id], events)
+        done_failed = tally.setdefault(ended[report.task_id][1], [0, 0])
+        done_failed[0] += report.action is Action.COMPLETE
+        done_failed[1] += report.action is Action.FAIL
+    journal.record_all(tx, events)
     finished = _finish_runs(tx, live, ended)
-    settled = _finish_stale_runs(tx, [r for r in reports if r.task_id not in ended])
-    if finished or settled:
-        tx.send("record_runs_finished", ids=[*finished, *settled])
+    stale = [r for r in reports if r.task_id not in ended]
+    finished_stale, settled = _finish_stale_runs(tx, stale)
+    _record_finished(tx, completed, ended, [*finished, *finished_stale])
+    if now_done:
+        journal.record_all(tx, unblock_dependents(tx, now_done, completed[0].actor))
     return ended, settled
 
 
-def _complete(tx: Tx, done: list[Report], ended: dict[str, tuple[int, str]]) -> None:
-    """Complete the tasks of `done`, record task.completed, unblock their dependents."""
-    if not done:
-        return
-    now_done = []
+def _complete(tx: Tx, done: list[Report]) -> list[str]:
+    """Complete the tasks of `done`; those now done that others may depend on."""
+    now_done: list[str] = []
     # Many without a result in one statement; one alone, or one with a result, by its id
     # (whose statement also says whether anything depends on it: most tasks, nothing).
     plain = [r.task_id for r in done if r.result is None] if len(done) > 1 else []
@@ -181,23 +184,24 @@ def _complete(tx: Tx, done: list[Report], ended: dict[str, tuple[int, str]]) -> 
         assert row is not None  # its claim was active, so it was running
         if row["status"] == TaskStatus.DONE and row["has_dependents"]:
             now_done.append(report.task_id)
-    for actor, tokens in _by_actor(done, ended).items():
-        tx.send("record_completed", tokens=tokens, actor=actor)
-    if now_done:
-        journal.record_all(tx, unblock_dependents(tx, now_done, done[0].actor))
+    return now_done
 
 
-def _by_actor(
-    reports: list[Report], ended: dict[str, tuple[int, str]]
-) -> dict[str | None, list[int]]:
-    """The reports' claim tokens by event actor: None where the actor is the claim's own
-    token (a runner's reports), which the statement writes itself."""
+def _record_finished(
+    tx: Tx, completed: list[Report], ended: dict[str, tuple[int, str]], run_ids: list[str]
+) -> None:
+    """task.completed for the completions, run.finished for the runs: one statement per
+    event actor, the runs with the first (one in all, but for a mixed batch). The actor is
+    None where it is the claim's own token (a runner's reports), which the statement writes."""
     groups: dict[str | None, list[int]] = {}
-    for report in reports:
-        token = ended[report.task_id][0]
-        actor = None if report.actor == f"token:{token}" else report.actor
-        groups.setdefault(actor, []).append(token)
-    return groups
+    for r in completed:
+        token = ended[r.task_id][0]
+        groups.setdefault(None if r.actor == f"token:{token}" else r.actor, []).append(token)
+    runs: list[str] | None = run_ids or None
+    for actor, tokens in groups.items() or [(None, [])]:
+        if tokens or runs:
+            tx.send("record_finished", tokens=tokens, actor=actor, run_ids=runs)
+        runs = None
 
 
 def _step_aside(
@@ -264,15 +268,16 @@ def _finish_runs(tx: Tx, live: list[Report], ended: dict[str, tuple[int, str]]) 
     return finished
 
 
-def _finish_stale_runs(tx: Tx, stale: list[Report]) -> dict[str, str]:
-    """Finish the runs of stale reports as what was reported under their token; the outcome
-    each run has now, by run id (one finished before, by a reconciler, keeps its own)."""
+def _finish_stale_runs(tx: Tx, stale: list[Report]) -> tuple[list[str], dict[str, str]]:
+    """Finish the runs of stale reports as what was reported under their token: (the ids of
+    the runs finished now; the outcome each run has, by run id: one finished before, by a
+    reconciler, keeps its own and its run.finished)."""
     runs = [_run_end(r) for r in stale if r.run_id is not None]
     if not runs:
-        return {}
-    tx.run("finish_stale_runs", runs=Json(runs))
+        return [], {}
+    finished = [row["id"] for row in tx.all("finish_stale_runs", runs=Json(runs))]
     found = tx.all("run_outcomes", ids=[run["id"] for run in runs])
-    return {row["id"]: row["outcome"] for row in found}
+    return finished, {row["id"]: row["outcome"] for row in found}
 
 
 def _run_end(r: Report) -> dict[str, Any]:
@@ -286,40 +291,76 @@ def _run_end(r: Report) -> dict[str, Any]:
 
 def _claim(
     tx: Tx, driver: Driver, worker_id: str, ask: ClaimAsk, open_run: OpenRun | None
-) -> tuple[tuple[Held, ...], tuple[Claim, ...], str | None, str | None]:
-    """Step 4 (module doc): (the tasks held, or with `claims_only` the claims made; why the
-    worker may not claim; why it has no room now)."""
+) -> tuple[tuple[Held, ...], list[Row], str | None, str | None]:
+    """Step 4 (module doc): (the tasks held, or with `claims_only` the rows of the claims
+    made, their records made after COMMIT; why the worker may not claim; why it has no room
+    now)."""
     row = tx.one("claiming_worker", worker_id=worker_id)
     if row is None:
         raise errors.NotFound("worker", worker_id)
-    worker = rows.worker(driver, row)
+    worker = _Claimant.of(driver, row)
     refusal = cannot_claim(worker.id, worker.status, worker.active, None)
     if refusal is not None:
-        return (), (), refusal.message, None
+        return (), [], refusal.message, None
     room = worker.max_concurrent - worker.active
     if room < 1:
-        return (), (), None, at_capacity(worker.id, worker.active, worker.max_concurrent).message
+        return (), [], None, at_capacity(worker.id, worker.active, worker.max_concurrent).message
     limit = min(ask.limit, room)
     if limit > 1 and tx.one("any_queue_limits")["limited"]:  # type: ignore[index]
         limit = 1  # the claim reads the limits once: a batch could pass one
     params = capability_filters(worker, ask.kinds, ask.queues)
     if limit < 1 or matches_nothing(params):
-        return (), (), None, None
+        return (), [], None, None
     if ask.task_id is not None:
         found = tx.all("claim_task", task_id=ask.task_id, **params)
     else:
         found = tx.all("claim_tasks", limit=limit, **params)
     if not found:
-        return (), (), None, None
+        return (), [], None, None
     if ask.claims_only:
-        return (), _claims(tx, driver, found, worker_id, ask), None, None
-    return _hold(tx, driver, found, worker_id=worker_id, ask=ask, open_run=open_run), (), None, None
+        made = _insert_claims(tx, found, worker_id, ask)
+        tx.send("record_claimed", first=made[0]["token"], actor=worker_id)
+        return (), made, None, None
+    return _hold(tx, driver, found, worker_id=worker_id, ask=ask, open_run=open_run), [], None, None
 
 
-def _claims(
-    tx: Tx, driver: Driver, found: list[Row], worker_id: str, ask: ClaimAsk
-) -> tuple[Claim, ...]:
-    """The claims (and their events) of the tasks just claimed, in claim order."""
+class _Claimant(NamedTuple):
+    """What a claim reads of its worker (a whole `Worker` record costs more than the claim's
+    own Python, and none of the rest is needed)."""
+
+    id: str
+    name: str
+    kinds: tuple[str, ...]
+    queues: tuple[str, ...]
+    status: WorkerStatus
+    active: int
+    max_concurrent: int
+
+    @classmethod
+    def of(cls, driver: Driver, row: Row) -> _Claimant:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            kinds=tuple(driver.json(row["kinds"])),
+            queues=tuple(driver.json(row["queues"])),
+            status=WorkerStatus(row["status"]),
+            active=row["active"],
+            max_concurrent=row["max_concurrent"],
+        )
+
+
+def _insert_claims(tx: Tx, found: list[Row], worker_id: str, ask: ClaimAsk) -> list[Row]:
+    """A claim on each task of `found`, in token order: one by its task's row (a task at a
+    time, the common case), many in one statement."""
+    if len(found) == 1:
+        task = found[0]
+        return tx.all(
+            "insert_claim",
+            task_id=task["id"],
+            timeout_s=task["timeout_s"],
+            worker_id=worker_id,
+            lease_s=ask.lease_s,
+        )
     made = tx.all(
         "insert_claims",
         task_ids=[row["id"] for row in found],
@@ -327,8 +368,7 @@ def _claims(
         lease_s=ask.lease_s,
     )
     made.sort(key=lambda row: row["token"])
-    tx.send("record_claims", tokens=[row["token"] for row in made], actor=worker_id)
-    return tuple(rows.claim(driver, row) for row in made)
+    return made
 
 
 def _hold(
@@ -343,10 +383,7 @@ def _hold(
     """Claims, events and runs for the tasks just claimed; them, held, in claim order."""
     assert ask.lease_s is not None, "the use case fills in the default lease"
     ids = [row["id"] for row in found]
-    claims = {
-        row["task_id"]: row
-        for row in tx.all("insert_claims", task_ids=ids, worker_id=worker_id, lease_s=ask.lease_s)
-    }
+    claims = {row["task_id"]: row for row in _insert_claims(tx, found, worker_id, ask)}
     deps = {row["task_id"]: row["depends_on"] for row in tx.all("dependencies_of", task_ids=ids)}
     found.sort(key=lambda row: (-row["priority"], row["seq"]))  # claim order
     held = tuple(
@@ -360,9 +397,9 @@ def _hold(
         )
         for row in found
     )
-    tx.send("record_claims", tokens=[h.token for h in held], actor=worker_id)
     if ask.run is not None:
         _open_runs(tx, held, ask.run, open_run, worker_id)
+    tx.send("record_claimed", first=min(h.token for h in held), actor=worker_id)
     return held
 
 
@@ -402,7 +439,6 @@ def _open_runs(
     else:
         runs = [run_row(h, start) for h, start in zip(held, starts, strict=True)]
         tx.send_rows("insert_runs", runs, json_columns=("command",), worker_id=worker_id)
-    tx.send("record_runs_started", run_ids=[h.run_id for h in held])
 
 
 def run_row(h: Held, start: RunStart) -> dict[str, Any]:
@@ -421,12 +457,8 @@ def run_row(h: Held, start: RunStart) -> dict[str, Any]:
     }
 
 
-def _refresh_workers(tx: Tx, counts: Counter[tuple[str, str]]) -> None:
+def _refresh_workers(tx: Tx, tally: Tally) -> None:
     """Step 5: each holder's status and counters, once per exchange."""
-    for holder in sorted({worker for worker, _ in counts}):
-        tx.send(
-            "worker_after_claim",
-            worker_id=holder,
-            completed=counts[(holder, "completed")],
-            failed=counts[(holder, "failed")],
-        )
+    for holder in sorted(tally):
+        completed, failed = tally[holder]
+        tx.send("worker_after_claim", worker_id=holder, completed=completed, failed=failed)

@@ -45,6 +45,8 @@ _json_cache: dict[frozenset[str], str] = {}
 # Parameters SQLite takes as they are: most of them, so they skip `_encode`'s checks,
 # which run while the write lock is held (bench/claim_cycle.py).
 _AS_IS = frozenset({str, int, float, bytes, type(None)})
+# Compact JSON; json.dumps builds a new encoder on every call that names separators.
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 _EMPTY_JSON: dict[Any, type[dict[str, Any]] | type[list[Any]]] = {"{}": dict, "[]": list}
 
 
@@ -57,9 +59,9 @@ def _encode(value: Any) -> Any:
             cached = _json_cache[value] = json.dumps(sorted(value))
         return cached
     if isinstance(value, Json):
-        return None if value.value is None else json.dumps(value.value, separators=(",", ":"))
+        return None if value.value is None else _dumps(value.value)
     if isinstance(value, list | tuple):
-        return json.dumps(value, separators=(",", ":"))
+        return _dumps(value)
     return value
 
 
@@ -113,7 +115,7 @@ class _Tx:
             for column in json_columns:
                 value = row[column]
                 if value is not None:
-                    row[column] = json.dumps(value, separators=(",", ":"))
+                    row[column] = _dumps(value)
         self._conn.executemany(self._queries[query], rows)
 
     def send(self, query: str, /, **params: Any) -> _Done:

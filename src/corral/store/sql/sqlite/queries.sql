@@ -495,9 +495,18 @@ SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
 
 -- name: dependencies_of
 -- (Not a subquery of RETURNING above: there SQLite scans task_deps instead of seeking.)
-SELECT task_id, json_group_array(depends_on) AS depends_on FROM task_deps
-WHERE task_id IN (SELECT value FROM json_each(:task_ids))
-GROUP BY task_id;
+SELECT d.task_id, json_group_array(d.depends_on) AS depends_on
+FROM json_each(:task_ids) AS j JOIN task_deps d ON d.task_id = j.value
+GROUP BY d.task_id;
+
+-- name: insert_claim
+-- insert_claims for one task, :task_id, whose timeout is :timeout_s.
+INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
+                    deadline_at)
+VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
+        min(:now + :lease_s, coalesce(:now + :timeout_s, :now + :lease_s)),
+        :now + :timeout_s)
+RETURNING *;
 
 -- name: insert_claims
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
@@ -505,31 +514,41 @@ INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expir
 SELECT t.id, :worker_id, 'active', :lease_s, :now,
        min(:now + :lease_s, coalesce(:now + t.timeout_s, :now + :lease_s)),
        :now + t.timeout_s
-FROM tasks t WHERE t.id IN (SELECT value FROM json_each(:task_ids))
+FROM json_each(:task_ids) AS j JOIN tasks t ON t.id = j.value
 RETURNING *;
 
--- name: record_claims
--- task.claimed for each claim of :tokens. Its data keeps lease_expires_at as Python's
--- datetime.isoformat() writes it (corral.durations.iso): whole seconds, then the
--- microseconds rounded half to even as datetime.fromtimestamp does, unless they are 0.
+-- name: record_claimed
+-- task.claimed for each claim from token :first on (the claims this exchange just made:
+-- tokens only grow, AUTOINCREMENT), each followed by run.started for its run, if it has
+-- one. task.claimed's data keeps lease_expires_at as Python's datetime.isoformat() writes
+-- it (corral.durations.iso): whole seconds, then the microseconds rounded half to even as
+-- datetime.fromtimestamp does, unless they are 0.
 INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, data)
-SELECT :now, 'task.claimed', task_id, worker_id, token, 'ready', 'running', :actor,
-       json_object('lease_expires_at',
-                   strftime('%Y-%m-%dT%H:%M:%S', whole, 'unixepoch')
-                   || CASE WHEN us = 0 THEN '' ELSE printf('.%06d', us) END || '+00:00')
-FROM (SELECT task_id, worker_id, token, whole + (us6 = 1000000) AS whole,
-             CASE WHEN us6 = 1000000 THEN 0 ELSE us6 END AS us
-      FROM (SELECT task_id, worker_id, token, whole,
-                   cast(frac6 AS INTEGER)
-                   + (frac6 - cast(frac6 AS INTEGER) > 0.5
-                      OR (frac6 - cast(frac6 AS INTEGER) = 0.5
-                          AND cast(frac6 AS INTEGER) % 2 = 1)) AS us6
-            FROM (SELECT task_id, worker_id, token,
-                         cast(lease_expires_at AS INTEGER) AS whole,
-                         (lease_expires_at - cast(lease_expires_at AS INTEGER)) * 1000000.0
-                             AS frac6
-                  FROM claims WHERE token IN (SELECT value FROM json_each(:tokens)))))
-ORDER BY token;
+SELECT :now, name, task_id, worker_id, token, from_status, to_status, actor, data
+FROM (SELECT 0 AS step, 'task.claimed' AS name, task_id, worker_id, token,
+             'ready' AS from_status, 'running' AS to_status, :actor AS actor,
+             json_object('lease_expires_at',
+                         strftime('%Y-%m-%dT%H:%M:%S', whole, 'unixepoch')
+                         || CASE WHEN us = 0 THEN '' ELSE printf('.%06d', us) END
+                         || '+00:00') AS data
+      FROM (SELECT task_id, worker_id, token, whole + (us6 = 1000000) AS whole,
+                   CASE WHEN us6 = 1000000 THEN 0 ELSE us6 END AS us
+            FROM (SELECT task_id, worker_id, token, whole,
+                         cast(frac6 AS INTEGER)
+                         + (frac6 - cast(frac6 AS INTEGER) > 0.5
+                            OR (frac6 - cast(frac6 AS INTEGER) = 0.5
+                                AND cast(frac6 AS INTEGER) % 2 = 1)) AS us6
+                  FROM (SELECT task_id, worker_id, token,
+                               cast(lease_expires_at AS INTEGER) AS whole,
+                               (lease_expires_at - cast(lease_expires_at AS INTEGER))
+                                   * 1000000.0 AS frac6
+                        FROM claims WHERE token >= :first)))
+      UNION ALL
+      SELECT 1, 'run.started', r.task_id, r.worker_id, r.token, NULL, NULL, r.worker_id,
+             json_object('run_id', r.id, 'attempt', r.attempt)
+      FROM claims c JOIN runs r ON r.task_id = c.task_id AND r.token = c.token
+      WHERE c.token >= :first)
+ORDER BY token, step;
 
 -- name: insert_runs
 -- One run of a batch's claims, run once per row (Tx.send_rows: executemany).
@@ -549,14 +568,6 @@ FROM json_each(:runs) AS j
 JOIN claims c ON c.token = json_extract(j.value, '$[1]')
 JOIN tasks t ON t.id = c.task_id;
 
--- name: record_runs_started
--- run.started for each run of :run_ids.
-INSERT INTO events (at, name, task_id, worker_id, token, actor, data)
-SELECT :now, 'run.started', task_id, worker_id, token, worker_id,
-       json_object('run_id', id, 'attempt', attempt)
-FROM runs WHERE id IN (SELECT value FROM json_each(:run_ids))
-ORDER BY token;
-
 -- name: set_run_start
 UPDATE runs
 SET command = :command, cwd = :cwd, prompt = :prompt, transcript_path = :transcript_path,
@@ -566,6 +577,15 @@ WHERE id = :run_id AND finished_at IS NULL;
 -- name: set_run_paths
 UPDATE runs SET transcript_path = :transcript_path, stderr_path = :stderr_path
 WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: end_reported_claim
+-- end_claims for one report, by its task's id: ends the task's active claim if :token
+-- (NULL: whatever claim is active) and :holder (NULL: any) still name it.
+UPDATE claims
+SET status = CASE WHEN :released THEN 'released' ELSE 'completed' END, ended_at = :now
+WHERE task_id = :task_id AND status = 'active'
+  AND coalesce(:token, token) = token AND coalesce(:holder, worker_id) = worker_id
+RETURNING token, task_id, worker_id;
 
 -- name: end_claims
 -- Ends the active claim named by each of :claims ({task_id, token, holder, released}) that
@@ -587,9 +607,9 @@ SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
     result = NULL,
     updated_at = :now,
     finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
-WHERE id IN (SELECT value FROM json_each(:ids))
-  AND status IN (SELECT value FROM json_each(:allowed))
-RETURNING id, status;
+FROM json_each(:ids) AS j
+WHERE tasks.id = j.value AND tasks.status IN (SELECT value FROM json_each(:allowed))
+RETURNING tasks.id, tasks.status;
 
 -- name: complete_task
 -- Task :task_id, done (or in_review) with :result.
@@ -605,15 +625,24 @@ RETURNING id, status,
           -- SQLite would scan task_deps instead of seeking.)
           EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = :task_id) AS has_dependents;
 
--- name: record_completed
--- task.completed for each claim of :tokens, whose task the exchange just completed; the
--- actor is :actor, or the claim's token when NULL (a runner reporting its own).
-INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor)
-SELECT :now, 'task.completed', c.task_id, c.worker_id, c.token, 'running', t.status,
-       coalesce(:actor, 'token:' || c.token)
-FROM claims c JOIN tasks t ON t.id = c.task_id
-WHERE c.token IN (SELECT value FROM json_each(:tokens))
-ORDER BY c.token;
+-- name: record_finished
+-- task.completed for each claim of :tokens, whose task the exchange just completed, by
+-- :actor (NULL: the claim's own token, a runner reporting its own), then run.finished for
+-- each run of :run_ids (finished in this transaction; NULL: none), in token order.
+INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor, reason,
+                    data)
+SELECT :now, name, task_id, worker_id, token, from_status, to_status, actor, reason, data
+FROM (SELECT 0 AS step, 'task.completed' AS name, c.task_id, c.worker_id, c.token,
+             'running' AS from_status, t.status AS to_status,
+             coalesce(:actor, 'token:' || c.token) AS actor, NULL AS reason, NULL AS data
+      FROM json_each(:tokens) AS j
+      JOIN claims c ON c.token = j.value
+      JOIN tasks t ON t.id = c.task_id
+      UNION ALL
+      SELECT 1, 'run.finished', r.task_id, r.worker_id, r.token, NULL, NULL, r.worker_id,
+             r.error, json_object('run_id', r.id, 'outcome', r.outcome, 'exit_code', r.exit_code)
+      FROM json_each(:run_ids) AS j JOIN runs r ON r.id = j.value)
+ORDER BY token, step;
 
 -- name: finish_runs
 -- Each run of :runs ({id, outcome, exit_code, error, usage, final_commit}, the usage as
@@ -631,8 +660,9 @@ RETURNING runs.id;
 -- Each run of :ids that has not finished, ended with :outcome and :exit_code, and nothing
 -- else to record (the common case of a batch: a runner's tasks that succeeded).
 UPDATE runs SET finished_at = :now, outcome = :outcome, exit_code = :exit_code
-WHERE id IN (SELECT value FROM json_each(:ids)) AND finished_at IS NULL
-RETURNING id;
+FROM json_each(:ids) AS j
+WHERE runs.id = j.value AND runs.finished_at IS NULL
+RETURNING runs.id;
 
 -- name: finish_stale_runs
 -- Each run of :runs ({id, exit_code, usage}) whose claim ended elsewhere, finished as what
@@ -647,15 +677,7 @@ WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
 RETURNING runs.id;
 
 -- name: run_outcomes
-SELECT id, outcome FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
-
--- name: record_runs_finished
--- run.finished for each run of :ids (finished in this transaction).
-INSERT INTO events (at, name, task_id, worker_id, token, actor, reason, data)
-SELECT :now, 'run.finished', task_id, worker_id, token, worker_id, error,
-       json_object('run_id', id, 'outcome', outcome, 'exit_code', exit_code)
-FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
-ORDER BY token;
+SELECT r.id, r.outcome FROM json_each(:ids) AS j JOIN runs r ON r.id = j.value;
 
 -- name: note_reported
 -- What the task's command (or anyone with its token) reported of it, on the open run of
