@@ -1,0 +1,137 @@
+"""A slot's exchanges with the store: one write transaction reports what finished and claims.
+
+    exchange(finished, asked) ─► claims.exchange: the reports, applied under their tokens,
+        and up to `asked` tasks claimed, each run opened by the job inside the transaction
+      ─ store unavailable ─► nothing claimed; the reports stay, to go with the next one
+        (retried first, with growing waits, when there are reports: retries.py)
+      ─ applied ─► each report settled: a stale one's run finished apart (stale_runs.py),
+        its claim no longer watched, its run closed by the job, its outcome logged;
+        each task claimed watched by the heartbeat, and handed back with its opened run
+
+The store may refuse to claim (the worker was drained or declared dead): that is noted in
+`refused`, and the slots stop claiming.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from corral import claims
+from corral.errors import StoreError
+from corral.logs import event
+from corral.model.batches import ClaimAsk, Exchanged, Held, Report, RunStart
+from corral.model.runs import RunOutcome
+from corral.model.tasks import Task
+from corral.runtime.worker.config import RunnerConfig, Workplace
+from corral.runtime.worker.heartbeat import Heartbeat
+from corral.runtime.worker.jobs import Opened, Runs
+from corral.runtime.worker.retries import retrying
+from corral.runtime.worker.stale_runs import finish_stale_run
+
+_SUCCESSFUL = frozenset({RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claimed:
+    """A task claimed for this runner, with the run its job opened for it."""
+
+    held: Held
+    opened: Opened[Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finished:
+    """A run's report, waiting for an exchange, with the run the job closes after it."""
+
+    report: Report
+    opened: Opened[Any]
+
+
+class Exchanger:
+    """The exchanges of one runner's slots, and what their outcomes tell the runner."""
+
+    def __init__(
+        self,
+        place: Workplace,
+        config: RunnerConfig,
+        runs: Runs[Any],
+        heartbeat: Heartbeat,
+        rng: random.Random,
+    ) -> None:
+        self._place, self._config, self._runs = place, config, runs
+        self._heartbeat, self._rng = heartbeat, rng
+        self._lock = threading.Lock()
+        self.refused = threading.Event()  # the store refused to claim for this worker
+        self.unsuccessful = 0  # runs that ended neither done, deferred nor shut down
+
+    def exchange(self, finished: list[Finished], asked: int) -> list[Claimed]:
+        """Report `finished`, and claim up to `asked` tasks, in one transaction; the tasks
+        claimed. `finished` is emptied once the store took its reports."""
+        if not finished and not asked:
+            return []
+        opened: dict[str, Opened[Any]] = {}  # the runs this transaction opened, by run id
+
+        def open_run(task: Task, token: int, run_id: str) -> RunStart:
+            run = opened[run_id] = self._runs.open(task, token, run_id)
+            return run.start
+
+        reports = [f.report for f in finished]
+        c = self._config
+        ask = ClaimAsk(limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s)
+
+        def once() -> Exchanged:
+            return claims.exchange(
+                self._place.store,
+                self._place.worker_id,
+                reports=reports,
+                ask=ask if asked else None,
+                open_run=open_run,
+                settings=self._place.settings,
+                rng=self._rng,
+            )
+
+        try:
+            done = retrying(once, self._place) if reports else once()
+        except StoreError as exc:  # tried again with the next exchange
+            event(
+                self._place.log,
+                "claim.failed",
+                logging.WARNING,
+                worker_id=self._place.worker_id,
+                error=exc.message,
+            )
+            return []
+        self._settle(finished, done)
+        finished.clear()
+        for h in done.held:
+            self._heartbeat.hold(h.task.id, h.token)
+        return [Claimed(held=h, opened=opened[h.run_id]) for h in done.held]
+
+    def _settle(self, finished: list[Finished], done: Exchanged) -> None:
+        """After an exchange: stale reports finish their runs apart; log every outcome."""
+        place = self._place
+        if done.refused is not None:
+            event(place.log, "claim.refused", worker_id=place.worker_id, reason=done.refused)
+            self.refused.set()
+        stale = {r.held.token for r in done.stale}
+        for f in finished:
+            held = f.report.held
+            outcome = finish_stale_run(f.report, place) if held.token in stale else f.report.outcome
+            self._heartbeat.drop(held.task.id)
+            self._runs.close(held, f.opened)  # after the report: a task now in review keeps it
+            if outcome not in _SUCCESSFUL:
+                with self._lock:
+                    self.unsuccessful += 1
+            event(
+                place.log,
+                "task.finished",
+                logging.DEBUG if outcome is RunOutcome.DONE else logging.INFO,
+                worker_id=place.worker_id,
+                task_id=held.task.id,
+                run_id=held.run_id,
+                outcome=outcome,
+            )
