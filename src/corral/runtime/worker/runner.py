@@ -164,7 +164,7 @@ class Runner:
                 rng=self._rng,
             )
             slots.run()
-            return slots.exchanger.unsuccessful
+            return slots.unsuccessful
         finally:
             runs.end()
 

@@ -76,8 +76,8 @@ class SlotLoop:
     ) -> None:
         self._place, self._config, self._runs = place, config, runs
         self._heartbeat, self._stopping, self._ready, self._rng = heartbeat, stopping, ready, rng
-        self.budget = budget
-        self.exchanger = Exchanger(place, config, runs, heartbeat, rng)
+        self._budget = budget
+        self._exchanger = Exchanger(place, config, runs, heartbeat, rng)
 
     def run(self) -> None:
         """Run every slot on its own thread until all have ended."""
@@ -91,6 +91,11 @@ class SlotLoop:
             while slot.is_alive():
                 slot.join(0.1)  # short joins keep the main thread free for signal handlers
 
+    @property
+    def unsuccessful(self) -> int:
+        """How many runs ended neither done, deferred nor shut down."""
+        return self._exchanger.unsuccessful
+
     def _slot(self) -> None:
         """Claim a batch (its size adapting: corral.model.batches), run its tasks, report them
         together with the next claim, until told to stop or out of budget."""
@@ -98,10 +103,10 @@ class SlotLoop:
         size, idle_s = 1, c.idle_min_s
         finished: list[Finished] = []
         while True:
-            asked = 0 if self._claiming_stopped() else self.budget.reserve(size)
+            asked = 0 if self._claiming_stopped() else self._budget.reserve(size)
             self._ready.clear()  # from here on, a task made ready cuts the idle wait short
-            claimed = self.exchanger.exchange(finished, asked)  # empties `finished` once applied
-            self.budget.give_back(asked - len(claimed))
+            claimed = self._exchanger.exchange(finished, asked)  # empties `finished` once applied
+            self._budget.give_back(asked - len(claimed))
             if not claimed:
                 if not asked or c.once:
                     return  # reports the store never took are left to the reconciler
@@ -126,7 +131,7 @@ class SlotLoop:
             self._stopping.asked
             or beat.drain.is_set()
             or beat.dead.is_set()
-            or self.exchanger.refused.is_set()
+            or self._exchanger.refused.is_set()
         )
 
     def _run_batch(self, claimed: list[Claimed]) -> list[Finished]:
@@ -139,7 +144,7 @@ class SlotLoop:
             report = self._work(run) if self._may_start(run.held) else self._unstarted(run.held)
             finished.append(Finished(report=report, opened=run.opened))
             if n < len(claimed) and clock.monotonic() - since >= window_s:
-                self.exchanger.exchange(finished, 0)
+                self._exchanger.exchange(finished, 0)
                 since = clock.monotonic()
         return finished
 
