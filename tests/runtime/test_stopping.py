@@ -1,4 +1,4 @@
-"""A runner's stop (corral.runtime.worker.stopping) and its task budget (slots.Budget)."""
+"""A runner's stop (corral.runtime.worker.stopping), on a fake clock."""
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 
 from corral import FakeClock
-from corral.runtime.worker.slots import Budget
 from corral.runtime.worker.stopping import Stopping
 
 
@@ -32,12 +31,3 @@ def test_a_second_stop_or_an_immediate_one_stops_running_tasks_now() -> None:
     again.ask()
     again.ask()
     assert (True, True) == (first.overdue(), again.overdue())
-
-
-def test_the_budget_grants_what_is_left_and_takes_back_what_was_not_claimed() -> None:
-    """--max-tasks 3: a slot asking for 2 twice gets 2 then 1; a claim short of it gives back."""
-    budget = Budget(3)
-    assert [2, 1, 0] == [budget.reserve(2), budget.reserve(2), budget.reserve(1)]
-    budget.give_back(1)
-    assert (2, 1) == (budget.taken, budget.reserve(5))
-    assert 64 == Budget(None).reserve(64)

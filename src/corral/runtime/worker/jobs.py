@@ -23,8 +23,7 @@ never through a dict the runner keeps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
@@ -35,8 +34,9 @@ P = TypeVar("P")
 Stop = Callable[[], str | None]  # why the runner wants the task to stop now, or None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Opened(Generic[P]):
+# A NamedTuple, not a frozen dataclass: made for every run, and defining one costs each
+# runner's start-up a seventh of what a dataclass does (bench/orchestrator_lifecycle.py).
+class Opened(NamedTuple, Generic[P]):
     """A run as its job opened it: what its record says, and what the job prepared."""
 
     start: RunStart
