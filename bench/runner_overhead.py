@@ -102,7 +102,8 @@ def started_at(log: str) -> float:
 
 PHASES = [
     ("corral.store", "Store", "exchange", "store.exchange: report + claim (write transaction)"),
-    ("corral.runtime.worker.runner", None, "event", "runner: log lines (DEBUG: off)"),
+    ("corral.runtime.worker.slots", None, "event", "runner: log lines (DEBUG: off)"),
+    ("corral.runtime.worker.exchanges", None, "event", "runner: log lines (DEBUG: off)"),
     ("corral.runtime.worker.command_job", None, "prepare", "prompt, environment, paths"),
     (
         "corral.runtime.worker.executor",

@@ -106,14 +106,15 @@ def huey_child(path: str, tasks: int, _batch: int) -> dict[str, Any]:
 def profile_child(path: str, tasks: int, batch: int) -> dict[str, Any]:
     """Drain the store like corral_child, with the runner's phases and statements timed."""
     from corral import run_worker
-    from corral.runtime.worker import runner
+    from corral.runtime.worker import exchanges, python_job, slots
     from corral.store import Store
     from corral.store import sqlite as driver
 
     timer = PhaseTimer()
     timer.wrap(Store, "exchange", "store.exchange: its Python (rows, records, params)")
-    timer.wrap(runner, "event", "runner: log lines (per task: DEBUG, off)")
-    timer.wrap(runner, "run_callable", "runner: execute (the no-op) and its Done")
+    timer.wrap(slots, "event", "runner: log lines (per task: DEBUG, off)")
+    timer.wrap(exchanges, "event", "runner: log lines (per task: DEBUG, off)")
+    timer.wrap(python_job, "run_callable", "runner: execute (the no-op) and its Done")
     timer.wrap_context(driver.SQLiteDriver, "_transaction", begin_label, commit_label)
     for method in ("one", "all", "run"):
         timer.wrap(driver._Tx, method, lambda _tx, query, **_: f"SQL {query}")

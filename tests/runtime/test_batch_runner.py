@@ -201,7 +201,7 @@ def test_reports_the_store_did_not_take_go_with_the_next_exchange(
 ) -> None:
     """A store unavailable while reporting loses no report: it is sent again, and applied once."""
     from corral import StoreError, claims
-    from corral.runtime.worker import runner
+    from corral.runtime.worker import retries
 
     ids = [h.add(f"t{n}") for n in range(3)]
     real = claims.exchange
@@ -214,7 +214,7 @@ def test_reports_the_store_did_not_take_go_with_the_next_exchange(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(claims, "exchange", flaky)
-    monkeypatch.setattr(runner, "REPORT_RETRIES", 0)  # no waits: the next exchange retries
+    monkeypatch.setattr(retries, "REPORT_RETRIES", 0)  # no waits: the next exchange retries
     assert 0 == corral.run_worker(lambda task, ctx: None, db=h.db, max_tasks=3)
     assert 2 == len(refused)
     assert {TaskStatus.DONE} == {h.task(t).status for t in ids}

@@ -171,8 +171,6 @@ def test_a_run_the_reconciler_finished_is_not_finished_again_by_its_stale_report
     done = store.exchange(w.id, reports=[report])
     assert {held.run_id: "killed"} == done.settled
     finished = [
-        e.data
-        for e in store.list_events(EventFilter(task_id=task.id))
-        if e.name == "run.finished"
+        e.data for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "run.finished"
     ]
     assert [{"run_id": held.run_id, "outcome": "killed", "exit_code": None}] == finished

@@ -64,6 +64,11 @@ class Held(NamedTuple):
     claimed_at: datetime
     deadline_at: datetime | None
 
+    def opened_run(self) -> str:
+        """The id of the run the claim opened: a runner's claims always open one."""
+        assert self.run_id is not None, "this claim opened no run"
+        return self.run_id
+
 
 class Report(NamedTuple):
     """What happened to a claimed task and what that does to it (`action`), under its claim.

@@ -33,6 +33,7 @@ from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
 from corral.store.driver import Json
 from corral.store.queries import load_queries, migration_files, sql_path
+from corral.threads import ThreadService
 
 BUSY_TIMEOUT_S = 10.0
 # Write transactions between the passive WAL checkpoints this driver runs itself, on a
@@ -341,25 +342,24 @@ class SQLiteDriver:
             os.close(self._lock_fd)
 
 
-class _Checkpointer:
-    """A thread with its own connection that runs a passive WAL checkpoint when asked."""
+class _Checkpointer(ThreadService):
+    """A thread with its own connection that runs a passive WAL checkpoint when asked.
+
+    Its stop finishes the checkpoint under way, if any, and waits for the thread.
+    """
 
     def __init__(self, path: str) -> None:
+        super().__init__("corral-checkpoint")
         self._path = path
         self._wanted = threading.Event()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="corral-checkpoint", daemon=True)
-        self._thread.start()
+        self.start()
 
     def request(self) -> None:
         """Checkpoint soon (requests made meanwhile are one checkpoint)."""
         self._wanted.set()
 
-    def stop(self) -> None:
-        """Finish the checkpoint under way, if any, and end the thread."""
-        self._stopping = True
+    def _interrupt(self) -> None:
         self._wanted.set()
-        self._thread.join()
 
     def _run(self) -> None:
         try:
@@ -367,7 +367,7 @@ class _Checkpointer:
         except sqlite3.Error:
             return  # best effort: SQLite's automatic checkpoint is the safety net
         try:
-            while self._wanted.wait() and not self._stopping:
+            while self._wanted.wait() and not self.stopping.is_set():
                 self._wanted.clear()
                 # Best effort: if it cannot run now, the next one or the safety net catches up.
                 with suppress(sqlite3.Error):

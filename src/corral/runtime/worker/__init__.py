@@ -1,1 +1,13 @@
-"""The worker runner: one process that claims tasks, runs each, and reports them."""
+"""One worker process: the runner and its parts (runtime/__init__.py draws its threads).
+
+runner.py       lifecycle: recover, register, heartbeat, signals, slots, deregister
+slots.py        the slot loop: claim, run, report, until stopped or out of budget
+exchanges.py    one exchange with the store per claim, and settling its reports
+jobs.py         the Job protocol: open, perform and close a run
+command_job.py, worktree_job.py, python_job.py   the jobs
+heartbeat.py, spares.py   the runner's background threads
+stopping.py, retries.py, incarnations.py, config.py   a stop, store retries, dead
+                predecessors, what a runner is told
+executor.py, spawn.py, proctree.py, prompts.py, outcome.py, tmp.py   one task command
+api.py          run_worker, the Python way to run a worker
+"""

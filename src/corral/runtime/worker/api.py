@@ -8,8 +8,9 @@ from typing import Any
 
 from corral.errors import InvalidInput, StoreError
 from corral.model.tasks import Task
-from corral.runtime.worker.python_job import Execute
-from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
+from corral.runtime.worker.config import RunnerConfig
+from corral.runtime.worker.python_job import Execute, PythonJob
+from corral.runtime.worker.runner import Runner
 from corral.settings import Settings, load_settings
 from corral.store import open_store
 from corral.store.location import config_path, resolve_db

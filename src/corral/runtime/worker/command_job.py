@@ -7,6 +7,11 @@ read by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
 can call `corral done` itself, fenced by its token. Exit status 0 is success, 75
 defers the task, anything else fails it with the tail of stderr. A last stdout line
 that is a JSON object with a `usage` object is recorded as the run's usage.
+
+As a job (jobs.py): each run is prepared when its task is claimed (argv, prompt,
+environment, paths: what its run record says), performed through the executor, and
+closed with nothing to release. A background thread keeps spare output files ready
+(spares.py) while the worker runs.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral.clock import Clock
-from corral.git.task_worktrees import Entered
+from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
+from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.executor import CommandResult, CommandSpec, run_command
+from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
 from corral.runtime.worker.spares import Spares
@@ -44,17 +51,9 @@ class CommandJob:
     # The environment commands start from: the runner's, read once (not once per task).
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
-
-def in_worktree(job: CommandJob, entered: Entered) -> CommandJob:
-    """The job as it runs in a task's worktree: there, told where it is, and, after changes
-    were requested, with the reviewer's note in its prompt."""
-    template = job.template
-    if entered.changes_note:
-        # `$` would start a placeholder in the template: the note is text, not a template.
-        note = entered.changes_note.replace("$", "$$")
-        template += "\nChanges requested by the reviewer:\n" + note + "\n"
-    env = {**job.extra_env, **entered.env()}
-    return replace(job, workdir=entered.path, extra_env=env, template=template)
+    def begin(self, place: Workplace) -> CommandRuns:
+        """This job's runs for the worker `place` describes (jobs.Job)."""
+        return CommandRuns(self, place)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +62,68 @@ class Prepared:
 
     spec: CommandSpec
     prompt: str
+
+    def run_start(self, base_commit: str | None = None) -> RunStart:
+        """What the run record says of this command (paths made absolute)."""
+        spec = self.spec
+        return RunStart(
+            command=spec.argv,
+            cwd=os.path.abspath(spec.cwd),
+            prompt=self.prompt,
+            transcript_path=os.path.abspath(spec.transcript_path),
+            stderr_path=os.path.abspath(spec.stderr_path),
+            base_commit=base_commit,
+        )
+
+
+class CommandRuns:
+    """The runs of a command job for one worker (jobs.Runs): prepared when claimed."""
+
+    def __init__(self, job: CommandJob, place: Workplace) -> None:
+        self._job, self._place = job, place
+        self._spares = Spares(job.runs_dir)  # output files made ahead, while commands run
+        self.start = RunStart(command=job.argv, cwd=os.getcwd())
+
+    def open(self, task: Task, token: int, run_id: str) -> Opened[Prepared | Exception]:
+        """The command prepared for `task`, or what kept it from being prepared."""
+        try:
+            prepared = prepare(
+                self._job,
+                task,
+                token=token,
+                run_id=run_id,
+                worker_id=self._place.worker_id,
+                db=self._place.store.url,
+            )
+        except Exception as exc:  # must not raise in the claim's transaction: perform does
+            return Opened(start=self.start, prepared=exc)
+        return Opened(start=prepared.run_start(), prepared=prepared)
+
+    def perform(self, held: Held, opened: Opened[Prepared | Exception], stop: Stop) -> Done:
+        """Run the prepared command to its end (a failure to prepare it raises here)."""
+        if isinstance(opened.prepared, Exception):
+            raise opened.prepared
+        return self.run(self._job, held.opened_run(), opened.prepared, stop)
+
+    def run(self, job: CommandJob, run_id: str, prepared: Prepared, stop: Stop) -> Done:
+        """Run `prepared`, a command of `job` (this one, or as a worktree changed it)."""
+        store = self._place.store
+        return run_prepared(
+            job,
+            prepared,
+            clock=self._place.clock,
+            stop=stop,
+            on_stall=lambda: store.mark_stalled(run_id),
+            on_resume=lambda: store.record_progress(run_id, None),
+            spares=self._spares,
+        )
+
+    def close(self, held: Held, opened: Opened[Prepared | Exception]) -> None:
+        """Nothing to release: a prepared command is only data."""
+
+    def end(self) -> None:
+        """Stop making spare output files, and remove the pair left."""
+        self._spares.close()
 
 
 def prepare(
@@ -97,7 +158,7 @@ def prepare(
     return Prepared(spec=spec, prompt=prompt)
 
 
-def perform(
+def run_prepared(
     job: CommandJob,
     prepared: Prepared,
     *,

@@ -26,16 +26,18 @@ from corral.errors import StoreError, WorkerUnavailable
 from corral.logs import event
 from corral.settings import Settings
 from corral.store import Store
+from corral.threads import ThreadService
 
 MAX_RETRY_S = 5.0
 
 
-class Heartbeat:
+class Heartbeat(ThreadService):
     """Beats for one worker until stopped; exposes drain, dead and lost claims."""
 
     def __init__(
         self, store: Store, worker_id: str, *, settings: Settings, clock: Clock, log: logging.Logger
     ) -> None:
+        super().__init__("corral-heartbeat")
         self._store = store
         self._worker_id = worker_id
         self._settings = settings
@@ -44,23 +46,15 @@ class Heartbeat:
         self.interval_s = settings.heartbeat_interval_s
         self.drain = threading.Event()
         self.dead = threading.Event()
-        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
         self._lost: set[str] = set()
         self._process = psutil.Process()
-        self._thread = threading.Thread(target=self._run, name="corral-heartbeat", daemon=True)
 
     def start(self) -> None:
         """Beat once now (so the worker is idle, not starting), then from the thread."""
         self._beat()
-        self._thread.start()
-
-    def stop(self) -> None:
-        """End the beats and wait for the thread."""
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        super().start()
 
     def hold(self, task_id: str, token: int) -> None:
         """Watch the claim `token` on `task_id` while its task runs."""
@@ -81,9 +75,9 @@ class Heartbeat:
 
     def _run(self) -> None:
         failures = 0
-        while not self._stopping.is_set():
+        while not self.stopping.is_set():
             wait_s = self.interval_s if failures == 0 else min(MAX_RETRY_S, 0.1 * 2**failures)
-            if self._clock.wait(self._stopping, wait_s):
+            if self._clock.wait(self.stopping, wait_s):
                 return
             failures = 0 if self._beat() else failures + 1
 
@@ -107,7 +101,7 @@ class Heartbeat:
                 reason=exc.message,
             )
             self.dead.set()
-            self._stopping.set()
+            self.stopping.set()  # the beats end: the store took this worker's claims
             return True
         except StoreError as exc:
             event(

@@ -1,7 +1,7 @@
 """What running one task produced, before it is reported to the store.
 
-Commands (executor.py) and Python callables (pytask.py) both end in a `Done`; the runner
-turns it into one report (`report_of`): complete, fail, defer or release.
+Every job's runs (jobs.py: commands, commands in worktrees, Python callables) end in a
+`Done`; the slot turns it into one report (`report_of`): complete, fail, defer or release.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class Done:
     usage: dict[str, Any] | None = None
     stop_reason: str | None = None
     defer_s: float | None = None
+    final_commit: str | None = None  # the commit a task's worktree ended at
 
 
 _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
@@ -45,7 +46,11 @@ _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLE
 
 def report_of(held: Held, done: Done) -> Report:
     """What `done` does to the task `held`: complete, defer, release (stopped) or fail."""
-    common: dict[str, Any] = {"exit_code": done.exit_code, "usage": done.usage}
+    common: dict[str, Any] = {
+        "exit_code": done.exit_code,
+        "usage": done.usage,
+        "final_commit": done.final_commit,
+    }
     if done.success:
         return Report.of(held, Action.COMPLETE, RunOutcome.DONE, result=done.result, **common)
     if done.defer_s is not None:

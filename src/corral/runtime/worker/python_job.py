@@ -10,22 +10,89 @@ A Python task cannot be killed from outside its thread: its timeout caps the lea
 (heartbeats never extend a lease past it), so a task that overruns loses its claim and
 its late result is refused by the fencing token. Long tasks should look at
 `ctx.stopping` now and then, and return when it is set.
+
+As a job (jobs.py): every run records the function's name as its command and opens
+nothing else; performing it is the call; closing it releases nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral import claims
 from corral.logs import event
+from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
+from corral.runtime.worker.config import Workplace
+from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.outcome import Done, Ending
 from corral.settings import Settings
 from corral.store import Store
 
 Execute = Callable[[Task, "TaskContext"], Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PythonJob:
+    """Every task of this runner is a call of `execute(task, ctx)`."""
+
+    execute: Execute
+    capture_io: Any = None  # (run_id, task) -> {"transcript_path": ..., "stderr_path": ...}
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def begin(self, place: Workplace) -> PythonRuns:
+        """This job's runs for the worker `place` describes (jobs.Job)."""
+        return PythonRuns(self, place)
+
+
+class PythonRuns:
+    """The runs of a Python job for one worker (jobs.Runs): calls in this process."""
+
+    def __init__(self, job: PythonJob, place: Workplace) -> None:
+        self._job, self._place = job, place
+        self._state: dict[str, Any] = {}  # `ctx.state`: one dict across the worker's tasks
+        name = str(getattr(job.execute, "__qualname__", repr(job.execute)))
+        # Every run says the same: the function's name, run here. One record for them all.
+        self.start = RunStart(command=(name,), cwd=os.getcwd())
+        self._opened = Opened(start=self.start, prepared=None)
+
+    def open(self, task: Task, token: int, run_id: str) -> Opened[None]:
+        """The function's name and this directory."""
+        return self._opened
+
+    def perform(self, held: Held, opened: Opened[None], stop: Stop) -> Done:
+        """Call the function (its output files first, with `capture_io`)."""
+        job, place, task = self._job, self._place, held.task
+        if job.capture_io:
+            paths = job.capture_io(held.opened_run(), task) or {}
+            place.store.set_run_paths(
+                held.opened_run(),
+                transcript_path=paths.get("transcript_path"),
+                stderr_path=paths.get("stderr_path"),
+            )
+        ctx = TaskContext(
+            store=place.store,
+            settings=place.settings,
+            worker_id=place.worker_id,
+            run_id=held.opened_run(),
+            task=task,
+            token=held.token,
+            state=self._state,
+            extra=job.context,
+            stop=stop,
+            log=place.log,
+        )
+        return run_callable(job.execute, task, ctx)
+
+    def close(self, held: Held, opened: Opened[None]) -> None:
+        """Nothing to release."""
+
+    def end(self) -> None:
+        """Nothing runs between calls."""
 
 
 class TaskContext:
@@ -42,7 +109,7 @@ class TaskContext:
         token: int,
         state: dict[str, Any],
         extra: dict[str, Any],
-        stop: Callable[[], str | None],
+        stop: Stop,
         log: logging.Logger,
     ) -> None:
         self.worker_id = worker_id

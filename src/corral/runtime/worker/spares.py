@@ -16,24 +16,25 @@ import os
 import threading
 from contextlib import suppress
 
+from corral.threads import ThreadService
+
 _PREFIX = ".spare-"
 
 
-class Spares:
-    """One pair of empty files kept ready in `folder` by a background thread."""
+class Spares(ThreadService):
+    """One pair of empty files kept ready in `folder` by a background thread (started here)."""
 
     def __init__(self, folder: str) -> None:
+        super().__init__("corral-spares")
         self._folder = folder
         self._lock = threading.Lock()
         self._ready: tuple[str, str] | None = None
         self._made = 0
         self._wanted = threading.Event()
-        self._stopping = False
         os.makedirs(folder, exist_ok=True)
         _remove_dead_runners_spares(folder)
-        self._thread = threading.Thread(target=self._refill, name="corral-spares", daemon=True)
         self._wanted.set()
-        self._thread.start()
+        self.start()
 
     def take(self, transcript_path: str, stderr_path: str) -> bool:
         """Move the ready pair to these paths; False (nothing moved) if none is ready."""
@@ -55,17 +56,18 @@ class Spares:
 
     def close(self) -> None:
         """Stop making spares and remove the one left."""
-        self._stopping = True
-        self._wanted.set()
-        self._thread.join()
+        self.stop()
         with self._lock:
             ready, self._ready = self._ready, None
         for path in ready or ():
             with suppress(OSError):
                 os.remove(path)
 
-    def _refill(self) -> None:
-        while self._wanted.wait() and not self._stopping:
+    def _interrupt(self) -> None:
+        self._wanted.set()
+
+    def _run(self) -> None:
+        while self._wanted.wait() and not self.stopping.is_set():
             self._wanted.clear()
             self._made += 1
             base = os.path.join(self._folder, f"{_PREFIX}{os.getpid()}-{self._made}")

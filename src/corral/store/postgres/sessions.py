@@ -20,41 +20,41 @@ import psycopg
 
 from corral.clock import SystemClock
 from corral.errors import StoreError
+from corral.threads import ThreadService
 
 Connect = Callable[[], "psycopg.Connection[Any]"]
 POLL_S = 0.5  # how often the listener looks whether it was told to stop
 RETRY_MAX_S = 5.0  # the longest wait before listening again after a lost connection
 
 
-class ReadyListener:
-    """A daemon thread that sets `wake` whenever a task becomes ready."""
+class ReadyListener(ThreadService):
+    """A daemon thread (started here) that sets `wake` whenever a task becomes ready."""
+
+    # Its stop does not wait: the thread may sit in `notifies` for POLL_S, and holds only
+    # its own connection; a runner's exit must not wait for it.
+    join_on_stop = False
 
     def __init__(self, connect: Connect, listen_sql: bytes, wake: threading.Event) -> None:
+        super().__init__("corral-listen")
         self._connect, self._sql, self._wake = connect, listen_sql, wake
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="corral-listen", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop listening (the thread ends within POLL_S; it holds nothing else)."""
-        self._stop.set()
+        self.start()
 
     def _run(self) -> None:
         retry_s = 0.2
-        while not self._stop.is_set():
+        while not self.stopping.is_set():
             try:
                 self._listen()
                 retry_s = 0.2
             except (StoreError, OSError, psycopg.Error):
                 # The server went away: poll (the runner's backoff) until it is back.
-                SystemClock().wait(self._stop, retry_s)
+                SystemClock().wait(self.stopping, retry_s)
                 retry_s = min(RETRY_MAX_S, retry_s * 2)
 
     def _listen(self) -> None:
         with self._connect() as conn:
             conn.execute(self._sql)
             self._wake.set()  # whatever became ready while nobody listened
-            while not self._stop.is_set():
+            while not self.stopping.is_set():
                 for _ in conn.notifies(timeout=POLL_S):
                     self._wake.set()
 

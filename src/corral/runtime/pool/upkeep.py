@@ -1,0 +1,66 @@
+"""An orchestrator's upkeep of its store and host: reconcile passes and clean-ups.
+
+The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles: `reconcile_once`
+repairs what dead workers and expired leases left in the store, and the next beat of the
+state row records the pass (`reconciled`). Every orchestrator, leader or standby, cleans
+up its own host after the dead: processes that outlived their run, workers' temporary
+directories, and orphaned worktrees of the repository it runs in. A pass that fails on a
+store briefly unavailable is logged, and the next interval tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+
+from corral import reconcile
+from corral.clock import Clock
+from corral.errors import CorralError
+from corral.git.prune import prune_if_managed
+from corral.logs import event
+from corral.runtime.pool import leftovers
+from corral.runtime.worker.tmp import prune_tmp
+from corral.settings import Settings
+from corral.store import Store
+
+
+class Upkeep:
+    """The reconcile passes and host clean-ups of one orchestrator."""
+
+    def __init__(
+        self, store: Store, *, settings: Settings, db: str, clock: Clock, log: logging.Logger
+    ) -> None:
+        self._store, self._settings, self._db = store, settings, db
+        self._clock, self._log = clock, log
+        self._rng = random.Random()
+        self.reconciled = False  # a pass ran since the last beat of the state row
+
+    def reconcile(self) -> None:
+        """One reconcile pass (its repairs logged), then this host's clean-up."""
+        try:
+            report = reconcile.reconcile_once(self._store, settings=self._settings, rng=self._rng)
+        except CorralError as exc:  # the store is briefly unavailable: next pass
+            event(self._log, "reconcile.failed", logging.WARNING, error=exc.message)
+            return
+        if report.total:
+            counts = {k: v for k, v in report.to_dict().items() if v}
+            event(self._log, "reconcile.repaired", **counts)
+        self.reconciled = True  # the next beat records the pass
+        self.clean_up()
+
+    def clean_up(self) -> None:
+        """What finished runs and dead workers left on this host: processes, temporary
+        directories, and orphaned worktrees of the repository the orchestrator runs in
+        (as `corral reconcile` removes them)."""
+        for leftover in leftovers.end(self._store, clock=self._clock):
+            event(self._log, "run.leftover_ended", pid=leftover.pid, run_id=leftover.run_id)
+        for path in prune_tmp(self._db):
+            event(self._log, "worker.tmp_removed", path=path)
+        try:
+            pruned = prune_if_managed(self._store, os.getcwd(), self._settings.worktree)
+        except CorralError as exc:
+            event(self._log, "worktree.prune_failed", logging.WARNING, error=exc.message)
+            return
+        for path in pruned.removed if pruned else ():
+            event(self._log, "worktree.removed", path=path)

@@ -1,0 +1,142 @@
+"""A slot's exchanges with the store: one write transaction reports what finished and claims.
+
+    exchange(finished, asked) ─► claims.exchange: the reports, applied under their tokens,
+        and up to `asked` tasks claimed, each run opened by the job inside the transaction
+      ─ store unavailable ─► nothing claimed; the reports stay, to go with the next one
+        (retried first, with growing waits, when there are reports: retries.py)
+      ─ applied ─► each report settled: its claim no longer watched, its run closed by
+        the job, its outcome logged (a stale one's run as the store finished it:
+        Exchanged.settled);
+        each task claimed watched by the heartbeat, and handed back with its opened run
+
+The store may refuse to claim (the worker was drained or declared dead): that is noted in
+`refused`, and the slots stop claiming.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from typing import Any, NamedTuple
+
+from corral import claims
+from corral.errors import StoreError
+from corral.logs import event
+from corral.model.batches import ClaimAsk, Exchanged, Held, Report, RunStart
+from corral.model.runs import RunOutcome
+from corral.model.tasks import Task
+from corral.runtime.worker.config import RunnerConfig, Workplace
+from corral.runtime.worker.heartbeat import Heartbeat
+from corral.runtime.worker.jobs import Opened, Runs
+from corral.runtime.worker.retries import retrying
+
+_SUCCESSFUL = frozenset({RunOutcome.DONE, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN})
+
+
+# NamedTuples, not frozen dataclasses: made for every task, and cheaper to define at a
+# runner's start-up (jobs.Opened says why).
+class Claimed(NamedTuple):
+    """A task claimed for this runner, with the run its job opened for it."""
+
+    held: Held
+    opened: Opened[Any]
+
+
+class Finished(NamedTuple):
+    """A run's report, waiting for an exchange, with the task held and the run the job
+    closes after it."""
+
+    held: Held
+    report: Report
+    opened: Opened[Any]
+
+
+class Exchanger:
+    """The exchanges of one runner's slots, and what their outcomes tell the runner."""
+
+    def __init__(
+        self,
+        place: Workplace,
+        config: RunnerConfig,
+        runs: Runs[Any],
+        heartbeat: Heartbeat,
+        rng: random.Random,
+    ) -> None:
+        self._place, self._config, self._runs = place, config, runs
+        self._heartbeat, self._rng = heartbeat, rng
+        self._lock = threading.Lock()
+        self.refused = threading.Event()  # the store refused to claim for this worker
+        self.unsuccessful = 0  # runs that ended neither done, deferred nor shut down
+
+    def exchange(self, finished: list[Finished], asked: int) -> list[Claimed]:
+        """Report `finished`, and claim up to `asked` tasks, in one transaction; the tasks
+        claimed. `finished` is emptied once the store took its reports."""
+        if not finished and not asked:
+            return []
+        opened: dict[str, Opened[Any]] = {}  # the runs this transaction opened, by run id
+
+        def open_run(task: Task, token: int, run_id: str) -> RunStart:
+            run = opened[run_id] = self._runs.open(task, token, run_id)
+            return run.start
+
+        reports = [f.report for f in finished]
+        c = self._config
+        ask = ClaimAsk(
+            limit=asked, kinds=c.kinds, queues=c.queues, lease_s=c.lease_s, run=self._runs.start
+        )
+
+        def once() -> Exchanged:
+            return claims.exchange(
+                self._place.store,
+                self._place.worker_id,
+                reports=reports,
+                ask=ask if asked else None,
+                open_run=open_run,
+                settings=self._place.settings,
+                rng=self._rng,
+            )
+
+        try:
+            done = retrying(once, self._place) if reports else once()
+        except StoreError as exc:  # tried again with the next exchange
+            event(
+                self._place.log,
+                "claim.failed",
+                logging.WARNING,
+                worker_id=self._place.worker_id,
+                error=exc.message,
+            )
+            return []
+        self._settle(finished, done)
+        finished.clear()
+        for h in done.held:
+            self._heartbeat.hold(h.task.id, h.token)
+        return [Claimed(held=h, opened=opened[h.opened_run()]) for h in done.held]
+
+    def _settle(self, finished: list[Finished], done: Exchanged) -> None:
+        """After an exchange: each run closed and its outcome logged (a stale report's run
+        as the store finished it: as reported under its token meanwhile, else lease_lost)."""
+        place = self._place
+        if done.refused is not None:
+            event(place.log, "claim.refused", worker_id=place.worker_id, reason=done.refused)
+            self.refused.set()
+        stale = {r.token for r in done.stale}
+        for f in finished:
+            held, outcome = f.held, f.report.outcome
+            if held.token in stale:
+                outcome = RunOutcome(done.settled.get(held.opened_run(), RunOutcome.LEASE_LOST))
+            self._heartbeat.drop(held.task.id)
+            self._runs.close(held, f.opened)  # after the report: a task now in review keeps it
+            if outcome not in _SUCCESSFUL:
+                with self._lock:
+                    self.unsuccessful += 1
+            event(
+                place.log,
+                "task.finished",
+                logging.DEBUG if outcome is RunOutcome.DONE else logging.INFO,
+                worker_id=place.worker_id,
+                task_id=held.task.id,
+                run_id=held.run_id,
+                outcome=outcome,
+            )

@@ -1,0 +1,197 @@
+"""The slot loop: claim, run, report, on `concurrency` threads, until stopped or out of budget.
+
+Each slot, on a thread of its own:
+
+    exchange (exchanges.py): report what finished and claim up to k tasks, in one write
+    transaction ─none─► wait, backing off with jitter (idle_min_s .. idle_max_s), cut
+        short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked
+      │
+      └─held─► each task in order: performed by the job (jobs.py), or given back
+               unstarted when stopping or its claim is lost ─► its report, which waits
+               for the next exchange unless the batch has run batch_window_s already
+k is 1 unless `batch` allows more (corral.model.batches: it adapts to the queue's depth).
+
+A slot ends once claiming stops (a stop asked; the worker drained, declared dead, or
+refused by the store) or the budget of --once / --max-tasks is spent; reports the store
+never took are left to the reconciler. A task's run asks `stop()` whether to go on: it
+answers "lease_lost" once the heartbeat finds the claim gone, "shutdown" once the stop is
+overdue (stopping.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from typing import Any
+
+from corral.errors import CorralError
+from corral.logs import event
+from corral.model.batches import Action, Held, Report, next_batch_size
+from corral.model.runs import RunOutcome
+from corral.runtime.worker.config import RunnerConfig, Workplace
+from corral.runtime.worker.exchanges import Claimed, Exchanger, Finished
+from corral.runtime.worker.heartbeat import Heartbeat
+from corral.runtime.worker.jobs import Runs
+from corral.runtime.worker.outcome import report_of
+from corral.runtime.worker.stopping import Stopping
+
+
+class Budget:
+    """The tasks a runner may still take: one with --once, n with --max-tasks, else any."""
+
+    def __init__(self, limit: int | None) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self.taken = 0
+
+    def reserve(self, wanted: int) -> int:
+        """Take up to `wanted` tasks from the budget; how many were granted."""
+        with self._lock:
+            limit = self._limit
+            granted = wanted if limit is None else max(0, min(wanted, limit - self.taken))
+            self.taken += granted
+            return granted
+
+    def give_back(self, count: int) -> None:
+        """Return `count` reserved tasks that were not claimed."""
+        with self._lock:
+            self.taken -= count
+
+
+class SlotLoop:
+    """A runner's slots; `run()` returns once every slot has ended."""
+
+    def __init__(
+        self,
+        place: Workplace,
+        config: RunnerConfig,
+        runs: Runs[Any],
+        *,
+        budget: Budget,
+        heartbeat: Heartbeat,
+        stopping: Stopping,
+        ready: threading.Event,
+        rng: random.Random,
+    ) -> None:
+        self._place, self._config, self._runs = place, config, runs
+        self._heartbeat, self._stopping, self._ready, self._rng = heartbeat, stopping, ready, rng
+        self._budget = budget
+        self._exchanger = Exchanger(place, config, runs, heartbeat, rng)
+
+    def run(self) -> None:
+        """Run every slot on its own thread until all have ended."""
+        slots = [
+            threading.Thread(target=self._slot, name=f"corral-slot-{n}", daemon=True)
+            for n in range(self._config.concurrency)
+        ]
+        for slot in slots:
+            slot.start()
+        for slot in slots:
+            while slot.is_alive():
+                slot.join(0.1)  # short joins keep the main thread free for signal handlers
+
+    @property
+    def unsuccessful(self) -> int:
+        """How many runs ended neither done, deferred nor shut down."""
+        return self._exchanger.unsuccessful
+
+    def _slot(self) -> None:
+        """Claim a batch (its size adapting: corral.model.batches), run its tasks, report them
+        together with the next claim, until told to stop or out of budget."""
+        c, clock = self._config, self._place.clock
+        size, idle_s = 1, c.idle_min_s
+        finished: list[Finished] = []
+        while True:
+            asked = 0 if self._claiming_stopped() else self._budget.reserve(size)
+            self._ready.clear()  # from here on, a task made ready cuts the idle wait short
+            claimed = self._exchanger.exchange(finished, asked)  # empties `finished` once applied
+            self._budget.give_back(asked - len(claimed))
+            if not claimed:
+                if not asked or c.once:
+                    return  # reports the store never took are left to the reconciler
+                if not self._stopping.asked:  # else the stop set _ready before the clear
+                    clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
+                idle_s, size = min(c.idle_max_s, idle_s * 2), 1
+                continue
+            idle_s = c.idle_min_s
+            began = clock.monotonic()
+            finished += self._run_batch(claimed)
+            size = next_batch_size(
+                size,
+                len(claimed),
+                mean_task_s=(clock.monotonic() - began) / len(claimed),
+                most=c.batch,
+                window_s=c.batch_window_s,
+            )
+
+    def _claiming_stopped(self) -> bool:
+        beat = self._heartbeat
+        return (
+            self._stopping.asked
+            or beat.drain.is_set()
+            or beat.dead.is_set()
+            or self._exchanger.refused.is_set()
+        )
+
+    def _run_batch(self, claimed: list[Claimed]) -> list[Finished]:
+        """Run the claimed tasks in order; reports wait for the next claim, unless they have
+        waited `batch_window_s` already, so long batches still report as they go."""
+        clock, window_s = self._place.clock, self._config.batch_window_s
+        finished: list[Finished] = []
+        since = clock.monotonic()
+        for n, run in enumerate(claimed, 1):
+            report = self._work(run) if self._may_start(run.held) else self._unstarted(run.held)
+            finished.append(Finished(held=run.held, report=report, opened=run.opened))
+            if n < len(claimed) and clock.monotonic() - since >= window_s:
+                self._exchanger.exchange(finished, 0)
+                since = clock.monotonic()
+        return finished
+
+    def _may_start(self, h: Held) -> bool:
+        """False for a held task that should not start: stopping, or its claim is lost."""
+        beat = self._heartbeat
+        return not (self._stopping.asked or beat.dead.is_set() or beat.lost(h.task.id))
+
+    def _unstarted(self, h: Held) -> Report:
+        """A held task given back unstarted: released, its run finished as shutdown."""
+        lost = self._heartbeat.lost(h.task.id)
+        outcome = RunOutcome.LEASE_LOST if lost else RunOutcome.SHUTDOWN
+        return Report.of(
+            h, Action.RELEASE, outcome, error="not started", reason="worker shutting down"
+        )
+
+    def _work(self, run: Claimed) -> Report:
+        """Have the job perform one claimed task; its report (a runner error fails the task)."""
+        h, place = run.held, self._place
+        event(
+            place.log,
+            "task.started",
+            logging.DEBUG,
+            worker_id=place.worker_id,
+            task_id=h.task.id,
+            run_id=h.run_id,
+            token=h.token,
+        )
+        try:
+            return report_of(h, self._runs.perform(h, run.opened, lambda: self._stop_reason(h)))
+        except CorralError as exc:  # e.g. a task whose working directory does not exist
+            event(
+                place.log,
+                "task.runner_error",
+                logging.ERROR,
+                task_id=h.task.id,
+                run_id=h.run_id,
+                error=exc.message,
+            )
+            error = f"runner error: {exc.message}"
+        except Exception as exc:  # a surprise: one task's failure must not end the worker
+            place.log.exception("task.runner_error task_id=%s run_id=%s", h.task.id, h.run_id)
+            error = f"runner error: {type(exc).__name__}: {exc}"
+        return Report.of(h, Action.FAIL, RunOutcome.FAILED, error=error)
+
+    def _stop_reason(self, h: Held) -> str | None:
+        """Why the task of `h` must stop now: its claim is lost, or the stop is overdue."""
+        if self._heartbeat.lost(h.task.id):
+            return "lease_lost"
+        return "shutdown" if self._stopping.overdue() else None

@@ -1,0 +1,45 @@
+"""A runner's stop: asked from the main thread (a signal, `Runner.stop()`), read by its slots.
+
+    first SIGTERM / SIGINT, or stop() ─► asked: claim nothing more; running tasks may
+        finish within shutdown_timeout_s
+    a second one, SIGQUIT, stop(immediate=True), or the timeout ─► overdue: running
+        tasks are stopped now, and given back
+Asking sets the runner's wake event, so a slot waiting for work sees the stop at once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from corral.clock import Clock
+
+
+class Stopping:
+    """Whether, since when and how urgently this runner was asked to stop."""
+
+    def __init__(self, *, clock: Clock, timeout_s: float, wake: threading.Event) -> None:
+        self._clock, self._timeout_s, self._wake = clock, timeout_s, wake
+        self._lock = threading.Lock()
+        self._asked_at: float | None = None  # monotonic
+        self._immediate = False
+
+    def ask(self, *, immediate: bool = False) -> None:
+        """Stop claiming; with `immediate`, or asked a second time, stop running tasks now."""
+        with self._lock:
+            if immediate or self._asked_at is not None:
+                self._immediate = True
+            if self._asked_at is None:
+                self._asked_at = self._clock.monotonic()
+        self._wake.set()
+
+    @property
+    def asked(self) -> bool:
+        """True once a stop was asked."""
+        return self._asked_at is not None
+
+    def overdue(self) -> bool:
+        """True when running tasks must stop now: asked to, or the shutdown timeout ran out."""
+        if self._immediate:
+            return True
+        asked_at = self._asked_at
+        return asked_at is not None and self._clock.monotonic() - asked_at >= self._timeout_s

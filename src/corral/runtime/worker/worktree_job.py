@@ -1,0 +1,87 @@
+"""Command tasks in worktrees (`worker start --worktree`): each task's command in its own.
+
+The same command job (command_job.py), with the worktree around each run
+(git/task_worktrees.py):
+
+    open     the run record says the command and this directory for now: git must not
+             run under the claim's write lock
+    perform  enter the task's worktree (made, or reused after changes were requested)
+             ─► prepare the command there ─► record where the run really runs, and the
+             commit it starts from ─► run it ─► the commit it ends at, in its report
+    close    after the report was applied, so that a task now in review keeps its
+             worktree: leave it (removed unless kept)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from corral.git.task_worktrees import Entered, TaskWorktrees
+from corral.model.batches import Held
+from corral.model.tasks import Task
+from corral.runtime.worker.command_job import CommandJob, CommandRuns, prepare
+from corral.runtime.worker.config import Workplace
+from corral.runtime.worker.jobs import Opened, Stop
+from corral.runtime.worker.outcome import Done
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorktreeJob:
+    """A command job whose every task runs in its own git worktree."""
+
+    job: CommandJob
+    worktrees: TaskWorktrees
+
+    def begin(self, place: Workplace) -> WorktreeRuns:
+        """This job's runs for the worker `place` describes (jobs.Job)."""
+        return WorktreeRuns(self, place)
+
+
+def in_worktree(job: CommandJob, entered: Entered) -> CommandJob:
+    """The job as it runs in a task's worktree: there, told where it is, and, after changes
+    were requested, with the reviewer's note in its prompt."""
+    template = job.template
+    if entered.changes_note:
+        # `$` would start a placeholder in the template: the note is text, not a template.
+        note = entered.changes_note.replace("$", "$$")
+        template += "\nChanges requested by the reviewer:\n" + note + "\n"
+    env = {**job.extra_env, **entered.env()}
+    return replace(job, workdir=entered.path, extra_env=env, template=template)
+
+
+class WorktreeRuns:
+    """The runs of a worktree job for one worker (jobs.Runs): prepared once in the worktree."""
+
+    def __init__(self, job: WorktreeJob, place: Workplace) -> None:
+        self._job, self._trees, self._place = job.job, job.worktrees, place
+        self._commands = CommandRuns(job.job, place)
+        self.start = self._commands.start
+
+    def open(self, task: Task, token: int, run_id: str) -> Opened[None]:
+        """The command and this directory, until perform knows the worktree."""
+        return Opened(start=self.start, prepared=None)
+
+    def perform(self, held: Held, opened: Opened[None], stop: Stop) -> Done:
+        """Enter the task's worktree, run the command there; the commit it ended at."""
+        place, task, run_id = self._place, held.task, held.opened_run()
+        entered = self._trees.enter(task, held.token, place.worker_id)
+        job = in_worktree(self._job, entered)
+        prepared = prepare(
+            job,
+            task,
+            token=held.token,
+            run_id=run_id,
+            worker_id=place.worker_id,
+            db=place.store.url,
+        )
+        place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.base_commit))
+        done = self._commands.run(job, run_id, prepared, stop)
+        return replace(done, final_commit=self._trees.final_commit(task.id))
+
+    def close(self, held: Held, opened: Opened[None]) -> None:
+        """Leave the task's worktree: removed, unless kept or the task is in review."""
+        self._trees.leave(held.task.id)
+
+    def end(self) -> None:
+        """Stop the command runs' spare output files."""
+        self._commands.end()
