@@ -35,6 +35,10 @@ from corral.model.workers import liveness
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
     from corral.policies import LivenessPolicy
 
+# How long a graceful stop lets running tasks finish when no timeout is given: the
+# orchestrator's own SIGTERM, and `orchestrator stop --graceful`.
+DEFAULT_STOP_TIMEOUT_S = 300.0
+
 
 class OrchestratorStatus(StrEnum):
     """Where the store's orchestrator is in its life."""

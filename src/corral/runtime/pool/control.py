@@ -27,16 +27,17 @@ from typing import Any
 from corral import workers
 from corral.clock import Clock, SystemClock
 from corral.errors import Refused, WorkerUnavailable
-from corral.model.orchestrators import OrchestratorState, OrchestratorStatus
+from corral.model.orchestrators import (
+    DEFAULT_STOP_TIMEOUT_S,
+    OrchestratorState,
+    OrchestratorStatus,
+)
 from corral.model.states import GONE
 from corral.processes import process_alive
 from corral.runtime.pool.worker_process import Layout
 from corral.store import Store
 from corral.store.location import state_dir
 
-# How long a graceful stop lets running tasks finish when no timeout is given (as for the
-# orchestrator's own SIGTERM: corral.runtime.pool.orchestrator).
-DEFAULT_STOP_TIMEOUT_S = 300.0
 # Beyond the grace and the kill timeout: the orchestrator's own exit after its pool's.
 STOP_MARGIN_S = 30.0
 DAEMON_START_TIMEOUT_S = 30.0

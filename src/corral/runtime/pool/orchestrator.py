@@ -34,6 +34,7 @@ from typing import Any
 from corral.clock import Clock, SystemClock
 from corral.errors import InvalidInput, StoreError
 from corral.logs import event, logger
+from corral.model.orchestrators import DEFAULT_STOP_TIMEOUT_S
 from corral.runtime import signals
 from corral.runtime.pool import worker_process
 from corral.runtime.pool.every import Every
@@ -47,8 +48,7 @@ from corral.settings import Settings
 from corral.store import Store
 
 # AlreadyRunning lives with the state row it guards; importable from here as before.
-__all__ = ["DEFAULT_STOP_TIMEOUT_S", "AlreadyRunning", "Orchestrator", "Placement"]
-DEFAULT_STOP_TIMEOUT_S = 300.0
+__all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 STARTING_BEAT_S = 0.25  # the beat while a worker has yet to register: status shows it soon
 
