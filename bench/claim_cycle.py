@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import json
 import os
 import sqlite3
 import statistics
@@ -139,7 +138,7 @@ class RawCycle:
 
     def claim(self) -> tuple[str, int]:
         """claim_next, as the exchange asks for one claim: the claiming worker, claim_tasks
-        (limit 1), insert_claims, record_claims, worker_after_claim."""
+        (limit 1), insert_claim, record_claimed, worker_after_claim."""
         w = self.worker_id
         with self.tx() as run:
             worker = run("claiming_worker", worker_id=w)[0]
@@ -153,30 +152,30 @@ class RawCycle:
             )
             if not found:
                 raise RuntimeError("the queue ran dry: raise TASKS_PER_RUN")
-            task_id = found[0][self.id_at]
-            token = run("insert_claims", task_ids=f'["{task_id}"]', worker_id=w, lease_s=1800.0)
-            run("record_claims", tokens=f"[{token[0][0]}]", actor=w)
+            task_id, timeout_s = found[0][self.id_at], found[0][self.timeout_at]
+            claim = run(
+                "insert_claim", task_id=task_id, timeout_s=timeout_s, worker_id=w, lease_s=1800.0
+            )
+            token: int = claim[0][0]
+            run("record_claimed", first=token, actor=w)
             run("worker_after_claim", worker_id=w, completed=0, failed=0)
-        return task_id, token[0][0]
+        return task_id, token
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete, as the exchange applies one report: end_claims, complete_task,
-        record_completed, unblock_dependents (only when a task depends on this one),
-        worker_after_claim, then get_task after COMMIT."""
+        """complete, as the exchange applies one report: end_reported_claim, complete_task,
+        note_reported (on the claim's open run, if any), record_finished, unblock_dependents
+        (only when a task depends on this one), worker_after_claim, then get_task after
+        COMMIT."""
         w = self.worker_id
-        ends = [{"task_id": task_id, "token": token, "holder": None, "released": False}]
         with self.tx() as run:
-            run("end_claims", claims=_json(ends))
+            run("end_reported_claim", task_id=task_id, token=token, holder=None, released=False)
             done = run("complete_task", task_id=task_id, result=None, allowed='["running"]')
-            run("record_completed", tokens=f"[{token}]", actor=None)
+            run("note_reported", holder=w, token=token, reported="done")
+            run("record_finished", tokens=f"[{token}]", actor=None, run_ids=None)
             if done[0][2]:
                 run("unblock_dependents", task_ids=f'["{task_id}"]', allowed='["blocked"]')
             run("worker_after_claim", worker_id=w, completed=1, failed=0)
         self.conn.execute(self.q["get_task"], {"task_id": task_id, "now": time.time()}).fetchall()
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 def one_run(mode: str, procs: int, seconds: float) -> list[dict[str, Any]]:

@@ -144,7 +144,7 @@ def main() -> int:
                 )
         print(f"\nlatency in ms, {opts.samples} samples per cell, stores alternating")
         print(table(["operation", "1k p50", "1k p95", "100k p50", "100k p95", "ratio p50"], rows))
-        for name in ("claim_next_tasks", "ready_tasks"):
+        for name in ("claim_tasks", "ready_tasks"):
             print(f"\nEXPLAIN QUERY PLAN {name} (100k store):")
             print("\n".join(f"  {line}" for line in query_plan(stores[1].path, name)))
         for s in stores:
