@@ -6,8 +6,8 @@ not insert order. One worker each. Samples alternate between the stores; after e
 timed claim the task is released (untimed), so the ready count stays exactly 1,000 or
 100,000. Measured through the service layer:
 
-- `claim_next`: corral.queue.claim_next (what `corral claim:next` does);
-- `claim ID`: corral.queue.claim on a random ready task (what `corral claim ID W` does);
+- `claim_next`: corral.claims.claim_next (what `corral claim:next` does);
+- `claim ID`: corral.claims.claim on a random ready task (what `corral claim ID W` does);
 - `ready --limit 1`: Store.ready_tasks, the read the bash loop makes before each claim
   (reported, not a target).
 

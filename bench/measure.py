@@ -152,7 +152,7 @@ def register_worker(store: Store, name: str, *, max_concurrent: int = 1) -> str:
 def bulk_load(path: str, count: int, *, priorities: int = 1) -> list[str]:
     """Add `count` ready tasks, each with its `task.created` event, in one transaction.
 
-    The first task goes through `corral.queue.enqueue`; the others are copies of the rows
+    The first task goes through `corral.tasks.enqueue`; the others are copies of the rows
     it wrote (tasks and events), with fresh ids, inserted by executemany. So every row
     and every index is what `enqueue` leaves, whatever its parameters are this week,
     without a round of Python per task. Priorities cycle through 0..priorities-1, so

@@ -12,7 +12,7 @@ the processes are released together until the last one finds the queue empty.
   autocommit as the driver runs them (`Driver.call`: one round trip). Tuples for rows,
   no records, no pool. It is not a loop of the statements inside the function: those run
   on the server for corral and raw alike.
-- `corral`: `corral.queue.claim_next` then `corral.queue.complete` through `open_store`.
+- `corral`: `corral.claims.claim_next` then `corral.claims.complete` through `open_store`.
 - `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
   drained by `app.run_worker(concurrency=1, wait=False)` in each process.
 
@@ -25,13 +25,10 @@ Modes are interleaved within each repetition; figures are medians over repetitio
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -43,23 +40,11 @@ from corral.model.tasks import NewTask
 from corral.store import open_store
 from corral.store.postgres.driver import compile_queries
 from measure import Verdicts, banner, register_worker, run_processes, table
+from pg_peer import SERVER, load_procrastinate, procrastinate_app, scratch_database
 
-SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PROCESS_COUNTS = (1, 4, 8)
 MODES = ("raw", "corral", "procrastinate")
 LEASE_S = 1800.0  # corral's default lease
-
-
-@contextmanager
-def scratch_database() -> Iterator[str]:
-    """A new database on the server for one run, dropped afterwards."""
-    name = f"corral_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(SERVER, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}".encode())
-        try:
-            yield SERVER.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f"DROP DATABASE {name} WITH (FORCE)".encode())
 
 
 def load_corral(url: str, jobs: int, procs: int) -> list[str]:
@@ -152,37 +137,9 @@ def drain_raw(start: Any, url: str, worker_id: str) -> tuple[float, float, int]:
     return began, ended, cycles
 
 
-def _procrastinate_app(url: str) -> Any:
-    import logging
-
-    import procrastinate
-
-    logging.getLogger("procrastinate").setLevel(logging.ERROR)  # its start-up advice
-
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
-
-    @app.task(name="noop")  # type: ignore[untyped-decorator]  # read as Any (pyproject)
-    def noop() -> None:
-        """A job that does nothing: the cost measured is the queue's."""
-
-    return app
-
-
-def load_procrastinate(url: str, jobs: int) -> None:
-    """procrastinate's schema and `jobs` no-op jobs."""
-    app = _procrastinate_app(url)
-    with app.open():
-        app.schema_manager.apply_schema()
-        task = app.tasks["noop"]
-        for first in range(0, jobs, 500):
-            task.batch_defer(*({} for _ in range(min(500, jobs - first))))
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("ANALYZE")
-
-
 def drain_procrastinate(start: Any, url: str, _worker: str) -> tuple[float, float, int]:
     """One procrastinate worker (concurrency 1) until the queue is empty."""
-    app = _procrastinate_app(url)
+    app = procrastinate_app(url)
     with app.open():
         start.wait()
         began = time.perf_counter()

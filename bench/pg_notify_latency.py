@@ -38,7 +38,7 @@ from measure import (
     temp_dir,
     wait_for_worker,
 )
-from pg_claim_cycle import scratch_database
+from pg_peer import scratch_database
 
 CORRAL = os.path.join(VENV_BIN, "corral")
 MEDIAN_TARGET_S = 0.050

@@ -23,34 +23,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import psycopg
 
 from measure import Verdicts, banner, dump, table, tail, temp_dir
+from pg_peer import SERVER, load_procrastinate, procrastinate_app, scratch_database
 
-SERVER = os.environ.get("CORRAL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PROCESS_COUNTS = (1, 4, 8)
 CHILD_TIMEOUT_S = 900
-
-
-@contextmanager
-def scratch_database() -> Iterator[str]:
-    """A new database on the server for one run, dropped afterwards."""
-    name = f"corral_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(SERVER, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}".encode())
-        try:
-            yield SERVER.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f"DROP DATABASE {name} WITH (FORCE)".encode())
 
 
 # -- loading --------------------------------------------------------------------------------
@@ -72,33 +56,6 @@ def load_corral(url: str, tasks: int) -> None:
                FROM tasks, generate_series(2, %s) AS n WHERE id = %s""",
             (tasks, first),
         )
-        conn.execute("ANALYZE")
-
-
-def _procrastinate_app(url: str) -> Any:
-    import logging
-
-    import procrastinate
-
-    logging.getLogger("procrastinate").setLevel(logging.ERROR)  # its start-up advice
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
-
-    @app.task(name="noop")  # type: ignore[untyped-decorator]  # read as Any (pyproject)
-    def noop() -> None:
-        """A job that does nothing: the cost measured is the queue's."""
-
-    return app
-
-
-def load_procrastinate(url: str, tasks: int) -> None:
-    """procrastinate's schema and `tasks` no-op jobs."""
-    app = _procrastinate_app(url)
-    with app.open():
-        app.schema_manager.apply_schema()
-        task = app.tasks["noop"]
-        for first in range(0, tasks, 500):
-            task.batch_defer(*({} for _ in range(min(500, tasks - first))))
-    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE")
 
 
@@ -128,7 +85,7 @@ def corral_child(url: str, quota: int, batch: int, index: int) -> int:
 
 def procrastinate_child(url: str, _quota: int, _batch: int, _index: int) -> int:
     """One procrastinate worker (concurrency 1) until the queue is empty."""
-    app = _procrastinate_app(url)
+    app = procrastinate_app(url)
     with app.open():
         app.run_worker(concurrency=1, wait=False, install_signal_handlers=False)
     return 0

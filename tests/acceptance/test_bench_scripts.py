@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-LIBRARIES = ("measure", "pool_harness")  # shared by the scripts, not run on their own
+LIBRARIES = ("measure", "pg_peer", "pool_harness")  # shared by the scripts, not run on their own
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.stem not in LIBRARIES)
 
 

@@ -281,7 +281,7 @@ def test_every_task_status_update_of_the_functions_is_guarded():
 
 
 def test_claim_literal_agrees_with_the_table():
-    """The literal `status = 'ready'` in claim_next_tasks is what ALLOWED_FROM says of claim."""
+    """The literal `status = 'ready'` in the claimable filter is what ALLOWED_FROM says of claim."""
     assert frozenset({TaskStatus.READY}) == ALLOWED_FROM["claim"]
 
 
