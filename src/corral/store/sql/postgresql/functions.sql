@@ -87,6 +87,13 @@ $$;
 -- plans are made once a session and fit any exchange, where statements over the whole
 -- batch would be planned again at every call (bench/pg_claim_cycle.py). Only the choice of
 -- a batch of tasks to claim is planned for its values each time (see below).
+--
+-- Every statement here reaches its rows by a key or an index; none should ever scan a
+-- table. With statistics taken while a store was young (claims and runs empty, then tens
+-- of thousands of rows within minutes, long before autovacuum analyzes them again), the
+-- planner judged claims too small to need its index, and the plan, kept for the session,
+-- scanned all of claims at every claim: 4.6 ms an exchange at 20,000 tasks instead of
+-- 1.7 (bench/pg_runner_throughput.py). Hence enable_seqscan off inside the function.
 CREATE OR REPLACE FUNCTION corral_exchange(
     p_worker_id text, p_reports jsonb, p_limit integer, p_task_id text, p_kinds text[],
     p_queues text[], p_lease_s double precision, p_run jsonb, p_run_ids text[],
@@ -103,7 +110,7 @@ RETURNS TABLE (row_kind text, report_task text, run_id text, outcome text,
                last_error text, failure_reason text, created_at timestamptz,
                updated_at timestamptz, finished_at timestamptz, token bigint,
                worker_id text, lease_expires_at timestamptz, depends_on text[])
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
     r corral_report;
