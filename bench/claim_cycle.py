@@ -162,10 +162,10 @@ class RawCycle:
         return task_id, token
 
     def complete(self, task_id: str, token: int) -> None:
-        """complete, as the exchange applies one report: end_reported_claim, complete_task,
-        note_reported (on the claim's open run, if any), record_finished, unblock_dependents
-        (only when a task depends on this one), worker_after_claim, then get_task after
-        COMMIT."""
+        """complete, as the exchange applies one report: end_reported_claim, complete_task
+        (which returns the task as it is now), note_reported (on the claim's open run, if
+        any), record_finished, unblock_dependents (only when a task depends on this one),
+        worker_after_claim."""
         w = self.worker_id
         with self.tx() as run:
             run("end_reported_claim", task_id=task_id, token=token, holder=None, released=False)
@@ -175,7 +175,6 @@ class RawCycle:
             if done[0][2]:
                 run("unblock_dependents", task_ids=f'["{task_id}"]', allowed='["blocked"]')
             run("worker_after_claim", worker_id=w, completed=1, failed=0)
-        self.conn.execute(self.q["get_task"], {"task_id": task_id, "now": time.time()}).fetchall()
 
 
 def one_run(mode: str, procs: int, seconds: float) -> list[dict[str, Any]]:

@@ -301,6 +301,28 @@ def test_complete_marks_done_and_counts_on_the_worker(
     )
 
 
+@pytest.mark.parametrize("requires_review", [False, True])
+def test_complete_returns_the_task_as_it_is_read_afterwards(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, requires_review: bool
+) -> None:
+    """What complete returns is the stored task, field for field (its dependencies, no claim):
+    the exchange returns the row it wrote instead of reading it again."""
+    first, second = add("first"), add("second")
+    task = add("last", depends_on=(first.id, second.id), requires_review=requires_review)
+    w = worker()
+    for dependency in (first, second):
+        claim = corral.claim(store, dependency.id, w.id, settings=settings)
+        corral.complete(store, dependency.id, token=claim.token)
+    claim = corral.claim(store, task.id, w.id, settings=settings)
+    returned = corral.complete(store, task.id, token=claim.token, result=[1, "two"])
+    assert store.get_task(task.id) == returned
+    assert (tuple(sorted((first.id, second.id))), None, None) == (
+        tuple(sorted(returned.depends_on)),
+        returned.token,
+        returned.worker_id,
+    )
+
+
 def test_a_review_task_completes_into_in_review(
     store: Store, settings: Settings, add: Add, worker: MakeWorker
 ) -> None:

@@ -81,7 +81,7 @@ def exchange(
         )
     with driver.write() as tx:
         tally: Tally = {}
-        live, settled = _apply_reports(tx, driver, reports, tally)
+        live, settled, completed = _apply_reports(tx, driver, reports, tally)
         held: tuple[Held, ...] = ()
         made: list[Row] = []
         refused = full = None
@@ -100,7 +100,12 @@ def exchange(
         claims=tuple(rows.claim(driver, row) for row in made),
         refused=refused,
         full=full,
-        tasks=tuple(read_task(driver, task_id) for task_id in applied),
+        tasks=tuple(
+            rows.task(driver, completed[task_id])
+            if task_id in completed
+            else read_task(driver, task_id)
+            for task_id in applied
+        ),
     )
 
 
@@ -122,11 +127,12 @@ def _check(worker_id: str | None, reports: Sequence[Report], ask: ClaimAsk | Non
 
 def _apply_reports(
     tx: Tx, driver: Driver, reports: Sequence[Report], tally: Tally
-) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
+) -> tuple[dict[str, tuple[int, str]], dict[str, str], dict[str, Row]]:
     """Steps 1 to 3 (module doc); (task id -> (token, holder) of each live report, the
-    outcome of each stale report's run by run id)."""
+    outcome of each stale report's run by run id, the rows of the tasks completed one by
+    one, as they are now)."""
     if not reports:
-        return {}, {}
+        return {}, {}, {}
     claims = [
         {
             "task_id": r.task_id,
@@ -145,7 +151,7 @@ def _apply_reports(
     ended = {row["task_id"]: (row["token"], row["worker_id"]) for row in found}
     live = [r for r in reports if r.task_id in ended]
     completed = [r for r in live if r.action is Action.COMPLETE]
-    now_done = _complete(tx, completed)
+    now_done, returned = _complete(tx, completed)
     events: list[dict[str, Any]] = []
     for report in live:
         if report.action in _ONE_AT_A_TIME:
@@ -160,12 +166,14 @@ def _apply_reports(
     _record_finished(tx, completed, ended, [*finished, *finished_stale])
     if now_done:
         journal.record_all(tx, unblock_dependents(tx, now_done, completed[0].actor))
-    return ended, settled
+    return ended, settled, returned
 
 
-def _complete(tx: Tx, done: list[Report]) -> list[str]:
-    """Complete the tasks of `done`; those now done that others may depend on."""
+def _complete(tx: Tx, done: list[Report]) -> tuple[list[str], dict[str, Row]]:
+    """Complete the tasks of `done`: (those now done that others may depend on, the rows of
+    those completed one by one, each its task as it is now)."""
     now_done: list[str] = []
+    returned: dict[str, Row] = {}
     # Many without a result in one statement; one alone, or one with a result, by its id
     # (whose statement also says whether anything depends on it: most tasks, nothing).
     plain = [r.task_id for r in done if r.result is None] if len(done) > 1 else []
@@ -182,9 +190,10 @@ def _complete(tx: Tx, done: list[Report]) -> list[str]:
             allowed=ALLOWED_FROM["complete"],
         )
         assert row is not None  # its claim was active, so it was running
+        returned[report.task_id] = row
         if row["status"] == TaskStatus.DONE and row["has_dependents"]:
             now_done.append(report.task_id)
-    return now_done
+    return now_done, returned
 
 
 def _record_finished(

@@ -612,17 +612,20 @@ WHERE tasks.id = j.value AND tasks.status IN (SELECT value FROM json_each(:allow
 RETURNING tasks.id, tasks.status;
 
 -- name: complete_task
--- Task :task_id, done (or in_review) with :result.
+-- Task :task_id, done (or in_review) with :result, returned as get_task would read it
+-- after COMMIT (its claim has just ended, so it has none): what `corral done` prints, at no
+-- second transaction. Writers take turns, so no dependent can appear before COMMIT: with
+-- none, the exchange skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
+-- SQLite would scan task_deps instead of seeking.)
 UPDATE tasks
 SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
     result = :result,
     updated_at = :now,
     finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
-RETURNING id, status,
-          -- Writers take turns, so no dependent can appear before COMMIT: with none, the
-          -- exchange skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
-          -- SQLite would scan task_deps instead of seeking.)
+RETURNING *, NULL AS token, NULL AS worker_id, NULL AS lease_expires_at,
+          (SELECT json_group_array(d.depends_on) FROM task_deps d WHERE d.task_id = :task_id)
+              AS depends_on,
           EXISTS (SELECT 1 FROM task_deps d WHERE d.depends_on = :task_id) AS has_dependents;
 
 -- name: record_finished
