@@ -13,9 +13,11 @@ worker thread, drain the same number of no-op tasks, in the same run.
   worker thread and the scheduler; log lines at INFO to stderr, here a file, two a task),
   and times from `Consumer.start()` until the N-th task has run.
 - The three alternate, in both orders, --reps times each; the figures are medians. The
-  target is met when batched corral is ahead of huey. On a miss, or with --profile, a
-  further process drains --profile-tasks tasks through batched corral with its phases
-  timed (measure.PhaseTimer) and the script prints where one task's time goes.
+  target is met when batched corral drains at least 1.2x huey's rate (the restructure
+  issue's target: the one exchange should cut the Python a task costs). On a miss, or
+  with --profile, a further process drains --profile-tasks tasks through batched corral
+  with its phases timed (measure.PhaseTimer) and the script prints where one task's time
+  goes.
 
 huey is installed only for this benchmark: `.venv/bin/pip install -e '.[bench]'`.
 
@@ -54,6 +56,7 @@ CHILD_TIMEOUT_S = 240
 WAL_TASKS = 200  # drained after the profile, with checkpoints off, to count WAL frames
 HUEY_MISSING = "huey is not installed: run `.venv/bin/pip install -e '.[bench]'` (exit 2)"
 ISSUE_HUEY_RATE = 4_300  # tasks/s, the issue's own measurement of huey
+TARGET_VS_HUEY = 1.2  # batched corral / huey, the restructure issue's target
 
 
 # -- children -------------------------------------------------------------------------------
@@ -281,9 +284,9 @@ def main() -> int:
         print(f"(the issue measured huey at about {ISSUE_HUEY_RATE:,} tasks/s)")
         batched, huey = medians["batched"], medians["huey"]
         v.check(
-            f"run_worker (batch {opts.batch}) drains no-op tasks faster than huey's consumer",
+            f"run_worker (batch {opts.batch}) drains no-op tasks >= {TARGET_VS_HUEY}x huey",
             f"{batched:,.0f} vs {huey:,.0f} tasks/s ({batched / huey:.2f}x)",
-            batched > huey,
+            batched >= TARGET_VS_HUEY * huey,
         )
         if v.missed() or opts.profile:
             profile(folder, opts.profile_tasks, opts.batch)
