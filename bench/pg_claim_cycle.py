@@ -40,7 +40,7 @@ from corral.model.tasks import NewTask
 from corral.store import open_store
 from corral.store.postgres.driver import compile_queries
 from measure import Verdicts, banner, register_worker, run_processes, table
-from pg_peer import SERVER, load_procrastinate, procrastinate_app, scratch_database
+from pg_peer import SERVER, copy_task, load_procrastinate, procrastinate_app, scratch_database
 
 PROCESS_COUNTS = (1, 4, 8)
 MODES = ("raw", "corral", "procrastinate")
@@ -52,17 +52,7 @@ def load_corral(url: str, jobs: int, procs: int) -> list[str]:
     with open_store(url) as store:
         workers = [register_worker(store, f"bench-{i}") for i in range(procs)]
         first = tasks.enqueue(store, NewTask(title="bench task")).id
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            """INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload,
-                                  labels, max_attempts, retry_base_s, run_after, created_at,
-                                  updated_at)
-               SELECT 't-bench' || n, title, description, queue, kind, priority, status, payload,
-                      labels, max_attempts, retry_base_s, run_after, created_at, updated_at
-               FROM tasks, generate_series(2, %s) AS n WHERE id = %s""",
-            (jobs, first),
-        )
-        conn.execute("ANALYZE")
+    copy_task(url, first, jobs, analyze="")
     return workers
 
 

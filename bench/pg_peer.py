@@ -1,5 +1,6 @@
-"""What the PostgreSQL benchmarks share: a scratch database per run on the server, and
-procrastinate (the peer, extra `pgbench-peer`) with its no-op jobs loaded."""
+"""What the PostgreSQL benchmarks share: a scratch database per run on the server, corral's
+tasks copied by the server, and procrastinate (the peer, extra `pgbench-peer`) with its
+no-op jobs loaded."""
 
 from __future__ import annotations
 
@@ -24,6 +25,23 @@ def scratch_database() -> Iterator[str]:
             yield SERVER.rsplit("/", 1)[0] + "/" + name
         finally:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)".encode())
+
+
+def copy_task(url: str, first: str, count: int, *, analyze: str) -> None:
+    """Tasks `t-bench2` to `t-bench<count>`, copies of task `first` made by the server, so
+    every row is what corral's `enqueue` wrote; then ANALYZE `analyze` (a table, or "" for
+    the whole database)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            """INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload,
+                                  labels, max_attempts, retry_base_s, run_after, created_at,
+                                  updated_at)
+               SELECT 't-bench' || n, title, description, queue, kind, priority, status, payload,
+                      labels, max_attempts, retry_base_s, run_after, created_at, updated_at
+               FROM tasks, generate_series(2, %s) AS n WHERE id = %s""",
+            (count, first),
+        )
+        conn.execute(f"ANALYZE {analyze}".encode())
 
 
 def procrastinate_app(url: str) -> Any:

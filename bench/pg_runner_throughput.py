@@ -31,7 +31,7 @@ import time
 import psycopg
 
 from measure import Verdicts, banner, dump, table, tail, temp_dir
-from pg_peer import SERVER, load_procrastinate, procrastinate_app, scratch_database
+from pg_peer import SERVER, copy_task, load_procrastinate, procrastinate_app, scratch_database
 
 PROCESS_COUNTS = (1, 4, 8)
 CHILD_TIMEOUT_S = 900
@@ -46,20 +46,10 @@ def load_corral(url: str, tasks: int) -> None:
 
     with corral.open_store(url) as store:
         first = corral.enqueue(store, corral.NewTask(title="bench task")).id
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            """INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload,
-                                  labels, max_attempts, retry_base_s, run_after, created_at,
-                                  updated_at)
-               SELECT 't-bench' || n, title, description, queue, kind, priority, status, payload,
-                      labels, max_attempts, retry_base_s, run_after, created_at, updated_at
-               FROM tasks, generate_series(2, %s) AS n WHERE id = %s""",
-            (tasks, first),
-        )
-        # As autovacuum would after the load: the table that changed, not the empty ones
-        # (analyzed empty, claims and runs would be planned as empty for the whole run:
-        # docs/benchmarks.md, section 13, has both states).
-        conn.execute("ANALYZE tasks")
+    # As autovacuum would after the load: the table that changed, not the empty ones
+    # (analyzed empty, claims and runs would be planned as empty for the whole run:
+    # docs/benchmarks.md, section 13, has both states).
+    copy_task(url, first, tasks, analyze="tasks")
 
 
 def done_count(url: str, side: str) -> int:
