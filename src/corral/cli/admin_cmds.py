@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import sys
+
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
+from corral.git.ignore import exclude_state_dir
+from corral.git.repo import GitFailed
 from corral.queues import apply_configured_limits
+from corral.store.location import state_dir
 from corral.store.urls import safe_url
 
 
 def cmd_init(ctx: Context) -> int:
-    """Create (or migrate) the store, write the config file's queue limits, say where it is."""
+    """Create (or migrate) the store, write the config file's queue limits, keep `.corral/`
+    out of git (corral.git.ignore), say where it is."""
     version, _ = ctx.store.schema_version()
     limited = apply_configured_limits(ctx.store, ctx.settings)
     applied = f"; queue limits from the config: {', '.join(limited)}" if limited else ""
+    try:
+        excluded = exclude_state_dir(state_dir(ctx.db))
+    except GitFailed as exc:  # the store is ready all the same: say so, and what failed
+        sys.stderr.write(f"corral: warning: {exc.message}\n")
+        excluded = None
+    hidden = f"; .corral/ excluded from git in {excluded}" if excluded else ""
     shown = safe_url(ctx.db)
     ctx.emit(
-        {"db": shown, "schema_version": version, "queue_limits": limited},
-        f"corral store ready at {shown} (schema v{version}){applied}",
+        {"db": shown, "schema_version": version, "queue_limits": limited, "git_exclude": excluded},
+        f"corral store ready at {shown} (schema v{version}){applied}{hidden}",
     )
     return 0
 
