@@ -39,6 +39,8 @@ DEFAULTS = Settings()
 # Rounds of "refused, yet nothing in the way" before giving up: each is a state change
 # that raced this one, so more than a few means something keeps changing the task.
 ROUNDS = 5
+# The error a release that counts the attempt records (`release(attempt=True)`).
+RELEASED_UNFINISHED = "released without finishing"
 
 
 def _actor(token: int | None, worker_id: str | None = None) -> str:
@@ -188,8 +190,29 @@ def release(
     worker_id: str | None = None,
     token: int | None = None,
     reason: str | None = None,
+    attempt: bool = False,
+    settings: Settings = DEFAULTS,
+    rng: random.Random | None = None,
 ) -> Task:
-    """Give a claimed task back to the queue; the attempt is not counted."""
+    """Give a claimed task back to the queue; the attempt is not counted.
+
+    With `attempt`, the holder gives it back after running it without finishing, and the
+    attempt counts: it is a failure (RELEASED_UNFINISHED, and the reason), so the retry
+    policy decides, ready again after the backoff or failed at max_attempts. A loop that
+    releases what its agent did not finish then ends (`corral claim:release`).
+    """
+    if attempt:
+        error = RELEASED_UNFINISHED if reason is None else f"{RELEASED_UNFINISHED}: {reason}"
+        return _fail(
+            store,
+            task_id,
+            error=error,
+            token=token,
+            holder=worker_id,
+            action="release",
+            settings=settings,
+            rng=rng,
+        )
     report = Report(
         task_id=task_id,
         token=token,
@@ -248,11 +271,34 @@ def fail(
     settings: Settings = DEFAULTS,
     rng: random.Random | None = None,
 ) -> Task:
-    """Report failure: ready again after a backoff while attempts remain, else failed.
+    """Report failure: ready again after a backoff while attempts remain, else failed."""
+    return _fail(
+        store,
+        task_id,
+        error=error,
+        token=token,
+        holder=None,
+        action="fail",
+        settings=settings,
+        rng=rng,
+    )
 
-    The retry is decided from the task as its claim holds it, read first; the report then
-    names that claim, so a claim that changed meanwhile refuses it and it is decided again.
-    """
+
+def _fail(
+    store: Store,
+    task_id: str,
+    *,
+    error: str,
+    token: int | None,
+    holder: str | None,
+    action: str,
+    settings: Settings,
+    rng: random.Random | None,
+) -> Task:
+    """A failure under the claim `token` (and `holder`) names, `action` the command's name
+    for a refusal's words. The retry is decided from the task as its claim holds it, read
+    first; the report then names that claim, so a claim that changed meanwhile refuses it
+    and it is decided again."""
     for _ in range(ROUNDS):
         seen = store.get_task(task_id)
         pinned = token if token is not None else seen.token
@@ -261,7 +307,8 @@ def fail(
                 task_id=task_id,
                 token=pinned,
                 action=Action.FAIL,
-                actor=_actor(token),
+                actor=_actor(token, holder),
+                holder=holder,
                 seen=seen,
                 error=error,
             )
@@ -269,7 +316,7 @@ def fail(
             done = store.exchange(None, reports=decided, return_tasks=True)
             if done.tasks:
                 return done.tasks[0]
-        why = store.why_not_held(task_id, action="fail", token=token, holder=None)
+        why = store.why_not_held(task_id, action=action, token=token, holder=holder)
         if why is not None:
             raise why
     raise _raced(task_id)

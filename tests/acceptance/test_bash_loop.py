@@ -157,3 +157,61 @@ def test_three_bash_loops_share_the_queue_without_working_a_task_twice(loops):
     _run_loops(loops, 3)
     refusals = [line for err in loops.stderr() for line in err.splitlines()]
     assert all(line.startswith("corral: error: cannot claim task") for line in refusals)
+
+
+# Seed 000's "Bash: Minimal" loop, verbatim but for `tx`, which names corral here. It
+# releases every task after the agent ran; an agent that finished ran `done` itself.
+SEED_MINIMAL_LOOP = """\
+WORKER_ID=$(tx worker register --name my-worker --json | jq -r '.id')
+trap 'tx worker deregister "$WORKER_ID"; exit 0' SIGTERM SIGINT
+
+while true; do
+  tx worker heartbeat "$WORKER_ID"
+  TASK=$(tx ready --limit 1 --json | jq -r '.[0].id')
+  [ -z "$TASK" ] && sleep 5 && continue
+
+  tx claim "$TASK" "$WORKER_ID" || continue
+
+  # YOUR CODE HERE - do whatever you want
+  my_llm_script "$TASK"
+
+  tx claim:release "$TASK" "$WORKER_ID"
+done
+"""
+# An agent that finishes the tasks titled "easy" (it runs `done` itself) and never the others.
+UNEVEN_AGENT = """\
+tx() { corral "$@"; }
+my_llm_script() {
+  echo "$1" >> "$WORK_LOG"
+  case "$(corral show "$1" --json | jq -r .title)" in easy*) corral done "$1" >/dev/null ;; esac
+}
+"""
+
+
+def test_the_seed_loop_ends_with_what_its_agent_never_finishes_failed(tmp_path: Path) -> None:
+    """claim:release after the agent ran counts the attempt: a task the agent never finishes
+    fails at max_attempts instead of being run again forever; finished ones are done."""
+    loops = Loops(tmp_path)
+    loops.script.write_text(UNEVEN_AGENT + SEED_MINIMAL_LOOP)
+    try:
+        easy = [loops.corral("add", f"easy {n}").strip() for n in range(3)]
+        hard = [
+            loops.corral("add", f"hard {n}", "--max-attempts", "2", "--backoff", "0s").strip()
+            for n in range(2)
+        ]
+
+        def settled() -> dict[str, tuple[str, int]]:
+            tasks = json.loads(loops.corral("list", "--json"))
+            return {t["id"]: (t["status"], t["attempts"]) for t in tasks}
+
+        expected = {t: ("done", 1) for t in easy} | {t: ("failed", 2) for t in hard}
+        loops.start(1)
+        wait_until(lambda: expected == settled(), timeout_s=60)
+        assert [0] == loops.stop()
+        worked = Counter(loops.work_log.read_text().split())
+        assert {t: 1 for t in easy} | {t: 2 for t in hard} == dict(worked)
+        assert [] == [err for err in loops.stderr() if "Traceback" in err]
+        failed = json.loads(loops.corral("show", hard[0], "--json"))
+        assert "released without finishing" == failed["last_error"]
+    finally:
+        loops.kill_all()

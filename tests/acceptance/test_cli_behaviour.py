@@ -128,3 +128,25 @@ def test_init_in_a_subfolder_of_a_project_makes_a_store_there(tmp_path: Path) ->
     nested.mkdir()
     assert str(nested / ".corral" / "corral.db") in _run("init", cwd=nested).stdout
     assert (nested / ".corral" / "corral.db").exists()
+
+
+def test_claim_release_counts_the_attempt_unless_no_attempt(cli) -> None:  # type: ignore[no-untyped-def]
+    """`claim:release` after running: the attempt counts and the retry waits its backoff;
+    `--no-attempt` (a worker on its way out): ready at once, the attempt not counted."""
+    worker = cli("worker", "register", "--name", "w1", "--pid", "1").out.strip()
+    ran, unrun = (cli("add", title, "--backoff", "1h").out.strip() for title in ("ran", "unrun"))
+    assert 0 == cli("claim", ran, worker).code
+    counted = cli("claim:release", ran, worker)
+    assert (0, True) == (
+        counted.code,
+        counted.out.startswith(f"released {ran}: ready, retry after "),
+    )
+    assert 0 == cli("claim", unrun, worker).code
+    plain = json.loads(cli("claim:release", unrun, worker, "--no-attempt", "--json").out)
+    ready_now = json.loads(cli("ready", "--json").out)
+    counted_task = json.loads(cli("show", ran, "--json").out)
+    assert ((1, "released without finishing"), (0, None), [unrun]) == (
+        (counted_task["attempts"], counted_task["last_error"]),
+        (plain["attempts"], plain["last_error"]),
+        [t["id"] for t in ready_now],
+    )

@@ -12,6 +12,7 @@ import pytest
 import corral
 from corral import (
     ClaimStatus,
+    FakeClock,
     NotFound,
     Refused,
     Settings,
@@ -265,17 +266,48 @@ def test_release_returns_the_task_without_counting_the_attempt(
     assert claim.token < again.token
 
 
+@pytest.mark.parametrize("attempt", [False, True])
 def test_release_by_another_worker_is_refused(
-    store: Store, settings: Settings, add: Add, worker: MakeWorker
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, attempt: bool
 ) -> None:
-    """A worker cannot release a task held by a different worker."""
+    """A worker cannot release a task held by a different worker, counted or not."""
     task = add()
     holder, other = worker("holder"), worker("other")
     corral.claim(store, task.id, holder.id, settings=settings)
     before = store.get_task(task.id)
     with pytest.raises(Refused, match=f"held by worker {holder.id}, not {other.id}"):
-        corral.release(store, task.id, worker_id=other.id)
+        corral.release(store, task.id, worker_id=other.id, attempt=attempt)
     assert before == store.get_task(task.id)
+
+
+def test_a_release_that_counts_the_attempt_is_decided_by_the_retry_policy(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, clock: FakeClock
+) -> None:
+    """`attempt=True`: the attempt stays counted, the task is ready after the backoff, and
+    at max_attempts it fails, with the reason in its last error."""
+    task = add(max_attempts=2)
+    w = worker()
+    first = corral.claim(store, task.id, w.id, settings=settings)
+    retried = corral.release(
+        store, task.id, worker_id=w.id, token=first.token, attempt=True, settings=settings
+    )
+    assert (TaskStatus.READY, 1, "released without finishing") == (
+        retried.status,
+        retried.attempts,
+        retried.last_error,
+    )
+    assert store.now() + timedelta(seconds=settings.retry_base_s) == retried.run_after
+    assert WorkerStatus.IDLE == store.get_worker(w.id).status
+    clock.advance(settings.retry_base_s)
+    second = corral.claim(store, task.id, w.id, settings=settings)
+    failed = corral.release(
+        store, task.id, worker_id=w.id, token=second.token, reason="gave up", attempt=True
+    )
+    assert (TaskStatus.FAILED, 2, "released without finishing: gave up") == (
+        failed.status,
+        failed.attempts,
+        failed.last_error,
+    )
 
 
 def test_complete_marks_done_and_counts_on_the_worker(

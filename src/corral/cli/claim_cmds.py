@@ -68,10 +68,21 @@ def cmd_renew(ctx: Context) -> int:
 
 
 def cmd_release(ctx: Context) -> int:
-    """Give a task back to the queue without counting the attempt."""
+    """Give a task back to the queue: the attempt counts (the retry policy decides), unless
+    `--no-attempt` (a worker on its way out)."""
     a = ctx.args
-    task = claims.release(ctx.store, a.id, worker_id=a.worker, token=ctx.token(), reason=a.reason)
-    ctx.emit(task.to_dict(), f"released {task.id}: {task.status}")
+    task = claims.release(
+        ctx.store,
+        a.id,
+        worker_id=a.worker,
+        token=ctx.token(),
+        reason=a.reason,
+        attempt=not a.no_attempt,
+        settings=ctx.settings,
+    )
+    counted = not a.no_attempt and task.status == "ready"
+    after = f", retry after {iso(task.run_after)}" if counted else ""
+    ctx.emit(task.to_dict(), f"released {task.id}: {task.status}{after}")
     return 0
 
 
@@ -129,11 +140,16 @@ COMMANDS = (
     Command(
         "claim:release",
         cmd_release,
-        "give a task back to the queue",
+        "give a task back to the queue (the attempt counts unless --no-attempt)",
         ID,
         WORKER,
         TOKEN,
         Arg("--reason"),
+        Arg(
+            "--no-attempt",
+            action="store_true",
+            help="the task was not run (a worker on its way out): ready at once, not counted",
+        ),
     ),
     Command(
         "defer",
