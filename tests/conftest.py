@@ -120,6 +120,15 @@ class Result:
     err: str
 
 
+def corral_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`corral ARGS` run in `cwd` as a user runs it there: no CORRAL_ variable, so the
+    command finds (or `init` makes) the store from `cwd` itself."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    return subprocess.run(
+        [CORRAL, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Iterator[object]:
     """Run `corral ARGS` as a fresh process against a temporary store."""

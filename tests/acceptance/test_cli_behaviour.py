@@ -9,19 +9,12 @@ import pty
 import subprocess
 from pathlib import Path
 
-from tests.conftest import CORRAL
-
-
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    return subprocess.run(
-        [CORRAL, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+from tests.conftest import CORRAL, corral_in
 
 
 def test_no_store_outside_a_project_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
     """`corral list` where no store exists exits 3 with one line and leaves no .corral behind."""
-    result = _run("list", cwd=tmp_path)
+    result = corral_in(tmp_path, "list")
     assert (3, 1) == (result.returncode, len(result.stderr.splitlines()))
     assert "run `corral init`" in result.stderr
     assert [] == list(tmp_path.iterdir())
@@ -29,11 +22,11 @@ def test_no_store_outside_a_project_is_an_error_and_creates_nothing(tmp_path: Pa
 
 def test_init_creates_the_store_and_subfolders_find_it(tmp_path: Path) -> None:
     """After `corral init`, commands run in any folder below use that store, as git finds .git."""
-    assert 0 == _run("init", cwd=tmp_path).returncode
+    assert 0 == corral_in(tmp_path, "init").returncode
     below = tmp_path / "a" / "b"
     below.mkdir(parents=True)
-    task_id = _run("add", "found from below", cwd=below).stdout.strip()
-    listed = json.loads(_run("list", "--json", cwd=tmp_path).stdout)
+    task_id = corral_in(below, "add", "found from below").stdout.strip()
+    listed = json.loads(corral_in(tmp_path, "list", "--json").stdout)
     assert [task_id] == [t["id"] for t in listed]
     assert (tmp_path / ".corral" / "corral.db").exists()
 
@@ -46,19 +39,19 @@ def test_json_may_come_before_the_command(cli) -> None:  # type: ignore[no-untyp
 
 def test_json_is_one_line_in_a_pipe(tmp_path: Path) -> None:
     """Piped, `--json` prints the whole document on one line (json's C encoder)."""
-    _run("init", cwd=tmp_path)
-    _run("add", "one", cwd=tmp_path)
-    _run("add", "two", cwd=tmp_path)
-    out = _run("ready", "--json", cwd=tmp_path).stdout
+    corral_in(tmp_path, "init")
+    corral_in(tmp_path, "add", "one")
+    corral_in(tmp_path, "add", "two")
+    out = corral_in(tmp_path, "ready", "--json").stdout
     assert 1 == len(out.splitlines())
     assert ["one", "two"] == sorted(t["title"] for t in json.loads(out))
 
 
 def test_json_is_indented_on_a_terminal(tmp_path: Path) -> None:
     """On a terminal, `--json` prints indented JSON that parses to the piped document."""
-    _run("init", cwd=tmp_path)
-    _run("add", "one", cwd=tmp_path)
-    piped = json.loads(_run("ready", "--json", cwd=tmp_path).stdout)
+    corral_in(tmp_path, "init")
+    corral_in(tmp_path, "add", "one")
+    piped = json.loads(corral_in(tmp_path, "ready", "--json").stdout)
     main, child = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     proc = subprocess.Popen([CORRAL, "ready", "--json"], cwd=tmp_path, env=env, stdout=child)
@@ -123,10 +116,10 @@ def test_show_renders_structured_values_as_json(cli) -> None:  # type: ignore[no
 
 def test_init_in_a_subfolder_of_a_project_makes_a_store_there(tmp_path: Path) -> None:
     """`corral init` always creates `./.corral/corral.db`, even below another project."""
-    assert 0 == _run("init", cwd=tmp_path).returncode
+    assert 0 == corral_in(tmp_path, "init").returncode
     nested = tmp_path / "nested"
     nested.mkdir()
-    assert str(nested / ".corral" / "corral.db") in _run("init", cwd=nested).stdout
+    assert str(nested / ".corral" / "corral.db") in corral_in(nested, "init").stdout
     assert (nested / ".corral" / "corral.db").exists()
 
 

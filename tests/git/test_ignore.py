@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import CORRAL
+from tests.conftest import corral_in
 from tests.git.conftest import git
 
 from corral.git.ignore import PATTERN, exclude_state_dir
@@ -15,16 +14,7 @@ from corral.git.ignore import PATTERN, exclude_state_dir
 
 def init(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`corral init ARGS` run in `cwd` as a user runs it: no CORRAL_ variable set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    return subprocess.run(
-        [CORRAL, "init", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return corral_in(cwd, "init", *args)
 
 
 def exclude_file(repo: Path) -> Path:

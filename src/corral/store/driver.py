@@ -20,10 +20,6 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   costs the server; SQLite prepares the statement once and runs it per row
   (`executemany`), since pulling each column out of JSON text cost it more than the
   insert itself (bench/runner_throughput.py).
-- `returns_from_write` says where an operation reads the record it returns (the task a
-  `complete` returns): inside its write transaction (sent with the writes, so it costs no
-  round trip of its own) or after COMMIT in a snapshot of its own (where the write lock is
-  the whole database's, so reads stay out of it).
 - `call` runs one statement as a transaction of its own, as cheaply as the driver can
   (PostgreSQL: autocommit, one round trip).
 - `exchange_on_server` says the database runs the exchange (every claim and every
@@ -118,7 +114,6 @@ class Driver(Protocol):
 
     dialect: str
     url: str
-    returns_from_write: bool  # read what an operation returns inside its write (see above)
     exchange_on_server: bool  # the exchange is one server-side function (see above)
 
     def read(self) -> AbstractContextManager[Tx]:

@@ -1,6 +1,6 @@
 """Reads inside a write transaction that either find their object or raise the right error.
 
-Inside `Driver.write()` these are locking reads (base.py), so what they return holds
+Inside `Driver.write()` these are locking reads (driver.py), so what they return holds
 until the transaction ends.
 """
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from corral import errors
 from corral.store import rows
-from corral.store.driver import Driver, Row, Sent, Tx
+from corral.store.driver import Driver, Row, Tx
 
 if TYPE_CHECKING:
     from corral.model.claims import Claim
@@ -34,12 +34,6 @@ def read_task(driver: Driver, task_id: str) -> Task:
     """
     with driver.read() as tx:
         return task_in(tx, driver, task_id)
-
-
-def task_back(tx: Tx, driver: Driver, task_id: str) -> Sent | None:
-    """The read of task `task_id` that an operation returns, sent inside its write where the
-    driver reads it there (`Driver.returns_from_write`); None: read it after COMMIT."""
-    return tx.send("get_task", task_id=task_id) if driver.returns_from_write else None
 
 
 def worker_in(tx: Tx, driver: Driver, worker_id: str) -> Worker:

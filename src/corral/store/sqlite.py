@@ -151,8 +151,6 @@ class SQLiteDriver:
     """One connection to one SQLite file, safe to share between threads of a process."""
 
     dialect = "sqlite"
-    # The write lock is the whole database's: what an operation returns is read after it.
-    returns_from_write = False
     # Statements cost no round trip in-process: the store runs the exchange's itself.
     exchange_on_server = False
 

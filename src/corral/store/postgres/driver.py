@@ -253,9 +253,6 @@ class PostgresDriver:
     """A pool of connections to one PostgreSQL database (and schema)."""
 
     dialect = "postgresql"
-    # Row locks only, and the read travels with the writes: what an operation returns is
-    # read inside its write transaction.
-    returns_from_write = True
     # The exchange is one call of a function of the schema (postgres/exchange.py).
     exchange_on_server = True
 
