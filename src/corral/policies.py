@@ -78,6 +78,8 @@ class WorktreePolicy:
     setup: str
     merge_strategy: str
     review_stale_after_s: float
+    land: str = "merge"  # LAND_MODES: what a runner does with a finished task's branch
+    land_command: str = ""  # with land = "command": the command that gets the branch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

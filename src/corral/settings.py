@@ -147,6 +147,20 @@ SPEC: dict[str, Spec] = {
         "text",
         "how `merge` lands a branch: ff, merge, squash",
     ),
+    "worktree_land": Spec(
+        "worktree.land",
+        "merge",
+        None,
+        "text",
+        "a finished task's branch without review: merge (onto the base), keep, command",
+    ),
+    "worktree_land_command": Spec(
+        "worktree.land_command",
+        "",
+        None,
+        "text",
+        "with land = command: run in the worktree, told the branch, base and task",
+    ),
     "review_queues": Spec(
         "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
     ),
@@ -161,6 +175,7 @@ _LIMIT_KEYS = ("max_ready", "max_running", "rate")
 
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
+LAND_MODES = ("merge", "keep", "command")
 
 
 def _default(name: str) -> Any:
@@ -204,6 +219,8 @@ class Settings:
     worktree_base: str = str(_default("worktree_base"))
     worktree_setup: str = str(_default("worktree_setup"))
     merge_strategy: str = str(_default("merge_strategy"))
+    worktree_land: str = str(_default("worktree_land"))
+    worktree_land_command: str = str(_default("worktree_land_command"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
     review_queues: tuple[str, ...] = _default("review_queues")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)
@@ -222,6 +239,14 @@ class Settings:
         if self.merge_strategy not in MERGE_STRATEGIES:
             raise InvalidInput(
                 "merge_strategy", f"one of {', '.join(MERGE_STRATEGIES)}", self.merge_strategy
+            )
+        if self.worktree_land not in LAND_MODES:
+            raise InvalidInput(
+                "worktree_land", f"one of {', '.join(LAND_MODES)}", self.worktree_land
+            )
+        if self.worktree_land == "command" and not self.worktree_land_command.strip():
+            raise InvalidInput(
+                "worktree_land_command", "a command to run, since worktree.land is command"
             )
         if "{task}" not in self.worktree_branch_template:
             raise InvalidInput(
@@ -305,6 +330,8 @@ class Settings:
             setup=self.worktree_setup,
             merge_strategy=self.merge_strategy,
             review_stale_after_s=self.review_stale_after_s,
+            land=self.worktree_land,
+            land_command=self.worktree_land_command,
         )
 
     def source_of(self, name: str) -> str:

@@ -40,6 +40,40 @@ def commit_file(cwd: Path | str, name: str, text: str, message: str | None = Non
     return git(cwd, "rev-parse", "HEAD")
 
 
+def agent_script(folder: Path, text: str) -> tuple[str, Path]:
+    """An executable agent script `text` in `folder`, and an empty `obs` folder beside it
+    where it may record what it saw."""
+    obs = folder / "obs"
+    obs.mkdir()
+    script = folder / "agent.sh"
+    script.write_text(text)
+    script.chmod(0o755)
+    return str(script), obs
+
+
+def claim_into_worktree(store, settings, trees, task_id: str, name: str, files: dict[str, str]):
+    """Claim `task_id` as a new worker `name`, record and make its worktree as a runner does,
+    commit `files` there; the claim and the worktree's path."""
+    import corral
+
+    spec = corral.NewWorker(name=name, hostname="h", pid=1)
+    worker = corral.register(store, spec, settings=settings).worker
+    claim = corral.claim(store, task_id, worker.id, settings=settings)
+    plan = trees.plan(name, task_id, "main", store.get_task(task_id).branch)
+    store.record_branch(
+        task_id,
+        token=claim.token,
+        branch=plan.branch,
+        base_ref="main",
+        worktree_path=plan.path,
+        actor=worker.id,
+    )
+    trees.create(plan)
+    for file, text in files.items():
+        commit_file(plan.path, file, text)
+    return claim, plan.path
+
+
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every git run by corral in these tests has an identity and ignores user config."""

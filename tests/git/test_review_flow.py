@@ -18,7 +18,7 @@ from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.settings import Settings
 
-from .conftest import commit_file, git
+from .conftest import claim_into_worktree, commit_file, git
 
 
 @pytest.fixture
@@ -38,24 +38,9 @@ def work(store, settings, trees):
     """Claim task `task_id` as worker `name`, make its worktree, commit `files`, submit it."""
 
     def run(task_id: str, name: str, files: dict[str, str]) -> str:
-        spec = corral.NewWorker(name=name, hostname="h", pid=1)
-        worker = corral.register(store, spec, settings=settings).worker
-        claim = corral.claim(store, task_id, worker.id, settings=settings)
-        task = store.get_task(task_id)
-        plan = trees.plan(name, task_id, "main", task.branch)
-        store.record_branch(
-            task_id,
-            token=claim.token,
-            branch=plan.branch,
-            base_ref="main",
-            worktree_path=plan.path,
-            actor=worker.id,
-        )
-        trees.create(plan)
-        for name_, text in files.items():
-            commit_file(plan.path, name_, text)
+        claim, path = claim_into_worktree(store, settings, trees, task_id, name, files)
         reviews.submit(store, task_id, token=claim.token, note="ready")
-        return plan.path
+        return path
 
     return run
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import CORRAL
 from tests.runtime.conftest import wait_until
 
-from .conftest import git
+from .conftest import agent_script, git
 
 AGENT = """#!/bin/sh
 # Record what the task saw, then commit one line of work on its branch.
@@ -30,12 +30,7 @@ git add work.txt && git commit --quiet -m "work on $CORRAL_TASK_ID"
 @pytest.fixture
 def agent(tmp_path: Path) -> tuple[str, Path]:
     """The agent script and the folder where it records what it saw."""
-    obs = tmp_path / "obs"
-    obs.mkdir()
-    script = tmp_path / "agent.sh"
-    script.write_text(AGENT)
-    script.chmod(0o755)
-    return str(script), obs
+    return agent_script(tmp_path, AGENT)
 
 
 def _start(cli, repo, agent, name, *extra, env=None):
@@ -86,15 +81,14 @@ def test_changes_requested_resume_on_the_same_branch_with_the_note(cli, repo, ag
     assert "" == git(repo, "branch", "--list", "corral/*")
 
 
-def test_a_task_without_review_leaves_no_worktree_and_keeps_a_useful_branch(cli, repo, agent):
-    """Done: the worktree goes, the branch with its commit stays for whoever wants it."""
+def test_a_task_without_review_lands_and_leaves_no_worktree_or_branch(cli, repo, agent):
+    """Done: its commit is on main, the worktree and the branch are gone."""
     task = cli("add", "edit").out.strip()
     assert 0 == _start(cli, repo, agent, "w1").code
     assert "done" == json.loads(cli("show", task, "--json").out)["status"]
     assert not (repo / ".corral" / "worktrees" / f"corral-w1-{task}").exists()
-    assert f"corral/w1/{task}" == git(
-        repo, "branch", "--list", "corral/*", "--format=%(refname:short)"
-    )
+    assert "" == git(repo, "branch", "--list", "corral/*")
+    assert "work by" in (repo / "work.txt").read_text()
 
 
 def test_keep_worktrees_keeps_them(cli, repo, agent):

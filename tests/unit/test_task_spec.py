@@ -97,14 +97,16 @@ def test_the_transition_table() -> None:
         "approve": {TaskStatus.IN_REVIEW},
         "request_changes": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
         "merge": {TaskStatus.APPROVED},
+        "land": {TaskStatus.DONE},
     } == {action: set(states) for action, states in ALLOWED_FROM.items()}
 
 
 def test_final_states() -> None:
-    """done, failed and cancelled are final; nothing but retry leaves them."""
+    """done, failed and cancelled are final; nothing but retry (and a land of a done task's
+    kept branch that conflicts) leaves them."""
     assert {TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED} == set(FINAL)
     leaving_final = {a for a, states in ALLOWED_FROM.items() if states & FINAL}
-    assert {"retry"} == leaving_final
+    assert {"retry", "land"} == leaving_final
 
 
 def test_statuses_are_stable_strings() -> None:

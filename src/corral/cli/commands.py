@@ -48,6 +48,8 @@ COMMAND_MODULES = {
     "approve": "review_cmds",
     "request-changes": "review_cmds",
     "merge": "review_cmds",
+    "land": "branch_cmds",
+    "branches": "branch_cmds",
     "worktree": "worktree_cmds",
     "msg": "msg_cmds",
     "orchestrator": "orchestrator_cmds",

@@ -30,7 +30,8 @@ def branches_of(ctx: Context) -> BranchesFactory:
     return open_branches
 
 
-def _strategy(ctx: Context) -> MergeStrategy:
+def strategy_of(ctx: Context) -> MergeStrategy:
+    """`--strategy`, else `worktree.merge_strategy`."""
     raw = ctx.args.strategy or ctx.settings.worktree.merge_strategy
     try:
         return MergeStrategy(raw)
@@ -76,7 +77,7 @@ def cmd_review_show(ctx: Context) -> int:
 def cmd_approve(ctx: Context) -> int:
     """Approve a task in review at its branch's current head; `--merge` merges it too."""
     a = ctx.args
-    strategy = _strategy(ctx) if a.merge else None
+    strategy = strategy_of(ctx) if a.merge else None
     task = reviews.approve(ctx.store, a.id, branches=branches_of(ctx), note=a.note)
     if strategy is None:
         ctx.emit(task.to_dict(), f"{task.id} {task.status}")
@@ -96,7 +97,7 @@ def cmd_request_changes(ctx: Context) -> int:
 def cmd_merge(ctx: Context) -> int:
     """Merge an approved task's branch into its base; exit 1 on a conflict."""
     result = reviews.merge(
-        ctx.store, ctx.args.id, branches=branches_of(ctx), strategy=_strategy(ctx)
+        ctx.store, ctx.args.id, branches=branches_of(ctx), strategy=strategy_of(ctx)
     )
     return _merged(ctx, result)
 

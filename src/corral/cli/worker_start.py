@@ -76,7 +76,7 @@ def _worktrees(ctx: Context, a: Args) -> TaskWorktrees:
         trees,
         worker_name=a.name,
         base_ref=base,
-        setup=policy.setup,
+        policy=policy,
         keep=a.keep_worktrees,
         log=logger("corral.worker"),
     )

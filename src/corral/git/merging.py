@@ -23,7 +23,7 @@ from corral.reviews import MergeAttempt
 
 
 class GitBranches:
-    """The review flow's view of one repository."""
+    """The review flow's and landing's view of one repository."""
 
     def __init__(self, worktrees: Worktrees) -> None:
         self._trees = worktrees
@@ -32,6 +32,14 @@ class GitBranches:
     def head_of(self, branch: str) -> str | None:
         """The tip of local branch `branch`, or None."""
         return self._git.commit_of(f"refs/heads/{branch}")
+
+    def is_merged(self, branch: str, base: str) -> bool:
+        """Whether the base has every change of the branch (git/worktrees.py says how)."""
+        return self._trees.is_merged(branch, base)
+
+    def backups_of(self, branch: str) -> list[str]:
+        """The backup refs written of `branch` before it was deleted with unmerged work."""
+        return [ref for ref, _ in self._trees.backups(f"{branch}/")]
 
     def diff_stat(self, base: str, branch: str) -> str:
         """What the branch changes since it left the base."""

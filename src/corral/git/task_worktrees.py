@@ -5,9 +5,11 @@ enter(task, claim, job) ─► plan ─► record the branch in the store (under
     for an orphan) ─► git worktree add ─► `worktree.setup` in a new worktree ─► the job,
     with its working directory, CORRAL_WORKTREE_PATH, CORRAL_BRANCH and, after changes
     were requested, CORRAL_REVIEW_NOTE (the note is added to the prompt too)
+land(task) ─► after a run that succeeded, its branch landed as `worktree.land` says
+    (git/task_landing.py)
 leave(task) ─► kept with --keep-worktrees or while the task is in review or approved;
     otherwise removed (uncommitted work saved as a backup ref first), and the branch
-    deleted only when it holds nothing the base lacks
+    deleted only when it holds nothing the base lacks (a kept or conflicting branch stays)
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import threading
 from dataclasses import dataclass
 
 from corral.errors import CorralError, InvalidInput
+from corral.git.task_landing import TaskLanding
 from corral.git.worktrees import Worktrees
 from corral.logs import event
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task
+from corral.policies import WorktreePolicy
 from corral.store import Store
 
 KEPT_FOR_REVIEW = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
@@ -61,14 +65,17 @@ class TaskWorktrees:
         *,
         worker_name: str,
         base_ref: str,
-        setup: str = "",
+        policy: WorktreePolicy,
         keep: bool = False,
         log: logging.Logger,
     ) -> None:
         try:
-            self._setup = tuple(shlex.split(setup))
+            self._setup = tuple(shlex.split(policy.setup))
         except ValueError as exc:
-            raise InvalidInput("worktree.setup", "a command with balanced quotes", setup) from exc
+            raise InvalidInput(
+                "worktree.setup", "a command with balanced quotes", policy.setup
+            ) from exc
+        self._landing = TaskLanding(store, trees, policy, log)
         self._store, self._trees, self._worker = store, trees, worker_name
         self._base, self._keep, self._log = base_ref, keep, log
         self._entered: dict[str, Entered] = {}
@@ -123,6 +130,14 @@ class TaskWorktrees:
         if entered is None:
             return None
         return self._trees.git.at(entered.path).commit_of("HEAD")
+
+    def land(self, task: Task, token: int, head: str | None) -> str | None:
+        """Land the task's branch after a run that succeeded; the error failing it, if any."""
+        with self._lock:
+            entered = self._entered.get(task.id)
+        if entered is None:
+            return None
+        return self._landing.after_success(task, token, entered, head)
 
     def leave(self, task_id: str) -> None:
         """Remove the task's worktree unless kept; never raises (the task's outcome stands)."""

@@ -267,10 +267,10 @@ class Worktrees:
         base = os.path.realpath(self.base_dir)
         return os.path.realpath(path).startswith(base + os.sep)
 
-    def backups(self) -> list[tuple[str, str]]:
-        """(ref, commit) of every backup ref, by name."""
+    def backups(self, under: str = "") -> list[tuple[str, str]]:
+        """(ref, commit) of every backup ref (of branch B: `under="B/"`), by name."""
         out = self.git.out(
-            "for-each-ref", "--format=%(refname) %(objectname)", BACKUP_PREFIX.rstrip("/")
+            "for-each-ref", "--format=%(refname) %(objectname)", (BACKUP_PREFIX + under).rstrip("/")
         )
         return [(ref, commit) for ref, _, commit in (ln.partition(" ") for ln in out.splitlines())]
 

@@ -17,6 +17,7 @@ Tasks:
     running ──submit──► in_review ──approve (pins the commit)──► approved ──merge──► done
                         in_review | approved ──request-changes──► ready (same branch)
                                                approved ──merge conflict──► ready (files recorded)
+    done (its branch kept) ──land that conflicts──► ready (same branch, files recorded)
     blocked | ready | running | in_review | approved ──cancel──► cancelled
     failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
 
@@ -78,6 +79,8 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "approve": frozenset({TaskStatus.IN_REVIEW}),
     "request_changes": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
     "merge": frozenset({TaskStatus.APPROVED}),
+    # Landing (corral.landings): a finished task's kept branch brought onto its base.
+    "land": frozenset({TaskStatus.DONE}),
 }
 
 

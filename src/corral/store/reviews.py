@@ -1,5 +1,5 @@
 """Store operations of the review flow: record a branch, submit, approve, request changes,
-merge, merge conflict.
+merge, merge conflict; and of landing: record a landing, a land conflict.
 
 Each is one write transaction: a compare-and-set on the task's status (from
 `ALLOWED_FROM`), the review row saved whole, and one event. Merge and merge conflict are
@@ -146,11 +146,94 @@ class ReviewOps:
             self._step(tx, step, changes, actor=actor, reason=reason, data={"files": list(files)})
         return read_task(self._driver, task_id)
 
+    def record_landing(
+        self,
+        task_id: str,
+        *,
+        token: int | None,
+        branch: str,
+        base_ref: str,
+        merged_commit: str,
+        actor: str,
+    ) -> None:
+        """Note that the task's branch is on its base at `merged_commit`: under the claim's
+        token while its runner holds it, or once the task is done (`corral land`)."""
+        with self._driver.write() as tx:
+            claim = self._landing_claim(tx, task_id, token)
+            _save(
+                tx,
+                replace(
+                    _review_in(tx, self._driver, task_id),
+                    base_ref=base_ref,
+                    merged_commit=merged_commit,
+                    conflict_files=None,
+                ),
+            )
+            journal.record(
+                tx,
+                "task.landed",
+                actor=actor,
+                task_id=task_id,
+                worker_id=None if claim is None else claim.worker_id,
+                token=token,
+                data={"branch": branch, "base_ref": base_ref, "merged_commit": merged_commit},
+            )
+
+    def land_conflict(
+        self, task_id: str, *, token: int | None, files: tuple[str, ...], note: str, actor: str
+    ) -> Task:
+        """A land that conflicts: the files, and `note` for the next run, recorded.
+
+        Under the claim's token the task stays running (its run then fails as any failed run
+        does, so the retry policy bounds the rounds); a done task goes back to ready on the
+        same branch, as after a review merge conflict.
+        """
+        reason = "land conflict in " + ", ".join(files)
+        changes: dict[str, Any] = {"conflict_files": files, "changes_note": note}
+        if token is None:
+            step = Step(
+                task_id=task_id, action="land", to=TaskStatus.READY, event="task.land_conflict"
+            )
+            with self._driver.write() as tx:
+                self._step(
+                    tx, step, changes, actor=actor, reason=reason, data={"files": list(files)}
+                )
+            return read_task(self._driver, task_id)
+        with self._driver.write() as tx:
+            claim = self._landing_claim(tx, task_id, token)
+            _save(tx, replace(_review_in(tx, self._driver, task_id), **changes))
+            journal.record(
+                tx,
+                "task.land_conflict",
+                actor=actor,
+                task_id=task_id,
+                worker_id=None if claim is None else claim.worker_id,
+                token=token,
+                reason=reason,
+                data={"files": list(files)},
+            )
+        return read_task(self._driver, task_id)
+
+    def _landing_claim(self, tx: Tx, task_id: str, token: int | None) -> Claim | None:
+        """The claim a runner lands under (refused when no longer held), or None for a done
+        task (refused when it is not done)."""
+        if token is not None:
+            return held_claim(tx, self._driver, task_id, action="land", token=token, worker_id=None)
+        task = task_in(tx, self._driver, task_id)
+        if task.status is not TaskStatus.DONE:
+            raise errors.InvalidTransition(task_id, "land", task.status)
+        return None
+
     def get_review(self, task_id: str) -> Review:
         """The review record of task `task_id` (empty when nothing was recorded); NotFound."""
         with self._driver.read() as tx:
             task_in(tx, self._driver, task_id)
             return _review_in(tx, self._driver, task_id)
+
+    def branched_tasks(self) -> list[Task]:
+        """Every task with a branch recorded, oldest first (`corral branches`)."""
+        with self._driver.read() as tx:
+            return [rows.task(self._driver, r) for r in tx.all("branched_tasks")]
 
     def reviews_of(self, task_ids: list[str]) -> dict[str, Review]:
         """Review records of the given tasks that have one, by task id."""

@@ -7,7 +7,9 @@ The same command job (command_job.py), with the worktree around each run
              run under the claim's write lock
     perform  enter the task's worktree (made, or reused after changes were requested)
              ─► prepare the command there ─► record where the run really runs, and the
-             commit it starts from ─► run it ─► the commit it ends at, in its report
+             commit it starts from ─► run it ─► the commit it ends at, in its report;
+             after a success, its branch landed as `worktree.land` says, while the claim is
+             held (a land conflict fails the run)
     close    after the report was applied, so that a task now in review keeps its
              worktree: leave it (removed unless kept)
 """
@@ -76,7 +78,11 @@ class WorktreeRuns:
         )
         place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.base_commit))
         done = self._commands.run(job, run_id, prepared, stop)
-        return replace(done, final_commit=self._trees.final_commit(task.id))
+        head = self._trees.final_commit(task.id)
+        error = self._trees.land(task, held.token, head) if done.success else None
+        if error is not None:
+            return replace(done, success=False, error=error, final_commit=head)
+        return replace(done, final_commit=head)
 
     def close(self, held: Held, opened: Opened[None]) -> None:
         """Leave the task's worktree: removed, unless kept or the task is in review."""

@@ -363,6 +363,10 @@ UPDATE tasks SET branch = :branch WHERE id = :task_id;
 -- name: get_review
 SELECT * FROM reviews WHERE task_id = :task_id;
 
+-- name: branched_tasks
+-- Every task that ever had a branch (`corral branches`).
+SELECT * FROM task_view WHERE branch IS NOT NULL ORDER BY seq;
+
 -- name: reviews_of
 SELECT * FROM reviews WHERE task_id = ANY(:ids::text[]);
 
