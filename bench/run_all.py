@@ -23,6 +23,7 @@ SCRIPTS = (
     "runner_overhead",
     "runner_idle",
     "worktree_ops",
+    "landing",
     "orchestrator_throughput",
     "orchestrator_lifecycle",
     "pg_claim_cycle",

@@ -161,8 +161,10 @@ def test_a_failing_land_command_fails_the_run_with_its_words(cli, repo, agent, t
 
 
 def test_a_dirty_base_checkout_keeps_the_branch_instead_of_failing(cli, repo, agent):
-    """Someone edits main's checkout: the task is done, its branch kept for `corral land`."""
-    (repo / "README").write_text("edited, not committed\n")
+    """Someone edits, in main's checkout, the file the task changed: the task is done, its
+    branch kept for `corral land`."""
+    (repo / "a.txt").write_text("edited, not committed\n")
+    git(repo, "add", "a.txt")
     task = _add(cli, "a.txt")
     assert 0 == _work(cli, repo, agent, tasks=1).code
     assert ("done", {task: "kept"}) == (_show(cli, task)["status"], _branches(cli, repo))

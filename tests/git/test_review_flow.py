@@ -140,19 +140,33 @@ def test_a_branch_deleted_behind_corrals_back_is_refused(store, settings, repo, 
     assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
 
 
-def test_a_dirty_base_checkout_is_refused(store, settings, repo, branches, work):
-    """Uncommitted changes to tracked files of the base checkout: refused, nothing changes."""
+def test_uncommitted_changes_the_merge_would_overwrite_are_refused(
+    store, settings, repo, branches, work
+):
+    """The base checkout has uncommitted changes to a file the merge touches: refused, the
+    file named, nothing changes."""
     task = _add(store, settings)
-    work(task.id, "w1", {"a.txt": "a\n"})
+    work(task.id, "w1", {"README": "from the branch\n"})
     reviews.approve(store, task.id, branches=branches)
     (repo / "README").write_text("edited, not committed\n")
     main = git(repo, "rev-parse", "main")
-    with pytest.raises(Refused, match="uncommitted changes"):
+    with pytest.raises(Refused, match="uncommitted changes to README: commit or stash"):
         reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (TaskStatus.APPROVED, main) == (
         store.get_task(task.id).status,
         git(repo, "rev-parse", "main"),
     )
+
+
+def test_uncommitted_changes_elsewhere_are_carried_over(store, settings, repo, branches, work):
+    """The base checkout has uncommitted changes the merge does not touch: merged, and the
+    changes are still there, uncommitted."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    reviews.approve(store, task.id, branches=branches)
+    (repo / "README").write_text("edited, not committed\n")
+    reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+    assert ("a\n", " M README") == ((repo / "a.txt").read_text(), " " + git(repo, "status", "--short"))
 
 
 def test_request_changes_returns_to_ready_with_the_note_and_a_fresh_budget(

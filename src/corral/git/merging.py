@@ -4,9 +4,12 @@ The merge commit is built without touching any working tree: `git merge-tree
 --write-tree` yields the merged tree (or the conflicting files, and then nothing changes),
 `git commit-tree` the commit (two parents for `merge`, one for `squash`; the branch's own
 head for `ff`). The base then moves to it: by a fast-forward inside the worktree that has
-the base checked out (so its files follow; it must have no uncommitted changes), or by a
-compare-and-set `git update-ref` when no worktree has it. A file lock in the repository's
-git directory serializes merges, which all move the same base.
+the base checked out (so its files follow), or by a compare-and-set `git update-ref` when
+no worktree has it. The fast-forward is git's own, with git's own care for the checkout:
+uncommitted changes the merge does not touch are carried over, and one it would overwrite
+makes git refuse, changing nothing (checking the whole checkout first, as `git status`
+does, cost more than the merge on a large repository: bench/landing.py). A file lock in
+the repository's git directory serializes merges, which all move the same base.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class GitBranches:
     def __init__(self, worktrees: Worktrees) -> None:
         self._trees = worktrees
         self._git = worktrees.git
+        self._lock_path: str | None = None
 
     def head_of(self, branch: str) -> str | None:
         """The tip of local branch `branch`, or None."""
@@ -48,8 +52,10 @@ class GitBranches:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold `corral-merge.lock` in the repository's common git directory."""
-        common = self._git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
-        fd = os.open(os.path.join(common, "corral-merge.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        if self._lock_path is None:
+            common = self._git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
+            self._lock_path = os.path.join(common, "corral-merge.lock")
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -60,14 +66,10 @@ class GitBranches:
         self, *, branch: str, base: str, strategy: MergeStrategy, message: str
     ) -> MergeAttempt:
         """Merge, or return the conflicts having changed nothing."""
-        old = self._git.commit_of(f"refs/heads/{base}")
-        if old is None:
-            raise Refused(f"base {base} is not a local branch of {self._trees.root}")
+        old, old_tree, head = self._tips(base, branch)
         checkout = self._trees.path_of(base)
-        if checkout is not None:
-            self._require_clean(checkout, base)
         tree = self._git.run(
-            "merge-tree", "--write-tree", "--name-only", "--no-messages", base, branch
+            "merge-tree", "--write-tree", "--name-only", "--no-messages", old, head
         )
         if tree.code == 1:
             files = tuple(dict.fromkeys(line for line in tree.out.splitlines()[1:] if line))
@@ -75,29 +77,49 @@ class GitBranches:
         if tree.code != 0:
             raise Refused(f"cannot merge {branch} into {base}: {tree.err.strip()}")
         merged_tree = tree.out.split()[0]
-        if merged_tree == self._git.out("rev-parse", f"{old}^{{tree}}"):
+        if merged_tree == old_tree:
             # The base has it all already: a merge recorded in git whose recording in the
             # store was cut short (the process killed between the two). No second commit.
             return MergeAttempt(merged_commit=old)
-        new = self._commit(strategy, merged_tree, base=old, branch=branch, message=message)
+        new = self._commit(
+            strategy, merged_tree, base=old, head=head, message=message, branch=branch
+        )
         if checkout is not None:
-            self._git.at(checkout).out("merge", "--ff-only", "--quiet", new)
+            self._fast_forward(checkout, base, new)
         else:
             self._git.out("update-ref", "-m", message, f"refs/heads/{base}", new, old)
         return MergeAttempt(merged_commit=new)
 
-    def _require_clean(self, checkout: str, base: str) -> None:
-        dirty = self._git.at(checkout).out("status", "--porcelain", "--untracked-files=no")
-        if dirty:
+    def _tips(self, base: str, branch: str) -> tuple[str, str, str]:
+        """The base's commit and tree and the branch's head, read at once (one git process:
+        a land's time is mostly processes started, bench/landing.py)."""
+        refs = (f"refs/heads/{base}", f"refs/heads/{base}^{{tree}}", f"refs/heads/{branch}")
+        found = self._git.run("rev-parse", *refs)
+        names = found.out.split()
+        if found.code == 0 and len(names) == len(refs):
+            return names[0], names[1], names[2]
+        if self._git.commit_of(refs[0]) is None:
+            raise Refused(f"base {base} is not a local branch of {self._trees.root}")
+        raise Refused(f"branch {branch} does not exist in {self._trees.root}")
+
+    def _fast_forward(self, checkout: str, base: str, new: str) -> None:
+        """Move the checked-out base to `new`, its files with it; git refuses (and so do
+        we) when that would overwrite uncommitted changes, or when the base moved since."""
+        moved = self._git.at(checkout).run("merge", "--ff-only", "--quiet", new)
+        if moved.code == 0:
+            return
+        files = [line.strip() for line in moved.err.splitlines() if line.startswith("\t")]
+        if files:
             raise Refused(
-                f"the checkout of {base} at {checkout} has uncommitted changes: "
-                "commit or stash them, then merge again"
+                f"the checkout of {base} at {checkout} has uncommitted changes to "
+                f"{', '.join(files)}: commit or stash them, then merge again"
             )
+        lines = moved.err.strip().splitlines() or [f"exit status {moved.code}"]
+        raise Refused(f"cannot move {base} at {checkout}: {lines[0]}")
 
     def _commit(
-        self, strategy: MergeStrategy, tree: str, *, base: str, branch: str, message: str
+        self, strategy: MergeStrategy, tree: str, *, base: str, head: str, message: str, branch: str
     ) -> str:
-        head = self._git.out("rev-parse", f"refs/heads/{branch}")
         if strategy is MergeStrategy.FF:
             if not self._git.ok("merge-base", "--is-ancestor", base, head):
                 raise Refused(
