@@ -22,9 +22,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral.durations import MAX_SPAN_S
-from corral.errors import CorralError, InvalidInput, WorkerUnavailable
+from corral.errors import CorralError, InvalidInput, Refused, WorkerUnavailable
 from corral.model.actors import OPERATOR
 from corral.model.batches import Action, ClaimAsk, Exchanged, Report, RunStart
+from corral.model.states import ClaimStatus, TaskStatus
 from corral.settings import Settings
 from corral.store import Store
 
@@ -41,6 +42,8 @@ DEFAULTS = Settings()
 ROUNDS = 5
 # The error a release that counts the attempt records (`release(attempt=True)`).
 RELEASED_UNFINISHED = "released without finishing"
+# A release of a task in these states changes nothing: its agent finished it (`done`, `submit`).
+FINISHED_WELL = frozenset({TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
 
 
 def _actor(token: int | None, worker_id: str | None = None) -> str:
@@ -199,20 +202,48 @@ def release(
     With `attempt`, the holder gives it back after running it without finishing, and the
     attempt counts: it is a failure (RELEASED_UNFINISHED, and the reason), so the retry
     policy decides, ready again after the backoff or failed at max_attempts. A loop that
-    releases what its agent did not finish then ends (`corral claim:release`).
+    releases what its agent did not finish then ends (`corral claim:release`). A task its
+    agent finished already (done, in review or approved; under `token`'s claim when one is
+    given) is returned as it is: that release changes nothing.
     """
-    if attempt:
-        error = RELEASED_UNFINISHED if reason is None else f"{RELEASED_UNFINISHED}: {reason}"
-        return _fail(
-            store,
-            task_id,
-            error=error,
-            token=token,
-            holder=worker_id,
-            action="release",
-            settings=settings,
-            rng=rng,
-        )
+    try:
+        if attempt:
+            error = RELEASED_UNFINISHED if reason is None else f"{RELEASED_UNFINISHED}: {reason}"
+            return _fail(
+                store,
+                task_id,
+                error=error,
+                token=token,
+                holder=worker_id,
+                action="release",
+                settings=settings,
+                rng=rng,
+            )
+        return _release(store, task_id, worker_id=worker_id, token=token, reason=reason)
+    except Refused:
+        finished = _finished_by_its_agent(store, task_id, token)
+        if finished is None:
+            raise
+        return finished
+
+
+def _finished_by_its_agent(store: Store, task_id: str, token: int | None) -> Task | None:
+    """The task, if a release of it is a no-op because it was finished already (its agent
+    ran `done` or `submit`): done, in review or approved, and, when the release names a
+    token, finished under that token's claim."""
+    task = store.get_task(task_id)
+    if task.status not in FINISHED_WELL:
+        return None
+    if token is not None:
+        claim = store.claim_by_token(token)
+        if claim is None or claim.task_id != task_id or claim.status is not ClaimStatus.COMPLETED:
+            return None
+    return task
+
+
+def _release(
+    store: Store, task_id: str, *, worker_id: str | None, token: int | None, reason: str | None
+) -> Task:
     report = Report(
         task_id=task_id,
         token=token,

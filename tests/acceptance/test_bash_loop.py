@@ -210,7 +210,9 @@ def test_the_seed_loop_ends_with_what_its_agent_never_finishes_failed(tmp_path: 
         assert [0] == loops.stop()
         worked = Counter(loops.work_log.read_text().split())
         assert {t: 1 for t in easy} | {t: 2 for t in hard} == dict(worked)
-        assert [] == [err for err in loops.stderr() if "Traceback" in err]
+        # (The seed's loop claims `null` when the queue is empty: jq prints it for nothing.)
+        errors = "".join(loops.stderr()).replace("corral: error: task 'null' not found\n", "")
+        assert "" == errors.strip()
         failed = json.loads(loops.corral("show", hard[0], "--json"))
         assert "released without finishing" == failed["last_error"]
     finally:

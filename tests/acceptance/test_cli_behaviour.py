@@ -123,6 +123,22 @@ def test_init_in_a_subfolder_of_a_project_makes_a_store_there(tmp_path: Path) ->
     assert (nested / ".corral" / "corral.db").exists()
 
 
+def test_claim_release_of_a_task_its_agent_finished_is_a_clean_no_op(cli) -> None:  # type: ignore[no-untyped-def]
+    """The agent ran `done`; the loop's `claim:release` after it exits 0 and changes nothing."""
+    worker = cli("worker", "register", "--name", "w1", "--pid", "1").out.strip()
+    task = cli("add", "easy").out.strip()
+    assert 0 == cli("claim", task, worker).code
+    assert 0 == cli("done", task).code
+    before = cli("show", task, "--json").out
+    released = cli("claim:release", task, worker)
+    assert (0, f"{task} is done already: nothing to release\n", "") == (
+        released.code,
+        released.out,
+        released.err,
+    )
+    assert before == cli("show", task, "--json").out
+
+
 def test_claim_release_counts_the_attempt_unless_no_attempt(cli) -> None:  # type: ignore[no-untyped-def]
     """`claim:release` after running: the attempt counts and the retry waits its backoff;
     `--no-attempt` (a worker on its way out): ready at once, the attempt not counted."""

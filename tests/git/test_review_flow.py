@@ -166,7 +166,10 @@ def test_uncommitted_changes_elsewhere_are_carried_over(store, settings, repo, b
     reviews.approve(store, task.id, branches=branches)
     (repo / "README").write_text("edited, not committed\n")
     reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
-    assert ("a\n", " M README") == ((repo / "a.txt").read_text(), " " + git(repo, "status", "--short"))
+    assert ("a\n", " M README") == (
+        (repo / "a.txt").read_text(),
+        " " + git(repo, "status", "--short"),
+    )
 
 
 def test_request_changes_returns_to_ready_with_the_note_and_a_fresh_budget(

@@ -22,6 +22,7 @@ from corral import (
     Worker,
     WorkerStatus,
     WorkerUnavailable,
+    reviews,
 )
 
 Add = Callable[..., Task]
@@ -278,6 +279,39 @@ def test_release_by_another_worker_is_refused(
     with pytest.raises(Refused, match=f"held by worker {holder.id}, not {other.id}"):
         corral.release(store, task.id, worker_id=other.id, attempt=attempt)
     assert before == store.get_task(task.id)
+
+
+@pytest.mark.parametrize("attempt", [False, True])
+def test_a_release_of_a_task_its_agent_finished_is_a_no_op(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, attempt: bool
+) -> None:
+    """The agent ran `done` (or `submit`): the holder's release after it changes nothing,
+    named by worker or by the token that finished it; another claim's token is refused."""
+    done, submitted = add(), add()
+    w = worker()
+    first = corral.claim(store, done.id, w.id, settings=settings)
+    corral.complete(store, done.id, token=first.token)
+    second = corral.claim(store, submitted.id, w.id, settings=settings)
+    reviews.submit(store, submitted.id, token=second.token)
+    after = {t: store.get_task(t) for t in (done.id, submitted.id)}
+    by_worker = corral.release(store, done.id, worker_id=w.id, attempt=attempt)
+    by_token = corral.release(store, submitted.id, token=second.token, attempt=attempt)
+    assert [after[done.id], after[submitted.id]] == [by_worker, by_token]
+    with pytest.raises(Refused, match="stale"):
+        corral.release(store, done.id, token=second.token, attempt=attempt)
+    assert after == {t: store.get_task(t) for t in after}
+
+
+def test_claim_by_token_finds_a_claim_in_any_state(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """The claim a token names, active or ended; None for a token never given."""
+    task = add()
+    claim = corral.claim(store, task.id, worker().id, settings=settings)
+    corral.complete(store, task.id, token=claim.token)
+    found = store.claim_by_token(claim.token)
+    assert (task.id, ClaimStatus.COMPLETED) == (found.task_id, found.status)
+    assert None is store.claim_by_token(claim.token + 1000)
 
 
 def test_a_release_that_counts_the_attempt_is_decided_by_the_retry_policy(

@@ -80,6 +80,9 @@ def cmd_release(ctx: Context) -> int:
         attempt=not a.no_attempt,
         settings=ctx.settings,
     )
+    if task.status in claims.FINISHED_WELL:
+        ctx.emit(task.to_dict(), f"{task.id} is {task.status} already: nothing to release")
+        return 0
     counted = not a.no_attempt and task.status == "ready"
     after = f", retry after {iso(task.run_after)}" if counted else ""
     ctx.emit(task.to_dict(), f"released {task.id}: {task.status}{after}")

@@ -89,6 +89,12 @@ class ClaimOps:
                 return None
             return claim_refusal(task, worker, held_reason(tx, task.queue))
 
+    def claim_by_token(self, token: int) -> Claim | None:
+        """The claim with fencing token `token`, whatever its state, if there is one."""
+        with self._driver.read() as tx:
+            row = tx.one("claim_by_token", token=token)
+            return None if row is None else rows.claim(self._driver, row)
+
     def active_claim(self, task_id: str) -> Claim | None:
         """The task's active claim, if any."""
         with self._driver.read() as tx:

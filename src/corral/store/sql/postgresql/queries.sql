@@ -74,6 +74,9 @@ SELECT count(*) FROM tasks o, tasks t
 WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
+-- name: claim_by_token
+SELECT * FROM claims WHERE token = :token;
+
 -- name: active_claim
 -- Locks the task before its claim (the lock order).
 WITH task AS (SELECT id FROM tasks WHERE id = :task_id FOR UPDATE)

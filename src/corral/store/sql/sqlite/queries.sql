@@ -53,6 +53,9 @@ SELECT count(*) FROM tasks o, tasks t
 WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
+-- name: claim_by_token
+SELECT * FROM claims WHERE token = :token;
+
 -- name: active_claim
 SELECT * FROM claims WHERE task_id = :task_id AND status = 'active';
 
