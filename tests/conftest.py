@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from corral import FakeClock, Settings, Store, open_store
+from corral import Claim, FakeClock, NewRun, Settings, Store, open_store
 
 # Dialects the store conformance suite runs on.
 STORE_DIALECTS = ["sqlite", "postgresql"]
@@ -151,3 +151,18 @@ def cli(tmp_path: Path) -> Iterator[object]:
 
     run.db = db  # type: ignore[attr-defined]
     yield run
+
+
+def run_under(claim: Claim, *, transcript_path: str | None, stderr_path: str | None) -> NewRun:
+    """The spec of a first run of an agent command under `claim`, writing to these files."""
+    return NewRun(
+        task_id=claim.task_id,
+        worker_id=claim.worker_id,
+        token=claim.token,
+        attempt=1,
+        prompt=None,
+        command=("agent",),
+        cwd="/work",
+        transcript_path=transcript_path,
+        stderr_path=stderr_path,
+    )

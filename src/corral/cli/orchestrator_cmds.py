@@ -57,7 +57,12 @@ def cmd_status(ctx: Context) -> int:
 
 
 def cmd_overview(ctx: Context) -> int:
-    """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks."""
+    """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks;
+    with --watch, again every --interval until stopped."""
+    if ctx.args.watch or ctx.args.interval is not None:
+        from corral.cli import watch  # noqa: PLC0415 - curses and the loops: --watch only
+
+        return watch.watch(ctx)
     from corral.runtime.pool.overview import overview  # noqa: PLC0415 - psutil: not for the others
 
     found = overview(ctx.store, settings=ctx.settings)
@@ -99,5 +104,11 @@ COMMANDS = (
         Arg("--graceful", action="store_true", help="let running tasks finish (up to --timeout)"),
         Arg("--timeout", metavar="DURATION", help="how long tasks may finish (default 5m)"),
     ),
-    Command("status", cmd_overview, "one screen: orchestrator, pool, workers, queues, tasks"),
+    Command(
+        "status",
+        cmd_overview,
+        "one screen: orchestrator, pool, workers, queues, tasks",
+        Arg("--watch", action="store_true", help="redraw until q or Ctrl-C (a live screen)"),
+        Arg("--interval", metavar="DURATION", help="with --watch: time between redraws (1s)"),
+    ),
 )

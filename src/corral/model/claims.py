@@ -49,3 +49,33 @@ class Claim:
             "deadline_at": iso(self.deadline_at),
             "renewals": self.renewals,
         }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningTask:
+    """An active claim with its task's title and the run it started, if one did: a line of
+    `corral status --watch`."""
+
+    token: int
+    task_id: str
+    title: str
+    queue: str
+    worker_id: str
+    claimed_at: datetime
+    run_id: str | None
+    transcript_path: str | None
+    stderr_path: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of a running task (docs/cli.md)."""
+        return {
+            "task_id": self.task_id,
+            "title": self.title,
+            "queue": self.queue,
+            "worker_id": self.worker_id,
+            "token": self.token,
+            "claimed_at": iso(self.claimed_at),
+            "run_id": self.run_id,
+            "transcript_path": self.transcript_path,
+            "stderr_path": self.stderr_path,
+        }

@@ -29,7 +29,7 @@ from corral.store.queues import held_reason
 
 if TYPE_CHECKING:
     from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
-    from corral.model.claims import Claim
+    from corral.model.claims import Claim, RunningTask
     from corral.model.tasks import Task
 
 
@@ -100,6 +100,14 @@ class ClaimOps:
         with self._driver.read() as tx:
             row = tx.one("active_claim", task_id=task_id)
             return None if row is None else rows.claim(self._driver, row)
+
+    def running_tasks(self, limit: int) -> list[RunningTask]:
+        """The oldest `limit` active claims with their tasks and unfinished runs: read through
+        the active-claim index and by key, so its cost follows `limit`, not the history."""
+        with self._driver.read() as tx:
+            return [
+                rows.running_task(self._driver, r) for r in tx.all("running_tasks", limit=limit)
+            ]
 
     def renew(
         self,

@@ -16,7 +16,7 @@ from corral.model.states import ClaimStatus, TaskStatus, WorkerStatus
 from corral.store.driver import Driver, Row
 
 if TYPE_CHECKING:
-    from corral.model.claims import Claim
+    from corral.model.claims import Claim, RunningTask
     from corral.model.events import Event
     from corral.model.messages import Message
     from corral.model.reviews import Review
@@ -100,6 +100,23 @@ def claim(driver: Driver, row: Row) -> Claim:
         lease_expires_at=driver.instant(row["lease_expires_at"]),
         deadline_at=_maybe_instant(driver, row["deadline_at"]),
         renewals=row["renewals"],
+    )
+
+
+def running_task(driver: Driver, row: Row) -> RunningTask:
+    """A `running_tasks` row: an active claim, its task's title and its unfinished run."""
+    from corral.model.claims import RunningTask
+
+    return RunningTask(
+        token=row["token"],
+        task_id=row["task_id"],
+        title=row["title"],
+        queue=row["queue"],
+        worker_id=row["worker_id"],
+        claimed_at=driver.instant(row["claimed_at"]),
+        run_id=row["run_id"],
+        transcript_path=row["transcript_path"],
+        stderr_path=row["stderr_path"],
     )
 
 

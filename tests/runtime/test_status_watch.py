@@ -1,0 +1,153 @@
+"""`corral status --watch` in a real terminal: tmux runs it in a detached session of a known
+size, `capture-pane` reads the screen, `send-keys` types q or Ctrl-C; the pool under it is
+a real orchestrator whose agents print a line and keep running."""
+
+# SIM300: asserts read `expected == actual` (STYLE.md habit 10).
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import CORRAL
+
+from corral import NewTask, enqueue
+
+TMUX = shutil.which("tmux")
+if TMUX is None and os.environ.get("CI") != "true":
+    pytest.skip(
+        "tmux is not installed (apt-get install tmux); CI installs it", allow_module_level=True
+    )
+
+AGENT = """#!/bin/sh
+echo "preparing $CORRAL_TASK_ID"
+echo "compiling step 7 of $CORRAL_TASK_ID"
+exec sleep 120
+"""
+# A title that moves the cursor five cells and renames the window if drawn as it is.
+HOSTILE = "evil\x1b[5Cgap\x1b]0;pwned\x07 title"
+
+
+Wait = Callable[[Callable[[], bool], float], None]
+
+
+class Tmux:
+    """One detached session on a tmux server of its own (not the user's), killed at the end."""
+
+    def __init__(self, folder: Path, env: dict[str, str], wait: Wait) -> None:
+        self.wait = wait
+        self.socket = f"corral-test-{secrets.token_hex(4)}"
+        self.exit_file = folder / "watch.exit"
+        self.env = env
+
+    def tmux(self, *args: str) -> str:
+        """Run a tmux command against this server; what it printed."""
+        argv = [str(TMUX), "-L", self.socket, "-f", "/dev/null", *args]
+        return subprocess.run(
+            argv, env=self.env, capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+
+    def start(self, *args: str, width: int = 150, height: int = 40) -> None:
+        """Run `corral ARGS` in the session; its exit code lands in `exit_file`."""
+        line = " ".join([CORRAL, *args])
+        command = f"{line}; echo EXIT=$? > {self.exit_file}; exec sleep 600"
+        self.tmux("new-session", "-d", "-s", "w", "-x", str(width), "-y", str(height), command)
+
+    def screen(self) -> str:
+        """The pane's text as shown now."""
+        return self.tmux("capture-pane", "-p", "-t", "w")
+
+    def show(self, variable: str) -> str:
+        """A format variable of the pane, such as `alternate_on` or `pane_title`."""
+        return self.tmux("display-message", "-p", "-t", "w", f"#{{{variable}}}").strip()
+
+    def wait_for(self, *texts: str, timeout_s: float = 30) -> str:
+        """The screen, once it shows every one of `texts`."""
+        last = [""]
+
+        def shown() -> bool:
+            last[0] = self.screen()
+            return all(t in last[0] for t in texts)
+
+        try:
+            self.wait(shown, timeout_s)
+        except AssertionError:
+            raise AssertionError(f"not all of {texts} on the screen:\n{last[0]}") from None
+        return last[0]
+
+    def exit_code(self) -> str:
+        """`EXIT=N` once the command has ended."""
+        self.wait(lambda: self.exit_file.exists() and self.exit_file.read_text().strip() != "", 15)
+        return self.exit_file.read_text().strip()
+
+    def close(self) -> None:
+        """Kill the server and everything in its sessions."""
+        subprocess.run(
+            [str(TMUX), "-L", self.socket, "kill-server"], capture_output=True, check=False
+        )
+
+
+@pytest.fixture(params=["pool", "pg_pool"])
+def any_pool(request: pytest.FixtureRequest) -> object:
+    """The pool fixture on each store."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path, any_pool: object) -> Iterator[Tmux]:
+    """A private tmux server whose sessions see the pool's store."""
+    session = Tmux(tmp_path, any_pool.env, any_pool.wait)  # type: ignore[attr-defined]
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def _running_pool(pool: object) -> list[str]:
+    """Two slots, each running a task whose agent printed its lines and sleeps; the ids."""
+    pool.agent.write_text(AGENT)  # type: ignore[attr-defined]
+    store = pool.store  # type: ignore[attr-defined]
+    ids = [enqueue(store, NewTask(title=title)).id for title in ("plain title", HOSTILE)]
+    pool.start(workers=2)  # type: ignore[attr-defined]
+    pool.wait(lambda: pool.store.task_counts().get("running") == 2)  # type: ignore[attr-defined]
+    return ids
+
+
+def test_the_screen_shows_slots_tasks_and_output_then_q_leaves_it_clean(
+    any_pool: object, tmux: Tmux
+) -> None:
+    """Each slot's worker, task id, clean title and last output line are on the screen; a
+    resize redraws it narrower; q ends it with 0, off the alternate screen, cursor shown."""
+    plain, hostile = _running_pool(any_pool)
+    holders = [r.worker_id for r in any_pool.store.running_tasks(10)]  # type: ignore[attr-defined]
+    tmux.start("status", "--watch", "--interval", "0.2")
+    shown = tmux.wait_for(
+        plain, hostile, "slot-1", "slot-2", f"compiling step 7 of {plain}", "evilgap title"
+    )
+    assert all(worker in shown for worker in holders)
+    assert "pwned" not in tmux.show("pane_title")
+    assert "1" == tmux.show("alternate_on")
+
+    tmux.tmux("resize-window", "-t", "w", "-x", "50", "-y", "12")
+    narrow = tmux.wait_for("corral status --watch  every 200ms  ")
+    tmux.wait(lambda: all(len(line) <= 50 for line in tmux.screen().splitlines()), 10)
+    assert not tmux.exit_file.exists(), narrow
+
+    tmux.tmux("send-keys", "-t", "w", "q")
+    assert "EXIT=0" == tmux.exit_code()
+    assert ("0", "1") == (tmux.show("alternate_on"), tmux.show("cursor_flag"))
+
+
+def test_ctrl_c_ends_the_screen_with_exit_code_0(any_pool: object, tmux: Tmux) -> None:
+    """Ctrl-C is a way out, not a crash: exit 0, no traceback, the terminal restored."""
+    tmux.start("status", "--watch", "--interval", "0.2")
+    tmux.wait_for("corral status --watch", "orchestrator: never started")
+    tmux.tmux("send-keys", "-t", "w", "C-c")
+    assert "EXIT=0" == tmux.exit_code()
+    assert "Traceback" not in tmux.screen()
+    assert ("0", "1") == (tmux.show("alternate_on"), tmux.show("cursor_flag"))
