@@ -3,7 +3,8 @@
 - A worker is `python -m corral.cli.main worker start --name SLOT ...` (the `corral worker
   start` command; not the console script, which turns garbage collection off for short
   commands) in a session and process group of its own, so a signal to the orchestrator's
-  terminal or the orchestrator's death does not reach it.
+  terminal or the orchestrator's death does not reach it. Its flags are the pool's worker
+  options (corral.worker_options), those not at their default, each as `--flag=value`.
 - Its environment is the orchestrator's minus the names matching `env.deny`, plus those
   matching `env.allow`, with CORRAL_DB and CORRAL_CONFIG (when the file exists) set. Its
   temporary directory is the runner's own (`worker_tmp`: made at start, removed on stop,
