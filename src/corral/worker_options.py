@@ -21,22 +21,33 @@ that exits after one task would be restarted at once: that is `--max-tasks 1`) a
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 POSITIVE_S = 0.001  # the least positive duration: `1ms`
 
 
-class Option(NamedTuple):
-    """One option of a worker: where it lives in each place, its unit, default and help."""
+class Option:
+    """One option of a worker: where it lives in each place, its unit, default and help.
 
-    field: str  # policies.WorkerOptions field; the setting is `pool_<field>`
-    key: str  # under [pool] in config.toml
-    flag: str  # on `worker start` and `orchestrator start`
-    unit: str  # s | count | text | list | flag
-    default: Any
-    minimum: float | None
-    help: str
-    metavar: str | None = None
+    A plain class, not a NamedTuple: every command that reads settings imports this table,
+    and a NamedTuple class costs about half a millisecond to create (bench/cli_latency.py).
+    """
+
+    __slots__ = ("default", "field", "flag", "help", "key", "metavar", "minimum", "unit")
+
+    def __init__(  # noqa: PLR0917 - one row of the table, its columns in order
+        self,
+        field: str,  # policies.WorkerOptions field; the setting is `pool_<field>`
+        key: str,  # under [pool] in config.toml
+        flag: str,  # on `worker start` and `orchestrator start`
+        unit: str,  # s | count | text | list | flag
+        default: Any,
+        minimum: float | None,
+        help: str,
+        metavar: str | None = None,
+    ) -> None:
+        self.field, self.key, self.flag, self.unit = field, key, flag, unit
+        self.default, self.minimum, self.help, self.metavar = default, minimum, help, metavar
 
     @property
     def setting(self) -> str:
