@@ -59,13 +59,42 @@ class EnvPolicy:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PoolSpec:
-    """What the orchestrator's pool runs: how many workers, which command, which work."""
+class WorkerOptions:
+    """What a worker runs and how: `worker start`'s options, each pool slot's too.
 
-    workers: int
+    One field per row of corral.worker_options (which says what each means); its defaults
+    are there. Parsed, not yet checked against the world: runtime/worker/preflight.py does.
+    """
+
     exec: str
+    call: str
     kinds: tuple[str, ...]
     queues: tuple[str, ...]
+    labels: tuple[str, ...]  # K=V
+    version: str
+    prompt_template: str
+    prompt_arg: bool
+    workdir: str
+    timeout_s: float | None
+    concurrency: int
+    batch: int
+    max_tasks: int | None
+    lease_s: float | None
+    stall_timeout_s: float | None
+    kill_stalled: bool
+    grace_s: float
+    defer_delay_s: float
+    worktree: bool
+    base: str
+    keep_worktrees: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolSpec:
+    """What the orchestrator's pool runs: how many workers, and the options of each."""
+
+    workers: int
+    options: WorkerOptions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

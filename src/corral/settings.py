@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.durations import parse_duration_s
 from corral.errors import InvalidInput
+from corral.worker_options import OPTIONS, POSITIVE_S
 
 if TYPE_CHECKING:  # built where a slice is asked for (corral.policies says why)
     from corral.policies import (
@@ -51,7 +52,7 @@ class Spec(NamedTuple):
     key: str  # "section.key" in config.toml
     default: Any
     minimum: float | None
-    unit: str  # s | count | fraction | text | list
+    unit: str  # s | count | fraction | text | list | flag
     reason: str
 
 
@@ -90,15 +91,7 @@ SPEC: dict[str, Spec] = {
     "pool_workers": Spec(
         "pool.workers", 1, 1, "count", "worker processes the orchestrator keeps running"
     ),
-    "pool_exec": Spec(
-        "pool.exec", "", None, "text", "the command each pool worker runs for a task"
-    ),
-    "pool_kinds": Spec(
-        "pool.kinds", (), None, "list", "task kinds the pool's workers take (empty: any)"
-    ),
-    "pool_queues": Spec(
-        "pool.queues", (), None, "list", "queues the pool's workers take (empty: any)"
-    ),
+    # Then pool_exec, pool_kinds ...: each worker option (corral.worker_options), below.
     "restart_delay_s": Spec(
         "process.restart_delay", 1, 0, "s", "first restart delay of a crashed worker; doubles"
     ),
@@ -169,6 +162,11 @@ SPEC: dict[str, Spec] = {
     ),
 }
 
+# Every option of `worker start` is a [pool] key too: one row each, from the one table.
+SPEC.update(
+    (o.setting, Spec(f"pool.{o.key}", o.default, o.minimum, o.unit, o.help)) for o in OPTIONS
+)
+
 _BY_KEY = {spec.key: name for name, spec in SPEC.items()}
 _SECTIONS = sorted({spec.key.split(".")[0] for spec in SPEC.values()} | {"queues"})
 _LIMIT_KEYS = ("max_ready", "max_running", "rate")
@@ -176,6 +174,8 @@ _LIMIT_KEYS = ("max_ready", "max_running", "rate")
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
 LAND_MODES = ("merge", "keep", "command")
+FLAGS = "command line"  # the source of values given as flags, as `config show` would say
+_FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
 def _default(name: str) -> Any:
@@ -202,9 +202,28 @@ class Settings:
     retry_jitter: float = float(_default("retry_jitter"))
     reconcile_interval_s: float = float(_default("reconcile_interval_s"))
     pool_workers: int = int(_default("pool_workers"))
-    pool_exec: str = str(_default("pool_exec"))
+    # The worker options (corral.worker_options), in its order; a test holds them to it.
+    pool_exec: str = _default("pool_exec")
+    pool_call: str = _default("pool_call")
     pool_kinds: tuple[str, ...] = _default("pool_kinds")
     pool_queues: tuple[str, ...] = _default("pool_queues")
+    pool_labels: tuple[str, ...] = _default("pool_labels")
+    pool_version: str = _default("pool_version")
+    pool_prompt_template: str = _default("pool_prompt_template")
+    pool_prompt_arg: bool = _default("pool_prompt_arg")
+    pool_workdir: str = _default("pool_workdir")
+    pool_timeout_s: float | None = _default("pool_timeout_s")
+    pool_concurrency: int = _default("pool_concurrency")
+    pool_batch: int = _default("pool_batch")
+    pool_max_tasks: int | None = _default("pool_max_tasks")
+    pool_lease_s: float | None = _default("pool_lease_s")
+    pool_stall_timeout_s: float | None = _default("pool_stall_timeout_s")
+    pool_kill_stalled: bool = _default("pool_kill_stalled")
+    pool_grace_s: float = _default("pool_grace_s")
+    pool_defer_delay_s: float = _default("pool_defer_delay_s")
+    pool_worktree: bool = _default("pool_worktree")
+    pool_base: str = _default("pool_base")
+    pool_keep_worktrees: bool = _default("pool_keep_worktrees")
     restart_delay_s: float = float(_default("restart_delay_s"))
     max_restart_delay_s: float = float(_default("max_restart_delay_s"))
     max_restarts: int = int(_default("max_restarts"))
@@ -230,10 +249,10 @@ class Settings:
     def __post_init__(self) -> None:
         for name, spec in SPEC.items():
             value = getattr(self, name)
+            if value is None:  # an option left unset: the runner's own default applies
+                continue
             if spec.minimum is not None and not value >= spec.minimum:  # NaN fails too
-                raise InvalidInput(
-                    name, f"a value of at least {spec.minimum:g} ({spec.unit})", value
-                )
+                raise InvalidInput(name, _at_least(spec), value)
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
         if self.merge_strategy not in MERGE_STRATEGIES:
@@ -309,14 +328,10 @@ class Settings:
     @property
     def pool(self) -> PoolSpec:
         """The pool's slice (flags of `orchestrator start` override it)."""
-        from corral.policies import PoolSpec
+        from corral.policies import PoolSpec, WorkerOptions
 
-        return PoolSpec(
-            workers=self.pool_workers,
-            exec=self.pool_exec,
-            kinds=self.pool_kinds,
-            queues=self.pool_queues,
-        )
+        options = WorkerOptions(**{o.field: getattr(self, o.setting) for o in OPTIONS})
+        return PoolSpec(workers=self.pool_workers, options=options)
 
     @property
     def worktree(self) -> WorktreePolicy:
@@ -369,9 +384,15 @@ class Settings:
         return rows
 
     def with_values(
-        self, values: Mapping[str, Any], source: str, labels: Mapping[str, str] | None = None
+        self,
+        values: Mapping[str, Any],
+        source: str,
+        labels: Mapping[str, str] | None = None,
+        *,
+        origin: str | None = None,
     ) -> Settings:
-        """A copy with `values` (by flat name) applied.
+        """A copy with `values` (by flat name) applied, recorded as coming from `origin`
+        (default: `source`).
 
         Unknown names and bad values are InvalidInput naming `source` and the setting as the
         user wrote it (`labels` maps a flat name to, say, its `section.key` in a file).
@@ -381,9 +402,19 @@ class Settings:
         changes: dict[str, Any] = {}
         for name, raw in values.items():
             if name not in known:
-                raise InvalidInput(f"{source}: {name}", f"one of {', '.join(sorted(known))}")
-            changes[name] = _coerce(f"{source}: {labels.get(name, name)}", raw, SPEC[name].unit)
-        return self._replaced(changes, dict.fromkeys(changes, source), source, labels)
+                raise InvalidInput(_at(source, name), f"one of {', '.join(sorted(known))}")
+            changes[name] = _coerce(_at(source, labels.get(name, name)), raw, SPEC[name].unit)
+        origins = dict.fromkeys(changes, source if origin is None else origin)
+        return self._replaced(changes, origins, source, labels)
+
+    def with_flags(self, values: Mapping[str, Any]) -> Settings:
+        """A copy with command-line flags applied (by flat name, e.g. `pool_timeout_s`).
+
+        A bad value names the option as both commands' users know it (`timeout`), with
+        the same checks as the `[pool]` key gets; the source shown is "command line".
+        """
+        labels = {name: SPEC[name].key.partition(".")[2] for name in values if name in SPEC}
+        return self.with_values(values, "", labels, origin=FLAGS)
 
     def _replaced(
         self,
@@ -396,12 +427,25 @@ class Settings:
             return replace(self, **changes, origins={**self.origins, **origins})
         except InvalidInput as exc:
             label = (labels or {}).get(exc.field, exc.field)
-            raise InvalidInput(f"{source}: {label}", exc.expected, changes.get(exc.field)) from None
+            raise InvalidInput(_at(source, label), exc.expected, changes.get(exc.field)) from None
+
+
+def _at_least(spec: Spec) -> str:
+    if spec.minimum == POSITIVE_S:
+        return "a duration greater than zero, such as 30m"
+    return f"a value of at least {spec.minimum:g} ({spec.unit})"
+
+
+def _at(source: str, label: str) -> str:
+    """Where a bad value came from, as its error names it (a flag: its name alone)."""
+    return f"{source}: {label}" if source else label
 
 
 def _coerce(where: str, raw: Any, unit: str) -> Any:
     if unit == "s":
         return parse_duration_s(where, raw)
+    if unit == "flag":
+        return _flag(where, raw)
     if unit == "text":
         if not isinstance(raw, str):
             raise InvalidInput(where, "text", raw)
@@ -413,6 +457,16 @@ def _coerce(where: str, raw: Any, unit: str) -> Any:
             raise InvalidInput(where, "a list of strings", raw)
         return tuple(raw)
     return _number(where, raw, unit)
+
+
+def _flag(where: str, raw: Any) -> bool:
+    """true or false: a TOML boolean, or from the environment one of the words below."""
+    if isinstance(raw, bool):
+        return raw
+    word = str(raw).strip().lower() if isinstance(raw, str) else None
+    if word not in _FLAG_WORDS:
+        raise InvalidInput(where, "true or false", raw)
+    return _FLAG_WORDS[word]
 
 
 def _number(where: str, raw: Any, unit: str) -> float | int:

@@ -181,25 +181,18 @@ class Pool:
         ]
 
     def start(
-        self, *args: str, workers: int = 2, cwd: Path | None = None
+        self, *args: str, workers: int | None = 2, cwd: Path | None = None
     ) -> subprocess.Popen[bytes]:
         """Start an orchestrator in the foreground (in `cwd`, default the pool's folder: a
-        PostgreSQL store keeps its logs in `.corral/` there); its log is `log(n)`."""
+        PostgreSQL store keeps its logs in `.corral/` there); its log is `log(n)`.
+
+        `--workers N --exec AGENT` come first; with `workers=None`, neither (the config's
+        `[pool]` keys decide)."""
         n = len(self.started)
+        pool = [] if workers is None else ["--workers", str(workers), "--exec", str(self.agent)]
         with open(self.folder / f"orchestrator-{n}.log", "wb") as log:
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "corral.cli.main",
-                    "orchestrator",
-                    "start",
-                    "--workers",
-                    str(workers),
-                    "--exec",
-                    str(self.agent),
-                    *args,
-                ],
+                [sys.executable, "-m", "corral.cli.main", "orchestrator", "start", *pool, *args],
                 stdout=log,
                 stderr=log,
                 env=self.env,

@@ -92,14 +92,25 @@ def test_a_killed_busy_worker_is_restarted_and_its_task_done_exactly_once(pool: 
 
 
 def test_a_worker_that_exits_at_once_backs_off_then_its_slot_fails_and_is_replaced(pool: Any):
-    """Immediate exits: delays double to the cap; past max_restarts the slot fails, then returns."""
+    """Immediate exits: delays double to the cap; past max_restarts the slot fails, then returns.
+
+    The pool starts with a workdir that exists (a start refuses one that does not), which
+    then goes: every later worker refuses to start (exit 2) once the first is killed.
+    """
     pool.env["CORRAL_MAX_RESTARTS"] = "3"
-    orchestrator = pool.start("--exec", "/nonexistent/agent", workers=1)
+    workdir = pool.folder / "gone"
+    workdir.mkdir()
+    orchestrator = pool.start("--workdir", str(workdir), workers=1)
+    pool.wait_running(1)
+    workdir.rmdir()
+    os.kill(pool.status()["slots"][0]["pid"], signal.SIGKILL)
     pool.wait(lambda: "slot.replaced" in pool.log(), 30)
     delays = re.findall(r"worker\.restart_scheduled slot=slot-1 delay_s=([\d.]+)", pool.log())
     assert ["0.1", "0.2", "0.4"] == delays[:3]
     assert "slot.failed slot=slot-1 delay_s=0.4 restarts=4" in pool.log()
-    assert "exit_code=3" in pool.log()  # the worker's own code: command not found
+    assert "exit_code=2" in pool.log()  # the worker's own code: invalid input
+    slot_log = (pool.folder / ".corral" / "logs" / "workers" / "slot-1.log").read_text()
+    assert "corral: error: workdir: expected an existing folder" in slot_log
     assert orchestrator.poll() is None
 
 

@@ -349,10 +349,10 @@ def test_worker_stop_sends_sigquit_and_the_task_is_released(h: Harness) -> None:
     assert (TaskStatus.READY, 0) == (h.task(task_id).status, h.task(task_id).attempts)
 
 
-def test_a_missing_command_is_exit_3_and_registers_nothing(h: Harness) -> None:
-    """`--exec` naming no program fails at start with exit 3 and one line."""
+def test_a_missing_command_is_exit_2_and_registers_nothing(h: Harness) -> None:
+    """`--exec` naming no program fails at start with exit 2 (invalid input), as a pool does."""
     proc = h.start("--exec", "no-such-agent --flag")
-    assert 3 == proc.wait(30)
+    assert 2 == proc.wait(30)
     assert [] == h.store.list_workers()
 
 

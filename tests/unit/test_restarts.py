@@ -50,3 +50,15 @@ def test_zero_max_restarts_fails_the_slot_at_its_first_exit():
     """max_restarts 0: no restart in a row is allowed."""
     policy = Settings(max_restarts=0).process
     assert after_exit(RestartHistory(), 0.0, policy).failed
+
+
+@pytest.mark.parametrize("max_restarts", [0, 5])
+def test_a_clean_exit_is_no_crash_however_quick_and_however_many(max_restarts):
+    """Exit 0 (`--max-tasks` reached): the first delay, the streak reset, never a failed slot."""
+    policy = Settings(restart_delay_s=1, max_restarts=max_restarts, min_uptime_s=10).process
+    history = RestartHistory(streak=4, total=9)
+    for total in range(10, 30):
+        decision = after_exit(history, 0.1, policy, clean=True)
+        assert (False, 1.0) == (decision.failed, decision.delay_s)
+        history = decision.history
+        assert RestartHistory(streak=0, total=total) == history

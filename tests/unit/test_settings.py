@@ -12,7 +12,6 @@ from corral.errors import InvalidInput
 from corral.policies import (
     LeasePolicy,
     LivenessPolicy,
-    PoolSpec,
     ProcessPolicy,
     QueueLimits,
     RetryPolicy,
@@ -227,7 +226,12 @@ def test_sections_name_settings_by_section_and_key(tmp_path: Path) -> None:
         )
         == s.process
     )
-    assert PoolSpec(workers=3, exec="./agent.sh", kinds=("code",), queues=()) == s.pool
+    assert (3, "./agent.sh", ("code",), ()) == (
+        s.pool.workers,
+        s.pool.options.exec,
+        s.pool.options.kinds,
+        s.pool.options.queues,
+    )
     assert ("ANTHROPIC_API_KEY",) == s.env.allow
     assert "AWS_*" in s.env.deny
     assert len({spec.key for spec in SPEC.values()}) == len(SPEC)

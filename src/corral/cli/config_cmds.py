@@ -9,12 +9,15 @@ from corral.cli.context import Context
 
 
 def _shown(row: dict[str, Any]) -> str:
-    """A row's value as people read it: seconds with their unit, lists comma-separated."""
+    """A row's value as people read it: seconds with their unit, lists comma-separated,
+    flags as in the file (true, false)."""
     value = row["value"]
     if isinstance(value, list):
         return ", ".join(value) if value else "(none)"
-    if value == "":
+    if value == "" or value is None:
         return "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     text = f"{value:g}" if isinstance(value, float) else str(value)
     return f"{text} {row['unit']}" if row["unit"] in ("s", "per minute") else text
 

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from corral import orchestrators
-from corral.cli import parsing, render
+from corral.cli import parsing, render, worker_flags
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 
@@ -20,7 +20,7 @@ def cmd_start(ctx: Context) -> int:
     ctx.long_running()
     from corral.runtime.pool import control, foreground  # noqa: PLC0415 - status starts without it
 
-    settings = ctx.settings.with_values(_pool_flags(ctx.args), "command line")
+    settings = ctx.settings.with_flags(_pool_flags(ctx.args))
     host = ctx.args.hostname or os.uname().nodename
     orchestrator = foreground.prepare(ctx.store, db=ctx.db, settings=settings, host=host)
     if not ctx.args.daemon:
@@ -36,15 +36,13 @@ def cmd_start(ctx: Context) -> int:
 
 
 def _pool_flags(a: Args) -> dict[str, Any]:
-    values: dict[str, Any] = {}
+    """The pool's flags given, by setting name; they win over `[pool]` keys."""
+    values = worker_flags.given(a)
+    for job, other in (("pool_exec", "pool_call"), ("pool_call", "pool_exec")):
+        if job in values:  # --exec replaces the file's `call`, and --call its `exec`
+            values.setdefault(other, "")
     if a.workers is not None:
-        values["pool_workers"] = parsing.whole("workers", a.workers, minimum=1)
-    if a.exec is not None:
-        values["pool_exec"] = a.exec
-    if a.kind:
-        values["pool_kinds"] = list(a.kind)
-    if a.queue:
-        values["pool_queues"] = list(a.queue)
+        values["pool_workers"] = a.workers
     return values
 
 
@@ -90,9 +88,7 @@ COMMANDS = (
         cmd_start,
         "run the orchestrator until stopped",
         Arg("--workers", help="worker processes to keep running (default pool.workers)"),
-        Arg("--exec", metavar="CMD", help="command each worker runs per task (pool.exec)"),
-        Arg("--kind", action="append", help="kind the workers take, repeatable"),
-        Arg("--queue", action="append", help="queue the workers serve, repeatable"),
+        *worker_flags.option_args(),
         Arg("--daemon", action="store_true", help="detach; log to .corral/logs/"),
         Arg("--hostname", help="host name recorded in the state row (default: this host)"),
     ),

@@ -65,11 +65,7 @@ def json_object(field: str, raw: str | None) -> dict[str, Any]:
 
 
 def labels(field: str, items: Sequence[str] | None) -> dict[str, str]:
-    """`k=v` pairs as a dict."""
-    out: dict[str, str] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidInput(field, "key=value", item)
-        out[key] = value
-    return out
+    """`k=v` pairs as a dict (the rule is the model's: worker options are checked by it too)."""
+    from corral.model.labels import parse_labels  # noqa: PLC0415 - only commands taking labels
+
+    return parse_labels(field, items)

@@ -178,10 +178,12 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
         else f"started {ago(state.started_at)}  last reconcile {ago(state.last_reconcile_at)}"
     )
     head = f"orchestrator: {state.status}  pid {state.pid} on {state.host}  {when}"
+    job = f"call {config['call']!r}" if config.get("call") else f"exec {config.get('exec')!r}"
     pool = (
-        f"pool: {config.get('workers')} worker(s)  exec {config.get('exec')!r}  "
+        f"pool: {config.get('workers')} worker(s)  {job}  "
         f"kinds {','.join(config.get('kinds') or []) or '*'}  "
         f"queues {','.join(config.get('queues') or []) or '*'}"
+        f"{'  worktrees' if config.get('worktree') else ''}"
     )
     slots = table(
         ["SLOT", "STATE", "WORKER", "PID", "RESTARTS", "LAST EXIT"],

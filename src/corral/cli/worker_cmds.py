@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import suppress
-from typing import TYPE_CHECKING
 
 from corral import workers
-from corral.cli import parsing, render
+from corral.cli import parsing, render, worker_flags
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import format_duration
@@ -16,9 +15,6 @@ from corral.errors import Refused
 from corral.ids import WORKER_PREFIX
 from corral.model.states import GONE, WorkerStatus
 from corral.model.workers import NewWorker
-
-if TYPE_CHECKING:
-    import argparse
 
 STATUSES = [str(s) for s in WorkerStatus]
 
@@ -150,14 +146,6 @@ def cmd_logs(ctx: Context) -> int:
     return 0
 
 
-def _exec_or_call(parser: argparse.ArgumentParser) -> None:
-    how = parser.add_mutually_exclusive_group(required=True)
-    how.add_argument(
-        "--exec", metavar="CMD", help="command run per task (split like a shell, never run by one)"
-    )
-    how.add_argument("--call", metavar="MODULE:FUNCTION", help="Python function run per task")
-
-
 ID = Arg("id")
 KIND = Arg("--kind", action="append", help="kind it runs, repeatable (default: any)")
 QUEUE = Arg("--queue", action="append", help="queue it serves, repeatable (default: any)")
@@ -189,49 +177,14 @@ COMMANDS = (
         cmd_start,
         "run a worker here until stopped",
         Arg("--name", required=True),
-        KIND,
-        QUEUE,
-        LABEL,
-        Arg(
-            "--prompt-template",
-            metavar="FILE",
-            help="prompt template (${title}, ${description} ...)",
-        ),
-        Arg(
-            "--prompt-arg",
-            action="store_true",
-            help="pass the prompt as the last argument, not on stdin",
-        ),
-        Arg("--workdir", metavar="DIR", help="working directory of commands (default: here)"),
-        Arg("--timeout", metavar="DURATION", help="default task timeout (a task's own wins)"),
-        Arg("--concurrency", help="tasks run at once (default 1)"),
-        Arg("--batch", help="--call: claim up to N tasks at once (default 1)"),
-        Arg("--max-tasks", help="exit after this many tasks"),
+        *worker_flags.option_args(skip=worker_flags.JOB),
         Arg("--once", action="store_true", help="run at most one task, then exit"),
-        Arg("--lease", metavar="DURATION", help="lease length (default lease_s)"),
-        Arg("--stall-timeout", metavar="DURATION", help="flag a command silent this long"),
-        Arg("--kill-stalled", action="store_true", help="and kill it (fails the run as stalled)"),
-        Arg(
-            "--grace",
-            metavar="DURATION",
-            help="SIGTERM to SIGKILL when killing a task (default 5s)",
-        ),
         Arg(
             "--shutdown-timeout",
             metavar="DURATION",
             help="how long SIGTERM waits for tasks (default 5m)",
         ),
-        Arg("--defer-delay", metavar="DURATION", help="delay after exit status 75 (default 15m)"),
-        Arg(
-            "--worktree",
-            action="store_true",
-            help="run each task in its own git worktree and branch",
-        ),
-        Arg("--base", help="branch worktrees start from (default worktree.base, or HEAD's)"),
-        Arg(
-            "--keep-worktrees", action="store_true", help="keep each task's worktree after it ends"
-        ),
-        customize=_exec_or_call,
+        customize=worker_flags.add_job_group,
     ),
     Command(
         "worker stop",

@@ -71,6 +71,10 @@ def _field(line: str) -> tuple[str, str]:
     return key, value
 
 
+def _within(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "task"
 
@@ -94,6 +98,21 @@ class Worktrees:
             raise InvalidInput("repo", "a folder inside a git repository", path)
         config = WorktreeConfig(base_dir=policy.dir, branch_template=policy.branch_template)
         return cls(git, config)
+
+    def check_policy(self, worker: str) -> None:
+        """Refuse, before any task, settings that would fail every task: a branch template
+        that does not make a valid branch name for `worker` (rendered for a sample task),
+        and a worktree folder that is the repository's root, lies outside it, or in `.git`.
+        """
+        self._free_branch(self._branch_name(worker, "t-0123456789"))
+        where = os.path.realpath(self.base_dir)
+        root = os.path.realpath(self.root)
+        common = self.git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
+        dir_ = self.config.base_dir
+        if where == root or not _within(where, root):
+            raise InvalidInput("worktree.dir", f"a folder inside the repository {root}", dir_)
+        if _within(where, os.path.realpath(common)):
+            raise InvalidInput("worktree.dir", "a folder outside the repository's .git", dir_)
 
     def default_base(self) -> str:
         """The branch checked out in the repository's main working tree."""

@@ -1,5 +1,6 @@
 """Restart decisions for a pool slot whose worker exited: pure functions of its history.
 
+    exit 0 (clean: --max-tasks reached, drained) ──► restart after restart_delay, streak 0
     exit ──uptime ≥ min_uptime──► streak reset to 0
          ──streak + 1 ≤ max_restarts──► restart after restart_delay * 2**(streak), capped
          ──streak + 1 > max_restarts──► slot failed; a fresh worker after max_restart_delay
@@ -40,8 +41,20 @@ def restart_delay_s(streak: int, policy: ProcessPolicy) -> float:
     return min(policy.max_restart_delay_s, raw)
 
 
-def after_exit(history: RestartHistory, uptime_s: float, policy: ProcessPolicy) -> RestartDecision:
-    """What to do once a slot's worker exited unasked after running `uptime_s`."""
+def after_exit(
+    history: RestartHistory, uptime_s: float, policy: ProcessPolicy, *, clean: bool = False
+) -> RestartDecision:
+    """What to do once a slot's worker exited unasked after running `uptime_s`.
+
+    A `clean` exit (status 0: its `--max-tasks` reached, or drained) is no crash: a fresh
+    worker starts after the first delay, and the streak starts again.
+    """
+    if clean:
+        return RestartDecision(
+            delay_s=restart_delay_s(1, policy),
+            failed=False,
+            history=RestartHistory(streak=0, total=history.total + 1),
+        )
     streak = 0 if uptime_s >= policy.min_uptime_s else history.streak
     streak += 1
     if streak > policy.max_restarts:

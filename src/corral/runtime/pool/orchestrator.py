@@ -32,7 +32,7 @@ from types import FrameType
 from typing import Any
 
 from corral.clock import Clock, SystemClock
-from corral.errors import InvalidInput, StoreError
+from corral.errors import StoreError
 from corral.logs import event, logger
 from corral.model.orchestrators import DEFAULT_STOP_TIMEOUT_S
 from corral.runtime import signals
@@ -44,12 +44,14 @@ from corral.runtime.pool.state_row import AlreadyRunning, StateRow
 from corral.runtime.pool.supervisor import Supervisor
 from corral.runtime.pool.upkeep import Upkeep
 from corral.runtime.pool.worker_process import Layout
+from corral.runtime.worker import preflight
 from corral.settings import Settings
 from corral.store import Store
 
 # AlreadyRunning lives with the state row it guards; importable from here as before.
 __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+SAMPLE_SLOT = "slot-1"  # a slot's worker name, for checking the branch names it will make
 STARTING_BEAT_S = 0.25  # the beat while a worker has yet to register: status shows it soon
 
 
@@ -75,8 +77,8 @@ class Orchestrator:
         clock: Clock | None = None,
         log: logging.Logger | None = None,
     ) -> None:
-        if not settings.pool.exec.strip():
-            raise InvalidInput("exec", "the command pool workers run (--exec or pool.exec)")
+        # What each slot's `worker start` would refuse, refused here, before anything starts.
+        preflight.check(settings.pool.options, worker=SAMPLE_SLOT, policy=settings.worktree)
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")
@@ -131,13 +133,12 @@ class Orchestrator:
         return env
 
     def _config(self) -> dict[str, Any]:
-        """The configuration in force, as the state row records it."""
+        """The configuration in force, as the state row records it: every worker option
+        (by its field name: `exec`, `timeout_s` ...) and the orchestrator's own settings."""
         s = self._settings
         return {
             "workers": s.pool.workers,
-            "exec": s.pool.exec,
-            "kinds": list(s.pool.kinds),
-            "queues": list(s.pool.queues),
+            **worker_process.options_in_force(s.pool.options),
             "reconcile_interval_s": s.reconcile_interval_s,
             "heartbeat_interval_s": s.heartbeat_interval_s,
             "restart_delay_s": s.restart_delay_s,

@@ -218,7 +218,8 @@ class Supervisor:
     def _schedule_restart(self, slot: Slot) -> None:
         """Back off, or fail the slot, as `restarts.after_exit` decides."""
         uptime_s = self._clock.monotonic() - slot.started_at
-        decision = after_exit(slot.history, uptime_s, self._policy)
+        clean = slot.last_exit_code == 0
+        decision = after_exit(slot.history, uptime_s, self._policy, clean=clean)
         slot.history = decision.history
         slot.state = SlotState.FAILED if decision.failed else SlotState.BACKOFF
         slot.due_at = self._clock.monotonic() + decision.delay_s

@@ -3,7 +3,8 @@
 - A worker is `python -m corral.cli.main worker start --name SLOT ...` (the `corral worker
   start` command; not the console script, which turns garbage collection off for short
   commands) in a session and process group of its own, so a signal to the orchestrator's
-  terminal or the orchestrator's death does not reach it.
+  terminal or the orchestrator's death does not reach it. Its flags are the pool's worker
+  options (corral.worker_options), those not at their default, each as `--flag=value`.
 - Its environment is the orchestrator's minus the names matching `env.deny`, plus those
   matching `env.allow`, with CORRAL_DB and CORRAL_CONFIG (when the file exists) set. Its
   temporary directory is the runner's own (`worker_tmp`: made at start, removed on stop,
@@ -29,8 +30,10 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
-from corral.policies import EnvPolicy, PoolSpec
+from corral.policies import EnvPolicy, PoolSpec, WorkerOptions
+from corral.worker_options import OPTIONS, Option
 
 OnExit = Callable[[int, int | None], None]
 
@@ -81,18 +84,35 @@ def filter_env(environ: Mapping[str, str], policy: EnvPolicy) -> dict[str, str]:
 
 
 def worker_argv(name: str, pool: PoolSpec) -> list[str]:
-    """The command line of pool worker `name`.
+    """The command line of pool worker `name`: its options, those not at their default.
 
     The runner's own shutdown timeout is a day: the orchestrator decides when a stopping
     worker must give up its tasks (it sends SIGQUIT then).
     """
     argv = [sys.executable, "-m", "corral.cli.main", "worker", "start", "--name", name]
-    argv += ["--exec", pool.exec, "--shutdown-timeout", "1d"]
-    for kind in pool.kinds:
-        argv += ["--kind", kind]
-    for queue in pool.queues:
-        argv += ["--queue", queue]
+    argv += ["--shutdown-timeout", "1d"]
+    for option in OPTIONS:
+        value = getattr(pool.options, option.field)
+        if value != option.default:
+            argv += _flag(option, value)
     return argv
+
+
+def _flag(option: Option, value: Any) -> list[str]:
+    """`value` as the option's flag (durations in bare seconds, which `worker start` reads)."""
+    if option.unit == "flag":
+        return [option.flag]
+    if option.unit == "list":
+        return [f"{option.flag}={item}" for item in value]
+    return [f"{option.flag}={value}"]  # one word: a value may start with a dash
+
+
+def options_in_force(options: WorkerOptions) -> dict[str, Any]:
+    """Every worker option by field name, as `orchestrator status --json` shows them."""
+    return {
+        o.field: list(value) if isinstance(value := getattr(options, o.field), tuple) else value
+        for o in OPTIONS
+    }
 
 
 def spawn(

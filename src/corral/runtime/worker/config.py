@@ -21,6 +21,7 @@ class RunnerConfig:
     kinds: tuple[str, ...] = ()
     queues: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    version: str = ""  # recorded on the worker; empty: corral's own version
     concurrency: int = 1
     max_tasks: int | None = None
     once: bool = False

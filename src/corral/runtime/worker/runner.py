@@ -120,7 +120,7 @@ class Runner:
             labels=c.labels,
             max_concurrent=c.concurrency * c.batch,
             pid=os.getpid(),
-            version=__version__,
+            version=c.version or __version__,
         )
 
     def _serve(self) -> int:

@@ -1,0 +1,53 @@
+"""The worker options as flags, the same on `worker start` and `orchestrator start`.
+
+Both commands' flags come from the one table (corral.worker_options), and what was given
+goes through the settings' parsing (`Settings.with_flags`), so a flag and its `[pool]`
+key take the same values and refuse the same mistakes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from corral.cli.commands import Arg
+from corral.worker_options import OPTIONS, Option
+
+if TYPE_CHECKING:
+    import argparse
+
+    from corral.cli.context import Args
+
+JOB = frozenset({"exec", "call"})  # `worker start` takes exactly one (an argparse group)
+
+
+def option_args(*, skip: frozenset[str] = frozenset()) -> tuple[Arg, ...]:
+    """An Arg per worker option, but those in `skip`."""
+    return tuple(_arg(o) for o in OPTIONS if o.field not in skip)
+
+
+def add_job_group(parser: argparse.ArgumentParser) -> None:
+    """`--exec CMD | --call MODULE:FUNCTION`, one of them required (`worker start`)."""
+    group = parser.add_mutually_exclusive_group(required=True)
+    for option in OPTIONS:
+        if option.field in JOB:
+            arg = _arg(option)
+            group.add_argument(*arg.flags, **arg.options)
+
+
+def given(args: Args) -> dict[str, Any]:
+    """The worker options given on the command line, by setting name (`pool_timeout_s`)."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw = getattr(args, _arg(option).dest, None)
+        if raw is not None and raw is not False:
+            values[option.setting] = raw
+    return values
+
+
+def _arg(option: Option) -> Arg:
+    extra: dict[str, Any] = {"metavar": option.metavar} if option.metavar else {}
+    if option.unit == "flag":
+        extra["action"] = "store_true"
+    elif option.unit == "list":
+        extra["action"] = "append"
+    return Arg(option.flag, help=option.help, **extra)

@@ -1,0 +1,106 @@
+"""What a worker refuses before it starts: options that would fail every task it takes.
+
+`check` is the one validation of a worker's options (policies.WorkerOptions), run by
+`worker start` before it registers and by `orchestrator start` before it takes its state
+row or spawns a slot, so that a pool refuses at start, with exit 2 and one line, what its
+slots would refuse at theirs (instead of restarting them in a loop, or letting them
+claim tasks only to fail them). Values were parsed already (units, bounds: settings);
+here they meet the world: the exec on PATH, the function importable, the folders and the
+repository there, the branch names git accepts.
+
+It returns what it resolved, so `worker start` builds its runner from the same values
+and never checks twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from corral.errors import InvalidInput
+from corral.git.worktrees import Worktrees
+from corral.model.labels import parse_labels
+from corral.policies import WorkerOptions, WorktreePolicy
+from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checked:
+    """The options as the runner uses them: the resolved command or function, and so on."""
+
+    argv: tuple[str, ...]  # --exec, its program an absolute path; () for --call
+    function: Callable[..., Any] | None  # --call
+    labels: dict[str, str]
+    template: str
+    worktrees: Worktrees | None  # --worktree
+    base_ref: str  # --worktree: the branch or commit task branches start from
+
+
+def check(options: WorkerOptions, *, worker: str, policy: WorktreePolicy) -> Checked:
+    """The options of worker `worker` resolved; InvalidInput (exit 2) naming the first
+    option that cannot work."""
+    o = options
+    if bool(o.exec) == bool(o.call):
+        expected = "a command (--exec, pool.exec) or a Python function (--call), one of them"
+        raise InvalidInput("exec", expected, o.exec or None)
+    if o.batch > 1 and o.exec:
+        raise InvalidInput("batch", "1 with --exec (batches are for --call workers)", o.batch)
+    if o.workdir and not os.path.isdir(o.workdir):
+        raise InvalidInput("workdir", "an existing folder", o.workdir)
+    template = load_template(o.prompt_template) if o.prompt_template else DEFAULT_TEMPLATE
+    worktrees, base = _worktrees(o, worker, policy) if o.worktree else (None, "")
+    return Checked(
+        argv=_argv(o.exec) if o.exec else (),
+        function=None if o.exec else _function(o.call),
+        labels=parse_labels("label", o.labels),
+        template=template,
+        worktrees=worktrees,
+        base_ref=base,
+    )
+
+
+def _argv(line: str) -> tuple[str, ...]:
+    try:
+        argv = tuple(shlex.split(line))
+    except ValueError as exc:
+        raise InvalidInput("exec", "a command line with balanced quotes", str(exc)) from None
+    if not argv:
+        raise InvalidInput("exec", "a command to run", line)
+    found = shutil.which(argv[0])
+    if found is None:
+        raise InvalidInput("exec", "a program on PATH, or the path of an executable", argv[0])
+    return (os.path.abspath(found), *argv[1:])  # tasks may run in other working directories
+
+
+def _function(target: str) -> Callable[..., Any]:
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise InvalidInput("call", "MODULE:FUNCTION, e.g. mypkg.tasks:handle", target)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: modules beside the caller import
+    try:
+        function = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidInput("call", "an importable MODULE:FUNCTION", f"{target} ({exc})") from None
+    if not callable(function):
+        raise InvalidInput("call", "a callable", target)
+    return function  # type: ignore[no-any-return]
+
+
+def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[Worktrees, str]:
+    """The repository of the workdir, checked: git there, the base, the branch names and
+    the worktrees' folder."""
+    if not o.exec:
+        raise InvalidInput("worktree", "a command worker (--exec); --call runs in this process")
+    trees = Worktrees.open(o.workdir or os.getcwd(), policy)
+    base = o.base or policy.base or trees.default_base()
+    if trees.git.commit_of(base) is None:
+        raise InvalidInput("base", "a branch or commit of the repository", base)
+    trees.check_policy(worker)
+    return trees, base
