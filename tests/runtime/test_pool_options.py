@@ -211,6 +211,12 @@ REFUSED = [
         'dir = ".git/trees"',
         "worktree.dir: expected a folder outside the repository's .git",
     ),
+    (
+        "land command quotes",
+        ["--worktree"],
+        'land = "command"\nland_command = "push \'oops"',
+        "worktree.land_command: expected a command line with balanced quotes",
+    ),
     ("bad duration", ["--timeout", "soon"], "", "timeout: expected a duration such as"),
     ("zero timeout", ["--timeout", "0"], "", "timeout: expected a duration greater than zero"),
     ("bad number", ["--concurrency", "0"], "", "concurrency: expected a value of at least 1"),

@@ -103,4 +103,12 @@ def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[W
     if trees.git.commit_of(base) is None:
         raise InvalidInput("base", "a branch or commit of the repository", base)
     trees.check_policy(worker)
+    for key, line in (
+        ("worktree.setup", policy.setup),
+        ("worktree.land_command", policy.land_command),
+    ):
+        try:
+            shlex.split(line)
+        except ValueError:
+            raise InvalidInput(key, "a command line with balanced quotes", line) from None
     return trees, base
