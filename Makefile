@@ -1,4 +1,4 @@
-# make run: the main job (a demo workload on the embedded SQLite store).
+# make run: the main job (a pool of sample agents landing work on a throwaway repository).
 # make test: lint, type-check, layer contract, then the whole suite.
 # Both create the virtual environment on first use; re-running is cheap.
 

@@ -1,16 +1,58 @@
 #!/bin/sh
-# A sample agent for `make run`: it reads its prompt on stdin, "works" through a few steps,
-# and fails its first attempt at a task whose title says (flaky). Its output is the run's
-# transcript (`corral logs RUN`); corral gives it CORRAL_TASK_ID, CORRAL_RUN_ID and the rest.
+# A sample coding agent for `make run`. corral runs it in the task's own git worktree, with
+# the prompt on stdin; it "works" through a few steps, then edits the file the task names and
+# commits, as a real agent CLI would. Its output is the run's transcript (`corral logs RUN`).
+#
+# The task's description says what to do, one `Key: value` per line:
+#   File: notes/cache.md      the file to write (folders are made)
+#   Line: some text           the line to put in it (appended, or replacing `Replace:`)
+#   Replace: color =          replace the line starting with this instead of appending
+#   Steps: 6                  how many steps of AGENT_STEP_S it takes (default 4)
+# A title containing (flaky) fails its first attempt. After a land conflict or a review,
+# corral passes the note in CORRAL_REVIEW_NOTE: the agent merges the base in, settles the
+# conflict on its own line, and (after a review) adds what was asked.
+set -e
 prompt=$(cat)
-title=$(printf '%s\n' "$prompt" | sed -n 's/^Title: //p')
-attempt=$(printf '%s\n' "$prompt" | sed -n 's/^Attempt: //p')
-echo "$CORRAL_TASK_ID: $title (attempt $attempt)"
-for step in read plan edit test; do
+field() { printf '%s\n' "$prompt" | sed -n "s/^$1: //p" | head -n 1; }
+title=$(field Title)
+attempt=$(field Attempt)
+file=$(field File)
+line=$(field Line)
+replace=$(field Replace)
+steps=$(field Steps)
+echo "$CORRAL_TASK_ID: $title (attempt $attempt, branch $CORRAL_BRANCH)"
+
+if [ -n "$CORRAL_REVIEW_NOTE" ]; then
+  echo "  note: $CORRAL_REVIEW_NOTE"
+  if ! git merge --quiet --no-edit "$CORRAL_BASE_REF" >/dev/null 2>&1; then
+    echo "  merging $CORRAL_BASE_REF: conflict, keeping this task's line"
+    git checkout --ours -- "$file" 2>/dev/null || true
+  fi
+fi
+
+n=0
+for step in read plan edit test review commit; do
+  n=$((n + 1))
+  [ "$n" -gt "${steps:-4}" ] && break
   echo "  $step..."
   sleep "${AGENT_STEP_S:-0.25}"
 done
 case "$title" in
   *flaky*) if [ "$attempt" -le 1 ]; then echo "  tests failed" >&2; exit 1; fi ;;
 esac
-echo "  done"
+
+mkdir -p "$(dirname "$file")"
+if [ -n "$replace" ] && [ -f "$file" ]; then
+  grep -v "^$replace" "$file" > "$file.new" || true
+  printf '%s\n' "$line" >> "$file.new"
+  mv "$file.new" "$file"
+else
+  printf '%s\n' "$line" >> "$file"
+fi
+case "$CORRAL_REVIEW_NOTE" in
+  *"add a test"*) printf 'def test_%s():\n    assert True\n' "$(echo "$CORRAL_TASK_ID" | tr - _)" \
+                    > "tests_$CORRAL_TASK_ID.py"; git add "tests_$CORRAL_TASK_ID.py" ;;
+esac
+git add -- "$file"
+git commit --quiet -m "$title" -m "corral task $CORRAL_TASK_ID, attempt $attempt"
+echo "  committed $(git rev-parse --short HEAD): $title"

@@ -1,18 +1,27 @@
-"""`make run`: an orchestrator with a pool of three workers works through a demo workload.
+"""`make run`: a pool of three sample agents works a throwaway git repository, each task in
+its own worktree, and their work lands on its main while you watch.
 
-A fresh SQLite store gets eighteen tasks: mixed priorities, a dependency chain, and three
-flaky ones whose first attempt fails (examples/agent.sh) and is retried after a backoff.
-`corral orchestrator start --workers 3 --exec examples/agent.sh` runs them; a few seconds
-in, this script kills one busy worker with SIGKILL, and the orchestrator returns its task
-to the queue at once and restarts it after its restart delay. Events stream as they
-happen; once every task is finished the orchestrator is stopped gracefully and
-`corral status` ends the run.
+The repository is made fresh in `.corral/demo/repo` (a few files on `main`), with `corral
+init` (which keeps `.corral/` out of git). Eighteen tasks are added: eleven that each write
+their own file, a flaky one that fails its first attempt, three that require review (the
+demo plays the reviewer: it asks for changes once, then approves and merges), a slow one
+whose worker the demo kills with SIGKILL mid-task (the orchestrator returns the task to the
+queue and restarts the worker), and two that set the same line of `settings.ini` from the
+same base, so that whichever lands second conflicts, is told so, merges main in and lands
+on its next run.
+
+    corral orchestrator start --workers 3 --exec examples/agent.sh --worktree
+
+runs in the foreground, one line per task started and finished. When every task is done,
+the orchestrator is stopped gracefully, and `git log --oneline --graph` of main and
+`corral branches` show the landed work and nothing stranded. Exit status 0 when all of
+that holds.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -23,11 +32,12 @@ from pathlib import Path
 import corral
 
 HERE = Path(__file__).resolve().parent
-DEMO_DIR = HERE.parent / ".corral" / "demo"
+DEMO_DIR = Path(os.environ.get("DEMO_DIR") or HERE.parent / ".corral" / "demo")
+REPO = DEMO_DIR / "repo"
 AGENT = HERE / "agent.sh"
-DEADLINE_S = 90
-KILL_AFTER_S = 3.0
-# Short intervals, so that restarts, retries and reconcile passes show within the minute.
+DEADLINE_S = 120
+KILL_AFTER_S = 1.0  # how long the slow task runs before its worker is killed
+# Short intervals, so that restarts and retries show within the minute.
 CONFIG = """\
 [heartbeat]
 interval = "1s"
@@ -43,68 +53,128 @@ jitter = 0
 restart_delay = "1s"
 min_uptime = "5s"
 """
-SHOWN = {
-    "task.claimed",
-    "task.completed",
-    "task.retry_scheduled",
-    "task.failed",
-    "task.unblocked",
-    "task.crashed",
-    "task.lease_expired",
-    "worker.started",
-    "worker.dead",
-    "orchestrator.started",
-    "orchestrator.stopped",
-}
+NOTES = ("auth", "billing", "search", "logging", "metrics", "queue", "ui", "i18n", "backup")
+GIT_IDENTITY = ("-c", "user.name=corral demo", "-c", "user.email=demo@corral.invalid")
 
 
-def enqueue_workload(store: corral.Store, settings: corral.Settings, rng: random.Random) -> int:
-    """Eighteen tasks: a dependency chain, three flaky tasks, the rest plain; how many."""
-
-    def add(title: str, **fields: object) -> corral.Task:
-        return corral.enqueue(store, corral.NewTask(title=title, **fields), settings=settings)  # type: ignore[arg-type]
-
-    first = add("Design the schema", priority=9)
-    second = add("Write the migration", depends_on=(first.id,), priority=5)
-    add("Backfill old rows", depends_on=(second.id,))
-    for n in range(15):
-        flaky = " (flaky)" if n % 5 == 0 else ""
-        add(f"Fix issue #{100 + n}{flaky}", priority=rng.randint(0, 5))
-    return 18
+def git(*args: str) -> str:
+    """Run git in the demo repository; its output."""
+    done = subprocess.run(
+        ["git", *GIT_IDENTITY, *args], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return done.stdout
 
 
-def show_events(store: corral.Store, after_id: int, names: dict[str, str]) -> int:
-    """Print the interesting events newer than `after_id`; return the newest id."""
-    for event in store.list_events(corral.EventFilter(after_id=after_id, limit=500)):
-        after_id = event.id
-        if event.name not in SHOWN:
-            continue
-        who = names.get(event.worker_id or "", event.worker_id or "")
-        move = f"{event.from_status or ''} -> {event.to_status}" if event.to_status else ""
-        why = f"  ({event.reason})" if event.reason else ""
-        print(
-            f"  {event.at:%H:%M:%S}  {event.name:22} {event.task_id or '':14} {who:7} {move}{why}"
+def make_repository() -> None:
+    """A fresh repository on main: a README, settings.ini, a notes folder."""
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    (REPO / "notes").mkdir(parents=True)
+    (REPO / "README.md").write_text("# demo\n\nA throwaway repository for `make run`.\n")
+    (REPO / "settings.ini").write_text("[ui]\ncolor = red\n")
+    (REPO / "notes" / "index.md").write_text("# Notes\n")
+    git("init", "--quiet", "--initial-branch", "main")
+    git("config", "user.name", "corral demo")  # the agents commit as this
+    git("config", "user.email", "demo@corral.invalid")
+    git("add", "-A")
+    git("commit", "--quiet", "-m", "Initial commit")
+
+
+def describe(**fields: str | int) -> str:
+    """A task description the sample agent reads (`File: ...`, `Line: ...`)."""
+    return "\n".join(f"{key}: {value}" for key, value in fields.items())
+
+
+def enqueue(store: corral.Store, settings: corral.Settings) -> dict[str, str]:
+    """The eighteen tasks; their ids by role (conflict, flaky, slow, review)."""
+
+    def add(title: str, desc: str, **fields: object) -> str:
+        spec = corral.NewTask(title=title, description=desc, **fields)  # type: ignore[arg-type]
+        return corral.enqueue(store, spec, settings=settings).id
+
+    roles = {}
+    for color in ("blue", "green"):  # the same line, from the same base: one lands second
+        roles[f"conflict-{color}"] = add(
+            f"Make the theme {color}",
+            describe(File="settings.ini", Replace="color =", Line=f"color = {color}", Steps=5),
+            priority=9,
         )
-    return after_id
+    roles["slow"] = add(
+        "Refactor the parser",
+        describe(File="notes/parser.md", Line="The parser is now a table.", Steps=6),
+        priority=8,
+    )
+    roles["flaky"] = add(
+        "Speed up the cache (flaky)",
+        describe(File="notes/cache.md", Line="The cache keeps 1,000 entries."),
+    )
+    for n, (title, file) in enumerate(
+        (
+            ("Rewrite the README intro", "README.md"),
+            ("Add a changelog", "CHANGELOG.md"),
+            ("Document the API", "notes/api.md"),
+        )
+    ):
+        roles[f"review-{n}"] = add(
+            title, describe(File=file, Line=f"{title}: written by an agent."), requires_review=True
+        )
+    for topic in (*NOTES, "deploy", "security"):
+        add(
+            f"Write notes on {topic}",
+            describe(File=f"notes/{topic}.md", Line=f"# {topic.title()}"),
+        )
+    return roles
 
 
-def progress(store: corral.Store) -> str:
-    """`done 5/18  running 3  ready 9 ...`."""
-    counts = store.task_counts()
-    total = sum(counts.values())
-    rest = "  ".join(f"{s} {n}" for s, n in counts.items() if s != "done")
-    return f"  -- done {counts.get('done', 0)}/{total}  {rest}"
+def cli(*args: str, shown: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a corral command in the repository, echoed the way a person would type it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "corral.cli.main", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if shown:
+        print(f"  demo $ corral {' '.join(args)}", flush=True)
+        for line in (done.stdout + done.stderr).splitlines():
+            print(f"         {line}", flush=True)
+    return done
 
 
-def kill_one_busy_worker(store: corral.Store) -> bool:
-    """SIGKILL a worker process that holds a task."""
-    busy = [w for w in store.list_workers((corral.WorkerStatus.BUSY,)) if w.pid]
-    if not busy:
-        return False
-    victim = busy[0]
-    print(f"\n  *** killing {victim.name} (pid {victim.pid}) with SIGKILL mid-task ***\n")
-    os.kill(victim.pid or 0, signal.SIGKILL)
-    return True
+class Reviewer:
+    """Plays the person who watches: reviews what arrives, kills one worker mid-task."""
+
+    def __init__(self, store: corral.Store, roles: dict[str, str]) -> None:
+        self.store, self.roles = store, roles
+        self.asked: set[str] = set()
+        self.killed = False
+
+    def step(self) -> None:
+        """One look at the store: review what waits, kill the slow task's worker once."""
+        waiting = corral.TaskFilter(statuses=(corral.TaskStatus.IN_REVIEW,))
+        for task in self.store.list_tasks(waiting):
+            if task.id == self.roles["review-0"] and task.id not in self.asked:
+                self.asked.add(task.id)
+                cli("request-changes", task.id, "--note", "please add a test")
+            else:
+                cli("approve", task.id, "--merge", "--note", "looks good")
+        if not self.killed:
+            self.kill_slow_worker()
+
+    def kill_slow_worker(self) -> None:
+        """SIGKILL the worker process running the slow task, once it has run a while."""
+        task = self.store.get_task(self.roles["slow"])
+        if task.status is not corral.TaskStatus.RUNNING or task.worker_id is None:
+            return
+        claim = self.store.active_claim(task.id)
+        if claim is None or (self.store.now() - claim.claimed_at).total_seconds() < KILL_AFTER_S:
+            return
+        worker = self.store.get_worker(task.worker_id)
+        if worker.pid is None:
+            return
+        print(f"  demo: kill -9 {worker.pid}  ({worker.name}, mid-way through {task.id})")
+        os.kill(worker.pid, signal.SIGKILL)
+        self.killed = True
 
 
 def unfinished(store: corral.Store) -> int:
@@ -113,62 +183,79 @@ def unfinished(store: corral.Store) -> int:
     return sum(n for status, n in counts.items() if status not in ("done", "failed"))
 
 
-def watch(store: corral.Store) -> None:
-    """Stream events and progress until the workload is finished, killing one worker early on."""
-    began, last_event, killed, last_progress = time.monotonic(), 0, False, ""
-    while unfinished(store) and time.monotonic() - began < DEADLINE_S:
-        time.sleep(0.25)
-        if not killed and time.monotonic() - began > KILL_AFTER_S:
-            killed = kill_one_busy_worker(store)
-        names = {w.id: w.name for w in store.list_workers()}
-        last_event = show_events(store, last_event, names)
-        line = progress(store)
-        if line != last_progress:
-            print(line, flush=True)
-            last_progress = line
-
-
-def corral_cli(env: dict[str, str], *args: str) -> int:
-    """Run a corral command, its output shown."""
-    print(f"\n$ corral {' '.join(args)}", flush=True)
-    return subprocess.run(
-        [sys.executable, "-m", "corral.cli.main", *args], env=env, check=False
-    ).returncode
-
-
 def main() -> int:
-    """Run the demo from a fresh store."""
-    shutil.rmtree(DEMO_DIR, ignore_errors=True)
-    DEMO_DIR.mkdir(parents=True)
-    (DEMO_DIR / "config.toml").write_text(CONFIG)
-    db = str(DEMO_DIR / "corral.db")
+    """Make the repository, run the pool over the tasks, show where the work went."""
+    make_repository()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    env["CORRAL_DB"] = db
-    settings = corral.load_settings(env, config_path=str(DEMO_DIR / "config.toml"))
+    os.environ.clear()
+    os.environ.update(env)
+    print(f"$ cd {REPO} && corral init", flush=True)
+    cli("init")
+    (REPO / ".corral" / "config.toml").write_text(CONFIG)
+    db = str(REPO / ".corral" / "corral.db")
+    settings = corral.load_settings(config_path=str(REPO / ".corral" / "config.toml"))
     with corral.open_store(db) as store:
-        count = enqueue_workload(store, settings, random.Random(7))
-        print(f"{count} tasks queued in {db}")
-        print("$ corral orchestrator start --workers 3 --exec examples/agent.sh\n", flush=True)
+        roles = enqueue(store, settings)
+        print(f"18 tasks added ({len([r for r in roles if r.startswith('review')])} with review)")
+        argv = ["orchestrator", "start", "--workers", "3", "--exec", str(AGENT), "--worktree"]
+        print(f"$ corral {' '.join(argv)}\n", flush=True)
         began = time.monotonic()
-        with open(DEMO_DIR / "orchestrator.log", "wb") as log:
-            orchestrator = subprocess.Popen(
-                [sys.executable, "-m", "corral.cli.main", "orchestrator", "start",
-                 "--workers", "3", "--exec", str(AGENT)],
-                env=env, stdout=log, stderr=log, start_new_session=True,
-            )  # fmt: skip
+        orchestrator = subprocess.Popen(
+            [sys.executable, "-m", "corral.cli.main", *argv], cwd=REPO, start_new_session=True
+        )
+        reviewer = Reviewer(store, roles)
         try:
-            watch(store)
+            while unfinished(store) and time.monotonic() - began < DEADLINE_S:
+                time.sleep(0.2)
+                reviewer.step()
         finally:
-            corral_cli(env, "orchestrator", "stop", "--graceful", "--timeout", "30s")
+            cli("orchestrator", "stop", "--graceful", "--timeout", "30s")
             orchestrator.wait(timeout=60)
-        corral_cli(env, "status")
-        tasks = store.list_tasks(corral.TaskFilter())
-        runs, crashes = sum(t.attempts for t in tasks), sum(t.crashes for t in tasks)
         elapsed_s = time.monotonic() - began
-        print(f"\n{len(tasks)} tasks in {elapsed_s:.1f} s; {runs} runs, {crashes} crash(es)")
-        print(f"orchestrator log: {DEMO_DIR / 'orchestrator.log'}")
-        print(f"try: export CORRAL_DB={db}; corral events --limit 20; corral worker logs slot-1")
-        return 0 if unfinished(store) == 0 else 1
+        print("\n$ git log --oneline --graph main", flush=True)
+        print(git("log", "--oneline", "--graph", "main"), flush=True)
+        branches = cli("branches", "--json", shown=False)
+        cli("branches")
+        cli("status")
+        tasks = store.list_tasks(corral.TaskFilter())
+        done = sum(t.status is corral.TaskStatus.DONE for t in tasks)
+        runs = len(store.list_runs(limit=1000))
+        story = told(store, roles, reviewer)
+    stranded = [b for b in _json(branches.stdout) if b["where"] != "landed"]
+    dirty = git("status", "--porcelain")
+    print(
+        f"\n{done}/{len(tasks)} tasks done in {elapsed_s:.1f} s, {runs} runs; "
+        f"{len(stranded)} branch(es) not landed; git status of main: "
+        f"{'clean' if not dirty else dirty.strip()}"
+    )
+    for what, happened in story.items():
+        print(f"  {'yes' if happened else 'NO '}  {what}")
+    print(f"look around: cd {REPO} && corral events --limit 30 && corral runs")
+    whole = done == len(tasks) == 18 and not stranded and not dirty and all(story.values())
+    return 0 if whole else 1
+
+
+def told(store: corral.Store, roles: dict[str, str], reviewer: Reviewer) -> dict[str, bool]:
+    """Whether each turn of the story happened, from the store's own record."""
+
+    def events(role: str) -> set[str]:
+        found = store.list_events(corral.EventFilter(task_id=roles[role], limit=1000))
+        return {e.name for e in found}
+
+    themes = events("conflict-blue") | events("conflict-green")
+    return {
+        "a land conflicted, and its task landed on its next run": "task.land_conflict" in themes,
+        "the flaky task failed once, then landed": "task.retry_scheduled" in events("flaky"),
+        "a worker was killed mid-task; its task ran again": reviewer.killed
+        and "task.crashed" in events("slow"),
+        "a review asked for changes, then was approved and merged": "task.changes_requested"
+        in events("review-0"),
+    }
+
+
+def _json(text: str) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = json.loads(text) if text.strip() else []
+    return found
 
 
 if __name__ == "__main__":
