@@ -28,6 +28,7 @@ SCRIPTS = (
     "pg_claim_cycle",
     "pg_notify_latency",
     "pg_runner_throughput",
+    "events_follow",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -43,6 +43,7 @@ LITERAL_GUARDS = {
 # SQLite runs as the queries both dialects share.
 POSTGRESQL_ONLY = {
     "listen_ready",
+    "listen_events",
     "try_leader_lock",
     "release_leader_lock",
     "exchange_on_server",

@@ -1,10 +1,12 @@
-"""PostgreSQL sessions of their own, outside the pool: the ready listener and the leader lock.
+"""PostgreSQL sessions of their own, outside the pool: listeners and the leader lock.
 
-Both live on one dedicated connection each, because what they hold belongs to a session:
-- `ReadyListener` LISTENs on its schema's ready channel (tasks_notify_ready, migration
-  0009) from a daemon thread and sets the runner's event at each notification. A dropped connection
-  loses notifications until it is back; the runner's polling covers that gap, and the
-  listener sets the event once it listens again, so what was missed is looked for.
+Each lives on one dedicated connection, because what it holds belongs to a session:
+- A `Listener` LISTENs on one of its schema's channels from a daemon thread and sets an
+  event at each notification: the ready channel (tasks_notify_ready, migration 0009) wakes
+  idle runners, the events channel (events_notify, migration 0011) wakes followers of the
+  event log. A dropped connection loses notifications until it is back; the waiter's
+  polling covers that gap, and the listener sets the event once it listens again, so
+  what was missed is looked for.
 - `LeaderLock` takes the session advisory lock 'corral.leader' with pg_try_advisory_lock.
   The server releases it when the session ends, however the leader died.
 """
@@ -27,8 +29,9 @@ POLL_S = 0.5  # how often the listener looks whether it was told to stop
 RETRY_MAX_S = 5.0  # the longest wait before listening again after a lost connection
 
 
-class ReadyListener(ThreadService):
-    """A daemon thread (started here) that sets `wake` whenever a task becomes ready."""
+class Listener(ThreadService):
+    """A daemon thread (started here) that sets `wake` at each notification of the channel
+    `listen_sql` listens on."""
 
     # Its stop does not wait: the thread may sit in `notifies` for POLL_S, and holds only
     # its own connection; a runner's exit must not wait for it.

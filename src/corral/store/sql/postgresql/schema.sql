@@ -106,11 +106,15 @@ CREATE TABLE events (
     to_status   text,
     actor       text        NOT NULL,
     reason      text,
-    data        jsonb
+    data        jsonb,
+    -- The writing transaction's id: a follower reads only events of transactions that
+    -- have ended, in (xid, id) order (docs/state-machines.md, Following events).
+    xid         xid8        NOT NULL DEFAULT pg_current_xact_id()
 );
 
 CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
 CREATE INDEX events_by_worker ON events (worker_id, id) WHERE worker_id IS NOT NULL;
+CREATE INDEX events_by_xid ON events (xid, id);
 
 -- A task with its active claim (if any) and its dependencies, as every read wants it.
 CREATE VIEW task_view AS
@@ -308,6 +312,19 @@ END $$;
 
 CREATE TRIGGER tasks_ready_notify AFTER INSERT OR UPDATE OF status ON tasks
     FOR EACH ROW WHEN (NEW.status = 'ready') EXECUTE FUNCTION tasks_notify_ready();
+
+-- Every statement that appends events notifies its schema's events channel, corral_events_
+-- and the md5 of the schema's name, with no payload: the server folds a transaction's
+-- notifications into one, delivered at commit. It wakes `events --follow`, which then reads.
+CREATE FUNCTION events_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('corral_events_' || md5(TG_TABLE_SCHEMA), '');
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER events_notify AFTER INSERT ON events
+    FOR EACH STATEMENT EXECUTE FUNCTION events_notify();
 
 -- A report of the exchange as corral_exchange reads it (functions.sql): the fields of
 -- corral.model.batches.Report, with a failure's retry decided (retry_delay_s or give_up).
