@@ -8,15 +8,14 @@ included) as its Python escape, `\\x1b`, `\\n`, and shortens the result to a wid
 
 from __future__ import annotations
 
-import re
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Code point -> its escape, for str.translate (cheaper to build at import than a regex).
+_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0))}
 ELLIPSIS = "…"
 
 
 def one_line(text: str, width: int | None = None) -> str:
     """`text` with control characters escaped, cut to `width` characters (ending in …)."""
-    shown = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    shown = text.translate(_ESCAPES)
     if width is not None and len(shown) > width:
         return shown[: max(0, width - 1)] + ELLIPSIS
     return shown

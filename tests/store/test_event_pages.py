@@ -18,7 +18,8 @@ import pytest
 
 import corral
 from corral import EventFilter, FakeClock, Settings, Store, Task, Worker, open_store
-from corral.model.events import EVENT_NAMES, EventCursor, EventPage
+from corral.model.events import EVENT_NAMES
+from corral.model.following import EventCursor, EventPage
 
 Add = Callable[..., Task]
 

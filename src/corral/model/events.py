@@ -2,7 +2,7 @@
 
 Names are stable and dotted (`task.claimed`, `worker.dead`); docs/state-machines.md
 lists them (EVENT_NAMES here). `corral events` lists them and `corral events --follow`
-tails them from an `EventCursor`, a page (`EventPage`) at a time.
+tails them a page at a time (model/following.py).
 """
 
 from __future__ import annotations
@@ -62,29 +62,6 @@ class EventFilter:
     since_at: datetime | None = None
     after_id: int = 0
     limit: int = 50
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class EventCursor:
-    """Where a follower of the log stands: every event at or before it has been read.
-
-    Events are read in (xid, id) order: on PostgreSQL `xid` is the writing transaction's
-    id; on SQLite, whose writers take turns, it is always 0 and `id` alone orders them.
-    """
-
-    xid: int
-    id: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EventPage:
-    """What one read of a follower returns: the events in cursor order, the cursor to
-    read from next (past events that did not match the filter too), and whether events
-    already committed wait beyond it (PostgreSQL: behind a transaction still running)."""
-
-    events: list[Event]
-    cursor: EventCursor
-    pending: bool = False
 
 
 # Every event name the store writes, as docs/state-machines.md lists them.

@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 from corral.clock import Clock
 from corral.errors import StoreError
-from corral.model.events import Event, EventCursor, EventFilter, EventPage
+from corral.model.events import Event, EventFilter
+from corral.model.following import EventCursor, EventPage
 from corral.store import Store
 
 # SQLite tells no reader of a commit: a follower polls, one indexed `id > ?` read each
@@ -38,7 +39,12 @@ Emit = Callable[[Event], None]
 
 
 class Follower:
-    """Tails the events matching `flt` (its `limit`: how many already written to show)."""
+    """Tails the events matching `flt` (its `limit`: how many already written to show).
+
+    `listen=False` never asks PostgreSQL for notifications (each listening follower makes
+    every event-writing commit notify, which serializes those commits): it polls every
+    `poll_s`, for readers that need no haste.
+    """
 
     def __init__(
         self,
@@ -48,9 +54,10 @@ class Follower:
         clock: Clock,
         on_outage: Callable[[str], None],
         poll_s: float | None = None,
+        listen: bool = True,
     ) -> None:
         self._store, self._flt, self._clock = store, flt, clock
-        self._on_outage, self._poll_s = on_outage, poll_s
+        self._on_outage, self._poll_s, self._listen = on_outage, poll_s, listen
         self._wake = threading.Event()
         self._stopping = self._catch_up = False
 
@@ -63,7 +70,7 @@ class Follower:
 
     def run(self, emit: Emit) -> None:
         """Hand each matching event to `emit`, in cursor order, until `stop()`."""
-        stop_listening = self._store.wake_on_events(self._wake)
+        stop_listening = self._store.wake_on_events(self._wake) if self._listen else None
         default_s = SQLITE_POLL_S if stop_listening is None else NOTIFIED_POLL_S
         poll_s = default_s if self._poll_s is None else self._poll_s
         try:

@@ -21,7 +21,8 @@ from corral.store import rows
 from corral.store.driver import Driver, Tx
 
 if TYPE_CHECKING:
-    from corral.model.events import Event, EventCursor, EventFilter, EventPage
+    from corral.model.events import Event, EventFilter
+    from corral.model.following import EventCursor, EventPage
 
 
 class EventOps:
@@ -39,7 +40,7 @@ class EventOps:
         """The events matching `flt` after cursor `after`, at most `flt.limit`, in cursor
         order, and the cursor to read from next. Without `after`: the newest `flt.limit`
         events settled now (oldest first), and the cursor past everything settled."""
-        from corral.model.events import EventPage  # noqa: PLC0415 - followers alone need it
+        from corral.model.following import EventPage  # noqa: PLC0415 - followers alone need it
 
         with self._driver.read() as tx:
             horizon, pending = _horizon(tx)
@@ -89,6 +90,6 @@ def _cursor_of(row: Any) -> EventCursor:
 
 
 def _cursor(xid: Any, event_id: Any) -> EventCursor:
-    from corral.model.events import EventCursor  # noqa: PLC0415 - followers alone need it
+    from corral.model.following import EventCursor  # noqa: PLC0415 - followers alone need it
 
     return EventCursor(int(xid), int(event_id))

@@ -42,7 +42,9 @@ OUTCOMES = {
     "task.cancelled": "cancelled",
 }
 TITLE_WIDTH = 60
-POLL_S = 0.2  # SQLite: lines for people, who do not see 200 ms
+# Lines for people, who do not see 200 ms: polled on both stores, so that a running
+# orchestrator does not make every commit on PostgreSQL notify (runtime/follow.py).
+POLL_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,7 @@ class TaskLines(ThreadService):
         self._running: dict[str, _Started] = {}
         flt = EventFilter(names=(STARTED, *OUTCOMES), limit=0)  # none from before now
         self._follower = Follower(
-            store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S
+            store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S, listen=False
         )
         self.start()
 

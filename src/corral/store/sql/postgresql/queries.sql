@@ -542,8 +542,16 @@ UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :hos
 DO $$ BEGIN EXECUTE 'LISTEN ' || quote_ident('corral_ready_' || md5(current_schema())); END $$;
 
 -- name: listen_events
--- The channel of this session's schema (events_notify).
-DO $$ BEGIN EXECUTE 'LISTEN ' || quote_ident('corral_events_' || md5(current_schema())); END $$;
+-- The channel of this session's schema (events_notify), the session listed as a follower
+-- (and the followers that died without leaving struck off).
+DO $$ BEGIN
+    DELETE FROM event_followers WHERE pid NOT IN (SELECT a.pid FROM pg_stat_activity a);
+    INSERT INTO event_followers (pid) VALUES (pg_backend_pid()) ON CONFLICT DO NOTHING;
+    EXECUTE 'LISTEN ' || quote_ident('corral_events_' || md5(current_schema()));
+END $$;
+
+-- name: leave_events
+DELETE FROM event_followers WHERE pid = pg_backend_pid();
 
 -- name: try_leader_lock
 SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()));
