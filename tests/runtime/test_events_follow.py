@@ -188,9 +188,30 @@ def test_a_follower_prints_only_what_its_filters_select(tmp_path: Path, follower
         store.cancel(watched.id, actor="test", reason="enough")
     by_task.wait_for(2)
     by_type.wait_for(1)
-    by_task.stop()
-    by_type.stop()
+    for follower in (by_task, by_type):
+        assert 0 == follower.stop()
 
     assert ["task.created", "task.cancelled"] == [e["name"] for e in by_task.events()]
     assert {watched.id} == {e["task_id"] for e in by_task.events()}
     assert [("task.cancelled", "enough")] == [(e["name"], e["reason"]) for e in by_type.events()]
+
+
+def test_a_follower_with_limit_0_prints_only_events_after_its_start(tmp_path: Path, followers):
+    """--limit 0: none of the events before it started, then the new ones."""
+    url = str(tmp_path / "corral.db")
+    with open_store(url) as store:
+        before = {enqueue(store, NewTask(title="before")).id for _ in range(3)}
+        only_new = followers(url, "--json", "--limit", "0")
+        written: list[str] = []
+
+        def printed_a_new_one() -> bool:  # it shows nothing until it has started: keep writing
+            written.append(enqueue(store, NewTask(title="after")).id)
+            return bool(only_new.lines())
+
+        wait_until(printed_a_new_one, 30)
+    wait_until(lambda: written[-1] in {e["task_id"] for e in only_new.events()}, 30)
+    assert 0 == only_new.stop()
+
+    shown = [e["task_id"] for e in only_new.events()]
+    assert not before & set(shown)
+    assert written[written.index(shown[0]) :] == shown  # from its start on, every one

@@ -116,12 +116,13 @@ def cmd_events(ctx: Context) -> int:
         if name not in EVENT_NAMES:
             raise InvalidInput("type", "an event name such as task.completed", name)
     since_s = parsing.duration("since", a.since)
+    limit = parsing.whole("limit", a.limit, minimum=0 if a.follow else 1)  # 0: new ones only
     flt = EventFilter(
         task_id=a.task,
         worker_id=a.worker,
         names=tuple(dict.fromkeys(a.type or ())),
         since_at=None if since_s is None else ctx.store.now() - timedelta(seconds=since_s),
-        limit=parsing.whole("limit", a.limit, minimum=1) or 50,
+        limit=50 if limit is None else limit,
     )
     if a.follow:
         from corral.cli import events_follow  # noqa: PLC0415 - the follower's machinery

@@ -29,8 +29,8 @@ from corral.store import Store
 # 100 ms target for a fraction of a percent of a core.
 SQLITE_POLL_S = 0.025
 NOTIFIED_POLL_S = 1.0  # PostgreSQL: the longest a lost notification can delay an event
-# PostgreSQL: committed events wait behind a transaction still running (any on the server,
-# which need not write events, so need not notify): read again this soon.
+# PostgreSQL: committed events wait behind a transaction still running (any of the
+# database, which need not write events, so need not notify): read again this soon.
 PENDING_POLL_S = 0.005
 PAGE_SIZE = 500  # events read at most at once while catching up
 RETRY_FIRST_S, RETRY_MAX_S = 0.2, 5.0  # waits between reads while the store is away
@@ -115,6 +115,8 @@ class Follower:
                     self._on_outage(f"store unavailable ({exc.message}); retrying")
                 self._clock.wait(self._wake, retry_s)
                 self._wake.clear()
+                if self._stopping:  # not another try, which may wait for a connect timeout
+                    return None
                 retry_s = min(RETRY_MAX_S, retry_s * 2)
                 continue
             if retry_s != RETRY_FIRST_S:

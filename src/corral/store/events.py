@@ -4,11 +4,12 @@ A follower (`corral events --follow`) must never miss or repeat an event. On SQL
 writers take turns, so events become visible in id order and a follower tails them by id.
 On PostgreSQL an id is drawn at insert, not at commit: a transaction holding id 10 can
 commit after one holding id 11, and a reader tailing `id > last` would skip 10 for good.
-So each event records its transaction's id (`xid`), and a read stops at its snapshot's
-xmin, the oldest transaction still running: below it every transaction has ended, its
-events are all visible and none can be added. Read in (xid, id) order from a cursor of
-(xid, id), the log's settled prefix only grows, so each page continues where the last
-ended (docs/state-machines.md, Following events).
+So each event records its transaction's id (`xid`), and a read stops at its horizon,
+the oldest transaction of this database still running in its snapshot (queries.sql,
+event_horizon): below it every transaction has ended, its events are all visible and
+none can be added. Read in (xid, id) order from a cursor of (xid, id), the log's settled
+prefix only grows, so each page continues where the last ended (docs/state-machines.md,
+Following events).
 """
 
 from __future__ import annotations
