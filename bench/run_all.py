@@ -30,6 +30,7 @@ SCRIPTS = (
     "pg_notify_latency",
     "pg_runner_throughput",
     "status_watch",
+    "events_follow",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -116,6 +116,10 @@ INVALID_INPUT = [
     ("empty title", ["add", ""], ["title"]),
     ("blank title", ["add", "   "], ["title"]),
     ("unknown status filter", ["list", "--status", "sleeping"], ["status", "sleeping"]),
+    ("unknown event type", ["events", "--type", "task.done"], ["type", "task.done"]),
+    ("unknown type to follow", ["events", "--follow", "--type", "x"], ["type", "'x'"]),
+    ("malformed since", ["events", "--since", "5x"], ["since", "5x"]),
+    ("negative since", ["events", "--follow", "--since=-1m"], ["since", "-1m"]),
     ("unknown worker status", ["worker", "list", "--status", "asleep"], ["status", "asleep"]),
     ("token not a number", ["done", "{running}", "--token", "abc"], ["token", "abc"]),
 ]

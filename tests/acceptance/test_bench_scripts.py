@@ -42,3 +42,19 @@ def test_the_shared_modules_import() -> None:
         check=False,
     )
     assert (0, "") == (done.returncode, done.stderr)
+
+
+def test_events_follow_runs_quickly_on_both_stores() -> None:
+    """bench/events_follow.py with a few events a writer measures both stores and judges them."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "events_follow.py"), "--per-writer", "5", "--idle-s", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "" == done.stderr
+    assert done.returncode in {0, 1}, done.stdout  # 1: a target missed on a loaded machine
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert {"sqlite", "postgresql"} <= {row[0] for row in rows if len(row) == 10}
+    assert 2 == sum(line.endswith(("PASS", "MISS")) for line in done.stdout.splitlines())

@@ -1,7 +1,7 @@
 """The PostgreSQL store under real processes: claim, limit and migration races, a restart.
 
-The restart test runs a private throwaway server (initdb into a temporary folder, on a
-port of its own), never the shared one: other people's tests use that.
+The restart test runs a private throwaway server (conftest.py: initdb into a temporary
+folder, on a port of its own), never the shared one: other people's tests use that.
 """
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -130,73 +125,6 @@ def test_enqueuers_racing_on_a_queue_at_max_ready_never_exceed_it(children, pg_u
 
 
 # -- a private server, restarted under four runners ----------------------------------
-
-
-@dataclass
-class PrivateServer:
-    """A throwaway PostgreSQL cluster in a temporary folder."""
-
-    folder: Path
-    port: int
-
-    @property
-    def url(self) -> str:
-        """The URL of its `corral` database."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/corral"
-
-    def ctl(self, *args: str, check: bool = True) -> None:
-        """Run pg_ctl on the cluster (as the postgres OS user when we are root)."""
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        command = ["pg_ctl", "-D", str(self.folder / "data"), "-o", options, "-w", *args]
-        subprocess.run(
-            [*_as_postgres(), *command, "-l", str(self.folder / "server.log")],
-            check=check,
-            capture_output=True,
-            timeout=60,
-        )
-
-
-def _as_postgres() -> list[str]:
-    """initdb and postgres refuse to run as root: run them as the postgres OS user then."""
-    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@pytest.fixture
-def private_server() -> Iterator[PrivateServer]:
-    """A fresh cluster on a free port with a `corral` database; stopped and removed after."""
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
-        reason = "initdb and pg_ctl are not on PATH: no private PostgreSQL server"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    # Not under tmp_path: pytest keeps that private to this user, and the server may run
-    # as another (postgres).
-    folder = Path(tempfile.mkdtemp(prefix="corral-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(folder, "postgres")
-    initdb = ["initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "postgres", "--no-sync"]
-    subprocess.run(
-        [*_as_postgres(), *initdb],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    server = PrivateServer(folder, _free_port())
-    server.ctl("start")
-    try:
-        with psycopg.connect(server.url.replace("/corral", "/postgres"), autocommit=True) as conn:
-            conn.execute("CREATE DATABASE corral")
-        yield server
-    finally:
-        server.ctl("-m", "immediate", "stop", check=False)  # it may be stopped already
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _runner(folder: Path, url: str, name: str) -> subprocess.Popen[bytes]:

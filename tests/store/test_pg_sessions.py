@@ -1,4 +1,4 @@
-"""PostgreSQL's sessions of their own: the ready listener and the leader lock."""
+"""PostgreSQL's sessions of their own: the ready and events listeners, the leader lock."""
 
 from __future__ import annotations
 
@@ -85,3 +85,75 @@ def test_sqlite_has_no_leader_lock_and_its_listener_stops(tmp_path):
         store.wake_on_work(wake)()
         corral.enqueue(store, NewTask(title="t"))
         assert (None, False) == (store.leader_lock(), wake.is_set())
+
+
+# -- the events channel: notified only while a follower listens -----------------------------
+
+
+class Spy:
+    """A bare session listening on a store's events channel without listing itself."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.conn = psycopg.connect(url, autocommit=True)
+        row = self.conn.execute("SELECT 'corral_events_' || md5(current_schema())").fetchone()
+        assert row is not None
+        self.channel = str(row[0])
+        self.conn.execute(f'LISTEN "{self.channel}"')
+
+    def heard(self) -> list[str]:
+        """The payloads notified before a marker this sends now: what writers sent so far."""
+        self.conn.execute("SELECT pg_notify(%s, 'marker')", (self.channel,))
+        payloads = []
+        for note in self.conn.notifies(timeout=WAIT_S):
+            payloads.append(note.payload)
+            if note.payload == "marker":
+                break
+        return payloads
+
+    def followers(self) -> list[int]:
+        """The pids listed in event_followers."""
+        return [r[0] for r in self.conn.execute("SELECT pid FROM event_followers ORDER BY pid")]
+
+
+def test_writers_notify_the_events_channel_only_while_a_follower_listens(pg_url):
+    """No follower: an event notifies nobody. A follower listed: it is woken. Stopped: it
+    strikes itself off, and writers stop notifying."""
+    with open_store(pg_url) as store:
+        spy = Spy(pg_url)
+        try:
+            corral.enqueue(store, NewTask(title="unheard"))
+            assert ["marker"] == spy.heard()
+            wake = threading.Event()
+            stop = store.wake_on_events(wake)
+            assert wake.wait(WAIT_S), "the follower never started listening"
+            wake.clear()
+            assert 1 == len(spy.followers())
+            corral.enqueue(store, NewTask(title="heard"))
+            assert wake.wait(WAIT_S)
+            assert ["", "marker"] == spy.heard()
+            stop()
+            assert [] == spy.followers()
+            corral.enqueue(store, NewTask(title="unheard again"))
+            assert ["marker"] == spy.heard()
+        finally:
+            spy.conn.close()
+
+
+def test_a_follower_whose_session_died_does_not_keep_writers_notifying(pg_url):
+    """A listed pid with no session (a follower killed with -9) is ignored, then struck off
+    by the next follower to listen."""
+    with open_store(pg_url) as store:
+        spy = Spy(pg_url)
+        try:
+            spy.conn.execute("INSERT INTO event_followers (pid) VALUES (0)")
+            corral.enqueue(store, NewTask(title="unheard"))
+            assert ["marker"] == spy.heard()
+            wake = threading.Event()
+            stop = store.wake_on_events(wake)
+            assert wake.wait(WAIT_S)
+            stop()
+            assert [] == spy.followers()
+        finally:
+            spy.conn.close()

@@ -37,12 +37,14 @@ LITERAL_GUARDS = {
     "postgresql": {},
 }
 
-# Queries only PostgreSQL has: three run on a session of its own (store/postgres/sessions.py),
+# Queries only PostgreSQL has: five run on a session of its own (store/postgres/sessions.py),
 # and SQLite's driver has nothing to listen to and one orchestrator, so it needs neither;
 # two call the claim cycle's server-side functions (store/postgres/cycle.py), whose steps
 # SQLite runs as the queries both dialects share.
 POSTGRESQL_ONLY = {
     "listen_ready",
+    "listen_events",
+    "leave_events",
     "try_leader_lock",
     "release_leader_lock",
     "exchange_on_server",

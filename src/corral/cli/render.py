@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from corral.durations import format_duration
+from corral.printable import one_line
 
 if TYPE_CHECKING:
     from corral.model.events import Event
@@ -124,7 +125,7 @@ def event_line(event: Event) -> str:
     """`time  name  subject  from -> to  (reason)`."""
     subject = " ".join(x for x in (event.task_id, event.worker_id) if x)
     move = f"{event.from_status or ''} -> {event.to_status}" if event.to_status else ""
-    why = f"  ({' | '.join(event.reason.split(chr(10)))})" if event.reason else ""
+    why = f"  ({one_line(' | '.join(event.reason.split(chr(10))))})" if event.reason else ""
     stamp = event.at.strftime("%Y-%m-%d %H:%M:%S")
     return f"{stamp}  {event.name:22} {subject:26} {move}{why}".rstrip()
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from corral.cli import parsing, render
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
+from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask, TaskFilter
 
@@ -107,13 +108,26 @@ def cmd_why(ctx: Context) -> int:
 
 
 def cmd_events(ctx: Context) -> int:
-    """Print the newest events, oldest first."""
+    """Print the newest events, oldest first; with --follow, then each new one."""
     a = ctx.args
-    from corral.model.events import EventFilter  # noqa: PLC0415 - for `events` alone
+    from corral.model.events import EVENT_NAMES, EventFilter  # noqa: PLC0415 - for `events` alone
 
+    for name in a.type or ():
+        if name not in EVENT_NAMES:
+            raise InvalidInput("type", "an event name such as task.completed", name)
+    since_s = parsing.duration("since", a.since)
+    limit = parsing.whole("limit", a.limit, minimum=0 if a.follow else 1)  # 0: new ones only
     flt = EventFilter(
-        task_id=a.task, worker_id=a.worker, limit=parsing.whole("limit", a.limit, minimum=1) or 50
+        task_id=a.task,
+        worker_id=a.worker,
+        names=tuple(dict.fromkeys(a.type or ())),
+        since_at=None if since_s is None else ctx.store.now() - timedelta(seconds=since_s),
+        limit=50 if limit is None else limit,
     )
+    if a.follow:
+        from corral.cli import events_follow  # noqa: PLC0415 - the follower's machinery
+
+        return events_follow.follow(ctx, flt)
     events = ctx.store.list_events(flt)
     ctx.emit_all(events, lambda: "\n".join(map(render.event_line, events)) or "no events")
     return 0
@@ -180,6 +194,15 @@ COMMANDS = (
         "the audit trail, newest last",
         Arg("--task", metavar="ID"),
         Arg("--worker", metavar="ID"),
-        Arg("--limit"),
+        Arg(
+            "--type",
+            action="extend",
+            nargs="+",
+            metavar="NAME",
+            help="only events of this name (task.completed ...), repeatable",
+        ),
+        Arg("--since", metavar="DURATION", help="only events of the last DURATION (10m)"),
+        Arg("--limit", help="how many of the newest to print (default 50)"),
+        Arg("--follow", action="store_true", help="then print each new event, until Ctrl-C"),
     ),
 )

@@ -1,7 +1,8 @@
 """Events: the append-only record of every state change (what, when, from, to, who, why).
 
 Names are stable and dotted (`task.claimed`, `worker.dead`); docs/state-machines.md
-lists them. `corral events` and, later, the dashboard read them.
+lists them (EVENT_NAMES here). `corral events` lists them and `corral events --follow`
+tails them a page at a time (model/following.py).
 """
 
 from __future__ import annotations
@@ -48,13 +49,53 @@ class Event:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventFilter:
-    """Which events `list_events` returns: the newest `limit` after `after_id`.
+    """Which events `list_events` returns: the newest `limit` after `after_id`, of the
+    task, worker and names given, written at `since_at` or later.
 
     On PostgreSQL an event may commit after one with a higher id (docs/state-machines.md,
-    Events): a reader that follows the log by `after_id` should overlap its reads.
+    Events): a reader that follows the log should use `Store.events_page`, not `after_id`.
     """
 
     task_id: str | None = None
     worker_id: str | None = None
+    names: tuple[str, ...] = ()
+    since_at: datetime | None = None
     after_id: int = 0
     limit: int = 50
+
+
+# Every event name the store writes, as docs/state-machines.md lists them.
+EVENT_NAMES = (
+    "task.created",
+    "task.unblocked",
+    "task.claimed",
+    "task.renewed",
+    "task.released",
+    "task.deferred",
+    "task.completed",
+    "task.retry_scheduled",
+    "task.failed",
+    "task.lease_expired",
+    "task.crashed",
+    "task.orphan_recovered",
+    "task.stalled",
+    "task.cancelled",
+    "task.retried",
+    "task.branch_recorded",
+    "task.submitted",
+    "task.approved",
+    "task.changes_requested",
+    "task.merged",
+    "task.merge_conflict",
+    "claim.closed",
+    "run.started",
+    "run.finished",
+    "worker.registered",
+    "worker.started",
+    "worker.recovered",
+    "worker.draining",
+    "worker.stale",
+    "worker.dead",
+    "worker.offline",
+    "worker.status_fixed",
+)

@@ -16,6 +16,7 @@ from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.store.claims import ClaimOps
 from corral.store.driver import Driver, LeaderLock
+from corral.store.events import EventOps
 from corral.store.messages import MessageOps
 from corral.store.orchestrators import OrchestratorOps
 from corral.store.queries import migration_files
@@ -29,6 +30,7 @@ from corral.store.workers import WorkerOps
 
 class Store(
     TaskOps,
+    EventOps,
     ClaimOps,
     WorkerOps,
     RecoveryOps,
@@ -38,8 +40,9 @@ class Store(
     MessageOps,
     OrchestratorOps,
 ):
-    """Every state change corral makes, over one driver: tasks, claims, batches,
-    workers, repair, runs, queue limits, reviews, messages and the orchestrator row."""
+    """Every state change corral makes, over one driver: tasks, the event log, claims,
+    batches, workers, repair, runs, queue limits, reviews, messages and the orchestrator
+    row."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

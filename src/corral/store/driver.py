@@ -154,6 +154,11 @@ class Driver(Protocol):
         LISTEN/NOTIFY; SQLite: never, its runners poll); returns the function that stops it."""
         ...
 
+    def wake_on_events(self, wake: threading.Event) -> Callable[[], None] | None:
+        """Set `wake` whenever events are committed (PostgreSQL: LISTEN/NOTIFY); the
+        function that stops it, or None where the database cannot tell (SQLite)."""
+        ...
+
     def leader_lock(self) -> LeaderLock | None:
         """The lock that elects one leader among several orchestrators (PostgreSQL); None
         where a store has a single orchestrator, the holder of its row (SQLite)."""

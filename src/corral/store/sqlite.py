@@ -327,6 +327,10 @@ class SQLiteDriver:
         """Nothing to listen to on one machine: idle runners poll; the stop does nothing."""
         return _nothing_to_stop
 
+    def wake_on_events(self, wake: threading.Event) -> None:
+        """Nothing tells one machine's readers of a commit: followers poll (by id, cheaply)."""
+        return None
+
     def leader_lock(self) -> None:
         """None: a SQLite store has one orchestrator, the holder of its state row."""
         return None

@@ -15,7 +15,6 @@ from corral.store.lookups import read_task, task_in
 from corral.store.queues import check_room
 
 if TYPE_CHECKING:
-    from corral.model.events import Event, EventFilter
     from corral.model.tasks import NewTask, Task, TaskFilter
     from corral.model.workers import Worker
 
@@ -155,15 +154,3 @@ class TaskOps:
                 to_status=row["status"],
             )
         return read_task(self._driver, task_id)
-
-    def list_events(self, flt: EventFilter) -> list[Event]:
-        """The newest `flt.limit` events matching `flt`, oldest first."""
-        with self._driver.read() as tx:
-            found = tx.all(
-                "list_events",
-                task_id=flt.task_id,
-                worker_id=flt.worker_id,
-                after_id=flt.after_id,
-                limit=flt.limit,
-            )
-            return [rows.event(self._driver, r) for r in reversed(found)]

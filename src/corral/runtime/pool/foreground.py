@@ -1,5 +1,6 @@
 """`orchestrator start` in this process: the orchestrator placed in the store's folder, its
-pid file while it holds the store, and the config's queue limits applied once it does.
+pid file while it holds the store, the config's queue limits applied once it does, and
+its task lines on stdout (with `--daemon`, the log's).
 
 Kept apart from corral.runtime.pool.control so that stopping a worker or the orchestrator
 does not import the whole pool (tens of milliseconds of every such command's start-up).
@@ -8,6 +9,7 @@ does not import the whole pool (tens of milliseconds of every such command's sta
 from __future__ import annotations
 
 import os
+import sys
 
 from corral.queues import apply_configured_limits
 from corral.runtime.pool.control import pid_file, pool_layout
@@ -21,7 +23,7 @@ def prepare(store: Store, *, db: str, settings: Settings, host: str) -> Orchestr
     """The orchestrator of store `db` on `host`. InvalidInput if `settings` cannot run a
     pool: checked before anything starts, so `--daemon` says so before it detaches."""
     placement = Placement(db=db, config_path=config_path(db), layout=pool_layout(db), host=host)
-    return Orchestrator(store, settings=settings, placement=placement)
+    return Orchestrator(store, settings=settings, placement=placement, task_lines=sys.stdout)
 
 
 def run(orchestrator: Orchestrator, store: Store, *, db: str, settings: Settings) -> int:

@@ -15,7 +15,9 @@ member row for a member, which then leads once the lock is ours.
          reconciling meanwhile ─► stopped, exit 0
       SIGQUIT or a second SIGINT: the same with no time for tasks.
 
-The loop sleeps only in `clock.wait(wake, ...)`; watcher threads and signal handlers set
+Given `task_lines` (the CLI's stdout: the terminal, or `--daemon`'s log), a thread prints
+a line per task the pool starts and ends (task_lines.py), from start until the pool has
+stopped. The loop sleeps only in `clock.wait(wake, ...)`; watcher threads and signal handlers set
 `wake`, so an exit is handled as it happens. Exit codes: 0 stopped cleanly; 1 another
 orchestrator holds the store, or this one lost the row; 2 configuration error.
 """
@@ -29,7 +31,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
@@ -42,6 +44,7 @@ from corral.runtime.pool.leadership import Member
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
 from corral.runtime.pool.supervisor import Supervisor
+from corral.runtime.pool.task_lines import TaskLines
 from corral.runtime.pool.upkeep import Upkeep
 from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
@@ -76,6 +79,7 @@ class Orchestrator:
         placement: Placement,
         clock: Clock | None = None,
         log: logging.Logger | None = None,
+        task_lines: TextIO | None = None,
     ) -> None:
         # What each slot's `worker start` would refuse, refused here, before anything starts.
         preflight.check(settings.pool.options, worker=SAMPLE_SLOT, policy=settings.worktree)
@@ -84,6 +88,7 @@ class Orchestrator:
         self._log = log or logger("corral.orchestrator")
         self._wake = threading.Event()
         self._stop_grace_s: float | None = None
+        self._lines_out = task_lines  # where a line per task started and ended goes
         self._pid = os.getpid()
         self._upkeep = Upkeep(
             store, settings=settings, db=placement.db, clock=self._clock, log=self._log
@@ -166,12 +171,22 @@ class Orchestrator:
     def _run_held(self) -> int:
         event(self._log, "orchestrator.starting", pid=self._pid, workers=len(self.supervisor.slots))
         self.supervisor.start()
+        lines = self._start_task_lines()
         self._role.start()
         held = self._loop()
         if held:
             self._stop_pool()
+        if lines is not None:
+            lines.stop()
         self._role.leave(stopped=held)
         return 0 if held else 1
+
+    def _start_task_lines(self) -> TaskLines | None:
+        if self._lines_out is None:
+            return None
+        return TaskLines(
+            self._store, slot_of=self.supervisor.slot_of, out=self._lines_out, log=self._log
+        )
 
     def _loop(self) -> bool:
         """Until a stop is asked; False if another orchestrator took the row meanwhile."""

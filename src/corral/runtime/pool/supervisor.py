@@ -24,7 +24,7 @@ from typing import Any
 
 from corral import reconcile
 from corral.clock import Clock
-from corral.errors import StoreError
+from corral.errors import CorralError, StoreError
 from corral.logs import event
 from corral.model.orchestrators import SlotState
 from corral.model.restarts import RestartHistory, after_exit
@@ -181,6 +181,31 @@ class Supervisor:
             if slot is not None and worker.name == slot.name and worker.hostname == self._host:
                 slot.state, slot.worker_id, changed = SlotState.RUNNING, worker.id, True
         return changed
+
+    def slot_of(self, worker_id: str) -> str | None:
+        """The name of the slot worker `worker_id` runs in, if it is one of this pool's.
+
+        Called from the task-lines thread: it only reads slot attributes. A worker that
+        claims before the loop noted its registration is found by its record: this host,
+        the slot's name, the slot's process.
+        """
+        for slot in self.slots:
+            if slot.worker_id == worker_id:
+                return slot.name
+        try:
+            worker = self._store.get_worker(worker_id)
+        except CorralError:
+            return None
+        for slot in self.slots:
+            process = slot.process
+            if (
+                process is not None
+                and worker.name == slot.name
+                and worker.pid == process.pid
+                and worker.hostname == self._host
+            ):
+                return slot.name
+        return None
 
     def _due(self, slot: Slot, now: float) -> bool:
         if slot.due_at is not None and now >= slot.due_at and not self.stopping:

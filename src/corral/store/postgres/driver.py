@@ -76,7 +76,7 @@ from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
 from corral.store.driver import Json
 from corral.store.postgres.errors import describe
-from corral.store.postgres.sessions import LeaderLock, ReadyListener
+from corral.store.postgres.sessions import FollowerListener, LeaderLock, Listener
 from corral.store.queries import load_queries, migration_files, sql_path
 from corral.store.urls import safe_url
 
@@ -470,7 +470,12 @@ class PostgresDriver:
 
     def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
         """Set `wake` whenever a task becomes ready (LISTEN); the function that stops it."""
-        return ReadyListener(self._connect, self._write_sql["listen_ready"], wake).stop
+        return Listener(self._connect, self._write_sql["listen_ready"], wake).stop
+
+    def wake_on_events(self, wake: threading.Event) -> Callable[[], None]:
+        """Set `wake` whenever events are committed (LISTEN); the function that stops it."""
+        listen, leave = self._write_sql["listen_events"], self._write_sql["leave_events"]
+        return FollowerListener(self._connect, listen, wake, leave).stop
 
     def leader_lock(self) -> LeaderLock:
         """The advisory lock the orchestrators of this store elect their leader with."""

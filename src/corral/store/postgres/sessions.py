@@ -1,10 +1,13 @@
-"""PostgreSQL sessions of their own, outside the pool: the ready listener and the leader lock.
+"""PostgreSQL sessions of their own, outside the pool: listeners and the leader lock.
 
-Both live on one dedicated connection each, because what they hold belongs to a session:
-- `ReadyListener` LISTENs on its schema's ready channel (tasks_notify_ready, migration
-  0009) from a daemon thread and sets the runner's event at each notification. A dropped connection
-  loses notifications until it is back; the runner's polling covers that gap, and the
-  listener sets the event once it listens again, so what was missed is looked for.
+Each lives on one dedicated connection, because what it holds belongs to a session:
+- A `Listener` LISTENs on one of its schema's channels from a daemon thread and sets an
+  event at each notification: the ready channel (tasks_notify_ready, migration 0009) wakes
+  idle runners, the events channel (events_notify, migration 0011) wakes followers of the
+  event log, which list themselves as they listen (`event_followers`: nobody notifies an
+  empty channel) and strike themselves off as they stop (`FollowerListener`). A dropped
+  connection loses notifications until it is back; the waiter's polling covers that gap,
+  and the listener sets the event once it listens again, so what was missed is looked for.
 - `LeaderLock` takes the session advisory lock 'corral.leader' with pg_try_advisory_lock.
   The server releases it when the session ends, however the leader died.
 """
@@ -27,16 +30,25 @@ POLL_S = 0.5  # how often the listener looks whether it was told to stop
 RETRY_MAX_S = 5.0  # the longest wait before listening again after a lost connection
 
 
-class ReadyListener(ThreadService):
-    """A daemon thread (started here) that sets `wake` whenever a task becomes ready."""
+class Listener(ThreadService):
+    """A daemon thread (started here) that sets `wake` at each notification of the channel
+    `listen_sql` listens on."""
 
-    # Its stop does not wait: the thread may sit in `notifies` for POLL_S, and holds only
+    # Its stop does not wait: the thread may sit in `notifies` for `poll_s`, and holds only
     # its own connection; a runner's exit must not wait for it.
     join_on_stop = False
+    poll_s = POLL_S
 
-    def __init__(self, connect: Connect, listen_sql: bytes, wake: threading.Event) -> None:
+    def __init__(
+        self,
+        connect: Connect,
+        listen_sql: bytes,
+        wake: threading.Event,
+        leave_sql: bytes | None = None,
+    ) -> None:
         super().__init__("corral-listen")
         self._connect, self._sql, self._wake = connect, listen_sql, wake
+        self._leave_sql = leave_sql  # run before the connection closes, if any
         self.start()
 
     def _run(self) -> None:
@@ -55,8 +67,19 @@ class ReadyListener(ThreadService):
             conn.execute(self._sql)
             self._wake.set()  # whatever became ready while nobody listened
             while not self.stopping.is_set():
-                for _ in conn.notifies(timeout=POLL_S):
+                for _ in conn.notifies(timeout=self.poll_s):
                     self._wake.set()
+            if self._leave_sql is not None:
+                with contextlib.suppress(psycopg.Error):  # gone: the next listener strikes it
+                    conn.execute(self._leave_sql)
+
+
+class FollowerListener(Listener):
+    """A `Listener` that strikes its session off the followers (`leave_sql`) as it stops:
+    its stop waits for that, at most `poll_s`, so that writers stop notifying at once."""
+
+    join_on_stop = True
+    poll_s = 0.1
 
 
 class LeaderLock:

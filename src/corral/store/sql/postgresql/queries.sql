@@ -281,12 +281,51 @@ INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status,
 VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_status::text,
         :to_status::text, :actor, :reason::text, :data);
 
--- name: list_events
-SELECT * FROM events
-WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+-- fragment: event_filter
+(:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+  AND (:names::text[] IS NULL OR name = ANY(:names::text[]))
+  AND (:since_at::timestamptz IS NULL OR at >= :since_at::timestamptz)
+
+-- name: list_events
+-- With :before_xid, only events of transactions older than it (a follower's first page).
+SELECT * FROM events
+WHERE /* fragment: event_filter */
   AND id > :after_id
+  AND (:before_xid::text IS NULL OR xid < :before_xid::text::xid8)
 ORDER BY id DESC
+LIMIT :limit;
+
+-- name: event_horizon
+-- The follower's horizon: the oldest transaction still running in this snapshot (its xip)
+-- that may be this database's, or the snapshot's xmax when none is. Every transaction
+-- below it has ended, or runs in another database (pg_stat_activity says so; one it
+-- cannot place counts as this database's), so the events with a lower xid are all visible
+-- and no more will appear among them. `pending`: committed events at or past it.
+WITH snap AS (SELECT pg_current_snapshot() AS s),
+elsewhere AS (
+    SELECT a.backend_xid FROM pg_stat_activity a
+    WHERE a.backend_xid IS NOT NULL
+      AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+),
+horizon AS (
+    SELECT coalesce(
+        (SELECT min(x) FROM snap, pg_snapshot_xip(snap.s) AS x
+         WHERE x::xid NOT IN (SELECT backend_xid FROM elsewhere)),
+        (SELECT pg_snapshot_xmax(snap.s) FROM snap)) AS xid
+)
+SELECT h.xid::text AS xid, 0::bigint AS id,
+       coalesce((SELECT e.xid >= h.xid FROM events e ORDER BY e.xid DESC LIMIT 1), false)
+           AS pending
+FROM horizon h;
+
+-- name: events_after
+-- The events after a follower's cursor (xid, id), up to its horizon, in cursor order.
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE (xid, id) > (:after_xid::text::xid8, :after_id::bigint)
+  AND xid < :horizon_xid::text::xid8
+  AND /* fragment: event_filter */
+ORDER BY xid, id
 LIMIT :limit;
 
 -- name: start_run
@@ -527,6 +566,18 @@ UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :hos
 -- name: listen_ready
 -- The channel of this session's schema (tasks_notify_ready); LISTEN takes no parameter.
 DO $$ BEGIN EXECUTE 'LISTEN ' || quote_ident('corral_ready_' || md5(current_schema())); END $$;
+
+-- name: listen_events
+-- The channel of this session's schema (events_notify), the session listed as a follower
+-- (and the followers that died without leaving struck off).
+DO $$ BEGIN
+    DELETE FROM event_followers WHERE pid NOT IN (SELECT a.pid FROM pg_stat_activity a);
+    INSERT INTO event_followers (pid) VALUES (pg_backend_pid()) ON CONFLICT DO NOTHING;
+    EXECUTE 'LISTEN ' || quote_ident('corral_events_' || md5(current_schema()));
+END $$;
+
+-- name: leave_events
+DELETE FROM event_followers WHERE pid = pg_backend_pid();
 
 -- name: try_leader_lock
 SELECT pg_try_advisory_lock(hashtext('corral.leader'), hashtext(current_schema()));

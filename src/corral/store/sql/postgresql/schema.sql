@@ -106,11 +106,15 @@ CREATE TABLE events (
     to_status   text,
     actor       text        NOT NULL,
     reason      text,
-    data        jsonb
+    data        jsonb,
+    -- The writing transaction's id: a follower reads only events of transactions that
+    -- have ended, in (xid, id) order (docs/state-machines.md, Following events).
+    xid         xid8        NOT NULL DEFAULT pg_current_xact_id()
 );
 
 CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
 CREATE INDEX events_by_worker ON events (worker_id, id) WHERE worker_id IS NOT NULL;
+CREATE INDEX events_by_xid ON events (xid, id);
 
 -- A task with its active claim (if any) and its dependencies, as every read wants it.
 CREATE VIEW task_view AS
@@ -308,6 +312,33 @@ END $$;
 
 CREATE TRIGGER tasks_ready_notify AFTER INSERT OR UPDATE OF status ON tasks
     FOR EACH ROW WHEN (NEW.status = 'ready') EXECUTE FUNCTION tasks_notify_ready();
+
+-- The sessions listening on this schema's events channel (`events --follow`), by backend
+-- pid: each adds itself when it listens and removes itself when it stops; one that died
+-- is removed by the next to listen. A statement that appends events notifies the channel,
+-- corral_events_ and the md5 of the schema's name, only while a listed follower lives: a
+-- transaction that notifies takes a lock that serializes every such commit on the server
+-- (at 4 and 8 claiming processes, bench/pg_claim_cycle.py lost a third of its cycles when
+-- every exchange notified). The server folds a transaction's notifications into one,
+-- delivered at commit.
+CREATE TABLE event_followers (
+    pid integer PRIMARY KEY
+);
+
+CREATE FUNCTION events_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- An empty table first: reading pg_stat_activity costs more than the insert.
+    IF EXISTS (SELECT 1 FROM event_followers)
+       AND EXISTS (SELECT 1 FROM event_followers f JOIN pg_stat_activity a ON a.pid = f.pid)
+    THEN
+        PERFORM pg_notify('corral_events_' || md5(TG_TABLE_SCHEMA), '');
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER events_notify AFTER INSERT ON events
+    FOR EACH STATEMENT EXECUTE FUNCTION events_notify();
 
 -- A report of the exchange as corral_exchange reads it (functions.sql): the fields of
 -- corral.model.batches.Report, with a failure's retry decided (retry_delay_s or give_up).

@@ -243,12 +243,29 @@ INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status,
 VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :actor, :reason,
         :data);
 
+-- fragment: event_filter
+(:task_id IS NULL OR task_id = :task_id)
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+  AND (:names IS NULL OR name IN (SELECT value FROM json_each(:names)))
+  AND (:since_at IS NULL OR at >= :since_at)
+
 -- name: list_events
 SELECT * FROM events
-WHERE (:task_id IS NULL OR task_id = :task_id)
-  AND (:worker_id IS NULL OR worker_id = :worker_id)
+WHERE /* fragment: event_filter */
   AND id > :after_id
 ORDER BY id DESC
+LIMIT :limit;
+
+-- name: event_horizon
+-- Writers take turns, so ids become visible in order: the newest one is the horizon.
+SELECT 0 AS xid, coalesce(max(id), 0) AS id, 0 AS pending FROM events;
+
+-- name: events_after
+-- The events after a follower's cursor, up to its horizon, in id order (xid is always 0).
+SELECT *, 0 AS cursor_xid FROM events
+WHERE id > :after_id AND id <= :horizon_id
+  AND /* fragment: event_filter */
+ORDER BY id
 LIMIT :limit;
 
 -- name: start_run

@@ -1,0 +1,96 @@
+"""Reading the event log: the newest events, and pages after a follower's cursor.
+
+A follower (`corral events --follow`) must never miss or repeat an event. On SQLite,
+writers take turns, so events become visible in id order and a follower tails them by id.
+On PostgreSQL an id is drawn at insert, not at commit: a transaction holding id 10 can
+commit after one holding id 11, and a reader tailing `id > last` would skip 10 for good.
+So each event records its transaction's id (`xid`), and a read stops at its horizon,
+the oldest transaction of this database still running in its snapshot (queries.sql,
+event_horizon): below it every transaction has ended, its events are all visible and
+none can be added. Read in (xid, id) order from a cursor of (xid, id), the log's settled
+prefix only grows, so each page continues where the last ended (docs/state-machines.md,
+Following events).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from corral.store import rows
+from corral.store.driver import Driver, Tx
+
+if TYPE_CHECKING:
+    from corral.model.events import Event, EventFilter
+    from corral.model.following import EventCursor, EventPage
+
+
+class EventOps:
+    """List the event log, page through it from a cursor, and wait for it to grow."""
+
+    _driver: Driver
+
+    def list_events(self, flt: EventFilter) -> list[Event]:
+        """The newest `flt.limit` events matching `flt`, oldest first."""
+        with self._driver.read() as tx:
+            found = tx.all("list_events", **_filter(flt), after_id=flt.after_id, before_xid=None)
+            return [rows.event(self._driver, r) for r in reversed(found)]
+
+    def events_page(self, flt: EventFilter, after: EventCursor | None) -> EventPage:
+        """The events matching `flt` after cursor `after`, at most `flt.limit`, in cursor
+        order, and the cursor to read from next. Without `after`: the newest `flt.limit`
+        events settled now (oldest first), and the cursor past everything settled."""
+        from corral.model.following import EventPage  # noqa: PLC0415 - followers alone need it
+
+        with self._driver.read() as tx:
+            horizon, pending = _horizon(tx)
+            if after is None:
+                settled = str(horizon.xid)
+                found = tx.all("list_events", **_filter(flt), after_id=0, before_xid=settled)
+                events = [rows.event(self._driver, r) for r in reversed(found)]
+                return EventPage(events=events, cursor=horizon, pending=pending)
+            found = tx.all(
+                "events_after",
+                **_filter(flt),
+                after_xid=str(after.xid),
+                after_id=after.id,
+                horizon_xid=str(horizon.xid),
+                horizon_id=horizon.id,
+            )
+        events = [rows.event(self._driver, r) for r in found]
+        if len(found) == flt.limit:  # more may follow: go on from the last one read
+            return EventPage(events=events, cursor=_cursor_of(found[-1]), pending=True)
+        return EventPage(events=events, cursor=max(after, horizon), pending=pending)
+
+    def wake_on_events(self, wake: threading.Event) -> Callable[[], None] | None:
+        """Set `wake` whenever events are committed (PostgreSQL's NOTIFY); the function
+        that stops listening, or None where the store cannot tell (SQLite: poll)."""
+        return self._driver.wake_on_events(wake)
+
+
+def _filter(flt: EventFilter) -> dict[str, Any]:
+    return {
+        "task_id": flt.task_id,
+        "worker_id": flt.worker_id,
+        "names": list(flt.names) or None,  # an empty list would match nothing
+        "since_at": flt.since_at,
+        "limit": flt.limit,
+    }
+
+
+def _horizon(tx: Tx) -> tuple[EventCursor, bool]:
+    """The cursor past every settled event, and whether committed events wait beyond it."""
+    row = tx.one("event_horizon")
+    assert row is not None  # one row, always
+    return _cursor(row["xid"], row["id"]), bool(row["pending"])
+
+
+def _cursor_of(row: Any) -> EventCursor:
+    return _cursor(row["cursor_xid"], row["id"])
+
+
+def _cursor(xid: Any, event_id: Any) -> EventCursor:
+    from corral.model.following import EventCursor  # noqa: PLC0415 - followers alone need it
+
+    return EventCursor(int(xid), int(event_id))

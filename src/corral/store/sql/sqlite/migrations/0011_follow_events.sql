@@ -1,0 +1,4 @@
+-- Version 11: nothing changes in a SQLite store. PostgreSQL's version 11 records each
+-- event's transaction id and notifies followers (`events --follow`); SQLite's writers take
+-- turns, so its ids become visible in order and a follower tails them by id. The number
+-- is taken here too, so that one version means one schema in both stores.
