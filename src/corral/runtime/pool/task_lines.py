@@ -2,12 +2,13 @@
 
     2026-11-26 09:00:01  slot-1  t-3kq8v0x2mz  started             Fix the parser
     2026-11-26 09:00:09  slot-1  t-3kq8v0x2mz  done       8s       Fix the parser
-    2026-11-26 09:00:12  slot-2  t-a81md0c4ke  retrying   3s       Flaky test
+    2026-11-26 09:00:12  slot-2  t-a81md0c4ke  retrying   3s       Flaky test  (exit status 1)
 
 A thread follows the event log (corral.runtime.follow) for the events that start a run
 (`task.claimed`) and end one, and prints a line for each of the pool's own workers: the
 slot comes from `slot_of` (the pool's state), the title from the task (escaped and
-shortened: it is users' data), the duration from the claim's time to the end's, both on
+shortened: it is users' data), the reason of a run that did not succeed from its event
+(a land conflict names its files there), the duration from the claim's time to the end's, both on
 the store's clock. The lifecycle lines stay on stderr; these go to `out` (stdout, or the
 daemon's log) one whole line at a time.
 """
@@ -42,6 +43,7 @@ OUTCOMES = {
     "task.cancelled": "cancelled",
 }
 TITLE_WIDTH = 60
+REASON_WIDTH = 80
 # Lines for people, who do not see 200 ms: polled on both stores, so that a running
 # orchestrator does not make every commit on PostgreSQL notify (runtime/follow.py).
 POLL_S = 0.2
@@ -104,6 +106,8 @@ class TaskLines(ThreadService):
         outcome = event.to_status if event.name == "task.completed" else OUTCOMES[event.name]
         took = format_duration((event.at - started.at).total_seconds()) if started else "-"
         title = started.title if started else self._title(task_id)
+        if event.reason and event.name != "task.completed":
+            title += f"  ({one_line(event.reason, REASON_WIDTH)})"
         self._line(event, slot, str(outcome), took=took, title=title)
 
     def _title(self, task_id: str) -> str:
