@@ -234,9 +234,10 @@ def test_a_stale_token_exits_1_and_changes_nothing(scene, command, via):
     refused_without_write(scene, 1, args, ["stale", str(scene.stale_token)], env=env)
 
 
-@pytest.mark.parametrize("command", list(STALE_COMMANDS))
+@pytest.mark.parametrize("command", [c for c in STALE_COMMANDS if c != "release"])
 def test_a_token_for_a_finished_task_is_stale(scene, command):
-    """The token a task was completed under is stale afterwards: exit 1, nothing changes."""
+    """The token a task was completed under is stale afterwards: exit 1, nothing changes.
+    (A release under it is the no-op of a loop whose agent finished the task itself.)"""
     args = [a.format(task=scene.done, worker=scene.worker) for a in STALE_COMMANDS[command]]
     refused_without_write(scene, 1, [*args, "--token", str(scene.done_token)], ["stale", "done"])
 

@@ -87,6 +87,8 @@ EVENT_NAMES = (
     "task.changes_requested",
     "task.merged",
     "task.merge_conflict",
+    "task.landed",
+    "task.land_conflict",
     "claim.closed",
     "run.started",
     "run.finished",
