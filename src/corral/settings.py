@@ -31,17 +31,27 @@ if TYPE_CHECKING:  # built where a slice is asked for (corral.policies says why)
         WorktreePolicy,
     )
 
-#: Secrets never handed to workers unless allowed by name: shell-style patterns.
+#: Secrets never handed to workers unless allowed by name: shell-style patterns, matched
+#: without regard to case. (A value holding a URL's password is withheld too: EnvPolicy.)
 DEFAULT_ENV_DENY = (
+    "TOKEN",
     "*_TOKEN",
+    "*_TOKENS",
+    "SECRET",
     "*_SECRET",
+    "*_SECRETS",
     "*_SECRET_*",
+    "PASSWORD",
     "*_PASSWORD",
+    "PASSWD",
     "*_PASSWD",
+    "API_KEY",
     "*_API_KEY",
     "*_PRIVATE_KEY",
+    "*_PAT",
+    "*_AUTH",
+    "*_CREDENTIALS",
     "AWS_*",
-    "GITHUB_TOKEN",
     "PGPASSWORD",
 )
 
@@ -266,6 +276,10 @@ class Settings:
         if self.worktree_land == "command" and not self.worktree_land_command.strip():
             raise InvalidInput(
                 "worktree_land_command", "a command to run, since worktree.land is command"
+            )
+        if not self.env_deny:  # an empty list would pass every secret, and say nothing
+            raise InvalidInput(
+                "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
             )
         if "{task}" not in self.worktree_branch_template:
             raise InvalidInput(

@@ -6,10 +6,13 @@ pool's check (runtime/worker/preflight.py) before the worker registers.
 
 from __future__ import annotations
 
+import logging
+import os
+
 from corral.cli import parsing, worker_flags
 from corral.cli.context import Context
 from corral.git.task_worktrees import TaskWorktrees
-from corral.logs import logger
+from corral.logs import event, logger
 from corral.policies import WorkerOptions
 from corral.runtime.worker import preflight
 from corral.runtime.worker.command_job import CommandJob
@@ -17,6 +20,7 @@ from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
 from corral.runtime.worker.tmp import make_tmp, remove_tmp
 from corral.settings import Settings
 from corral.store.location import runs_dir
+from corral.store.urls import password_of
 
 SHUTDOWN_TIMEOUT_S = 300.0
 
@@ -51,7 +55,7 @@ def start_worker(ctx: Context) -> int:
         ).run()
     tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
     try:
-        command = _command_job(options, checked, ctx.db, tmp)
+        command = _command_job(options, checked, ctx.db, tmp, env=_task_env(ctx, log))
         return Runner(
             ctx.store, config, command, settings=ctx.settings, worktrees=worktrees, log=log
         ).run()
@@ -73,8 +77,21 @@ def _worktrees(ctx: Context, options: WorkerOptions, checked: preflight.Checked)
     )
 
 
+def _task_env(ctx: Context, log: logging.Logger) -> dict[str, str]:
+    """The environment tasks start from: this one, filtered as the pool's workers' is
+    (`env.deny`), the names withheld logged (never their values)."""
+    policy = ctx.settings.env
+    env, withheld = policy.split(os.environ)
+    if withheld:
+        event(log, "worker.env_withheld", names=",".join(withheld))
+    password = password_of(ctx.db)
+    if password is not None and policy.allows("PGPASSWORD"):
+        env["PGPASSWORD"] = password  # libpq's own channel; the URL tasks get has none
+    return env
+
+
 def _command_job(
-    options: WorkerOptions, checked: preflight.Checked, db: str, tmp: str
+    options: WorkerOptions, checked: preflight.Checked, db: str, tmp: str, *, env: dict[str, str]
 ) -> CommandJob:
     return CommandJob(
         argv=checked.argv,
@@ -88,4 +105,5 @@ def _command_job(
         grace_s=options.grace_s,
         defer_s=options.defer_delay_s,
         extra_env={"TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp},
+        base_env=env,
     )

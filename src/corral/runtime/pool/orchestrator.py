@@ -50,6 +50,7 @@ from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
 from corral.settings import Settings
 from corral.store import Store
+from corral.store.urls import safe_url
 
 # AlreadyRunning lives with the state row it guards; importable from here as before.
 __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
@@ -130,7 +131,9 @@ class Orchestrator:
         )
 
     def _worker_env(self) -> dict[str, str]:
-        env = worker_process.filter_env(os.environ, self._settings.env)
+        env, withheld = self._settings.env.split(os.environ)
+        if withheld:  # names only: never a value
+            event(self._log, "orchestrator.env_withheld", names=",".join(withheld))
         env["CORRAL_DB"] = self._place.db
         env.pop("CORRAL_CONFIG", None)
         if os.path.isfile(self._place.config_path):
@@ -151,7 +154,7 @@ class Orchestrator:
             "max_restarts": s.max_restarts,
             "min_uptime_s": s.min_uptime_s,
             "kill_timeout_s": s.kill_timeout_s,
-            "db": self._place.db,
+            "db": safe_url(self._place.db),  # the row is read by anyone who reads the store
         }
 
     # -- run -----------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The command line is split with shlex once, when the runner starts; the prompt goes to
 the child's stdin, or as one extra argument with `prompt_arg`, so no task field is ever
 read by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
-`CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB`, so an agent
+`CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB` (without its
+password: `worker start` adds `PGPASSWORD` only when `env.allow` names it), so an agent
 can call `corral done` itself, fenced by its token. Exit status 0 is success, 75
 defers the task, anything else fails it with the tail of stderr. A last stdout line
 that is a JSON object with a `usage` object is recorded as the run's usage.
@@ -31,6 +32,7 @@ from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
 from corral.runtime.worker.spares import Spares
+from corral.store.urls import without_password
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +141,7 @@ def prepare(
         "CORRAL_WORKER_ID": worker_id,
         "CORRAL_RUN_ID": run_id,
         "CORRAL_CLAIM_TOKEN": str(token),
-        "CORRAL_DB": db,
+        "CORRAL_DB": without_password(db),  # the password: PGPASSWORD, if allowed
     }
     workdir = task.payload.get("workdir")
     spec = CommandSpec(
