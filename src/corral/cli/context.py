@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from corral.errors import InvalidInput, StoreError
+from corral.printable import visible
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
@@ -137,7 +138,7 @@ class Context:
             indent = 2 if sys.stdout.isatty() else None
             sys.stdout.write(json.dumps(data, indent=indent) + "\n")
         elif human:
-            print(human)
+            print(visible(human))  # values' control characters shown, never obeyed
 
     def emit_all(self, records: Sequence[Record], human: Callable[[], str]) -> None:
         """A listing: each record's JSON shape with --json, else `human()`. Only the one

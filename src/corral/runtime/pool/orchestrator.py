@@ -91,6 +91,7 @@ class Orchestrator:
         self._stop_grace_s: float | None = None
         self._lines_out = task_lines  # where a line per task started and ended goes
         self._pid = os.getpid()
+        self._withheld: list[str] = []  # the variables workers do not inherit (names)
         self._upkeep = Upkeep(
             store, settings=settings, db=placement.db, clock=self._clock, log=self._log
         )
@@ -131,9 +132,7 @@ class Orchestrator:
         )
 
     def _worker_env(self) -> dict[str, str]:
-        env, withheld = self._settings.env.split(os.environ)
-        if withheld:  # names only: never a value
-            event(self._log, "orchestrator.env_withheld", names=",".join(withheld))
+        env, self._withheld = self._settings.env.split(os.environ)
         env["CORRAL_DB"] = self._place.db
         env.pop("CORRAL_CONFIG", None)
         if os.path.isfile(self._place.config_path):
@@ -173,6 +172,8 @@ class Orchestrator:
 
     def _run_held(self) -> int:
         event(self._log, "orchestrator.starting", pid=self._pid, workers=len(self.supervisor.slots))
+        if self._withheld:  # names only: never a value
+            event(self._log, "orchestrator.env_withheld", names=",".join(self._withheld))
         self.supervisor.start()
         lines = self._start_task_lines()
         self._role.start()
