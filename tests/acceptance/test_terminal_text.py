@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.conftest import CORRAL, store_url
 
 import corral
-from tests.conftest import CORRAL, store_url
 
 HOSTILE = "evil\x1b]0;owned\x07\x1b[2J\x9b31m\u202e\nt-forged  done  0"
 SHOWN = "evil\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u202e\\nt-forged  done  0"
