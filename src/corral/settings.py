@@ -127,6 +127,20 @@ SPEC: dict[str, Spec] = {
     "env_allow": Spec(
         "env.allow", (), None, "list", "variables passed even when a deny pattern matches"
     ),
+    "workdir_outside": Spec(
+        "tasks.workdir_outside",
+        False,
+        None,
+        "flag",
+        "a task's payload workdir may lie outside the worker's workdir",
+    ),
+    "store_mode": Spec(
+        "store.mode",
+        "private",
+        None,
+        "text",
+        "who may read corral's files: private (0700/0600) or group (0770/0660)",
+    ),
     "worktree_dir": Spec(
         "worktree.dir", ".corral/worktrees", None, "text", "where task worktrees go (repo-relative)"
     ),
@@ -184,6 +198,12 @@ _LIMIT_KEYS = ("max_ready", "max_running", "rate")
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
 LAND_MODES = ("merge", "keep", "command")
+STORE_MODES = ("private", "group")
+_CHOICES = {
+    "merge_strategy": MERGE_STRATEGIES,
+    "worktree_land": LAND_MODES,
+    "store_mode": STORE_MODES,
+}
 FLAGS = "command line"  # the source of values given as flags, as `config show` would say
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -243,6 +263,8 @@ class Settings:
     log_backups: int = int(_default("log_backups"))
     env_deny: tuple[str, ...] = _default("env_deny")
     env_allow: tuple[str, ...] = _default("env_allow")
+    workdir_outside: bool = _default("workdir_outside")
+    store_mode: str = str(_default("store_mode"))
     worktree_dir: str = str(_default("worktree_dir"))
     worktree_branch_template: str = str(_default("worktree_branch_template"))
     worktree_base: str = str(_default("worktree_base"))
@@ -265,14 +287,9 @@ class Settings:
                 raise InvalidInput(name, _at_least(spec), value)
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
-        if self.merge_strategy not in MERGE_STRATEGIES:
-            raise InvalidInput(
-                "merge_strategy", f"one of {', '.join(MERGE_STRATEGIES)}", self.merge_strategy
-            )
-        if self.worktree_land not in LAND_MODES:
-            raise InvalidInput(
-                "worktree_land", f"one of {', '.join(LAND_MODES)}", self.worktree_land
-            )
+        for name, choices in _CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise InvalidInput(name, f"one of {', '.join(choices)}", getattr(self, name))
         if self.worktree_land == "command" and not self.worktree_land_command.strip():
             raise InvalidInput(
                 "worktree_land_command", "a command to run, since worktree.land is command"

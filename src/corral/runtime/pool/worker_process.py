@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.policies import PoolSpec, WorkerOptions
+from corral.store.location import path_component
 from corral.worker_options import OPTIONS, Option
 
 OnExit = Callable[[int, int | None], None]
@@ -66,8 +67,8 @@ class Layout:
     logs_dir: str
 
     def log_path(self, name: str) -> str:
-        """The worker's log file."""
-        return os.path.join(self.logs_dir, f"{name}.log")
+        """The worker's log file (InvalidInput for a name that would lead elsewhere)."""
+        return os.path.join(self.logs_dir, f"{path_component('name', name)}.log")
 
 
 def worker_argv(name: str, pool: PoolSpec) -> list[str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.clock import Clock
+from corral.errors import InvalidInput
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
 from corral.runtime.worker.config import Workplace
@@ -32,6 +33,7 @@ from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
 from corral.runtime.worker.spares import Spares
+from corral.store.location import is_inside
 from corral.store.urls import without_password
 
 
@@ -44,6 +46,9 @@ class CommandJob:
     template: str = DEFAULT_TEMPLATE
     prompt_arg: bool = False
     workdir: str | None = None
+    # A payload's `workdir` must lie inside this folder (or `workdir`), unless None: the
+    # runner's workdir when it started, or None with `tasks.workdir_outside`.
+    workdir_root: str | None = None
     timeout_s: float | None = None
     stall_timeout_s: float | None = None
     kill_stalled: bool = False
@@ -148,7 +153,7 @@ def prepare(
         argv=argv,
         stdin_text=None if job.prompt_arg else prompt,
         env=env,
-        cwd=workdir if isinstance(workdir, str) else (job.workdir or os.getcwd()),
+        cwd=_allowed(workdir, job) if isinstance(workdir, str) else (job.workdir or os.getcwd()),
         transcript_path=os.path.join(job.runs_dir, f"{run_id}.jsonl"),
         stderr_path=os.path.join(job.runs_dir, f"{run_id}.stderr"),
         run_id=run_id,
@@ -243,3 +248,16 @@ def last_usage(path: str, window: int = 65536) -> dict[str, Any] | None:
         return None
     usage = last.get("usage") if isinstance(last, dict) else None
     return usage if isinstance(usage, dict) else None
+
+
+def _allowed(workdir: str, job: CommandJob) -> str:
+    """A payload's `workdir`, if it lies inside the worker's workdir (or the task's
+    worktree), symbolic links resolved; else InvalidInput, which fails the task."""
+    roots = [root for root in (job.workdir_root, job.workdir) if root is not None]
+    if job.workdir_root is None or any(is_inside(workdir, root) for root in roots):
+        return workdir
+    raise InvalidInput(
+        "workdir",
+        f"a folder inside {job.workdir_root} (or set tasks.workdir_outside = true)",
+        workdir,
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from corral.store.location import runs_dir
+from corral.store.location import path_component, runs_dir
 
 
 def tmp_root(db: str) -> str:
@@ -21,7 +21,7 @@ def tmp_root(db: str) -> str:
 
 def make_tmp(db: str, name: str) -> str:
     """A fresh temporary directory for this process's worker `name`."""
-    path = os.path.join(tmp_root(db), f"{name}.{os.getpid()}")
+    path = os.path.join(tmp_root(db), f"{path_component('name', name)}.{os.getpid()}")
     os.makedirs(path, exist_ok=True)
     return path
 
