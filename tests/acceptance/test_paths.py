@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.conftest import CORRAL, run_under, store_url
 
 import corral
-from tests.conftest import CORRAL, run_under, store_url
 
 
 def _corral(db: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
