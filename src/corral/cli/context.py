@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from corral import filemodes
 from corral.errors import InvalidInput, StoreError
 from corral.printable import visible
 from corral.store import Store, open_store
@@ -81,7 +82,10 @@ class Context:
                         f"no corral store in {cwd} or above it: run `corral init`, "
                         "or name one with --db or CORRAL_DB"
                     )
-                os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
+                from corral.settings import load_settings  # noqa: PLC0415 - init alone
+
+                filemodes.use(load_settings().store_mode)  # the store's folder is made now
+                filemodes.make_dirs(os.path.join(cwd, DEFAULT_DIR))
                 found = os.path.join(cwd, DEFAULT_DIR, DB_NAME)
             self._db = found
         # Absolute, so task commands running in other folders find the same store.
@@ -99,6 +103,7 @@ class Context:
             from corral.settings import load_settings  # noqa: PLC0415 - 1.7 ms, see above
 
             self._settings = load_settings(config_path=config_path(self.db))
+            filemodes.use(self._settings.store_mode)
         return self._settings
 
     def configured(self) -> bool:

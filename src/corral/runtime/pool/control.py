@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from corral import workers
+from corral import filemodes, workers
 from corral.clock import Clock, SystemClock
 from corral.errors import Refused, WorkerUnavailable
 from corral.model.orchestrators import (
@@ -203,8 +203,8 @@ def daemonize(store: Store, *, db: str, argv: list[str], clock: Clock | None = N
     joined the store's orchestrators. Refused (with its reason) if it exits first, or if it
     is not up within 30 s."""
     log_path = os.path.join(state_dir(db), LOG_FILE)
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "ab") as log:
+    filemodes.make_dirs(os.path.dirname(log_path))
+    with open(filemodes.append(log_path), "ab") as log:
         # S603: a corral command line, run by this same interpreter.
         child = subprocess.Popen(  # noqa: S603
             [sys.executable, "-m", "corral.cli.main", *argv],

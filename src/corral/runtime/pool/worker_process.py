@@ -32,6 +32,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from corral import filemodes
 from corral.policies import PoolSpec, WorkerOptions
 from corral.store.location import path_component
 from corral.worker_options import OPTIONS, Option
@@ -112,8 +113,8 @@ def spawn(
     on_exit: OnExit,
 ) -> Process:
     """Start worker `name` in its own session. A thread reaps it and calls `on_exit`."""
-    os.makedirs(layout.logs_dir, exist_ok=True)
-    with open(layout.log_path(name), "ab") as log:
+    filemodes.make_dirs(layout.logs_dir)
+    with open(filemodes.append(layout.log_path(name)), "ab") as log:
         # S603: a fixed argv of this Python and corral's own module, never a shell.
         proc = subprocess.Popen(  # noqa: S603
             worker_argv(name, pool),
@@ -175,5 +176,6 @@ def rotate_log(path: str, *, max_bytes: int, backups: int) -> bool:
         if os.path.exists(older):
             os.replace(older, f"{path}.{n + 1}")
     shutil.copyfile(path, f"{path}.1")
+    os.chmod(f"{path}.1", filemodes.file_mode())
     os.truncate(path, 0)
     return True

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral import filemodes
 from corral.clock import Clock
 from corral.errors import InvalidInput
 from corral.model.batches import Held, RunStart
@@ -176,7 +177,7 @@ def run_prepared(
     spares: Spares | None = None,
 ) -> Done:
     """Run the command to its end and describe it."""
-    os.makedirs(job.runs_dir, exist_ok=True)
+    filemodes.make_dirs(job.runs_dir)
     reasons: list[str] = []
 
     def stop_and_remember() -> str | None:

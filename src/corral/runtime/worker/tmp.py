@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from corral import filemodes
 from corral.store.location import path_component, runs_dir
 
 
@@ -22,7 +23,7 @@ def tmp_root(db: str) -> str:
 def make_tmp(db: str, name: str) -> str:
     """A fresh temporary directory for this process's worker `name`."""
     path = os.path.join(tmp_root(db), f"{path_component('name', name)}.{os.getpid()}")
-    os.makedirs(path, exist_ok=True)
+    filemodes.make_dirs(path)
     return path
 
 
