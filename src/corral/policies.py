@@ -110,6 +110,7 @@ class WorkerOptions:
     version: str
     prompt_template: str
     prompt_arg: bool
+    prompt_arg_bare: bool
     workdir: str
     timeout_s: float | None
     concurrency: int

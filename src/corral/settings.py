@@ -241,6 +241,7 @@ class Settings:
     pool_version: str = _default("pool_version")
     pool_prompt_template: str = _default("pool_prompt_template")
     pool_prompt_arg: bool = _default("pool_prompt_arg")
+    pool_prompt_arg_bare: bool = _default("pool_prompt_arg_bare")
     pool_workdir: str = _default("pool_workdir")
     pool_timeout_s: float | None = _default("pool_timeout_s")
     pool_concurrency: int = _default("pool_concurrency")

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import CORRAL, store_url
 from tests.runtime.conftest import wait_until
 
@@ -79,7 +78,7 @@ def test_the_orchestrators_pid_file_and_logs_are_private(tmp_path: Path) -> None
     assert 0 == started.returncode, started.stderr
     try:
         corral_dir = tmp_path / ".corral"
-        wait_until(lambda: (corral_dir / "logs" / "workers" / "slot-1.log").exists(), 30)
+        wait_until((corral_dir / "logs" / "workers" / "slot-1.log").exists, 30)
         found = _modes(corral_dir)
         for path in ("orchestrator.pid", "logs/orchestrator.log", "logs/workers/slot-1.log"):
             assert 0o600 == found[path], path

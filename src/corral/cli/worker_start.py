@@ -105,6 +105,7 @@ def _command_job(
         runs_dir=runs_dir(ctx.db),
         template=checked.template,
         prompt_arg=options.prompt_arg,
+        prompt_arg_bare=options.prompt_arg_bare,
         workdir=workdir,
         workdir_root=None if ctx.settings.workdir_outside else os.path.abspath(workdir or "."),
         timeout_s=options.timeout_s,

@@ -1,8 +1,9 @@
 """Command tasks: the `--exec` command run once per task, through the executor.
 
 The command line is split with shlex once, when the runner starts; the prompt goes to
-the child's stdin, or as one extra argument with `prompt_arg`, so no task field is ever
-read by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
+the child's stdin, or as one extra argument with `prompt_arg`, after `--` (unless
+`prompt_arg_bare`) so that no title can become an option, and no task field is ever read
+by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
 `CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB` (without its
 password: `worker start` adds `PGPASSWORD` only when `env.allow` names it), so an agent
 can call `corral done` itself, fenced by its token. Exit status 0 is success, 75
@@ -46,6 +47,9 @@ class CommandJob:
     runs_dir: str
     template: str = DEFAULT_TEMPLATE
     prompt_arg: bool = False
+    # With prompt_arg: `--` goes before the prompt, so a title such as `--force` is never
+    # taken for an option; `prompt_arg_bare` leaves it out, for a tool that refuses `--`.
+    prompt_arg_bare: bool = False
     workdir: str | None = None
     # A payload's `workdir` must lie inside this folder (or `workdir`), unless None: the
     # runner's workdir when it started, or None with `tasks.workdir_outside`.
@@ -139,7 +143,8 @@ def prepare(
 ) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`."""
     prompt = render_prompt(task, job.template)
-    argv = (*job.argv, prompt) if job.prompt_arg else job.argv
+    separator = () if job.prompt_arg_bare else ("--",)
+    argv = (*job.argv, *separator, prompt) if job.prompt_arg else job.argv
     env = {
         **job.base_env,
         **job.extra_env,
