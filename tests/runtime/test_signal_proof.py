@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,7 +43,8 @@ def test_worker_stop_refuses_a_registered_pid_that_is_not_a_corral_worker(
     victim: subprocess.Popen[bytes],
 ) -> None:
     """`worker register --pid VICTIM` then `worker stop`: exit 1, one line, the victim lives."""
-    env = {"CORRAL_DB": store_url(dialect, request, tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    env["CORRAL_DB"] = store_url(dialect, request, tmp_path)
 
     def corral(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
