@@ -16,8 +16,9 @@ import re
 from urllib.parse import unquote
 
 MASK = "***"
-# userinfo's password: after "//user:" up to the "@" that ends the authority.
-_USERINFO = re.compile(r"(//[^/?#@:]*:)([^/?#@]*)@")
+# userinfo's password: after "//user:" up to the "@", as libpq reads it (which looks for
+# the "@" up to the first "/": a "?" or "#" before it belongs to the password).
+_USERINFO = re.compile(r"(//[^/@:]*:)([^/@]*)@")
 _PARAMETER = re.compile(r"([?&]password=)([^&#]*)", re.IGNORECASE)
 
 
