@@ -27,7 +27,7 @@ from corral.store.urls import password_of, safe_url, scrub, without_password
             "pw",
         ),
         ("postgresql://u@h/db", "postgresql://u@h/db", "postgresql://u@h/db", None),
-        ("/tmp/a:b@c/corral.db", "/tmp/a:b@c/corral.db", "/tmp/a:b@c/corral.db", None),
+        ("data/a:b@c/corral.db", "data/a:b@c/corral.db", "data/a:b@c/corral.db", None),
     ],
 )
 def test_a_urls_password_is_masked_removed_and_found(
