@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral import documents
 from corral.clock import Clock
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
@@ -130,7 +131,8 @@ def prepare(
     job: CommandJob, task: Task, *, token: int, run_id: str, worker_id: str, db: str
 ) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`."""
-    prompt = render_prompt(task, job.template)
+    # No NUL: neither an argv nor the run row's text column can hold one (corral.documents).
+    prompt = documents.without_nul(render_prompt(task, job.template))
     argv = (*job.argv, prompt) if job.prompt_arg else job.argv
     env = {
         **job.base_env,
