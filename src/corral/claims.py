@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from corral import documents
 from corral.durations import MAX_SPAN_S
 from corral.errors import CorralError, InvalidInput, Refused, WorkerUnavailable
 from corral.model.actors import OPERATOR
@@ -287,6 +288,7 @@ def defer(
 
 def complete(store: Store, task_id: str, *, token: int | None = None, result: Any = None) -> Task:
     """Report success: done, or in_review when the task requires review."""
+    documents.check("result", result)
     report = Report(
         task_id=task_id, token=token, action=Action.COMPLETE, actor=_actor(token), result=result
     )
@@ -303,6 +305,7 @@ def fail(
     rng: random.Random | None = None,
 ) -> Task:
     """Report failure: ready again after a backoff while attempts remain, else failed."""
+    documents.check_text("error", error)
     return _fail(
         store,
         task_id,

@@ -11,8 +11,9 @@ default message. Driver errors are wrapped once, at the store boundary.
     │   ├── StaleToken                                      the claim's fencing token is not current
     │   ├── WorkerUnavailable                               dead, offline, draining or at capacity
     │   └── LimitReached                                    a bound such as max_renewals
-    └── StoreError                      exit 3   HTTP 503   the store cannot be opened or used
-        └── SchemaTooNew                                    written by a newer corral
+    ├── StoreError                      exit 3   HTTP 503   the store cannot be opened or used
+    │   └── SchemaTooNew                                    written by a newer corral
+    └── OutputFailed                    exit 74             stdout cannot take the output
 """
 
 from __future__ import annotations
@@ -94,3 +95,14 @@ class StoreError(CorralError):
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer version of corral."""
+
+
+class OutputFailed(CorralError):
+    """The output could not be written; what the command changed stands."""
+
+    exit_code = 74  # EX_IOERR (sysexits.h)
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"{reason}: the output could not be written; what the command changed stands"
+        )

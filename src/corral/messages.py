@@ -12,10 +12,12 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
+from corral.documents import MAX_INT64
 from corral.errors import InvalidInput, NotFound
 from corral.ids import WORKER_PREFIX
 from corral.model.messages import ORCHESTRATOR, Message, NewMessage
 from corral.model.states import WORKER_ALLOWED_FROM
+from corral.model.tasks import check_name
 from corral.store import Store
 
 
@@ -36,8 +38,11 @@ def send(store: Store, *, to: str, type: str, body: Any = None, sender: str) -> 
 
 def ack(store: Store, message_id: str, *, actor: str) -> Message:
     """Acknowledge message `message_id` (a whole number)."""
-    if not message_id.isdigit():
+    check_name("from", actor)  # as `send` checks its sender
+    if not (message_id.isascii() and message_id.isdigit()):
         raise InvalidInput("id", "a message id (a whole number)", message_id)
+    if len(message_id) > 19 or int(message_id) > MAX_INT64:
+        raise InvalidInput("id", f"a message id from 1 to {MAX_INT64}", message_id)
     return store.ack_message(int(message_id), actor=actor)
 
 

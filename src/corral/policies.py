@@ -13,6 +13,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from corral.documents import MAX_INT32
+from corral.errors import InvalidInput
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
@@ -159,3 +162,16 @@ class QueueLimits:
     max_ready: int | None = None
     max_running: int | None = None
     rate: float | None = None
+
+
+WHOLE_LIMITS = ("max_ready", "max_running")
+
+
+def check_limit(where: str, name: str, value: float) -> None:
+    """Refuse a queue limit (`name`, as `where` says it) that is not greater than 0 and
+    finite, or, for max_ready and max_running, not a whole number an `integer` column holds."""
+    if name in WHOLE_LIMITS:
+        if not (0 < value <= MAX_INT32 and float(value).is_integer()):
+            raise InvalidInput(where, f"a whole number greater than 0, at most {MAX_INT32}", value)
+    elif not 0 < value < float("inf"):
+        raise InvalidInput(where, "a finite number greater than 0", value)

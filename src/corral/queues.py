@@ -14,11 +14,9 @@ from corral.errors import InvalidInput
 from corral.model.actors import OPERATOR
 from corral.model.queues import QueueStat
 from corral.model.tasks import check_name
-from corral.policies import QueueLimits
+from corral.policies import QueueLimits, check_limit
 from corral.settings import Settings
 from corral.store import Store
-
-WHOLE_LIMITS = ("max_ready", "max_running")
 
 
 def set_queue_limits(store: Store, queue: str, changes: Mapping[str, float | None]) -> QueueLimits:
@@ -27,12 +25,8 @@ def set_queue_limits(store: Store, queue: str, changes: Mapping[str, float | Non
     if not changes:
         raise InvalidInput("limits", "at least one of --max-ready, --max-running, --rate")
     for name, value in changes.items():
-        if value is None:
-            continue
-        if name in WHOLE_LIMITS and not float(value).is_integer():
-            raise InvalidInput(name, "a whole number greater than 0, or none", value)
-        if not value > 0:
-            raise InvalidInput(name, "a number greater than 0, or none", value)
+        if value is not None:
+            check_limit(name, name, value)
     return store.set_queue_limits(queue, changes, actor=OPERATOR)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from corral.documents import MAX_INT32, MAX_INT64
 from corral.durations import parse_duration_s
 from corral.errors import InvalidInput
 from corral.worker_options import OPTIONS, POSITIVE_S
@@ -194,6 +195,15 @@ SPEC.update(
 _BY_KEY = {spec.key: name for name, spec in SPEC.items()}
 _SECTIONS = sorted({spec.key.split(".")[0] for spec in SPEC.values()} | {"queues"})
 _LIMIT_KEYS = ("max_ready", "max_running", "rate")
+# The most a count may be: what the store's `integer` columns hold (max_attempts and the
+# queue limits are stored), but fewer processes and threads than would exhaust a host
+# before the first task ran, and more log bytes than fit in 2 GB.
+MAX_POOL_WORKERS = 1000
+_MAXIMUM = {
+    "pool_workers": MAX_POOL_WORKERS,
+    "pool_concurrency": MAX_POOL_WORKERS,
+    "log_max_bytes": MAX_INT64,
+}
 
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
@@ -281,11 +291,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         for name, spec in SPEC.items():
-            value = getattr(self, name)
-            if value is None:  # an option left unset: the runner's own default applies
-                continue
-            if spec.minimum is not None and not value >= spec.minimum:  # NaN fails too
-                raise InvalidInput(name, _at_least(spec), value)
+            _check_bounds(name, spec, getattr(self, name))
+        if not self.worktree_dir.strip():
+            raise InvalidInput("worktree_dir", "a folder inside the repository", self.worktree_dir)
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
         for name, choices in _CHOICES.items():
@@ -462,6 +470,16 @@ class Settings:
             raise InvalidInput(_at(source, label), exc.expected, changes.get(exc.field)) from None
 
 
+def _check_bounds(name: str, spec: Spec, value: Any) -> None:
+    if value is None:  # an option left unset: the runner's own default applies
+        return
+    if spec.minimum is not None and not value >= spec.minimum:  # NaN fails too
+        raise InvalidInput(name, _at_least(spec), value)
+    maximum = _MAXIMUM.get(name, MAX_INT32)
+    if spec.unit == "count" and value > maximum:
+        raise InvalidInput(name, f"a value of at most {maximum}", value)
+
+
 def _at_least(spec: Spec) -> str:
     if spec.minimum == POSITIVE_S:
         return "a duration greater than zero, such as 30m"
@@ -506,8 +524,10 @@ def _number(where: str, raw: Any, unit: str) -> float | int:
         raise InvalidInput(where, f"a number ({unit})", raw)
     try:
         number = float(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past 1e308
         raise InvalidInput(where, f"a number ({unit})", raw) from None
+    if not abs(number) < float("inf"):  # NaN fails too
+        raise InvalidInput(where, f"a finite number ({unit})", raw)
     if unit == "count":
         if not number.is_integer():
             raise InvalidInput(where, "a whole number", raw)
@@ -545,6 +565,10 @@ def _read_toml(path: str) -> dict[str, Any]:
             return tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise InvalidInput(path, "a readable TOML file", str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(path, "a TOML file in UTF-8", str(exc)) from None
+    except RecursionError:
+        raise InvalidInput(path, "a TOML file whose values nest less than 500 deep") from None
 
 
 def _apply_file(settings: Settings, data: dict[str, Any], path: str) -> Settings:
@@ -581,7 +605,7 @@ def _apply_file(settings: Settings, data: dict[str, Any], path: str) -> Settings
 
 
 def _queue_limits(value: Any, path: str) -> dict[str, QueueLimits]:
-    from corral.policies import QueueLimits
+    from corral.policies import QueueLimits, check_limit
 
     if not isinstance(value, dict):
         raise InvalidInput(f"{path}: queues", "tables such as [queues.NAME]")
@@ -595,8 +619,7 @@ def _queue_limits(value: Any, path: str) -> dict[str, QueueLimits]:
             if key not in _LIMIT_KEYS:
                 raise InvalidInput(f"{where}.{key}", f"one of {', '.join(_LIMIT_KEYS)}")
             number = _coerce(f"{where}.{key}", raw, "fraction" if key == "rate" else "count")
-            if not number > 0:
-                raise InvalidInput(f"{where}.{key}", "a number greater than 0", raw)
+            check_limit(f"{where}.{key}", key, number)
             parsed[key] = number
         limits[queue] = QueueLimits(**parsed)
     return limits

@@ -48,7 +48,12 @@ class Scene:
 @pytest.fixture
 def scene(cli) -> Scene:
     """The `cli` fixture's store with one ready, one running and one done task and a worker."""
-    with open_store(cli.db) as store:
+    return make_scene(cli.db)
+
+
+def make_scene(db: str) -> Scene:
+    """Store `db` with one ready, one running and one done task and a worker `w1`."""
+    with open_store(db) as store:
         worker = workers.register(store, NewWorker(name="w1", max_concurrent=3)).worker.id
         ready, running, done = (tasks.enqueue(store, NewTask(title=t)).id for t in "abc")
         stale = claims.claim(store, running, worker).token
@@ -56,14 +61,21 @@ def scene(cli) -> Scene:
         token = claims.claim(store, running, worker).token
         done_token = claims.claim(store, done, worker).token
         claims.complete(store, done, token=done_token)
-    return Scene(cli.db, ready, running, done, worker, token, stale, done_token)
+    return Scene(db, ready, running, done, worker, token, stale, done_token)
 
 
-def dump(db: str) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every table, read without writing."""
+def dump(db: str, tables: tuple[str, ...] = TABLES) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every table, read without writing; `db` a file or a postgresql:// URL."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            return {
+                t: sorted(pg.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables
+            }
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in TABLES}
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}"), key=repr) for t in tables}
     finally:
         conn.close()
 

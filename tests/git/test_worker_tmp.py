@@ -34,3 +34,22 @@ def test_reconcile_removes_the_tmpdirs_of_processes_that_are_gone(cli):
     report = json.loads(cli("reconcile", "--json").out)
     assert 1 == report["tmp_dirs_removed"]
     assert (False, True) == (dead.exists(), live.exists())
+
+
+def test_reconcile_leaves_a_symlink_or_file_in_tmp_alone_and_does_not_count_it(cli, tmp_path):
+    """tmp/NAME.PID that is a symbolic link (to a folder elsewhere) or a file, its process
+    gone: left as it is, the folder it points to intact, and not counted as removed."""
+    root = Path(cli.db).parent / "tmp"
+    root.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("x")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (root / f"w1.{gone.pid}").symlink_to(elsewhere)
+    (root / f"w2.{gone.pid}").write_text("a file")
+    (root / "w3.99999999999999999999").mkdir()  # past any pid: its process is gone
+    report = json.loads(cli("reconcile", "--json").out)
+    assert 1 == report["tmp_dirs_removed"]
+    assert ["w1." + str(gone.pid), "w2." + str(gone.pid)] == sorted(os.listdir(root))
+    assert ["keep.txt"] == os.listdir(elsewhere)

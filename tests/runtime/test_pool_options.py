@@ -212,6 +212,20 @@ REFUSED = [
         "worktree.dir: expected a folder outside the repository's .git",
     ),
     (
+        "worktree dir a file",
+        ["--worktree"],
+        'dir = "a-file"',
+        "worktree.dir: expected a folder, not a file, got 'a-file'",
+    ),
+    ("kind with a space", ["--kind", "a b"], "", "kind: expected a name of 1 to 100 printable"),
+    ("queue empty", ["--queue", ""], "", "queue: expected a name of 1 to 100 printable"),
+    (
+        "concurrency past the bound",
+        ["--concurrency", "99999999999999999999"],
+        "",
+        "concurrency: expected a value of at most 1000",
+    ),
+    (
         "land command quotes",
         ["--worktree"],
         'land = "command"\nland_command = "push \'oops"',
@@ -248,6 +262,7 @@ def test_what_a_worker_would_refuse_both_commands_refuse_at_start(
     pool = any_pool
     _git_repo(pool.folder)
     _config_file(pool).write_text(f"[worktree]\n{worktree}\n")
+    (pool.folder / "a-file").write_text("not a folder")
     elsewhere = str(tmp_path_factory.mktemp("not-a-repo"))
     flags = [f.replace("{elsewhere}", elsewhere) for f in flags]
     job = [] if "--exec" in flags else ["--exec", str(pool.agent)]
@@ -279,3 +294,43 @@ def test_a_job_flag_replaces_the_files_other_job(any_pool: Any) -> None:
     refused = pool.corral("orchestrator", "start", "--call", "no_such_module_x1:handle")
     assert 2 == refused.returncode
     assert refused.stderr.startswith("corral: error: call: expected an importable MODULE:FUNCTION")
+
+
+@pytest.mark.parametrize("name", ["bad name", "a..b", "x~1", "x:y", "end.lock", "a^b"])
+def test_a_worker_name_git_refuses_in_a_branch_is_refused_at_start(
+    any_pool: Any, name: str
+) -> None:
+    """`worker start --worktree --name N` whose branch git would refuse: exit 2 naming `name`,
+    before it registers (not a failure of every task it claims)."""
+    pool = any_pool
+    _git_repo(pool.folder)
+    pool.add(1)
+    refused = pool.corral("worker", "start", "--name", name, "--exec", str(pool.agent),
+                          "--worktree", "--once")  # fmt: skip
+    assert (2, 1) == (refused.returncode, len(refused.stderr.splitlines())), refused.stderr
+    expected = (
+        f"corral: error: name: expected a worker name git accepts in a branch name, got {name!r}"
+    )
+    assert expected == refused.stderr.strip()
+    assert [] == pool.store.list_workers()
+
+
+@pytest.mark.parametrize(
+    ("flags", "config"),
+    [
+        (["--workers", "99999999999999999999"], ""),
+        (["--workers", "1001"], ""),
+        ([], "workers = 100000"),
+    ],
+    ids=["flag past 64 bits", "flag past the bound", "config"],
+)
+def test_a_pool_past_its_bound_is_refused_at_start(
+    any_pool: Any, flags: list[str], config: str
+) -> None:
+    """--workers or `[pool] workers` above 1000: exit 2, one line; nothing started."""
+    pool = any_pool
+    _config_file(pool).write_text(f"[pool]\n{config}\n")
+    refused = pool.corral("orchestrator", "start", "--exec", str(pool.agent), *flags)
+    assert (2, 1) == (refused.returncode, len(refused.stderr.splitlines())), refused.stderr
+    assert "workers: expected a value of at most 1000" in refused.stderr
+    assert ("stopped", []) == (pool.status()["status"], pool.store.list_orchestrators())

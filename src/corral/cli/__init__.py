@@ -29,4 +29,6 @@ def run() -> NoReturn:
         sys.stderr.flush()
     except BrokenPipeError:
         code = 141
+    except (OSError, AttributeError):  # main reported it: stderr full or closed, stdout closed
+        pass
     os._exit(code)

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import NoReturn
 
+from corral import __version__
 from corral.cli.commands import COMMAND_MODULES, GROUPS, Command, all_commands, module_commands
 
 USAGE_EXIT = 2
@@ -69,6 +70,7 @@ def build(words: list[str]) -> tuple[argparse.ArgumentParser, dict[Path, argpars
     )
     root.add_argument("--db", help=DB_HELP)
     root.add_argument("--json", action="store_true", help=JSON_HELP)
+    root.add_argument("--version", action="version", version=f"corral {__version__}")
     sub = root.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )

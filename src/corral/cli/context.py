@@ -18,7 +18,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from corral import filemodes
-from corral.errors import InvalidInput, StoreError
+from corral.documents import MAX_INT64
+from corral.errors import StoreError
 from corral.printable import visible
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
@@ -127,10 +128,9 @@ class Context:
         raw = getattr(self.args, "token", None) or os.environ.get("CORRAL_CLAIM_TOKEN") or None
         if raw is None:
             return None
-        try:
-            return int(raw)
-        except ValueError:
-            raise InvalidInput("token", "a whole number (the claim's fencing token)", raw) from None
+        from corral.cli.parsing import whole  # noqa: PLC0415 - only commands given a token
+
+        return whole("token", raw, minimum=1, maximum=MAX_INT64)
 
     def emit(self, data: Any, human: str) -> None:
         """Print `data` as JSON with --json, else the human text.

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.cli import fast_parse
 from corral.cli.commands import command_words, find_command
 from corral.cli.context import Context
-from corral.errors import CorralError, InvalidInput
+from corral.errors import CorralError, InvalidInput, OutputFailed
 from corral.printable import one_line
 
 if TYPE_CHECKING:
@@ -40,18 +41,60 @@ def _check_utf8(argv: list[str]) -> None:
             ) from None
 
 
+class _Stdout:
+    """sys.stdout, whose write errors (`> /dev/full`) are OutputFailed: one line, exit 74.
+    A closed pipe stays BrokenPipeError, which `main` answers quietly."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: TextIO) -> None:
+        self._raw = raw
+
+    def write(self, text: str) -> int:
+        written: int = self._guard(self._raw.write, text)
+        return written
+
+    def flush(self) -> None:
+        self._guard(self._raw.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def _guard(self, call: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            # What is still buffered goes nowhere, so the exit's flush cannot fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._raw.fileno())
+            raise OutputFailed(f"stdout: {exc.strerror or exc}") from None
+
+
+def _guard_stdout() -> None:
+    # Started with descriptor 1 closed (`>&-`), Python has no sys.stdout, and the next file
+    # opened (the database) would take descriptor 1: refuse before opening anything.
+    if sys.stdout is None:
+        raise InvalidInput("stdout", "an open standard output (descriptor 1 is closed)")
+    if not isinstance(sys.stdout, _Stdout):
+        sys.stdout = _Stdout(sys.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit code."""
     args_list = sys.argv[1:] if argv is None else argv
     ctx: Context | None = None
     try:
+        _guard_stdout()
         _check_utf8(args_list)
         args = parse_args(args_list)
         ctx = Context(args)
         code: int = args.handler(ctx)
+        sys.stdout.flush()  # here, so that an output that cannot be written is one line
         return code
     except CorralError as exc:
-        sys.stderr.write(f"corral: error: {one_line(exc.message)}\n")  # data in it: shown
+        if sys.stderr is not None:  # not started with `2>&-`
+            sys.stderr.write(f"corral: error: {one_line(exc.message)}\n")  # data in it: shown
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

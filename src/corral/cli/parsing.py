@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from corral import documents
 from corral.durations import parse_duration_s
 from corral.errors import InvalidInput
 
 
-def whole(field: str, raw: str | None, minimum: int | None = None) -> int | None:
-    """An integer (negative allowed unless `minimum` says otherwise), or None."""
+def whole(
+    field: str, raw: str | None, minimum: int | None = None, maximum: int = documents.MAX_INT32
+) -> int | None:
+    """An integer written in ASCII digits, an optional `-` first (not `+5`, ` 5`, `1_000`
+    or other scripts' digits, which Python's int() takes), within what the store's column
+    holds (`maximum`; negative allowed unless `minimum` says otherwise), or None."""
     if raw is None:
         return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(field, "a whole number", raw) from None
-    if minimum is not None and value < minimum:
-        raise InvalidInput(field, f"a whole number of at least {minimum}", raw)
-    return value
+    if not re.fullmatch(r"-?[0-9]+", raw):
+        raise InvalidInput(field, "a whole number", raw)
+    low = -maximum - 1 if minimum is None else minimum
+    if len(raw) > 20 or not low <= int(raw) <= maximum:  # 20 digits: past any bound
+        raise InvalidInput(field, f"a whole number from {low} to {maximum}", raw)
+    return int(raw)
 
 
 def each_of(field: str, raw: Sequence[str] | None, allowed: Sequence[str]) -> tuple[str, ...]:
@@ -45,13 +49,8 @@ def positive_duration(field: str, raw: str | None) -> float | None:
 
 
 def json_value(field: str, raw: str | None) -> Any:
-    """Parsed JSON text, or None."""
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(field, f"valid JSON ({exc.msg} at character {exc.pos})", raw) from None
+    """Parsed JSON text that every store holds alike (corral.documents), or None."""
+    return None if raw is None else documents.parse(field, raw)
 
 
 def json_object(field: str, raw: str | None) -> dict[str, Any]:

@@ -102,10 +102,14 @@ class Worktrees:
 
     def check_policy(self, worker: str) -> None:
         """Refuse, before any task, settings that would fail every task: a branch template
-        that does not make a valid branch name for `worker` (rendered for a sample task),
-        and a worktree folder that is the repository's root, lies outside it, or in `.git`.
+        or a worker name that do not make a valid branch name (rendered for a sample task),
+        and a worktree folder that is a file, the repository's root, outside it or in `.git`.
         """
-        self._free_branch(self._branch_name(worker, "t-0123456789"))
+        sample = "t-0123456789"
+        branch = self._branch_name(worker, sample)
+        if not self._valid_branch(branch) and self._valid_branch(self._branch_name("w", sample)):
+            raise InvalidInput("name", "a worker name git accepts in a branch name", worker)
+        self._free_branch(branch)
         where = os.path.realpath(self.base_dir)
         root = os.path.realpath(self.root)
         common = self.git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
@@ -114,6 +118,8 @@ class Worktrees:
             raise InvalidInput("worktree.dir", f"a folder inside the repository {root}", dir_)
         if _within(where, os.path.realpath(common)):
             raise InvalidInput("worktree.dir", "a folder outside the repository's .git", dir_)
+        if os.path.lexists(where) and not os.path.isdir(where):
+            raise InvalidInput("worktree.dir", "a folder, not a file", dir_)
 
     def default_base(self) -> str:
         """The branch checked out in the repository's main working tree."""
@@ -161,8 +167,11 @@ class Worktrees:
                 "worktree.branch_template", "a template with only {worker} and {task}", template
             ) from None
 
+    def _valid_branch(self, name: str) -> bool:
+        return self.git.ok("check-ref-format", "--branch", name)
+
     def _free_branch(self, wanted: str) -> str:
-        if not self.git.ok("check-ref-format", "--branch", wanted):
+        if not self._valid_branch(wanted):
             raise InvalidInput("worktree.branch_template", "a valid branch name", wanted)
         name, n = wanted, 1
         while self.branch_exists(name):

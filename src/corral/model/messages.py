@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from corral import documents
 from corral.durations import iso
 from corral.errors import InvalidInput
 from corral.model.tasks import check_name
@@ -35,6 +36,7 @@ class NewMessage:
         check_name("to", self.recipient)
         check_name("type", self.type)
         check_name("from", self.sender)
+        documents.check("body", self.body)  # first: a deep body would break json.dumps
         if len(json.dumps(self.body)) > MAX_BODY_CHARS:
             raise InvalidInput("body", f"JSON of at most {MAX_BODY_CHARS} characters")
 

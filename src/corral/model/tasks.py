@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from corral import documents
 from corral.durations import MAX_SPAN_S, iso
 from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
@@ -49,6 +50,9 @@ class NewTask:
             raise InvalidInput("priority", "a whole number", self.priority)
         if not isinstance(self.payload, dict):
             raise InvalidInput("payload", "a JSON object", self.payload)
+        documents.check("payload", self.payload)
+        documents.check_text("title", self.title)
+        documents.check_text("description", self.description)
         if self.max_attempts is not None and self.max_attempts < 1:
             raise InvalidInput("max_attempts", "a whole number of at least 1", self.max_attempts)
         if self.timeout_s is not None and self.timeout_s <= 0:
@@ -62,7 +66,7 @@ class NewTask:
 
 # Bounds every store can hold: an INTEGER column in any dialect, and instants that stay
 # within the dates Python can read back (a task past them could never be claimed).
-MAX_WHOLE = 2**31 - 1
+MAX_WHOLE = documents.MAX_INT32
 
 
 def _check_ranges(spec: NewTask) -> None:
@@ -76,6 +80,12 @@ def _check_ranges(spec: NewTask) -> None:
     for name, value in (("timeout", spec.timeout_s), ("run_after", spec.run_after_s)):
         if value is not None and not value <= MAX_SPAN_S:
             raise InvalidInput(name, "a duration of at most 100 years", value)
+
+
+def check_names(field_name: str, values: tuple[str, ...]) -> None:
+    """Each of a worker's kinds or queues, as `check_name` checks one."""
+    for value in values:
+        check_name(field_name, value)
 
 
 def check_name(field_name: str, value: str) -> None:

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from corral.documents import MAX_INT32
 from corral.durations import iso
 from corral.errors import InvalidInput
 from corral.model.states import WorkerStatus
+from corral.model.tasks import check_names
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
     from corral.policies import LivenessPolicy
@@ -38,10 +40,14 @@ class NewWorker:
     def __post_init__(self) -> None:
         if not self.name.strip() or len(self.name) > 100 or not self.name.isprintable():
             raise InvalidInput("name", "a name of 1 to 100 printable characters", self.name)
-        if isinstance(self.max_concurrent, bool) or self.max_concurrent < 1:
+        if isinstance(self.max_concurrent, bool) or not 1 <= self.max_concurrent <= MAX_INT32:
             raise InvalidInput(
-                "max_concurrent", "a whole number of at least 1", self.max_concurrent
+                "max_concurrent", f"a whole number from 1 to {MAX_INT32}", self.max_concurrent
             )
+        if self.pid is not None and not 1 <= self.pid <= MAX_INT32:
+            raise InvalidInput("pid", f"a whole number from 1 to {MAX_INT32}", self.pid)
+        check_names("kind", self.kinds)
+        check_names("queue", self.queues)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

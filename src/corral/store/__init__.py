@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from corral.clock import Clock, SystemClock
-from corral.errors import StoreError
+from corral.errors import InvalidInput, StoreError
 from corral.store.claims import ClaimOps
 from corral.store.driver import Driver, LeaderLock
 from corral.store.events import EventOps
@@ -121,5 +121,9 @@ def open_store(url: str, *, clock: Clock | None = None, migrate: bool = True) ->
         return Store(PostgresDriver(url, clock, migrate=migrate))
     from corral.store.sqlite import SQLiteDriver
 
+    scheme, sep, _ = url.partition("://")
+    if sep and scheme != "sqlite" and scheme.isalnum():  # the rest may hold a password
+        expected = "a SQLite file path, sqlite:///PATH or a postgresql:// URL"
+        raise InvalidInput("db", expected, f"{scheme}://...")
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     return Store(SQLiteDriver(path, clock or SystemClock(), migrate=migrate))

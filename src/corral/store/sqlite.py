@@ -187,6 +187,11 @@ class SQLiteDriver:
             raise _wrap(self.path, exc) from None
         if current > latest:
             self._upgrade(current, latest)  # refuses, before anything is written
+        if current == 0 and self._schema_cookie() != 0:  # tables, but never corral's
+            raise StoreError(
+                f"database {self.path}: not a corral database (another program's tables are"
+                " in it): name another file"
+            )
         try:
             self._lock_fd = filemodes.open_file(self.path + ".lock", os.O_RDWR)
         except OSError as exc:
@@ -195,9 +200,17 @@ class SQLiteDriver:
             ) from None
         return current
 
+    def _schema_cookie(self) -> int:
+        """SQLite's count of schema changes: 0 in a file no program has made tables in."""
+        with self._mutex:
+            cookie: int = self._conn.execute("PRAGMA schema_version").fetchone()[0]
+        return cookie
+
     def _connect(self) -> sqlite3.Connection:
         if os.path.isdir(self.path):
             raise StoreError(f"database {self.path}: is a directory")
+        if os.path.exists(self.path) and not os.path.isfile(self.path):  # /dev/null, a fifo
+            raise StoreError(f"database {self.path}: is not a regular file")
         if not os.path.exists(self.path) and not self.path.startswith(":"):
             # Made here with corral's file mode: SQLite gives its WAL and SHM files the
             # database's. A folder that is not there: sqlite3 says so below.

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral import filemodes
+from corral import documents, filemodes
 from corral.clock import Clock
 from corral.errors import InvalidInput
 from corral.model.batches import Held, RunStart
@@ -142,7 +142,8 @@ def prepare(
     job: CommandJob, task: Task, *, token: int, run_id: str, worker_id: str, db: str
 ) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`."""
-    prompt = render_prompt(task, job.template)
+    # No NUL: neither an argv nor the run row's text column can hold one (corral.documents).
+    prompt = documents.without_nul(render_prompt(task, job.template))
     separator = () if job.prompt_arg_bare else ("--",)
     argv = (*job.argv, *separator, prompt) if job.prompt_arg else job.argv
     env = {

@@ -6,10 +6,11 @@ Every job's runs (jobs.py: commands, commands in worktrees, Python callables) en
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from corral import documents
 from corral.model.batches import Action, Held, Report
 from corral.model.runs import RunOutcome
 
@@ -46,6 +47,7 @@ _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLE
 
 def report_of(held: Held, done: Done) -> Report:
     """What `done` does to the task `held`: complete, defer, release (stopped) or fail."""
+    done = storable(done)
     common: dict[str, Any] = {
         "exit_code": done.exit_code,
         "usage": done.usage,
@@ -75,6 +77,21 @@ def report_of(held: Held, done: Done) -> Report:
         )
     error = done.error or "failed"
     return Report.of(held, Action.FAIL, _failure_outcome(done), error=error, **common)
+
+
+def storable(done: Done) -> Done:
+    """`done` as every store holds it (corral.documents): NUL in the error replaced, a usage
+    that is not such a document dropped, and a success whose result is not one a failure
+    that says why (else PostgreSQL would refuse the report, and the task run again)."""
+    error = None if done.error is None else documents.without_nul(done.error)
+    usage = None if documents.problem_of(done.usage) else done.usage
+    problem = documents.problem_of(done.result) if done.success else None
+    if problem:
+        expected = "a result every store holds alike"
+        return replace(done, success=False, error=f"result: expected {expected}, got {problem}")
+    if error == done.error and usage is done.usage:
+        return done
+    return replace(done, error=error, usage=usage)
 
 
 def _failure_outcome(done: Done) -> RunOutcome:

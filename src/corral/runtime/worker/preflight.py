@@ -26,6 +26,7 @@ from typing import Any
 from corral.errors import InvalidInput
 from corral.git.worktrees import Worktrees
 from corral.model.labels import parse_labels
+from corral.model.tasks import check_names
 from corral.policies import WorkerOptions, WorktreePolicy
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
 
@@ -51,6 +52,8 @@ def check(options: WorkerOptions, *, worker: str, policy: WorktreePolicy) -> Che
         raise InvalidInput("exec", expected, o.exec or None)
     if o.batch > 1 and o.exec:
         raise InvalidInput("batch", "1 with --exec (batches are for --call workers)", o.batch)
+    check_names("kind", o.kinds)  # as `add --kind` checks one, and `worker register`
+    check_names("queue", o.queues)
     if o.workdir and not os.path.isdir(o.workdir):
         raise InvalidInput("workdir", "an existing folder", o.workdir)
     template = load_template(o.prompt_template) if o.prompt_template else DEFAULT_TEMPLATE

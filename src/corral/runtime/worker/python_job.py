@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral import claims
+from corral import claims, documents
 from corral.logs import event
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
@@ -143,7 +143,7 @@ class TaskContext:
 
     def progress(self, note: str | None = None) -> None:
         """Record that the task is making progress (shown on the run)."""
-        self._store.record_progress(self.run_id, note)
+        self._store.record_progress(self.run_id, note and documents.without_nul(note))
 
     def report(self, **usage: Any) -> None:
         """Usage figures for the run record, e.g. `report(tokens=1200, cost_usd=0.03)`."""

@@ -42,17 +42,24 @@ def prune_tmp(db: str) -> list[str]:
     removed = []
     for entry in names:
         pid = entry.rpartition(".")[2]
-        if pid.isdigit() and not _running(int(pid)):
-            remove_tmp(os.path.join(root, entry))
-            removed.append(os.path.join(root, entry))
+        path = os.path.join(root, entry)
+        # Only folders: a symbolic link or a file there is not a runner's, and is left alone.
+        if pid.isascii() and pid.isdigit() and not _running(int(pid)) and _is_folder(path):
+            remove_tmp(path)
+            if not os.path.lexists(path):  # counted only once it is gone
+                removed.append(path)
     return removed
+
+
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _running(pid: int) -> bool:
     """Whether process `pid` exists (signal 0 checks without sending anything)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: past any pid
         return False
     except PermissionError:
         return True  # it exists, under another user
