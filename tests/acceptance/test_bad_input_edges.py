@@ -290,7 +290,7 @@ def test_a_nul_in_a_prompt_given_as_an_argument_is_passed_as_u_fffd(edge, tmp_pa
     template = tmp_path / "prompt.txt"
     template.write_bytes(b"do\x00it: ${title}")
     seen = tmp_path / "seen"
-    script = f'printf %s "$1" > {seen}'
+    script = f'printf %s "$2" > {seen}'  # $1 is the `--` before the prompt
     _run_once(edge, "--exec", f"sh -c '{script}' sh", "--prompt-arg", "--prompt-template",
               str(template))  # fmt: skip
     assert "do\ufffdit: a" == seen.read_text(encoding="utf-8")
