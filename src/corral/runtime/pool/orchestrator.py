@@ -14,18 +14,24 @@ member row for a member, which then leads once the lock is ours.
          their task within the stop timeout, then SIGQUIT, then SIGKILL; a leader keeps
          reconciling meanwhile ─► stopped, exit 0
       SIGQUIT or a second SIGINT: the same with no time for tasks.
+      The store out (any store call of the loop fails): the pool is supervised as ever;
+      the outage is logged once as it starts and once as it ends, beats probe the store
+      with a capped backoff, and once one gets through the role's interval runs at once
+      and the workers that exited meanwhile are recovered (outage.py).
 
 Given `task_lines` (the CLI's stdout: the terminal, or `--daemon`'s log), a thread prints
 a line per task the pool starts and ends (task_lines.py), from start until the pool has
 stopped. The loop sleeps only in `clock.wait(wake, ...)`; watcher threads and signal handlers set
 `wake`, so an exit is handled as it happens. Exit codes: 0 stopped cleanly; 1 another
-orchestrator holds the store, or this one lost the row; 2 configuration error.
+orchestrator holds the store, or this one lost the row; 2 configuration error. Once
+running, an unreachable store is never a reason to exit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import threading
 from collections.abc import Callable
@@ -41,6 +47,7 @@ from corral.runtime import signals
 from corral.runtime.pool import worker_process
 from corral.runtime.pool.every import Every
 from corral.runtime.pool.leadership import Member
+from corral.runtime.pool.outage import Outage
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
 from corral.runtime.pool.supervisor import Supervisor
@@ -90,6 +97,8 @@ class Orchestrator:
         self._stop_grace_s: float | None = None
         self._lines_out = task_lines  # where a line per task started and ended goes
         self._pid = os.getpid()
+        self._outage = Outage(clock=self._clock, log=self._log, rng=random.Random())
+        self._store_back = False  # a beat got through after an outage: the interval runs now
         self._upkeep = Upkeep(
             store, settings=settings, db=placement.db, clock=self._clock, log=self._log
         )
@@ -172,13 +181,13 @@ class Orchestrator:
         event(self._log, "orchestrator.starting", pid=self._pid, workers=len(self.supervisor.slots))
         self.supervisor.start()
         lines = self._start_task_lines()
-        self._role.start()
+        self._guarded(self._role.start)
         held = self._loop()
         if held:
             self._stop_pool()
         if lines is not None:
             lines.stop()
-        self._role.leave(stopped=held)
+        self._guarded(lambda: self._role.leave(stopped=held))
         return 0 if held else 1
 
     def _start_task_lines(self) -> TaskLines | None:
@@ -193,7 +202,7 @@ class Orchestrator:
         s = self._settings
         reconciles = Every(
             s.reconcile_interval_s,
-            self._role.on_interval,
+            lambda: self._guarded(self._role.on_interval),
             clock=self._clock,
             first_s=s.reconcile_interval_s,
         )
@@ -201,12 +210,28 @@ class Orchestrator:
         while self._stop_grace_s is None:
             self._wait_until(reconciles.due_at, beats.due_at)
             changed = self.supervisor.tick()
-            reconciles.run_if_due()
+            if reconciles.run_if_due() is False:  # the store is out: a beat probes it soon
+                beats.bring_forward(self._outage.retry_s())
             if beats.run_if_due(force=changed or self._upkeep.reconciled) is False:
                 return False
+            if self._store_back:  # back after an outage: reconcile (or contest) at once
+                self._store_back = False
+                reconciles.bring_forward(0.0)
+        return True
+
+    def _guarded(self, call: Callable[[], object]) -> bool:
+        """`call()`; False if the store could not be reached (the outage noted)."""
+        began_at = self._clock.monotonic()
+        try:
+            call()
+        except StoreError as exc:
+            self._outage.failed(exc, began_at=began_at)
+            return False
         return True
 
     def _beat_interval_s(self) -> float:
+        if self._outage.ongoing:  # each beat probes the store
+            return self._outage.retry_s()
         beat_s = self._settings.heartbeat_interval_s
         return min(beat_s, STARTING_BEAT_S) if self.supervisor.starting() else beat_s
 
@@ -220,9 +245,12 @@ class Orchestrator:
         """Note registrations, rotate logs, beat the role's rows; False once the row that
         makes this orchestrator what it is went to another.
 
-        A store that cannot be reached now costs one beat, not the pool: the next one retries.
+        A store that cannot be reached now costs one beat, not the pool: the outage is
+        noted and the next beat, soon, probes it. The first to get through ends the outage:
+        the workers that exited meanwhile are recovered, and the interval runs at once.
         """
         self.supervisor.rotate_logs()
+        began_at = self._clock.monotonic()
         try:
             self.supervisor.note_registrations()
             held = self._role.beat(
@@ -231,9 +259,12 @@ class Orchestrator:
                 stopping=self._stop_grace_s is not None,
             )
         except StoreError as exc:
-            event(self._log, "orchestrator.beat_failed", logging.WARNING, error=exc.message)
+            self._outage.failed(exc, began_at=began_at)
             return True
         self._upkeep.reconciled = False
+        if self._outage.reached():
+            self._store_back = True
+            self._guarded(self.supervisor.recover_pending)
         if not held:  # a newer orchestrator judged us dead: it adopts our workers
             event(self._log, "orchestrator.row_lost", logging.ERROR, pid=self._pid)
         return held
@@ -247,14 +278,17 @@ class Orchestrator:
         self._wake.set()
 
     def _stop_pool(self) -> None:
-        grace_s = self._role.stop(self._stop_grace_s or 0.0)
+        grace_s = self._granted_grace_s()
         event(self._log, "orchestrator.stopping", grace_s=grace_s)
         self.supervisor.stop(grace_s)
         # A leader keeps reconciling while its pool drains: the grace can be long, and
         # other hosts' or bash loops' dead workers must not wait for it to end.
         interval_s = self._settings.reconcile_interval_s
         reconciles = Every(
-            interval_s, self._role.on_stopping_interval, clock=self._clock, first_s=interval_s
+            interval_s,
+            lambda: self._guarded(self._role.on_stopping_interval),
+            clock=self._clock,
+            first_s=interval_s,
         )
         while not self.supervisor.all_stopped():
             self._wait_until(reconciles.due_at)
@@ -265,6 +299,17 @@ class Orchestrator:
             reconciles.run_if_due()
             self._beat()
         self._beat()
+
+    def _granted_grace_s(self) -> float:
+        """The grace the role grants running tasks; the store out, the one asked for (the
+        pool stops all the same)."""
+        asked_s = self._stop_grace_s or 0.0
+        began_at = self._clock.monotonic()
+        try:
+            return self._role.stop(asked_s)
+        except StoreError as exc:
+            self._outage.failed(exc, began_at=began_at)
+            return asked_s
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         immediate = signum == signal.SIGQUIT or (

@@ -4,8 +4,9 @@ The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles: `reconcile
 repairs what dead workers and expired leases left in the store, and the next beat of the
 state row records the pass (`reconciled`). Every orchestrator, leader or standby, cleans
 up its own host after the dead: processes that outlived their run, workers' temporary
-directories, and orphaned worktrees of the repository it runs in. A pass that fails on a
-store briefly unavailable is logged, and the next interval tries again.
+directories, and orphaned worktrees of the repository it runs in. Both raise StoreError
+when the store cannot be reached: the orchestrator's loop notes the outage (outage.py)
+and runs the interval again as soon as the store is back.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 
 from corral import reconcile
 from corral.clock import Clock
-from corral.errors import CorralError
+from corral.errors import CorralError, StoreError
 from corral.git.prune import prune_if_managed
 from corral.logs import event
 from corral.runtime.pool import leftovers
@@ -38,11 +39,7 @@ class Upkeep:
 
     def reconcile(self) -> None:
         """One reconcile pass (its repairs logged), then this host's clean-up."""
-        try:
-            report = reconcile.reconcile_once(self._store, settings=self._settings, rng=self._rng)
-        except CorralError as exc:  # the store is briefly unavailable: next pass
-            event(self._log, "reconcile.failed", logging.WARNING, error=exc.message)
-            return
+        report = reconcile.reconcile_once(self._store, settings=self._settings, rng=self._rng)
         if report.total:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
@@ -59,6 +56,8 @@ class Upkeep:
             event(self._log, "worker.tmp_removed", path=path)
         try:
             pruned = prune_if_managed(self._store, os.getcwd(), self._settings.worktree)
+        except StoreError:
+            raise  # an outage, the loop's to note; not a failure of the prune
         except CorralError as exc:
             event(self._log, "worktree.prune_failed", logging.WARNING, error=exc.message)
             return
