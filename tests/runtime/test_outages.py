@@ -149,9 +149,10 @@ def test_a_postgresql_outage_loses_repeats_and_ends_nothing(
         orchestrator, workers = _start(pool)
         stream = Stream(pool.db)
         _busy(pool, stream)
+        stopped_at = time.monotonic()
         private_server.ctl("-m", "immediate", "stop")
         pool.wait(lambda: UNREACHABLE.search(pool.log()) is not None, 10)
-        time.sleep(outage_s)  # the outage's length is the subject
+        time.sleep(max(0.0, stopped_at + outage_s - time.monotonic()))  # the subject
         private_server.ctl("start")
         _after(pool, stream, orchestrator, workers)
         _logged_once(pool, outage_s)
@@ -166,20 +167,17 @@ def test_a_sqlite_file_locked_for_30_s_loses_repeats_and_ends_nothing(pool: Any)
     orchestrator, workers = _start(pool)
     stream = Stream(pool.db)
     _busy(pool, stream)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, pool.db],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, pool.db], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as holder:
         assert holder.stdout is not None and holder.stdin is not None
-        assert b"locked\n" == holder.stdout.readline()
-        time.sleep(30)  # the outage's length is the subject
-        holder.stdin.write(b"\n")
-        holder.stdin.close()
-        assert 0 == holder.wait(10)
-    finally:
-        holder.kill()
-        holder.wait(10)
+        try:
+            assert b"locked\n" == holder.stdout.readline()
+            time.sleep(30)  # the outage's length is the subject
+            holder.stdin.write(b"\n")
+            holder.stdin.flush()
+            assert 0 == holder.wait(10)
+        finally:
+            holder.kill()
     _after(pool, stream, orchestrator, workers)
     _logged_once(pool, 30)

@@ -208,9 +208,12 @@ class Orchestrator:
         )
         beats = Every(self._beat_interval_s, self._beat, clock=self._clock, first_s=0.0)
         while self._stop_grace_s is None:
-            self._wait_until(reconciles.due_at, beats.due_at)
+            # While the store is out only beats probe it: a pass must not run before the
+            # beat that ends the outage has told the passes to forgive its silence.
+            out = self._outage.ongoing
+            self._wait_until(beats.due_at, *(() if out else (reconciles.due_at,)))
             changed = self.supervisor.tick()
-            if reconciles.run_if_due() is False:  # the store is out: a beat probes it soon
+            if not out and reconciles.run_if_due() is False:  # the store is out: probe soon
                 beats.bring_forward(self._outage.retry_s())
             if beats.run_if_due(force=changed or self._upkeep.reconciled) is False:
                 return False
@@ -264,10 +267,16 @@ class Orchestrator:
         self._upkeep.reconciled = False
         if self._outage.reached():
             self._store_back = True
-            self._guarded(self.supervisor.recover_pending)
+            self._guarded(self._after_outage)
         if not held:  # a newer orchestrator judged us dead: it adopts our workers
             event(self._log, "orchestrator.row_lost", logging.ERROR, pid=self._pid)
         return held
+
+    def _after_outage(self) -> None:
+        """The store is back: the passes stop holding the outage's silence against workers
+        and leases, and the pool's workers that exited meanwhile are recovered now."""
+        self._upkeep.store_back()
+        self.supervisor.recover_pending()
 
     # -- stop ----------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ with `StoreError` is noted here instead; the pool is supervised meanwhile as eve
         (or a leader whose lock went with its session) contests the lock
 
 Only a beat ends an outage: it always writes to the store, where an interval may touch
-nothing (a standby whose lock try failed quietly) and prove nothing.
+nothing (a standby whose lock try failed quietly) and prove nothing. Intervals wait
+meanwhile, so that no reconcile pass runs before the one that knows when the store came
+back (and so does not hold the outage's silence against workers: corral.model.recovery).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ state row records the pass (`reconciled`). Every orchestrator, leader or standby
 up its own host after the dead: processes that outlived their run, workers' temporary
 directories, and orphaned worktrees of the repository it runs in. Both raise StoreError
 when the store cannot be reached: the orchestrator's loop notes the outage (outage.py)
-and runs the interval again as soon as the store is back.
+and runs the interval again as soon as the store is back; from then on, the passes do
+not hold the outage's silence against workers and leases (`store_back`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+from datetime import datetime
 
 from corral import reconcile
 from corral.clock import Clock
@@ -35,11 +37,19 @@ class Upkeep:
         self._store, self._settings, self._db = store, settings, db
         self._clock, self._log = clock, log
         self._rng = random.Random()
+        self._back_at: datetime | None = None  # the store's time at the end of the last outage
         self.reconciled = False  # a pass ran since the last beat of the state row
+
+    def store_back(self) -> None:
+        """The store is reachable again after an outage: the passes from now on do not hold
+        its silence against workers and leases (corral.model.recovery)."""
+        self._back_at = self._store.now()
 
     def reconcile(self) -> None:
         """One reconcile pass (its repairs logged), then this host's clean-up."""
-        report = reconcile.reconcile_once(self._store, settings=self._settings, rng=self._rng)
+        report = reconcile.reconcile_once(
+            self._store, settings=self._settings, rng=self._rng, back_at=self._back_at
+        )
         if report.total:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
