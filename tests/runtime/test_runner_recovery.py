@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +14,7 @@ from tests.runtime.test_runner import Harness, _kill_run_processes
 
 import corral
 from corral import NewTask, TaskStatus
+from corral.model.runs import RunOutcome
 
 
 @pytest.fixture
@@ -47,3 +49,66 @@ def test_a_task_whose_runner_was_killed_runs_again_at_once_then_backs_off(h: Har
     assert (TaskStatus.READY, 2, 2) == (task.status, task.crashes, len(h.runs(task_id)))
     assert task.run_after is not None
     assert task.run_after - h.store.now() > timedelta(seconds=5)
+
+
+def _gate_agent(h: Harness) -> tuple[str, Path]:
+    """An agent that waits for its task's gate file (`gate-<task id>`), then succeeds."""
+    agent = h.script(
+        "gated.sh", f'while [ ! -e "{h.tmp}/gate-$CORRAL_TASK_ID" ]; do sleep 0.02; done\n'
+    )
+    return agent, h.tmp
+
+
+def test_a_runner_declared_stale_keeps_its_claim_and_takes_the_next_task(h: Harness) -> None:
+    """A reconcile pass marks the runner stale mid-task: its task finishes under its first
+    claim, the store's refusal of its next claim is answered by a heartbeat, and the same
+    worker claims and runs the next task instead of exiting."""
+    agent, gates = _gate_agent(h)
+    h.env["CORRAL_HEARTBEAT_INTERVAL_S"] = "2"  # the runner beats every 2 s ...
+    first = h.add("first")
+    runner = h.start("--exec", agent)
+    run = h.wait_running(first)
+    # ... while this reconciler takes 0.3 s of silence for stale (and never for dead).
+    eager = corral.Settings(heartbeat_interval_s=0.2, dead_after_missed=1_000_000)
+    wait_until(lambda: corral.reconcile_once(h.store, settings=eager).workers_stale == 1, 10)
+    assert corral.WorkerStatus.STALE == h.store.get_worker(run.worker_id).status
+    second = h.add("second")
+    (gates / f"gate-{first}").touch()
+    (gates / f"gate-{second}").touch()
+    wait_until(lambda: h.task(second).status is TaskStatus.DONE, 20)
+    assert None is runner.poll()
+    assert {run.worker_id} == {r.worker_id for r in h.runs(first) + h.runs(second)}
+    assert [RunOutcome.DONE] == [r.outcome for r in h.runs(first)]
+    runner.send_signal(signal.SIGTERM)
+    assert 0 == runner.wait(30)
+
+
+def test_a_runner_declared_dead_registers_again_and_its_old_token_stays_fenced(
+    h: Harness,
+) -> None:
+    """Frozen past the dead window and reconciled: on resuming, the runner stops its task,
+    registers a new worker under the same name, and runs the task again under a new claim;
+    the old token is refused."""
+    agent, gates = _gate_agent(h)
+    task_id = h.add()
+    runner = h.start("--exec", agent)
+    old = h.wait_running(task_id)
+    runner.send_signal(signal.SIGSTOP)
+    settings = corral.Settings(heartbeat_interval_s=0.2)
+    try:
+        wait_until(lambda: corral.reconcile_once(h.store, settings=settings).workers_dead == 1, 10)
+    finally:
+        runner.send_signal(signal.SIGCONT)
+    wait_until(lambda: len(h.runs(task_id)) == 2, 10)
+    new = h.runs(task_id)[1]
+    assert new.worker_id != old.worker_id
+    assert "w1" == h.store.get_worker(new.worker_id).name
+    (gates / f"gate-{task_id}").touch()
+    wait_until(lambda: h.task(task_id).status is TaskStatus.DONE, 10)
+    assert [RunOutcome.KILLED, RunOutcome.DONE] == [r.outcome for r in h.runs(task_id)]
+    with pytest.raises(corral.StaleToken):
+        corral.complete(h.store, task_id, token=old.token)
+    assert None is runner.poll()
+    runner.send_signal(signal.SIGTERM)
+    assert 0 == runner.wait(30)
+    assert not h.log_has("Traceback")
