@@ -124,14 +124,14 @@ def test_a_dead_workers_claims_expire_as_crashes_after_the_mark() -> None:
     dead = worker(status=WorkerStatus.BUSY, silent_s=40)
     assert [
         MarkWorker("w-1", WorkerStatus.BUSY, ago(40), WorkerStatus.DEAD),
-        ExpireClaim(7, "t-1", "w-1", True, Retry(5.0)),
+        ExpireClaim(7, "t-1", "w-1", True, Retry(0.0)),
     ] == plan(workers=(dead,), claims=(claim(),))
 
 
 @pytest.mark.parametrize("gone", [WorkerStatus.DEAD, WorkerStatus.OFFLINE, None])
 def test_claims_of_gone_or_missing_workers_expire_as_crashes(gone: WorkerStatus | None) -> None:
     """A claim whose holder is dead, offline or missing ends as a crash, lease valid or not."""
-    assert [ExpireClaim(7, "t-1", "w-1", True, Retry(5.0))] == plan(
+    assert [ExpireClaim(7, "t-1", "w-1", True, Retry(0.0))] == plan(
         claims=(claim(worker_status=gone),)
     )
 
@@ -214,7 +214,8 @@ def test_a_worker_marked_dead_is_not_also_fixed() -> None:
 def test_plan_is_deterministic_for_a_seeded_rng() -> None:
     """With jitter, the same snapshot and seed give the same plan."""
     jittery = Settings(retry_jitter=0.5, retry_base_s=5.0)
-    snapshot = Snapshot(now=NOW, workers=(), claims=(claim(worker_status=None),), orphans=())
+    second_crash = claim(worker_status=None, crashes=1)
+    snapshot = Snapshot(now=NOW, workers=(), claims=(second_crash,), orphans=())
     first = plan_recovery(snapshot, jittery, random.Random(3))
     assert first == plan_recovery(snapshot, jittery, random.Random(3))
     [decision] = first

@@ -9,8 +9,10 @@
         Exchanged.settled);
         each task claimed watched by the heartbeat, and handed back with its opened run
 
-The store may refuse to claim (the worker was drained or declared dead): that is noted in
-`refused`, and the slots stop claiming.
+The store may refuse to claim: the worker was drained, declared stale or dead, or taken
+offline. The heartbeat then beats at once and learns which: a stale worker is idle or busy
+again and claims at its next exchange; a drained, dead or offline one stops claiming
+(slots.py).
 """
 
 from __future__ import annotations
@@ -66,7 +68,6 @@ class Exchanger:
         self._place, self._config, self._runs = place, config, runs
         self._heartbeat, self._rng = heartbeat, rng
         self._lock = threading.Lock()
-        self.refused = threading.Event()  # the store refused to claim for this worker
         self.unsuccessful = 0  # runs that ended neither done, deferred nor shut down
 
     def exchange(self, finished: list[Finished], asked: int) -> list[Claimed]:
@@ -120,7 +121,7 @@ class Exchanger:
         place = self._place
         if done.refused is not None:
             event(place.log, "claim.refused", worker_id=place.worker_id, reason=done.refused)
-            self.refused.set()
+            self._heartbeat.beat_now()  # stale: idle again; dead, offline, draining: known
         stale = {r.token for r in done.stale}
         for f in finished:
             held, outcome = f.held, f.report.outcome

@@ -5,6 +5,12 @@
           ── the job begun for this worker (jobs.py) ── its slots (slots.py), each one
              claiming, running and reporting tasks until claiming stops
           ── the job ended ── heartbeat stopped ── deregister ── exit code
+    declared dead (by a reconcile pass, say after a store outage or a long pause) ─►
+             its claims are gone: its running tasks are stopped (their tokens are fenced)
+             ── register again, as a new worker, and go on taking work
+             (not when stopping, out of budget, or taken offline by an operator)
+    declared stale ─► nothing changes: it keeps its claims, and its next heartbeat makes
+             it idle or busy again
     SIGTERM / SIGINT ─► stop claiming, let running tasks finish within shutdown_timeout_s,
                         then stop them; release their claims and those of held tasks
                         not started ─► deregister ─► exit 0
@@ -12,8 +18,9 @@
                         (stopping.py)
 
 Exit codes (seed 003): 0 clean exit; 1 the task of `--once` did not succeed, or the store
-declared this worker dead; 2 configuration error; 3 a tool (the command, the store) is
-unavailable. A drained worker finishes what it holds and exits 0.
+declared this worker dead when it had no work left to take (--once, --max-tasks); 2
+configuration error; 3 a tool (the command, the store) is unavailable. A drained worker
+finishes what it holds and exits 0.
 """
 
 from __future__ import annotations
@@ -96,16 +103,14 @@ class Runner:
                 rng=self._rng,
                 log=self._log,
             )
-            beat = workers.register(self._store, self._new_worker(), settings=self._settings)
-            self.worker_id = beat.worker.id
-            event(
-                self._log,
-                "worker.started",
-                worker_id=self.worker_id,
-                name=self._config.name,
-                pid=os.getpid(),
-            )
-            return self._serve()
+            while True:
+                heartbeat, unsuccessful = self._register_and_serve()
+                if not self._registers_again(heartbeat):
+                    break
+                event(self._log, "worker.reregistering", worker_id=self.worker_id)
+        if heartbeat.dead.is_set() and not heartbeat.offline.is_set():
+            return 1
+        return 1 if self._config.once and unsuccessful else 0
 
     def stop(self, *, immediate: bool = False) -> None:
         """Ask the runner to stop, as SIGTERM (or SIGQUIT with `immediate`) would."""
@@ -123,9 +128,33 @@ class Runner:
             version=c.version or __version__,
         )
 
-    def _serve(self) -> int:
+    def _register_and_serve(self) -> tuple[Heartbeat, int]:
+        """A new worker registered and served; its heartbeat (which knows whether the store
+        declared it dead) and how many of its runs did not succeed."""
+        beat = workers.register(self._store, self._new_worker(), settings=self._settings)
+        self.worker_id = beat.worker.id
+        event(
+            self._log,
+            "worker.started",
+            worker_id=self.worker_id,
+            name=self._config.name,
+            pid=os.getpid(),
+        )
+        return self._serve()
+
+    def _registers_again(self, heartbeat: Heartbeat) -> bool:
+        """Whether to register a new worker: this one was declared dead (not taken offline),
+        and the runner is neither stopping nor out of budget."""
+        return (
+            heartbeat.dead.is_set()
+            and not heartbeat.offline.is_set()
+            and not self._stopping.asked
+            and not self._budget.spent
+        )
+
+    def _serve(self) -> tuple[Heartbeat, int]:
         """The registered worker: heartbeat and wake-ups around the slots, then deregister;
-        the exit code."""
+        its heartbeat, and how many of its runs did not succeed."""
         place = Workplace(
             store=self._store,
             worker_id=self.worker_id,
@@ -144,9 +173,7 @@ class Runner:
             stop_listening()
             heartbeat.stop()
             self._deregister(heartbeat)
-        if heartbeat.dead.is_set():
-            return 1
-        return 1 if self._config.once and unsuccessful else 0
+        return heartbeat, unsuccessful
 
     def _run_slots(self, place: Workplace, heartbeat: Heartbeat) -> int:
         """The job begun for this worker, run in the slots until they end, then ended; how

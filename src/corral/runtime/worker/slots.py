@@ -11,9 +11,10 @@ Each slot, on a thread of its own:
                for the next exchange unless the batch has run batch_window_s already
 k is 1 unless `batch` allows more (corral.model.batches: it adapts to the queue's depth).
 
-A slot ends once claiming stops (a stop asked; the worker drained, declared dead, or
-refused by the store) or the budget of --once / --max-tasks is spent; reports the store
-never took are left to the reconciler. A task's run asks `stop()` whether to go on: it
+A slot ends once claiming stops (a stop asked; the worker drained, declared dead or taken
+offline; a worker declared stale claims again once its heartbeat made it idle) or the
+budget of --once / --max-tasks is spent; reports the store never took are left to the
+reconciler. A task's run asks `stop()` whether to go on: it
 answers "lease_lost" once the heartbeat finds the claim gone, "shutdown" once the stop is
 overdue (stopping.py).
 """
@@ -52,6 +53,12 @@ class Budget:
             granted = wanted if limit is None else max(0, min(wanted, limit - self.taken))
             self.taken += granted
             return granted
+
+    @property
+    def spent(self) -> bool:
+        """True once every task the budget allows was taken."""
+        with self._lock:
+            return self._limit is not None and self.taken >= self._limit
 
     def give_back(self, count: int) -> None:
         """Return `count` reserved tasks that were not claimed."""
@@ -127,12 +134,7 @@ class SlotLoop:
 
     def _claiming_stopped(self) -> bool:
         beat = self._heartbeat
-        return (
-            self._stopping.asked
-            or beat.drain.is_set()
-            or beat.dead.is_set()
-            or self._exchanger.refused.is_set()
-        )
+        return self._stopping.asked or beat.drain.is_set() or beat.dead.is_set()
 
     def _run_batch(self, claimed: list[Claimed]) -> list[Finished]:
         """Run the claimed tasks in order; reports wait for the next claim, unless they have
