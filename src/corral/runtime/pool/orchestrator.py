@@ -300,12 +300,15 @@ class Orchestrator:
             first_s=interval_s,
         )
         while not self.supervisor.all_stopped():
-            self._wait_until(reconciles.due_at)
+            out = self._outage.ongoing  # then beats probe the store, and no pass runs
+            probe_at = self._clock.monotonic() + self._outage.retry_s()
+            self._wait_until(probe_at if out else reconciles.due_at)
             if (self._stop_grace_s or 0.0) < grace_s:  # asked again, more urgently
                 grace_s = self._stop_grace_s or 0.0
                 self.supervisor.stop(grace_s)
             self.supervisor.tick()
-            reconciles.run_if_due()
+            if not out:
+                reconciles.run_if_due()
             self._beat()
         self._beat()
 
