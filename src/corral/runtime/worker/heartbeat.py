@@ -83,6 +83,11 @@ class Heartbeat(ThreadService):
             self._held.pop(task_id, None)
             self._lost.discard(task_id)
 
+    def holds(self, task_id: str, token: int) -> bool:
+        """Whether the claim `token` on `task_id` is watched (the runner knows it holds it)."""
+        with self._lock:
+            return self._held.get(task_id) == token
+
     def lost(self, task_id: str) -> bool:
         """True when the claim on `task_id` is no longer ours (or the worker is dead)."""
         with self._lock:
