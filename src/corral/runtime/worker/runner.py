@@ -8,7 +8,7 @@
     declared dead (by a reconcile pass, say after a store outage or a long pause) ─►
              its claims are gone: its running tasks are stopped (their tokens are fenced)
              ── register again, as a new worker, and go on taking work
-             (not when stopping, out of budget, or taken offline by an operator)
+             (not when stopping, drained, out of budget, or taken offline)
     declared stale ─► nothing changes: it keeps its claims, and its next heartbeat makes
              it idle or busy again
     SIGTERM / SIGINT ─► stop claiming, let running tasks finish within shutdown_timeout_s,
@@ -149,10 +149,11 @@ class Runner:
 
     def _registers_again(self, heartbeat: Heartbeat) -> bool:
         """Whether to register a new worker: this one was declared dead (not taken offline),
-        and the runner is neither stopping nor out of budget."""
+        and the runner is neither stopping, drained, nor out of budget."""
         return (
             heartbeat.dead.is_set()
             and not heartbeat.offline.is_set()
+            and not heartbeat.drain.is_set()
             and not self._stopping.asked
             and not self._budget.spent
         )
