@@ -28,7 +28,7 @@ class Harness:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
         self.db = str(tmp_path / ".corral" / "corral.db")
-        (tmp_path / ".corral").mkdir()
+        (tmp_path / ".corral").mkdir(exist_ok=True)  # a tmpfs may be mounted there
         self.store: Store = open_store(self.db)
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")},

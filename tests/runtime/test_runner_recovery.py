@@ -13,7 +13,7 @@ from tests.runtime.conftest import wait_until
 from tests.runtime.test_runner import Harness, _kill_run_processes
 
 import corral
-from corral import NewTask, TaskStatus
+from corral import EventFilter, NewTask, TaskStatus
 from corral.model.runs import RunOutcome
 
 
@@ -112,3 +112,40 @@ def test_a_runner_declared_dead_registers_again_and_its_old_token_stays_fenced(
     runner.send_signal(signal.SIGTERM)
     assert 0 == runner.wait(30)
     assert not h.log_has("Traceback")
+
+
+@pytest.mark.parametrize("how", ["killed", "declared_dead"])
+def test_a_task_its_agent_completed_keeps_a_done_run_when_its_runner_then_dies(
+    h: Harness, how: str
+) -> None:
+    """The agent runs `corral done` itself, then its runner is killed (or frozen and declared
+    dead): the task is done under that token, and its run says done too, not killed."""
+    task_id = h.add()
+    runner = h.start(
+        "--exec", h.script("agent.sh", 'corral done "$CORRAL_TASK_ID" >/dev/null\nsleep 300\n')
+    )
+    wait_until(lambda: h.task(task_id).status is TaskStatus.DONE, 10)
+    runner.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+    settings = corral.Settings(heartbeat_interval_s=0.2)
+    try:
+        wait_until(lambda: corral.reconcile_once(h.store, settings=settings).workers_dead == 1, 10)
+    finally:
+        runner.send_signal(signal.SIGCONT)
+    [run] = h.runs(task_id)
+    wait_until(lambda: h.store.get_run(run.id).finished_at is not None, 10)
+    assert (RunOutcome.DONE, None) == (
+        h.store.get_run(run.id).outcome,
+        h.store.get_run(run.id).error,
+    )
+    finished = [
+        e.data
+        for e in h.store.list_events(EventFilter(task_id=task_id))
+        if e.name == "run.finished"
+    ]
+    assert [{"run_id": run.id, "outcome": "done", "exit_code": None}] == finished
+    claims = [
+        e.token
+        for e in h.store.list_events(EventFilter(task_id=task_id))
+        if e.name == "task.completed"
+    ]
+    assert [run.token] == claims

@@ -65,6 +65,7 @@ class Heartbeat(ThreadService):
         self._held: dict[str, int] = {}
         self._lost: set[str] = set()
         self._process = psutil.Process()
+        self._failing_since: float | None = None  # monotonic: since when beats fail
 
     def start(self) -> None:
         """Beat once now (so the worker is idle, not starting), then from the thread."""
@@ -82,6 +83,11 @@ class Heartbeat(ThreadService):
         with self._lock:
             self._held.pop(task_id, None)
             self._lost.discard(task_id)
+
+    def holds(self, task_id: str, token: int) -> bool:
+        """Whether the claim `token` on `task_id` is watched (the runner knows it holds it)."""
+        with self._lock:
+            return self._held.get(task_id) == token
 
     def lost(self, task_id: str) -> bool:
         """True when the claim on `task_id` is no longer ours (or the worker is dead)."""
@@ -127,14 +133,25 @@ class Heartbeat(ThreadService):
             self.stopping.set()  # the beats end: the store took this worker's claims
             return True
         except StoreError as exc:
+            if self._failing_since is None:  # once per outage, not once per retry
+                self._failing_since = self._clock.monotonic()
+                event(
+                    self._log,
+                    "heartbeat.failed",
+                    logging.WARNING,
+                    worker_id=self._worker_id,
+                    error=exc.message,
+                )
+            return False
+        if self._failing_since is not None:
+            outage_s = self._clock.monotonic() - self._failing_since
+            self._failing_since = None
             event(
                 self._log,
-                "heartbeat.failed",
-                logging.WARNING,
+                "heartbeat.resumed",
                 worker_id=self._worker_id,
-                error=exc.message,
+                outage_s=round(outage_s, 3),
             )
-            return False
         self.interval_s = beat.heartbeat_interval_s
         if beat.drain and not self.drain.is_set():
             event(self._log, "worker.drain_requested", worker_id=self._worker_id)

@@ -14,7 +14,7 @@ k is 1 unless `batch` allows more (corral.model.batches: it adapts to the queue'
 A slot ends once claiming stops (a stop asked; the worker drained, declared dead or taken
 offline; a worker declared stale claims again once its heartbeat made it idle) or the
 budget of --once / --max-tasks is spent; reports the store never took are left to the
-reconciler. A task's run asks `stop()` whether to go on: it
+reconciler, and make the runner exit 3. A task's run asks `stop()` whether to go on: it
 answers "lease_lost" once the heartbeat finds the claim gone, "shutdown" once the stop is
 overdue (stopping.py).
 """
@@ -85,6 +85,8 @@ class SlotLoop:
         self._heartbeat, self._stopping, self._ready, self._rng = heartbeat, stopping, ready, rng
         self._budget = budget
         self._exchanger = Exchanger(place, config, runs, heartbeat, rng)
+        self._lock = threading.Lock()
+        self.unreported = 0  # reports the store never took when their slot ended
 
     def run(self) -> None:
         """Run every slot on its own thread until all have ended."""
@@ -116,7 +118,8 @@ class SlotLoop:
             self._budget.give_back(asked - len(claimed))
             if not claimed:
                 if not asked or c.once:
-                    return  # reports the store never took are left to the reconciler
+                    self._left_unreported(finished)
+                    return
                 if not self._stopping.asked:  # else the stop set _ready before the clear
                     clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
                 idle_s, size = min(c.idle_max_s, idle_s * 2), 1
@@ -130,6 +133,25 @@ class SlotLoop:
                 mean_task_s=(clock.monotonic() - began) / len(claimed),
                 most=c.batch,
                 window_s=c.batch_window_s,
+            )
+
+    def _left_unreported(self, finished: list[Finished]) -> None:
+        """The slot ends with reports the store never took (it could not be written: a
+        full disk, an outage past the retries): their tasks are left to the reconciler,
+        and the runner exits 3 (store unavailable)."""
+        if not finished:
+            return
+        with self._lock:
+            self.unreported += len(finished)
+        for f in finished:
+            event(
+                self._place.log,
+                "task.unreported",
+                logging.ERROR,
+                worker_id=self._place.worker_id,
+                task_id=f.held.task.id,
+                run_id=f.held.run_id,
+                outcome=f.report.outcome,
             )
 
     def _claiming_stopped(self) -> bool:
