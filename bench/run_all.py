@@ -32,6 +32,7 @@ SCRIPTS = (
     "status_watch",
     "events_follow",
     "outage_recovery",
+    "runner_outage",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -75,12 +75,14 @@ class Exchanger:
         self._opening: set[str] = set()  # runs opened by exchanges in flight, by run id
         self._unsure = False  # an exchange failed: did it commit claims? (adoption.py)
         self._adopting = threading.Lock()  # one adoption at a time
+        self._reached = threading.local()  # did this slot's last exchange reach the store?
         self.unsuccessful = 0  # runs that ended neither done, deferred nor shut down
 
     def exchange(self, finished: list[Finished], asked: int) -> list[Claimed]:
         """Report `finished`, and claim up to `asked` tasks, in one transaction; the tasks
         claimed (with, first, any claim of an earlier exchange whose reply was lost:
         adoption.py). `finished` is emptied once the store took its reports."""
+        self._reached.ok = True
         if not finished and not asked:
             return []
         opened: dict[str, Opened[Any]] = {}  # the runs this transaction opened, by run id
@@ -117,6 +119,7 @@ class Exchanger:
         try:
             done = retrying(once, self._place) if reports else once()
         except StoreError as exc:  # tried again with the next exchange
+            self._reached.ok = False
             event(
                 self._place.log,
                 "claim.failed",
@@ -132,6 +135,11 @@ class Exchanger:
         claimed = [Claimed(held=h, opened=opened[h.opened_run()]) for h in done.held]
         self._forget(opened, unsure=False)
         return adopted + claimed
+
+    def unreachable(self) -> bool:
+        """Whether the calling slot's last exchange failed because the store could not be
+        reached (its reports are kept for the next one)."""
+        return not getattr(self._reached, "ok", True)
 
     def _forget(self, opened: dict[str, Opened[Any]], *, unsure: bool) -> None:
         """The runs an exchange opened are no longer in flight: held now, or, when the

@@ -3,8 +3,9 @@
 Each slot, on a thread of its own:
 
     exchange (exchanges.py): report what finished and claim up to k tasks, in one write
-    transaction ─none─► wait, backing off with jitter (idle_min_s .. idle_max_s), cut
-        short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked
+    transaction ─none─► wait, backing off with jitter (idle_min_s .. idle_max_s, or at most
+        OUTAGE_POLL_S while the store is out of reach), cut short when a task becomes
+        ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked
       │
       └─held─► each task in order: performed by the job (jobs.py), or given back
                unstarted when stopping or its claim is lost ─► its report, which waits
@@ -36,6 +37,8 @@ from corral.runtime.worker.heartbeat import Heartbeat
 from corral.runtime.worker.jobs import Runs
 from corral.runtime.worker.outcome import report_of
 from corral.runtime.worker.stopping import Stopping
+
+OUTAGE_POLL_S = 0.25  # the longest wait between exchanges while the store is out of reach
 
 
 class Budget:
@@ -120,8 +123,11 @@ class SlotLoop:
                 if not asked or c.once:
                     self._left_unreported(finished)
                     return
+                # A store out of reach is tried again soon, so work resumes as it returns.
+                out = self._exchanger.unreachable()
+                wait_s = min(idle_s, OUTAGE_POLL_S) if out else idle_s
                 if not self._stopping.asked:  # else the stop set _ready before the clear
-                    clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
+                    clock.wait(self._ready, wait_s * self._rng.uniform(0.5, 1.0))
                 idle_s, size = min(c.idle_max_s, idle_s * 2), 1
                 continue
             idle_s = c.idle_min_s
