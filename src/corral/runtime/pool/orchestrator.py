@@ -63,6 +63,9 @@ __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 SAMPLE_SLOT = "slot-1"  # a slot's worker name, for checking the branch names it will make
 STARTING_BEAT_S = 0.25  # the beat while a worker has yet to register: status shows it soon
+# A store call that took this long (or a heartbeat interval, if longer) was an outage too,
+# however it ended: a SQLite file locked while this process queued behind other writers.
+SLOW_CALL_S = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,7 +233,16 @@ class Orchestrator:
         except StoreError as exc:
             self._outage.failed(exc, began_at=began_at)
             return False
+        self._note_slow(began_at)
         return True
+
+    def _note_slow(self, began_at: float) -> None:
+        """A call that got through, but only after waiting as long as an outage: one it was
+        (workers could not heartbeat meanwhile either), and the next beat ends it."""
+        waited_s = self._clock.monotonic() - began_at
+        if waited_s > max(SLOW_CALL_S, self._settings.heartbeat_interval_s):
+            slow = StoreError(f"a store call waited {waited_s:.1f} s")
+            self._outage.failed(slow, began_at=began_at)
 
     def _beat_interval_s(self) -> float:
         if self._outage.ongoing:  # each beat probes the store
@@ -265,6 +277,7 @@ class Orchestrator:
             self._outage.failed(exc, began_at=began_at)
             return True
         self._upkeep.reconciled = False
+        self._note_slow(began_at)
         if self._outage.reached():
             self._store_back = True
             self._guarded(self._after_outage)

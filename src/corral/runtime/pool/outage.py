@@ -4,7 +4,10 @@ Once running, an orchestrator never exits because its store cannot be reached. E
 store call of its loop (a beat, a reconcile pass, a try to lead, a clean-up) that fails
 with `StoreError` is noted here instead; the pool is supervised meanwhile as ever.
 
-    reachable ─a call fails─► out: `store.unreachable error=...` (logged once)
+    reachable ─a call fails─► out: `store.unreachable error=...` (logged once); so does
+        a call that got through only after waiting longer than an outage's worth (a
+        SQLite file locked while this process queued behind other writers), which the
+        next beat then ends
     out ─each failed call─► the next beat comes after a capped backoff with jitter
         (RETRY_MIN_S doubling to RETRY_MAX_S, times a random 0.5 to 1), so the return
         is seen soon and a fleet of orchestrators does not knock in step
