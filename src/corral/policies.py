@@ -8,6 +8,9 @@ classes: each frozen dataclass costs a fraction of a millisecond to create, and 
 
 from __future__ import annotations
 
+import fnmatch
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -52,10 +55,43 @@ class ProcessPolicy:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnvPolicy:
-    """Which of the orchestrator's variables its workers do not inherit."""
+    """Which variables workers and their tasks do not inherit: a name that a deny pattern
+    matches, or a value holding a URL's password (`scheme://user:PASS@...`, or a
+    `password=` parameter), unless an allow pattern matches the name. Patterns are shell
+    patterns matched without regard to case (`*_token` and `*_TOKEN` are the same)."""
 
     deny: tuple[str, ...]
     allow: tuple[str, ...]
+
+    def split(self, environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """`environ` without what is withheld, and the names withheld (sorted)."""
+        kept: dict[str, str] = {}
+        withheld = []
+        for name, value in environ.items():
+            if self.allows(name) or not (self._denied(name) or _has_password(value)):
+                kept[name] = value
+            else:
+                withheld.append(name)
+        return kept, sorted(withheld)
+
+    def allows(self, name: str) -> bool:
+        """Whether an allow pattern names `name` (then it is passed whatever else matches)."""
+        return _matches(name, self.allow)
+
+    def _denied(self, name: str) -> bool:
+        return _matches(name, self.deny)
+
+
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/@\s:]*:[^/@\s]+@|[?&]password=[^&]", re.I)
+
+
+def _has_password(value: str) -> bool:
+    return _URL_PASSWORD.search(value) is not None
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +110,7 @@ class WorkerOptions:
     version: str
     prompt_template: str
     prompt_arg: bool
+    prompt_arg_bare: bool
     workdir: str
     timeout_s: float | None
     concurrency: int

@@ -31,17 +31,27 @@ if TYPE_CHECKING:  # built where a slice is asked for (corral.policies says why)
         WorktreePolicy,
     )
 
-#: Secrets never handed to workers unless allowed by name: shell-style patterns.
+#: Secrets never handed to workers unless allowed by name: shell-style patterns, matched
+#: without regard to case. (A value holding a URL's password is withheld too: EnvPolicy.)
 DEFAULT_ENV_DENY = (
+    "TOKEN",
     "*_TOKEN",
+    "*_TOKENS",
+    "SECRET",
     "*_SECRET",
+    "*_SECRETS",
     "*_SECRET_*",
+    "PASSWORD",
     "*_PASSWORD",
+    "PASSWD",
     "*_PASSWD",
+    "API_KEY",
     "*_API_KEY",
     "*_PRIVATE_KEY",
+    "*_PAT",
+    "*_AUTH",
+    "*_CREDENTIALS",
     "AWS_*",
-    "GITHUB_TOKEN",
     "PGPASSWORD",
 )
 
@@ -117,6 +127,20 @@ SPEC: dict[str, Spec] = {
     "env_allow": Spec(
         "env.allow", (), None, "list", "variables passed even when a deny pattern matches"
     ),
+    "workdir_outside": Spec(
+        "tasks.workdir_outside",
+        False,
+        None,
+        "flag",
+        "a task's payload workdir may lie outside the worker's workdir",
+    ),
+    "store_mode": Spec(
+        "store.mode",
+        "private",
+        None,
+        "text",
+        "who may read corral's files: private (0700/0600) or group (0770/0660)",
+    ),
     "worktree_dir": Spec(
         "worktree.dir", ".corral/worktrees", None, "text", "where task worktrees go (repo-relative)"
     ),
@@ -174,6 +198,12 @@ _LIMIT_KEYS = ("max_ready", "max_running", "rate")
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
 LAND_MODES = ("merge", "keep", "command")
+STORE_MODES = ("private", "group")
+_CHOICES = {
+    "merge_strategy": MERGE_STRATEGIES,
+    "worktree_land": LAND_MODES,
+    "store_mode": STORE_MODES,
+}
 FLAGS = "command line"  # the source of values given as flags, as `config show` would say
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -211,6 +241,7 @@ class Settings:
     pool_version: str = _default("pool_version")
     pool_prompt_template: str = _default("pool_prompt_template")
     pool_prompt_arg: bool = _default("pool_prompt_arg")
+    pool_prompt_arg_bare: bool = _default("pool_prompt_arg_bare")
     pool_workdir: str = _default("pool_workdir")
     pool_timeout_s: float | None = _default("pool_timeout_s")
     pool_concurrency: int = _default("pool_concurrency")
@@ -233,6 +264,8 @@ class Settings:
     log_backups: int = int(_default("log_backups"))
     env_deny: tuple[str, ...] = _default("env_deny")
     env_allow: tuple[str, ...] = _default("env_allow")
+    workdir_outside: bool = _default("workdir_outside")
+    store_mode: str = str(_default("store_mode"))
     worktree_dir: str = str(_default("worktree_dir"))
     worktree_branch_template: str = str(_default("worktree_branch_template"))
     worktree_base: str = str(_default("worktree_base"))
@@ -255,17 +288,16 @@ class Settings:
                 raise InvalidInput(name, _at_least(spec), value)
         if self.retry_jitter > 1:
             raise InvalidInput("retry_jitter", "a fraction between 0 and 1", self.retry_jitter)
-        if self.merge_strategy not in MERGE_STRATEGIES:
-            raise InvalidInput(
-                "merge_strategy", f"one of {', '.join(MERGE_STRATEGIES)}", self.merge_strategy
-            )
-        if self.worktree_land not in LAND_MODES:
-            raise InvalidInput(
-                "worktree_land", f"one of {', '.join(LAND_MODES)}", self.worktree_land
-            )
+        for name, choices in _CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise InvalidInput(name, f"one of {', '.join(choices)}", getattr(self, name))
         if self.worktree_land == "command" and not self.worktree_land_command.strip():
             raise InvalidInput(
                 "worktree_land_command", "a command to run, since worktree.land is command"
+            )
+        if not self.env_deny:  # an empty list would pass every secret, and say nothing
+            raise InvalidInput(
+                "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
             )
         if "{task}" not in self.worktree_branch_template:
             raise InvalidInput(

@@ -70,6 +70,8 @@ OPTIONS: tuple[Option, ...] = (
            "prompt template file (${title}, ${description} ...)", "FILE"),
     Option("prompt_arg", "prompt_arg", "--prompt-arg", "flag", False, None,
            "pass the prompt as the last argument, not on stdin"),
+    Option("prompt_arg_bare", "prompt_arg_bare", "--prompt-arg-bare", "flag", False, None,
+           "with --prompt-arg, no -- before the prompt (a tool that refuses --)"),
     Option("workdir", "workdir", "--workdir", "text", "", None,
            "working directory of commands (default: here)", "DIR"),
     Option("timeout_s", "timeout", "--timeout", "s", None, POSITIVE_S,

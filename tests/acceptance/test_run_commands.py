@@ -41,8 +41,10 @@ class Scene:
 
 
 def start_run(db: str, folder: Path, *, name: str = "w1", files: bool = True) -> Scene:
-    """Enqueue, register, claim and start a run, as a runner would; write its files."""
-    transcript, stderr = folder / f"{name}.jsonl", folder / f"{name}.stderr"
+    """Enqueue, register, claim and start a run, as a runner would; write its files (in
+    `runs/` of `folder`, the store's own folder: `logs` reads no other)."""
+    (folder / "runs").mkdir(exist_ok=True)
+    transcript, stderr = folder / "runs" / f"{name}.jsonl", folder / "runs" / f"{name}.stderr"
     with open_store(db) as store:
         worker = workers.register(store, NewWorker(name=name)).worker.id
         task = tasks.enqueue(store, NewTask(title=f"task of {name}"))
@@ -154,7 +156,8 @@ def test_run_show_prints_key_value_lines_with_the_prompt_last(cli, scene: Scene)
         fields["command"],
     )
     assert "finished_at" not in fields
-    assert lines[-2].startswith("prompt:") and lines[-1] == "and say so"
+    assert lines[-2].startswith("prompt:")
+    assert ("and say so", True) == (lines[-1].strip(), lines[-1].startswith(" "))  # indented
 
 
 @pytest.mark.parametrize("command", [("run", "show"), ("logs",)])

@@ -59,8 +59,11 @@ def test_a_worker_whose_process_has_ended_is_refused(store: Store) -> None:
 def test_a_local_runner_gets_sigterm_when_graceful_else_sigquit(
     store: Store, graceful: bool, sent: signal.Signals
 ) -> None:
-    """The runner's own process receives the signal that asks for the stop wanted."""
-    runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    """The runner's own process receives the signal that asks for the stop wanted (here a
+    process marked as worker w1 in its environment, as a bash loop opts in)."""
+    runner = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], env={"CORRAL_WORKER_NAME": "w1"}
+    )
     try:
         worker_id = _worker(store, pid=runner.pid)
         stop = control.stop_worker(store, worker_id, graceful=graceful)

@@ -85,7 +85,9 @@ def _normalise(sql: str | None) -> str:
     if sql is None:  # automatic indexes (UNIQUE, PRIMARY KEY) have no SQL
         return ""
     without_comments = re.sub(r"--[^\n]*", "", sql)
-    return " ".join(without_comments.split()).replace("( ", "(").replace(" )", ")")
+    # ALTER TABLE ADD COLUMN appends ", column" after the last line: " ," is ",".
+    spaced = " ".join(without_comments.split())
+    return spaced.replace("( ", "(").replace(" )", ")").replace(" ,", ",")
 
 
 def _apply(paths: list[str]) -> sqlite3.Connection:

@@ -135,6 +135,7 @@ class ModelTask:
     attempts: int = 0
     token: int | None = None
     renewals: int = 0
+    finished_by: int | None = None  # the token it was completed under
 
 
 @dataclass
@@ -360,7 +361,7 @@ class StoreMachine(RuleBasedStateMachine):
     def complete(self, pick: int) -> None:
         task = self.pick_running(pick)
         done = claims.complete(self.store, task.id, token=task.token, result={"ok": True})
-        task.status = TaskStatus.DONE
+        task.status, task.finished_by = TaskStatus.DONE, task.token
         self.let_go(task)
         assert (TaskStatus.DONE, {"ok": True}) == (done.status, done.result)
         assert ["task.completed"] == self.new_events()
@@ -412,6 +413,12 @@ class StoreMachine(RuleBasedStateMachine):
             ),
             "release": lambda: claims.release(self.store, task_id, token=token),
         }
+        if action == "release" and self.tasks[task_id].finished_by == token:
+            # The holder releasing what its agent completed: a no-op, not an error.
+            before = self.snapshot()
+            assert TaskStatus.DONE == calls[action]().status
+            assert (before, []) == (self.snapshot(), self.new_events())
+            return
         error = self.assert_refused_without_change(StaleToken, calls[action])
         assert f"token {token} is stale" in str(error)
 

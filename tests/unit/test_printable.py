@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from corral.printable import one_line
+from corral.printable import one_line, visible
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,8 @@ def test_a_long_text_is_cut_to_the_width_with_an_ellipsis():
     assert "abcd…" == one_line("abcdefgh", 5)
     assert "abcde" == one_line("abcde", 5)
     assert 5 == len(one_line("\x1b" * 10, 5))
+
+
+def test_visible_keeps_newlines_and_escapes_every_other_control_and_bidi_override():
+    """A block of lines keeps its lines; ESC, BEL, C1 and U+202E are shown as escapes."""
+    assert "a\\x1b[2J\nb\\x07\\x9b\\u202e" == visible("a\x1b[2J\nb\x07\x9b\u202e")

@@ -25,6 +25,7 @@ GIVEN = {
     "pool_version": "9.9",
     "pool_prompt_template": "prompt.txt",
     "pool_prompt_arg": True,
+    "pool_prompt_arg_bare": True,
     "pool_workdir": "-odd dir",
     "pool_timeout_s": "45m",
     "pool_concurrency": "3",

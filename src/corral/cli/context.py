@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from corral import filemodes
 from corral.errors import InvalidInput, StoreError
+from corral.printable import visible
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
@@ -80,7 +82,10 @@ class Context:
                         f"no corral store in {cwd} or above it: run `corral init`, "
                         "or name one with --db or CORRAL_DB"
                     )
-                os.makedirs(os.path.join(cwd, DEFAULT_DIR), exist_ok=True)
+                from corral.settings import load_settings  # noqa: PLC0415 - init alone
+
+                filemodes.use(load_settings().store_mode)  # the store's folder is made now
+                filemodes.make_dirs(os.path.join(cwd, DEFAULT_DIR))
                 found = os.path.join(cwd, DEFAULT_DIR, DB_NAME)
             self._db = found
         # Absolute, so task commands running in other folders find the same store.
@@ -98,6 +103,7 @@ class Context:
             from corral.settings import load_settings  # noqa: PLC0415 - 1.7 ms, see above
 
             self._settings = load_settings(config_path=config_path(self.db))
+            filemodes.use(self._settings.store_mode)
         return self._settings
 
     def configured(self) -> bool:
@@ -137,7 +143,7 @@ class Context:
             indent = 2 if sys.stdout.isatty() else None
             sys.stdout.write(json.dumps(data, indent=indent) + "\n")
         elif human:
-            print(human)
+            print(visible(human))  # values' control characters shown, never obeyed
 
     def emit_all(self, records: Sequence[Record], human: Callable[[], str]) -> None:
         """A listing: each record's JSON shape with --json, else `human()`. Only the one

@@ -11,6 +11,7 @@ from corral.cli import fast_parse
 from corral.cli.commands import command_words, find_command
 from corral.cli.context import Context
 from corral.errors import CorralError, InvalidInput
+from corral.printable import one_line
 
 if TYPE_CHECKING:
     from corral.cli.context import Args
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.handler(ctx)
         return code
     except CorralError as exc:
-        sys.stderr.write(f"corral: error: {exc.message}\n")
+        sys.stderr.write(f"corral: error: {one_line(exc.message)}\n")  # data in it: shown
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

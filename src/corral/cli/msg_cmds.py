@@ -12,6 +12,7 @@ from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.clock import SystemClock
+from corral.printable import one_line
 
 if TYPE_CHECKING:
     from corral.model.messages import Message
@@ -35,7 +36,8 @@ def cmd_send(ctx: Context) -> int:
 def _line(message: Message) -> str:
     acked = " (acked)" if message.acked_at else ""
     body = "" if message.body is None else " " + json.dumps(message.body)
-    return f"{message.id} {message.at:%H:%M:%S} {message.sender} {message.type}{body}{acked}"
+    line = f"{message.id} {message.at:%H:%M:%S} {message.sender} {message.type}{body}{acked}"
+    return one_line(line)
 
 
 def cmd_inbox(ctx: Context) -> int:

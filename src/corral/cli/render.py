@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from corral.durations import format_duration
-from corral.printable import one_line
+from corral.printable import one_line, visible
 
 if TYPE_CHECKING:
     from corral.model.events import Event
@@ -26,7 +26,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned columns; the last column is not padded."""
     if not rows:
         return ""
-    cells = [[str(h) for h in headers], *[["" if c is None else str(c) for c in r] for r in rows]]
+    cells = [
+        [str(h) for h in headers],
+        *[["" if c is None else one_line(str(c)) for c in r] for r in rows],
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers) - 1)]
     lines = []
     for row in cells:
@@ -90,13 +93,21 @@ def task_detail(task: Task) -> str:
 
 
 def key_values(data: dict[str, object]) -> str:
-    """`key:  value` lines for the fields that are set; lists, dicts and booleans as JSON."""
+    """`key:  value` lines for the fields that are set; lists, dicts and booleans as JSON.
+    A text of several lines keeps them, each further line indented under the first, so
+    no value can forge a `key:` line."""
     width = max(len(k) for k in data) + 2
     return "\n".join(
-        f"{key + ':':{width}}{value if isinstance(value, str) else json.dumps(value)}"
+        f"{key + ':':{width}}{_shown(value, width)}"
         for key, value in data.items()
         if value not in (None, "", [], {})
     )
+
+
+def _shown(value: object, width: int) -> str:
+    if not isinstance(value, str):
+        return json.dumps(value)  # escapes every control character
+    return visible(value).replace("\n", "\n" + " " * width)
 
 
 def worker_table(workers: Sequence[Worker], now: datetime) -> str:
@@ -123,11 +134,12 @@ def worker_table(workers: Sequence[Worker], now: datetime) -> str:
 
 def event_line(event: Event) -> str:
     """`time  name  subject  from -> to  (reason)`."""
-    subject = " ".join(x for x in (event.task_id, event.worker_id) if x)
+    subject = one_line(" ".join(x for x in (event.task_id, event.worker_id) if x))
     move = f"{event.from_status or ''} -> {event.to_status}" if event.to_status else ""
     why = f"  ({one_line(' | '.join(event.reason.split(chr(10))))})" if event.reason else ""
+    name = one_line(event.name)
     stamp = event.at.strftime("%Y-%m-%d %H:%M:%S")
-    return f"{stamp}  {event.name:22} {subject:26} {move}{why}".rstrip()
+    return f"{stamp}  {name:22} {subject:26} {move}{why}".rstrip()
 
 
 def run_table(runs: Sequence[Run], now: datetime) -> str:
@@ -178,7 +190,8 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
         if state.stopped_at is not None
         else f"started {ago(state.started_at)}  last reconcile {ago(state.last_reconcile_at)}"
     )
-    head = f"orchestrator: {state.status}  pid {state.pid} on {state.host}  {when}"
+    host = one_line(state.host or "")
+    head = f"orchestrator: {state.status}  pid {state.pid} on {host}  {when}"
     job = f"call {config['call']!r}" if config.get("call") else f"exec {config.get('exec')!r}"
     pool = (
         f"pool: {config.get('workers')} worker(s)  {job}  "
@@ -203,7 +216,7 @@ def orchestrator_report(report: OrchestratorReport) -> str:
         return human
     rows = [[o["host"], o["pid"], o["role"], o["status"]] for o in report.orchestrators]
     fleet = table(["HOST", "PID", "ROLE", "STATUS"], rows)
-    return f"{human}\nleader: {report.leader or 'none'}\n{fleet}"
+    return f"{human}\nleader: {one_line(report.leader or 'none')}\n{fleet}"
 
 
 def task_counts(counts: dict[str, int]) -> str:

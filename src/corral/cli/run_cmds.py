@@ -13,6 +13,7 @@ from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.clock import SystemClock
 from corral.errors import Refused
+from corral.store.location import is_inside, runs_dir
 
 # How often `logs --follow` looks for new output and for the end of the run.
 FOLLOW_POLL_S = 0.2
@@ -43,6 +44,8 @@ def cmd_logs(ctx: Context) -> int:
     path = run.stderr_path if a.stderr else run.transcript_path
     if path is None:
         raise Refused(f"run {run.id} recorded no {what} file")
+    if not is_inside(path, runs_dir(ctx.db)):  # a row can name any file: read only corral's
+        raise Refused(f"the {what} of run {run.id} is not in this store's runs folder: {path}")
     if a.follow:
         copied = follow(path, None, lambda: ctx.store.get_run(run.id).finished)
     else:

@@ -11,6 +11,7 @@ from corral.durations import parse_delay_or_instant
 from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask, TaskFilter
+from corral.printable import one_line
 
 STATUSES = [str(s) for s in TaskStatus]
 
@@ -101,7 +102,7 @@ def cmd_why(ctx: Context) -> int:
 
     found = diagnosis.why(ctx.store, ctx.args.id, settings=ctx.settings)
     lines = [f"{found.task.id} is {found.task.status}:"] + [
-        f"  - {r.message}" for r in found.reasons
+        f"  - {one_line(r.message)}" for r in found.reasons
     ]
     ctx.emit(found.to_dict(), "\n".join(lines))
     return 0

@@ -47,7 +47,10 @@ def _cmdline(pid: int) -> bytes:
 
 def cmd_register(ctx: Context) -> int:
     """Register a worker and print its id."""
+    from corral.processes import started_at  # noqa: PLC0415 (psutil: only for this command)
+
     a = ctx.args
+    pid = parsing.whole("pid", a.pid, minimum=1) if a.pid else caller_pid()
     spec = NewWorker(
         name=a.name,
         kinds=tuple(a.kind or ()),
@@ -55,7 +58,8 @@ def cmd_register(ctx: Context) -> int:
         max_concurrent=parsing.whole("max_concurrent", a.max_concurrent, minimum=1) or 1,
         labels=parsing.labels("label", a.label),
         version=a.version or "",
-        pid=parsing.whole("pid", a.pid, minimum=1) if a.pid else caller_pid(),
+        pid=pid,
+        pid_started_at=None if pid is None else started_at(pid),
     )
     beat = workers.register(ctx.store, spec, settings=ctx.settings)
     ctx.emit(beat.to_dict() | {"worker": beat.worker.to_dict()}, beat.worker.id)

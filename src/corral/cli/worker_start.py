@@ -6,17 +6,21 @@ pool's check (runtime/worker/preflight.py) before the worker registers.
 
 from __future__ import annotations
 
+import logging
+import os
+
 from corral.cli import parsing, worker_flags
 from corral.cli.context import Context
 from corral.git.task_worktrees import TaskWorktrees
-from corral.logs import logger
+from corral.logs import event, logger
 from corral.policies import WorkerOptions
 from corral.runtime.worker import preflight
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
 from corral.runtime.worker.tmp import make_tmp, remove_tmp
 from corral.settings import Settings
-from corral.store.location import runs_dir
+from corral.store.location import path_component, runs_dir
+from corral.store.urls import password_of
 
 SHUTDOWN_TIMEOUT_S = 300.0
 
@@ -25,6 +29,7 @@ def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
     ctx.long_running()
     a = ctx.args
+    path_component("name", a.name)  # its temporary directory and log are named after it
     # From the defaults, not the settings in force: [pool] keys are for the pool's workers.
     options = Settings().with_flags(worker_flags.given(a)).pool.options
     checked = preflight.check(options, worker=a.name, policy=ctx.settings.worktree)
@@ -51,7 +56,7 @@ def start_worker(ctx: Context) -> int:
         ).run()
     tmp = make_tmp(ctx.db, a.name)  # the tasks' TMPDIR, removed when the worker stops
     try:
-        command = _command_job(options, checked, ctx.db, tmp)
+        command = _command_job(options, checked, ctx, tmp, env=_task_env(ctx, log))
         return Runner(
             ctx.store, config, command, settings=ctx.settings, worktrees=worktrees, log=log
         ).run()
@@ -73,19 +78,41 @@ def _worktrees(ctx: Context, options: WorkerOptions, checked: preflight.Checked)
     )
 
 
+def _task_env(ctx: Context, log: logging.Logger) -> dict[str, str]:
+    """The environment tasks start from: this one, filtered as the pool's workers' is
+    (`env.deny`), the names withheld logged (never their values)."""
+    policy = ctx.settings.env
+    env, withheld = policy.split(os.environ)
+    if withheld:
+        event(log, "worker.env_withheld", names=",".join(withheld))
+    password = password_of(ctx.db)
+    if password is not None and policy.allows("PGPASSWORD"):
+        env["PGPASSWORD"] = password  # libpq's own channel; the URL tasks get has none
+    return env
+
+
 def _command_job(
-    options: WorkerOptions, checked: preflight.Checked, db: str, tmp: str
+    options: WorkerOptions,
+    checked: preflight.Checked,
+    ctx: Context,
+    tmp: str,
+    *,
+    env: dict[str, str],
 ) -> CommandJob:
+    workdir = options.workdir or None
     return CommandJob(
         argv=checked.argv,
-        runs_dir=runs_dir(db),
+        runs_dir=runs_dir(ctx.db),
         template=checked.template,
         prompt_arg=options.prompt_arg,
-        workdir=options.workdir or None,
+        prompt_arg_bare=options.prompt_arg_bare,
+        workdir=workdir,
+        workdir_root=None if ctx.settings.workdir_outside else os.path.abspath(workdir or "."),
         timeout_s=options.timeout_s,
         stall_timeout_s=options.stall_timeout_s,
         kill_stalled=options.kill_stalled,
         grace_s=options.grace_s,
         defer_s=options.defer_delay_s,
         extra_env={"TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp},
+        base_env=env,
     )

@@ -20,6 +20,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 
+from corral import filemodes
 from corral.errors import InvalidInput, Refused
 from corral.git.repo import Git
 from corral.policies import WorktreePolicy
@@ -194,7 +195,7 @@ class Worktrees:
     def _make_base_dir(self) -> None:
         """The worktrees' folder, with a `.gitignore` of `*` so the main checkout's
         `git status` does not list the worktrees inside it as untracked files."""
-        os.makedirs(self.base_dir, exist_ok=True)
+        filemodes.make_dirs(self.base_dir)
         ignore = os.path.join(self.base_dir, ".gitignore")
         if not os.path.exists(ignore):
             with open(ignore, "w", encoding="utf-8") as handle:

@@ -32,6 +32,8 @@ class NewWorker:
     kinds: tuple[str, ...] = ()
     max_concurrent: int = 1
     labels: dict[str, str] = field(default_factory=dict)
+    # When process `pid` started (corral.processes.started_at), if it runs on this host.
+    pid_started_at: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip() or len(self.name) > 100 or not self.name.isprintable():
@@ -64,6 +66,7 @@ class Worker:
     offline_reason: str | None
     cpu_percent: float | None
     rss_bytes: int | None
+    pid_started_at: float | None = None  # see NewWorker; not in the JSON shape
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""

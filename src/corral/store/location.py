@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from corral.errors import InvalidInput
+
 DEFAULT_DIR = ".corral"
 DB_NAME = "corral.db"
 
@@ -47,3 +49,17 @@ def state_dir(db: str) -> str:
 def runs_dir(db: str) -> str:
     """Where run transcripts go: `runs/` beside a SQLite file, else `.corral/runs`."""
     return os.path.join(state_dir(db), "runs")
+
+
+def path_component(field: str, name: str) -> str:
+    """`name`, if it is safe as one component of a path under corral's folders (a worker's
+    log or temporary directory is named after it); else InvalidInput naming `field`."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise InvalidInput(field, "a name usable as a file name (no '/', not '.' or '..')", name)
+    return name
+
+
+def is_inside(path: str, folder: str) -> bool:
+    """Whether `path`, symbolic links resolved, lies inside `folder` (or is it)."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, root]) == root

@@ -143,6 +143,7 @@ def worker(driver: Driver, row: Row) -> Worker:
         offline_reason=row["offline_reason"],
         cpu_percent=row["cpu_percent"],
         rss_bytes=row["rss_bytes"],
+        pid_started_at=row["pid_started_at"],
     )
 
 

@@ -32,6 +32,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
+from corral import filemodes
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
 from corral.store.driver import Json
@@ -191,7 +192,7 @@ class SQLiteDriver:
         if current > latest:
             self._upgrade(current, latest)  # refuses, before anything is written
         try:
-            self._lock_fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            self._lock_fd = filemodes.open_file(self.path + ".lock", os.O_RDWR)
         except OSError as exc:
             raise StoreError(
                 f"database {self.path}: cannot create its lock file: {exc.strerror}"
@@ -201,6 +202,11 @@ class SQLiteDriver:
     def _connect(self) -> sqlite3.Connection:
         if os.path.isdir(self.path):
             raise StoreError(f"database {self.path}: is a directory")
+        if not os.path.exists(self.path) and not self.path.startswith(":"):
+            # Made here with corral's file mode: SQLite gives its WAL and SHM files the
+            # database's. A folder that is not there: sqlite3 says so below.
+            with suppress(OSError):
+                os.close(filemodes.open_file(self.path, os.O_RDWR))
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False

@@ -42,6 +42,7 @@ class WorkerOps:
                 kinds=list(spec.kinds),
                 max_concurrent=spec.max_concurrent,
                 labels=Json(spec.labels),
+                pid_started_at=spec.pid_started_at,
             )
             journal.record(
                 tx,

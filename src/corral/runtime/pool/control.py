@@ -3,9 +3,10 @@ it, start the orchestrator detached. The CLI calls these, and so will the HTTP s
 
 Each function returns a record, or raises a CorralError that says why not (Refused: the
 state does not allow it; WorkerUnavailable: the process cannot be reached from here).
-Signals only reach processes of this host, and only a pid that is still the recorded
-process (corral.processes): a runner elsewhere is drained through the store instead; an
-orchestrator elsewhere must be stopped there.
+Signals only reach processes of this host, and only a pid that is provably still the
+recorded corral process (corral.processes: its start time and its mark): a runner
+elsewhere is drained through the store instead; an orchestrator elsewhere must be stopped
+there.
 
     worker stop:        SIGQUIT (stop now) or, graceful, SIGTERM (finish the current task)
     orchestrator stop:  mark the row stopping with the grace, SIGTERM, wait until the row
@@ -24,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from corral import workers
+from corral import filemodes, workers
 from corral.clock import Clock, SystemClock
 from corral.errors import Refused, WorkerUnavailable
 from corral.model.orchestrators import (
@@ -33,7 +34,7 @@ from corral.model.orchestrators import (
     OrchestratorStatus,
 )
 from corral.model.states import GONE
-from corral.processes import process_alive
+from corral.processes import WORKER_MARK_ENV, is_corral_process, process_alive, signal_if_corral
 from corral.runtime.pool.worker_process import Layout
 from corral.store import Store
 from corral.store.location import state_dir
@@ -117,10 +118,19 @@ def stop_worker(store: Store, worker_id: str, *, graceful: bool) -> WorkerStop:
     if not process_alive(worker.pid, worker.registered_at.timestamp()):
         raise gone
     sig = signal.SIGTERM if graceful else signal.SIGQUIT
-    try:
-        os.kill(worker.pid, sig)
-    except ProcessLookupError:
-        raise gone from None
+    sent = signal_if_corral(
+        worker.pid,
+        sig,
+        role="worker",
+        name=worker.name,
+        started_s=worker.pid_started_at,
+        registered_at_s=worker.registered_at.timestamp(),
+    )
+    if not sent:
+        raise Refused(
+            f"process {worker.pid} is not provably worker {worker.id} (not corral's runner "
+            f"named {worker.name}, nor marked {WORKER_MARK_ENV}={worker.name}): not signalled"
+        )
     return WorkerStop(worker_id=worker.id, pid=worker.pid, signal=sig.name)
 
 
@@ -149,8 +159,20 @@ def stop_orchestrator(
         raise Refused(
             f"the orchestrator (pid {state.pid}) is not running; the next start takes its place"
         )
+    if not is_corral_process(
+        state.pid, role="orchestrator", name=None, started_s=None, registered_at_s=started_s
+    ):
+        raise Refused(f"process {state.pid} is not provably corral's orchestrator: not signalled")
     store.request_orchestrator_stop(stop_timeout_s=grace_s)
-    os.kill(state.pid, signal.SIGTERM)
+    if not signal_if_corral(
+        state.pid,
+        signal.SIGTERM,
+        role="orchestrator",
+        name=None,
+        started_s=None,
+        registered_at_s=started_s,
+    ):
+        raise Refused(f"the orchestrator (pid {state.pid}) has gone: not signalled")
     clock = clock or SystemClock()
     deadline = clock.monotonic() + grace_s + kill_timeout_s + STOP_MARGIN_S
     final = store.get_orchestrator()
@@ -181,8 +203,8 @@ def daemonize(store: Store, *, db: str, argv: list[str], clock: Clock | None = N
     joined the store's orchestrators. Refused (with its reason) if it exits first, or if it
     is not up within 30 s."""
     log_path = os.path.join(state_dir(db), LOG_FILE)
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "ab") as log:
+    filemodes.make_dirs(os.path.dirname(log_path))
+    with open(filemodes.append(log_path), "ab") as log:
         # S603: a corral command line, run by this same interpreter.
         child = subprocess.Popen(  # noqa: S603
             [sys.executable, "-m", "corral.cli.main", *argv],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from corral import filemodes
 from corral.queues import apply_configured_limits
 from corral.runtime.pool.control import pid_file, pool_layout
 from corral.runtime.pool.orchestrator import Orchestrator, Placement
@@ -42,9 +43,9 @@ def run(orchestrator: Orchestrator, store: Store, *, db: str, settings: Settings
 
 def _write_pid_file(path: str) -> None:
     # On PostgreSQL the folder is `.corral/` under the current one, which may not exist yet.
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(f"{os.getpid()}\n")
+    filemodes.make_dirs(os.path.dirname(path))
+    with open(filemodes.open_file(path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as pid:
+        pid.write(f"{os.getpid()}\n")
 
 
 def _remove_pid_file(path: str) -> None:

@@ -19,6 +19,7 @@ from corral.clock import Clock
 from corral.errors import NotFound
 from corral.runtime.worker.executor import RUN_ID_ENV, end_marked_processes
 from corral.store import Store
+from corral.store.urls import without_password
 
 GRACE_S = 0.5  # SIGTERM to SIGKILL for a leftover; the orchestrator's loop waits meanwhile
 
@@ -38,7 +39,7 @@ class Leftover:
 def find(store: Store) -> list[Leftover]:
     """Live processes of this store whose run has finished or is unknown to it."""
     found, over = [], {}
-    for pid, run_id in _marked(store.url):
+    for pid, run_id in _marked(without_password(store.url)):
         if run_id not in over:
             over[run_id] = _is_over(store, run_id)
         if over[run_id]:
@@ -62,7 +63,8 @@ def _is_over(store: Store, run_id: str) -> bool:
 
 
 def _marked(db: str) -> list[tuple[int, str]]:
-    """(pid, run id) of every live process whose environment names store `db` and a run."""
+    """(pid, run id) of every live process whose environment names store `db` (as tasks are
+    given it: without its password) and a run."""
     marked = []
     for proc in psutil.process_iter():
         with suppress(psutil.Error):  # gone, a zombie, or not ours to read

@@ -57,6 +57,7 @@ from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
 from corral.settings import Settings
 from corral.store import Store
+from corral.store.urls import safe_url
 
 # AlreadyRunning lives with the state row it guards; importable from here as before.
 __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
@@ -100,6 +101,7 @@ class Orchestrator:
         self._stop_grace_s: float | None = None
         self._lines_out = task_lines  # where a line per task started and ended goes
         self._pid = os.getpid()
+        self._withheld: list[str] = []  # the variables workers do not inherit (names)
         self._outage = Outage(clock=self._clock, log=self._log, rng=random.Random())
         self._store_back = False  # a beat got through after an outage: the interval runs now
         self._upkeep = Upkeep(
@@ -142,7 +144,7 @@ class Orchestrator:
         )
 
     def _worker_env(self) -> dict[str, str]:
-        env = worker_process.filter_env(os.environ, self._settings.env)
+        env, self._withheld = self._settings.env.split(os.environ)
         env["CORRAL_DB"] = self._place.db
         env.pop("CORRAL_CONFIG", None)
         if os.path.isfile(self._place.config_path):
@@ -163,7 +165,7 @@ class Orchestrator:
             "max_restarts": s.max_restarts,
             "min_uptime_s": s.min_uptime_s,
             "kill_timeout_s": s.kill_timeout_s,
-            "db": self._place.db,
+            "db": safe_url(self._place.db),  # the row is read by anyone who reads the store
         }
 
     # -- run -----------------------------------------------------------------------------
@@ -182,6 +184,8 @@ class Orchestrator:
 
     def _run_held(self) -> int:
         event(self._log, "orchestrator.starting", pid=self._pid, workers=len(self.supervisor.slots))
+        if self._withheld:  # names only: never a value
+            event(self._log, "orchestrator.env_withheld", names=",".join(self._withheld))
         self.supervisor.start()
         lines = self._start_task_lines()
         self._guarded(self._role.start)

@@ -30,7 +30,7 @@ from corral.model.orchestrators import SlotState
 from corral.model.restarts import RestartHistory, after_exit
 from corral.model.states import WATCHED
 from corral.model.workers import Worker
-from corral.processes import process_alive
+from corral.processes import is_corral_process, process_alive, signal_if_corral
 from corral.runtime.pool import worker_process
 from corral.runtime.pool.worker_process import Layout, Process
 from corral.runtime.worker.executor import end_marked_processes
@@ -111,8 +111,7 @@ class Supervisor:
             if alive and slot is not None and slot.process is None:
                 self._adopt(slot, worker)
             elif alive and worker.pid is not None:  # beyond the pool's size now
-                event(self._log, "worker.surplus", worker_id=worker.id, pid=worker.pid)
-                os.kill(worker.pid, signal.SIGTERM)
+                self._stop_surplus(worker)
             elif not alive:
                 self._recover(worker, f"process {worker.pid} is gone (found at start)")
         for slot in self.slots:
@@ -120,14 +119,33 @@ class Supervisor:
                 self._spawn(slot)
 
     def _adopt(self, slot: Slot, worker: Worker) -> None:
+        """Watch the slot's worker, if its pid is provably that worker (corral.processes):
+        the pidfd is opened first, so the process checked is the one signalled later."""
         assert worker.pid is not None
-        process = worker_process.watch(worker.pid, self._on_exit)
+        process = worker_process.watch(worker.pid, self._on_exit, proven=lambda: _proven(worker))
+        if process is None and process_alive(worker.pid, worker.registered_at.timestamp()):
+            event(self._log, "worker.not_ours", worker_id=worker.id, pid=worker.pid)
+            return
         if process is None:
             self._recover(worker, f"process {worker.pid} is gone (found at start)")
             return
         slot.process, slot.worker_id, slot.adopted = process, worker.id, True
         slot.state, slot.started_at = SlotState.RUNNING, self._clock.monotonic()
         event(self._log, "worker.adopted", slot=slot.name, worker_id=worker.id, pid=worker.pid)
+
+    def _stop_surplus(self, worker: Worker) -> None:
+        """SIGTERM a worker beyond the pool's size, if its pid is provably that worker."""
+        assert worker.pid is not None
+        sent = signal_if_corral(
+            worker.pid,
+            signal.SIGTERM,
+            role="worker",
+            name=worker.name,
+            started_s=worker.pid_started_at,
+            registered_at_s=worker.registered_at.timestamp(),
+        )
+        name = "worker.surplus" if sent else "worker.not_ours"
+        event(self._log, name, worker_id=worker.id, pid=worker.pid)
 
     def _spawn(self, slot: Slot) -> None:
         slot.process = self._spawner(
@@ -330,3 +348,15 @@ class Supervisor:
                 max_bytes=self._policy.log_max_bytes,
                 backups=self._policy.log_backups,
             )
+
+
+def _proven(worker: Worker) -> bool:
+    """Whether the worker's pid is still the worker that registered (corral.processes)."""
+    assert worker.pid is not None
+    return is_corral_process(
+        worker.pid,
+        role="worker",
+        name=worker.name,
+        started_s=worker.pid_started_at,
+        registered_at_s=worker.registered_at.timestamp(),
+    )

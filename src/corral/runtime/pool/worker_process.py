@@ -5,10 +5,11 @@
   commands) in a session and process group of its own, so a signal to the orchestrator's
   terminal or the orchestrator's death does not reach it. Its flags are the pool's worker
   options (corral.worker_options), those not at their default, each as `--flag=value`.
-- Its environment is the orchestrator's minus the names matching `env.deny`, plus those
-  matching `env.allow`, with CORRAL_DB and CORRAL_CONFIG (when the file exists) set. Its
-  temporary directory is the runner's own (`worker_tmp`: made at start, removed on stop,
-  pruned by reconcile), so a pool worker and a hand-started one are cleaned the same way.
+- Its environment is the orchestrator's minus what `env.deny` withholds (EnvPolicy; the
+  names withheld are logged once, `orchestrator.env_withheld`), with CORRAL_DB and
+  CORRAL_CONFIG (when the file exists) set. Its temporary directory is the runner's own
+  (`worker_tmp`: made at start, removed on stop, pruned by reconcile), so a pool worker
+  and a hand-started one are cleaned the same way.
 - stdout and stderr go straight to `logs/workers/SLOT.log` (opened for appending), so a
   worker keeps its log when the orchestrator dies. The orchestrator rotates the file by
   copy-and-truncate (`rotate_log`): the worker's appends then land at the new end.
@@ -19,7 +20,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import select
 import shutil
@@ -32,7 +32,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from corral.policies import EnvPolicy, PoolSpec, WorkerOptions
+from corral import filemodes
+from corral.policies import PoolSpec, WorkerOptions
+from corral.store.location import path_component
 from corral.worker_options import OPTIONS, Option
 
 OnExit = Callable[[int, int | None], None]
@@ -66,21 +68,8 @@ class Layout:
     logs_dir: str
 
     def log_path(self, name: str) -> str:
-        """The worker's log file."""
-        return os.path.join(self.logs_dir, f"{name}.log")
-
-
-def filter_env(environ: Mapping[str, str], policy: EnvPolicy) -> dict[str, str]:
-    """`environ` without the names a deny pattern matches, unless an allow pattern matches."""
-
-    def matches(name: str, patterns: tuple[str, ...]) -> bool:
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-    return {
-        name: value
-        for name, value in environ.items()
-        if matches(name, policy.allow) or not matches(name, policy.deny)
-    }
+        """The worker's log file (InvalidInput for a name that would lead elsewhere)."""
+        return os.path.join(self.logs_dir, f"{path_component('name', name)}.log")
 
 
 def worker_argv(name: str, pool: PoolSpec) -> list[str]:
@@ -124,8 +113,8 @@ def spawn(
     on_exit: OnExit,
 ) -> Process:
     """Start worker `name` in its own session. A thread reaps it and calls `on_exit`."""
-    os.makedirs(layout.logs_dir, exist_ok=True)
-    with open(layout.log_path(name), "ab") as log:
+    filemodes.make_dirs(layout.logs_dir)
+    with open(filemodes.append(layout.log_path(name)), "ab") as log:
         # S603: a fixed argv of this Python and corral's own module, never a shell.
         proc = subprocess.Popen(  # noqa: S603
             worker_argv(name, pool),
@@ -146,11 +135,15 @@ def _reap(proc: subprocess.Popen[bytes], on_exit: OnExit) -> None:
     on_exit(proc.pid, proc.wait())
 
 
-def watch(pid: int, on_exit: OnExit) -> Process | None:
-    """Watch a process that is not our child (adopted); None if it is gone already."""
+def watch(pid: int, on_exit: OnExit, *, proven: Callable[[], bool]) -> Process | None:
+    """Watch a process that is not our child (adopted); None if it is gone already, or if
+    `proven()`, asked once the pidfd names the process, says it is not the worker."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
+        return None
+    if not proven():
+        os.close(fd)
         return None
     threading.Thread(
         target=_wait_pidfd, args=(pid, fd, on_exit), name=f"corral-watch-{pid}", daemon=True
@@ -183,5 +176,6 @@ def rotate_log(path: str, *, max_bytes: int, backups: int) -> bool:
         if os.path.exists(older):
             os.replace(older, f"{path}.{n + 1}")
     shutil.copyfile(path, f"{path}.1")
+    os.chmod(f"{path}.1", filemodes.file_mode())
     os.truncate(path, 0)
     return True

@@ -1,9 +1,11 @@
 """Command tasks: the `--exec` command run once per task, through the executor.
 
 The command line is split with shlex once, when the runner starts; the prompt goes to
-the child's stdin, or as one extra argument with `prompt_arg`, so no task field is ever
-read by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
-`CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB`, so an agent
+the child's stdin, or as one extra argument with `prompt_arg`, after `--` (unless
+`prompt_arg_bare`) so that no title can become an option, and no task field is ever read
+by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
+`CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB` (without its
+password: `worker start` adds `PGPASSWORD` only when `env.allow` names it), so an agent
 can call `corral done` itself, fenced by its token. Exit status 0 is success, 75
 defers the task, anything else fails it with the tail of stderr. A last stdout line
 that is a JSON object with a `usage` object is recorded as the run's usage.
@@ -22,7 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral import filemodes
 from corral.clock import Clock
+from corral.errors import InvalidInput
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
 from corral.runtime.worker.config import Workplace
@@ -32,6 +36,8 @@ from corral.runtime.worker.launch import refused_launch
 from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
 from corral.runtime.worker.spares import Spares
+from corral.store.location import is_inside
+from corral.store.urls import without_password
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,7 +48,13 @@ class CommandJob:
     runs_dir: str
     template: str = DEFAULT_TEMPLATE
     prompt_arg: bool = False
+    # With prompt_arg: `--` goes before the prompt, so a title such as `--force` is never
+    # taken for an option; `prompt_arg_bare` leaves it out, for a tool that refuses `--`.
+    prompt_arg_bare: bool = False
     workdir: str | None = None
+    # A payload's `workdir` must lie inside this folder (or `workdir`), unless None: the
+    # runner's workdir when it started, or None with `tasks.workdir_outside`.
+    workdir_root: str | None = None
     timeout_s: float | None = None
     stall_timeout_s: float | None = None
     kill_stalled: bool = False
@@ -136,7 +148,8 @@ def prepare(
 ) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`."""
     prompt = render_prompt(task, job.template)
-    argv = (*job.argv, prompt) if job.prompt_arg else job.argv
+    separator = () if job.prompt_arg_bare else ("--",)
+    argv = (*job.argv, *separator, prompt) if job.prompt_arg else job.argv
     env = {
         **job.base_env,
         **job.extra_env,
@@ -144,14 +157,14 @@ def prepare(
         "CORRAL_WORKER_ID": worker_id,
         "CORRAL_RUN_ID": run_id,
         "CORRAL_CLAIM_TOKEN": str(token),
-        "CORRAL_DB": db,
+        "CORRAL_DB": without_password(db),  # the password: PGPASSWORD, if allowed
     }
     workdir = task.payload.get("workdir")
     spec = CommandSpec(
         argv=argv,
         stdin_text=None if job.prompt_arg else prompt,
         env=env,
-        cwd=workdir if isinstance(workdir, str) else (job.workdir or os.getcwd()),
+        cwd=_allowed(workdir, job) if isinstance(workdir, str) else (job.workdir or os.getcwd()),
         transcript_path=os.path.join(job.runs_dir, f"{run_id}.jsonl"),
         stderr_path=os.path.join(job.runs_dir, f"{run_id}.stderr"),
         run_id=run_id,
@@ -174,7 +187,7 @@ def run_prepared(
     spares: Spares | None = None,
 ) -> Done:
     """Run the command to its end and describe it."""
-    os.makedirs(job.runs_dir, exist_ok=True)
+    filemodes.make_dirs(job.runs_dir)
     reasons: list[str] = []
 
     def stop_and_remember() -> str | None:
@@ -246,3 +259,16 @@ def last_usage(path: str, window: int = 65536) -> dict[str, Any] | None:
         return None
     usage = last.get("usage") if isinstance(last, dict) else None
     return usage if isinstance(usage, dict) else None
+
+
+def _allowed(workdir: str, job: CommandJob) -> str:
+    """A payload's `workdir`, if it lies inside the worker's workdir (or the task's
+    worktree), symbolic links resolved; else InvalidInput, which fails the task."""
+    roots = [root for root in (job.workdir_root, job.workdir) if root is not None]
+    if job.workdir_root is None or any(is_inside(workdir, root) for root in roots):
+        return workdir
+    raise InvalidInput(
+        "workdir",
+        f"a folder inside {job.workdir_root} (or set tasks.workdir_outside = true)",
+        workdir,
+    )

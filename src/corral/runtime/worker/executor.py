@@ -43,6 +43,7 @@ from dataclasses import dataclass
 # psutil ships no type information; its stubs (types-psutil) are not a dependency.
 import psutil
 
+from corral import filemodes
 from corral.clock import Clock
 from corral.runtime.worker import proctree, spawn
 from corral.runtime.worker.outcome import Ending
@@ -183,7 +184,7 @@ def _spawn(spec: CommandSpec, spares: Spares | None) -> tuple[Child, int | None]
 
 def _open_output(path: str) -> int:
     """A descriptor that writes `path` from its start, created if it is not there."""
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    return filemodes.open_file(path, os.O_WRONLY | os.O_TRUNC)
 
 
 def _start_feeder(pipe: int | None, text: str | None) -> threading.Thread | None:

@@ -41,6 +41,7 @@ from corral.errors import CorralError, StoreError, WorkerUnavailable
 from corral.git.task_worktrees import TaskWorktrees
 from corral.logs import event, logger
 from corral.model.workers import NewWorker
+from corral.processes import started_at
 from corral.runtime import signals
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.config import RunnerConfig, Workplace
@@ -130,6 +131,7 @@ class Runner:
             labels=c.labels,
             max_concurrent=c.concurrency * c.batch,
             pid=os.getpid(),
+            pid_started_at=started_at(os.getpid()),
             version=c.version or __version__,
         )
 

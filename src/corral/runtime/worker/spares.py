@@ -16,6 +16,7 @@ import os
 import threading
 from contextlib import suppress
 
+from corral import filemodes
 from corral.threads import ThreadService
 
 _PREFIX = ".spare-"
@@ -31,7 +32,7 @@ class Spares(ThreadService):
         self._ready: tuple[str, str] | None = None
         self._made = 0
         self._wanted = threading.Event()
-        os.makedirs(folder, exist_ok=True)
+        filemodes.make_dirs(folder)
         _remove_dead_runners_spares(folder)
         self._wanted.set()
         self.start()
@@ -74,7 +75,7 @@ class Spares(ThreadService):
             pair = (base + ".jsonl", base + ".stderr")
             try:
                 for path in pair:
-                    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+                    os.close(filemodes.open_file(path, os.O_WRONLY | os.O_TRUNC))
             except OSError:
                 return  # the folder went away: runs create their own files from now on
             with self._lock:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from corral.store.location import runs_dir
+from corral import filemodes
+from corral.store.location import path_component, runs_dir
 
 
 def tmp_root(db: str) -> str:
@@ -21,8 +22,8 @@ def tmp_root(db: str) -> str:
 
 def make_tmp(db: str, name: str) -> str:
     """A fresh temporary directory for this process's worker `name`."""
-    path = os.path.join(tmp_root(db), f"{name}.{os.getpid()}")
-    os.makedirs(path, exist_ok=True)
+    path = os.path.join(tmp_root(db), f"{path_component('name', name)}.{os.getpid()}")
+    filemodes.make_dirs(path)
     return path
 
 

@@ -268,7 +268,7 @@ class PostgresDriver:
         self._shown = safe_url(url)
         self._clock = clock
         self._write_sql, self._read_sql = compile_queries(server_clock=clock is None)
-        self._conninfo = _conninfo(url, self._shown)
+        self._conninfo = _conninfo(url)
         _need_pipeline_mode()
         with self._connect() as conn:  # the first connection reports what is wrong, at once
             current, latest = self._versions(conn)
@@ -285,7 +285,7 @@ class PostgresDriver:
         try:
             return psycopg.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
-            raise StoreError(describe(self._shown, exc)) from None
+            raise StoreError(describe(self.url, exc)) from None
 
     def _open_pool(self) -> ConnectionPool:
 
@@ -325,7 +325,7 @@ class PostgresDriver:
             yield conn
         except psycopg.Error as exc:
             self._abort(conn)
-            raise StoreError(describe(self._shown, exc)) from None
+            raise StoreError(describe(self.url, exc)) from None
         except BaseException:
             self._abort(conn)
             raise
@@ -429,7 +429,7 @@ class PostgresDriver:
             found = conn.execute("SELECT coalesce(max(version), 0) FROM corral_migrations")
             version = found.fetchone()
         except psycopg.Error as exc:
-            raise StoreError(describe(self._shown, exc)) from None
+            raise StoreError(describe(self.url, exc)) from None
         return (int(version[0]) if version else 0), latest
 
     def schema_version(self) -> tuple[int, int]:
@@ -456,7 +456,7 @@ class PostgresDriver:
                     raise self._too_new(current, latest)
                 return self._apply(conn, current, latest)
         except psycopg.Error as exc:
-            raise StoreError(describe(self._shown, exc)) from None
+            raise StoreError(describe(self.url, exc)) from None
 
     def _apply(self, conn: psycopg.Connection[Any], current: int, latest: int) -> list[int]:
         if current == latest:
@@ -521,13 +521,13 @@ def _not_pipeline_exit(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("error ignored terminating")
 
 
-def _conninfo(url: str, shown: str) -> str:
+def _conninfo(url: str) -> str:
     """`url` with the session settings corral relies on: UTC, a connect timeout, no stuck locks."""
 
     try:
         params = conninfo_to_dict(url)
     except psycopg.Error as exc:
-        raise StoreError(describe(shown, exc)) from None
+        raise StoreError(describe(url, exc)) from None
     # A process stopped (not killed) inside a transaction would hold its row locks for
     # good; the server ends such a session after a minute and the locks with it.
     session = "-c TimeZone=UTC -c idle_in_transaction_session_timeout=60000"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from corral.store.urls import safe_url, scrub
+
 INSUFFICIENT_PRIVILEGE = "42501"
 _NOISE = re.compile(
     r"^(connection failed: |connection is bad: )?(connection to server at [^:]*: )?(FATAL: +)?"
@@ -32,9 +34,11 @@ _HINTS = (
 )
 
 
-def describe(shown: str, exc: Any) -> str:
-    """One line: the database, libpq's reason, and a hint when there is one."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+def describe(url: str, exc: Any) -> str:
+    """One line: the database, libpq's reason, and a hint when there is one; the URL's
+    password masked in both (libpq may echo the raw URL)."""
+    shown = safe_url(url)
+    lines = [line.strip() for line in scrub(str(exc), url).splitlines() if line.strip()]
     reason = _NOISE.sub("", lines[0]) if lines else type(exc).__name__
     if getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
         hint = "this user may not change corral's schema: grant it CREATE, or migrate as the owner"

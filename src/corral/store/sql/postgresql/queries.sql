@@ -182,9 +182,9 @@ RETURNING status;
 
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
-                     status, registered_at, last_heartbeat_at)
+                     status, registered_at, last_heartbeat_at, pid_started_at)
 VALUES (:id, :name, :hostname, :pid, :version, :queues::text[], :kinds::text[],
-        :max_concurrent, :labels, 'starting', :now, :now);
+        :max_concurrent, :labels, 'starting', :now, :now, :pid_started_at);
 
 -- name: get_worker
 -- No lock: a heartbeat reads its worker before it extends the leases (claims before

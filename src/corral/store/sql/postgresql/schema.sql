@@ -70,7 +70,10 @@ CREATE TABLE workers (
     rss_bytes         bigint,
     -- Its active claims, kept by the triggers on claims (below): a count through
     -- claims_active_by_worker reads every claim ended since the last VACUUM.
-    active            integer          NOT NULL DEFAULT 0
+    active            integer          NOT NULL DEFAULT 0,
+    -- When its process started (seconds since the epoch), as it registered: with the
+    -- process's mark, what proves a pid is still this worker before a signal.
+    pid_started_at    double precision
 );
 
 CREATE INDEX workers_watched ON workers (status)

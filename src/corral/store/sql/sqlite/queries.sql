@@ -153,9 +153,9 @@ RETURNING status;
 
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
-                     status, registered_at, last_heartbeat_at)
+                     status, registered_at, last_heartbeat_at, pid_started_at)
 VALUES (:id, :name, :hostname, :pid, :version, :queues, :kinds, :max_concurrent, :labels,
-        'starting', :now, :now);
+        'starting', :now, :now, :pid_started_at);
 
 -- name: get_worker
 SELECT * FROM worker_view WHERE id = :worker_id;

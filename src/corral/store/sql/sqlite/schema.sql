@@ -64,7 +64,10 @@ CREATE TABLE workers (
     failed_total      INTEGER NOT NULL DEFAULT 0,
     offline_reason    TEXT,
     cpu_percent       REAL,
-    rss_bytes         INTEGER
+    rss_bytes         INTEGER,
+    -- When its process started (seconds since the epoch), as it registered: with the
+    -- process's mark, what proves a pid is still this worker before a signal.
+    pid_started_at    REAL
 );
 
 CREATE INDEX workers_watched ON workers (status)
