@@ -12,8 +12,10 @@ Locking strategy:
   SQLite's lock remains the guarantee (and `busy_timeout` guards writers that are not
   corral); the flock is only a fair queue in front of it. While another program holds
   the database, each writer in turn waits out its busy timeout: the time a writer spent
-  queuing comes off its own, so none waits much more than BUSY_TIMEOUT_S in all before
-  it fails with StoreError (and a long-running process notices the outage).
+  queuing comes off its own, so one that has waited BUSY_TIMEOUT_S in the queue fails
+  with StoreError as soon as its turn comes, and the queue turns over quickly. (The
+  kernel does not promise a waiter its turn, so a writer among many may still wait out
+  the whole lock: the orchestrator counts a call that slow as an outage too.)
 - synchronous=NORMAL: a committed transaction survives the process being killed; a power
   loss may take back the last few (SQLite's documented WAL trade-off).
 - Migrations run under the same flock, so processes that open a new database at once
