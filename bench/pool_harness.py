@@ -44,15 +44,19 @@ def corral_argv(*args: str) -> list[str]:
 
 
 @contextmanager
-def running(db: str, *, workers: int, exec_cmd: str) -> Iterator[subprocess.Popen[Any]]:
-    """An orchestrator on `db` with `workers` workers running `exec_cmd`; stopped after."""
-    log_path = os.path.join(os.path.dirname(db), "orchestrator.log")
-    with open(log_path, "ab") as log:
+def running(
+    db: str, *, workers: int, exec_cmd: str, folder: str | None = None
+) -> Iterator[subprocess.Popen[Any]]:
+    """An orchestrator on `db` with `workers` workers running `exec_cmd`, started in
+    `folder` (default: the SQLite database's; a PostgreSQL store needs one); stopped after."""
+    folder = folder or os.path.dirname(db)
+    with open(os.path.join(folder, "orchestrator.log"), "ab") as log:
         proc = subprocess.Popen(
             corral_argv("orchestrator", "start", "--workers", str(workers), "--exec", exec_cmd),
             env=pool_env(db),
             stdout=log,
             stderr=log,
+            cwd=folder,
             start_new_session=True,
         )
     try:

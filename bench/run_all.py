@@ -31,6 +31,8 @@ SCRIPTS = (
     "pg_runner_throughput",
     "status_watch",
     "events_follow",
+    "outage_recovery",
+    "runner_outage",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -81,6 +81,12 @@ class StaleToken(Refused):
 class WorkerUnavailable(Refused):
     """The worker cannot take work."""
 
+    def __init__(self, message: str | None = None, *, status: str | None = None) -> None:
+        # The worker's status when it is gone for good (dead, offline): a runner told its
+        # worker is dead registers a new one, one taken offline by an operator stops.
+        self.status = status
+        super().__init__(message)
+
 
 class LimitReached(Refused):
     """A configured bound was reached."""

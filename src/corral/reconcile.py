@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from corral.model.backoff import GiveUp
@@ -54,11 +55,17 @@ class ReconcileReport:
 
 
 def reconcile_once(
-    store: Store, *, settings: Settings = DEFAULTS, rng: random.Random | None = None
+    store: Store,
+    *,
+    settings: Settings = DEFAULTS,
+    rng: random.Random | None = None,
+    back_at: datetime | None = None,
 ) -> ReconcileReport:
-    """Mark silent workers stale or dead, expire their claims, requeue orphans, fix drift."""
+    """Mark silent workers stale or dead, expire their claims, requeue orphans, fix drift;
+    `back_at`: when the store was reachable again after an outage, whose silence does not
+    count against workers and leases (corral.model.recovery)."""
     snapshot = store.reconcile_snapshot()
-    plan = plan_recovery(snapshot, settings, rng or random.Random())
+    plan = plan_recovery(snapshot, settings, rng or random.Random(), back_at=back_at)
     return summarize(store.apply_recoveries(plan))
 
 

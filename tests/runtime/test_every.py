@@ -40,3 +40,14 @@ def test_force_runs_it_early_and_the_interval_is_asked_after_each_call() -> None
     assert ("beat", 0.25) == (every.run_if_due(), every.due_at)
     interval[0] = 5.0
     assert ("beat", 5.0) == (every.run_if_due(force=True), every.due_at)
+
+
+def test_bring_forward_makes_it_due_sooner_never_later() -> None:
+    """A call due in 10 s brought forward to 2 s runs at 2 s; to 5 s then, it stays at 2 s."""
+    clock, calls = FakeClock(), []
+    every = Every(10.0, lambda: calls.append(clock.monotonic()), clock=clock, first_s=10.0)
+    every.bring_forward(2.0)
+    every.bring_forward(5.0)
+    clock.advance(2.0)
+    every.run_if_due()
+    assert ([2.0], 12.0) == (calls, every.due_at)

@@ -7,11 +7,13 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from corral import FakeClock, Settings
 from corral.errors import StoreError, WorkerUnavailable
 from corral.model.states import WorkerStatus
 from corral.model.workers import Worker
-from corral.runtime.worker.heartbeat import Heartbeat
+from corral.runtime.worker.heartbeat import Heartbeat, retry_wait_s
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -115,3 +117,29 @@ def test_a_claim_that_is_no_longer_active_under_its_token_is_reported_lost() -> 
     assert beat.lost("t-1")
     beat.drop("t-1")
     assert not beat.lost("t-1")
+
+
+@pytest.mark.parametrize("interval_s", [0.2, 1.0, 10.0, 60.0])
+def test_retries_after_failed_beats_stay_within_a_quarter_of_the_interval(
+    interval_s: float,
+) -> None:
+    """However long the outage, a failed beat is retried within a quarter of the interval,
+    so the worker beats again well before 1.5 intervals of silence make it stale."""
+    waits = [retry_wait_s(failures, interval_s) for failures in range(1, 40)]
+    assert interval_s == retry_wait_s(0, interval_s)
+    assert min(0.1, interval_s / 4) == waits[0]
+    assert interval_s / 4 == max(waits)
+    assert waits == sorted(waits)
+
+
+def test_a_worker_taken_offline_is_told_apart_from_one_declared_dead() -> None:
+    """Both end the beats and lose every claim; only offline says the runner must stop."""
+    flags = []
+    for status in (WorkerStatus.DEAD, WorkerStatus.OFFLINE):
+        store = FlakyStore([WorkerStatus.IDLE, WorkerUnavailable("gone", status=status)])
+        beat = _beat(store)
+        beat.start()
+        assert store.done.wait(5)
+        beat.stop()
+        flags.append((beat.dead.is_set(), beat.offline.is_set()))
+    assert [(True, False), (True, True)] == flags

@@ -28,7 +28,7 @@ class Harness:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
         self.db = str(tmp_path / ".corral" / "corral.db")
-        (tmp_path / ".corral").mkdir()
+        (tmp_path / ".corral").mkdir(exist_ok=True)  # a tmpfs may be mounted there
         self.store: Store = open_store(self.db)
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")},
@@ -550,7 +550,8 @@ def test_output_after_a_stall_clears_the_stall_flag(h: Harness) -> None:
 def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
     h: Harness,
 ) -> None:
-    """Frozen past the dead window, reconciled, resumed: the run stays killed; exit 1."""
+    """Frozen past the dead window, reconciled, resumed: the run stays killed, its processes
+    end, and the runner registers a new worker instead of exiting."""
     task_id = h.add()
     runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
     run = h.wait_running(task_id)
@@ -562,9 +563,12 @@ def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
         )
     finally:
         runner.send_signal(signal.SIGCONT)
-    assert 1 == runner.wait(30)
+    wait_until(lambda: len(h.store.list_workers()) == 2, 10)
     assert RunOutcome.KILLED == h.store.get_run(run.id).outcome
-    assert [] == _processes_of_run(run.id)
+    wait_until(lambda: [] == _processes_of_run(run.id), 10)
+    assert None is runner.poll()
+    runner.send_signal(signal.SIGQUIT)  # the task runs again under the new worker: stop now
+    assert 0 == runner.wait(30)
     assert not h.log_has("Traceback")
 
 

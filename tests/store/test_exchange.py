@@ -165,6 +165,7 @@ def test_a_run_the_reconciler_finished_is_not_finished_again_by_its_stale_report
     report is stale, the run keeps the reconciler's outcome and its one run.finished."""
     task, w = add(), worker()
     held = _claim_with_run(store, w.id, settings)
+    assert store.launch_run(held.opened_run())  # its command started: a dead worker's is killed
     clock.advance(settings.heartbeat_interval_s * (settings.dead_after_missed + 1))
     corral.reconcile_once(store, settings=settings)
     report = Report.of(held, Action.COMPLETE, RunOutcome.DONE, exit_code=0)

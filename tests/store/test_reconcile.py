@@ -107,7 +107,8 @@ def test_a_stale_worker_keeps_its_claims(
 def test_claims_of_a_dead_worker_expire_and_count_a_crash(
     store: Store, settings: Settings, add: Add, worker: MakeWorker, events: Names, silence: Silence
 ) -> None:
-    """The dead worker's task returns to ready after a backoff, attempt and crash counted."""
+    """The dead worker's task returns to ready at once (a first crash), attempt and crash
+    counted."""
     task = add()
     w = worker()
     claim = corral.claim(store, task.id, w.id, settings=settings)
@@ -121,7 +122,7 @@ def test_claims_of_a_dead_worker_expire_and_count_a_crash(
         recovered.crashes,
         recovered.token,
     )
-    assert store.now() + timedelta(seconds=settings.retry_base_s) == recovered.run_after
+    assert store.now() == recovered.run_after
     assert f"worker {w.id} died holding it" == recovered.last_error
     assert None is store.active_claim(task.id)
     assert ["task.crashed", "task.retry_scheduled"] == events(task_id=task.id)[-2:]
@@ -129,6 +130,20 @@ def test_claims_of_a_dead_worker_expire_and_count_a_crash(
         e for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "task.crashed"
     ]
     assert (claim.token, w.id, "reconciler") == (crashed.token, crashed.worker_id, crashed.actor)
+
+
+def test_a_second_crash_waits_for_the_retry_backoff(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, silence: Silence
+) -> None:
+    """The first crash makes the task claimable at once; the second one backs off."""
+    task = add(max_attempts=5)
+    run_afters = []
+    for i in range(2):
+        corral.claim(store, task.id, worker(f"victim-{i}").id, settings=settings)
+        silence(settings.dead_after_missed)
+        assert 1 == corral.reconcile_once(store, settings=settings).crashes
+        run_afters.append(store.get_task(task.id).run_after - store.now())
+    assert [timedelta(0), timedelta(seconds=2 * settings.retry_base_s)] == run_afters
 
 
 def test_a_task_that_keeps_killing_workers_is_quarantined_as_poison(

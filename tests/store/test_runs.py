@@ -370,3 +370,36 @@ def test_a_python_run_without_files_or_prompt_is_recorded(store: Store, claimed:
     run = store.start_run(spec)
     assert (None, (), None, None) == (run.prompt, run.command, run.transcript_path, run.stderr_path)
     assert isinstance(store.get_run(run.id), Run)
+
+
+def test_a_run_launches_only_while_its_claim_is_active(
+    store: Store, claimed: Claimed, worker: MakeWorker, settings: Settings
+) -> None:
+    """launch_run allows the start under the active claim, and records it; once the claim
+    ended (here: re-claimed by another worker) it refuses, and changes nothing."""
+    claim = claimed()
+    run = store.start_run(new_run(claim))
+    assert store.launch_run(run.id)
+    assert store.get_run(run.id).last_progress_at is not None
+    corral.release(store, claim.task_id, token=claim.token)
+    again = corral.claim(store, claim.task_id, worker("other").id, settings=settings)
+    late = store.start_run(new_run(again))
+    corral.release(store, claim.task_id, token=again.token)
+    assert (False, None) == (store.launch_run(late.id), store.get_run(late.id).last_progress_at)
+
+
+def test_a_dead_workers_run_that_never_launched_is_lease_lost_not_killed(
+    store: Store, clock: FakeClock, claimed: Claimed, worker: MakeWorker, settings: Settings
+) -> None:
+    """Declared dead, a worker's launched run ends killed; one that never started, lease_lost."""
+    holder = worker(max_concurrent=2).id
+    first, second = claimed(holder), claimed(holder)
+    launched = store.start_run(new_run(first))
+    store.launch_run(launched.id)
+    never = store.start_run(new_run(second))
+    clock.advance(settings.heartbeat_interval_s * (settings.dead_after_missed + 0.5))
+    assert 1 == corral.reconcile_once(store, settings=settings).workers_dead
+    ended = [store.get_run(launched.id), store.get_run(never.id)]
+    assert [RunOutcome.KILLED, RunOutcome.LEASE_LOST] == [r.outcome for r in ended]
+    assert f"worker {holder} died (missed heartbeats)" == ended[0].error
+    assert f"worker {holder} died (missed heartbeats), before its run started" == ended[1].error

@@ -88,8 +88,10 @@ def test_after_failure_retries_while_attempts_remain(
 @pytest.mark.parametrize(
     ("attempts", "max_attempts", "crashes", "max_crashes", "outcome"),
     [
-        (1, 3, 0, 3, Retry(10.0)),
+        (1, 3, 0, 3, Retry(0.0)),
+        (2, 3, 0, 3, Retry(0.0)),
         (2, 3, 1, 3, Retry(20.0)),
+        (1, 3, 1, 3, Retry(10.0)),
         (2, 9, 2, 3, GiveUp("poison")),
         (3, 3, 2, 3, GiveUp("poison")),
         (1, 9, 0, 1, GiveUp("poison")),
@@ -100,7 +102,8 @@ def test_after_failure_retries_while_attempts_remain(
 def test_after_crash_quarantines_poison_before_counting_attempts(
     attempts: int, max_attempts: int, crashes: int, max_crashes: int, outcome: Retry | GiveUp
 ) -> None:
-    """The crash that reaches max_crashes is poison; otherwise a crash is a failure (crashed)."""
+    """The crash that reaches max_crashes is poison; otherwise a crash is a failure (crashed),
+    retried at once the first time and after the backoff from the second on."""
     assert outcome == after_crash(
         attempts=attempts,
         max_attempts=max_attempts,

@@ -80,10 +80,11 @@ def plan(
     claims: tuple[ClaimView, ...] = (),
     orphans: tuple[OrphanView, ...] = (),
     settings: Settings = SETTINGS,
+    back_at: datetime | None = None,
 ) -> list[object]:
-    """The plan for a snapshot taken at NOW."""
+    """The plan for a snapshot taken at NOW (`back_at`: a store outage ended then)."""
     snapshot = Snapshot(now=NOW, workers=workers, claims=claims, orphans=orphans)
-    return list(plan_recovery(snapshot, settings, random.Random(0)))
+    return list(plan_recovery(snapshot, settings, random.Random(0), back_at=back_at))
 
 
 def test_a_healthy_snapshot_needs_nothing() -> None:
@@ -123,14 +124,14 @@ def test_a_dead_workers_claims_expire_as_crashes_after_the_mark() -> None:
     dead = worker(status=WorkerStatus.BUSY, silent_s=40)
     assert [
         MarkWorker("w-1", WorkerStatus.BUSY, ago(40), WorkerStatus.DEAD),
-        ExpireClaim(7, "t-1", "w-1", True, Retry(5.0)),
+        ExpireClaim(7, "t-1", "w-1", True, Retry(0.0)),
     ] == plan(workers=(dead,), claims=(claim(),))
 
 
 @pytest.mark.parametrize("gone", [WorkerStatus.DEAD, WorkerStatus.OFFLINE, None])
 def test_claims_of_gone_or_missing_workers_expire_as_crashes(gone: WorkerStatus | None) -> None:
     """A claim whose holder is dead, offline or missing ends as a crash, lease valid or not."""
-    assert [ExpireClaim(7, "t-1", "w-1", True, Retry(5.0))] == plan(
+    assert [ExpireClaim(7, "t-1", "w-1", True, Retry(0.0))] == plan(
         claims=(claim(worker_status=gone),)
     )
 
@@ -213,10 +214,34 @@ def test_a_worker_marked_dead_is_not_also_fixed() -> None:
 def test_plan_is_deterministic_for_a_seeded_rng() -> None:
     """With jitter, the same snapshot and seed give the same plan."""
     jittery = Settings(retry_jitter=0.5, retry_base_s=5.0)
-    snapshot = Snapshot(now=NOW, workers=(), claims=(claim(worker_status=None),), orphans=())
+    second_crash = claim(worker_status=None, crashes=1)
+    snapshot = Snapshot(now=NOW, workers=(), claims=(second_crash,), orphans=())
     first = plan_recovery(snapshot, jittery, random.Random(3))
     assert first == plan_recovery(snapshot, jittery, random.Random(3))
     [decision] = first
     assert isinstance(decision, ExpireClaim)
     assert isinstance(decision.outcome, Retry)
     assert 2.5 <= decision.outcome.delay_s <= 7.5
+
+
+def test_silence_during_a_store_outage_does_not_make_a_worker_stale_or_dead() -> None:
+    """Silent for 120 s, but the store came back 5 s ago: healthy still; 15 s ago: stale;
+    35 s ago: dead, as if its silence began when the store came back."""
+    silent = worker(silent_s=120)
+    assert [] == plan(workers=(silent,), claims=(claim(),), back_at=ago(5))
+    assert [MarkWorker("w-1", WorkerStatus.BUSY, ago(120), WorkerStatus.STALE)] == plan(
+        workers=(silent,), back_at=ago(15)
+    )
+    assert [MarkWorker("w-1", WorkerStatus.BUSY, ago(120), WorkerStatus.DEAD)] == plan(
+        workers=(silent,), back_at=ago(35)
+    )
+
+
+def test_a_lease_that_ran_out_during_an_outage_lasts_a_dead_window_after_it() -> None:
+    """A lease expired 60 s ago, the store back 20 s ago: kept (the dead window is 30 s);
+    back 30 s ago: it expires as any other."""
+    expired = claim(expires_in_s=-60)
+    assert [] == plan(workers=(worker(),), claims=(expired,), back_at=ago(20))
+    (decision,) = plan(workers=(worker(),), claims=(expired,), back_at=ago(30))
+    assert isinstance(decision, ExpireClaim)
+    assert (7, False) == (decision.token, decision.crash)

@@ -58,9 +58,16 @@ def after_crash(
     policy: RetryPolicy,
     rng: random.Random,
 ) -> Outcome:
-    """After a lost lease: quarantine as `poison` at max_crashes, else treat as a failure."""
+    """After a lost lease: quarantine as `poison` at max_crashes, else treat as a failure.
+
+    The first crash is retried at once: as far as anyone knows the worker died, not the
+    task, and the task is better run again now than after a backoff. From the second crash
+    on, the task itself comes under suspicion, and the backoff applies.
+    """
     if crashes + 1 >= max_crashes:
         return GiveUp("poison")
     if attempts >= max_attempts:
         return GiveUp("crashed")
+    if crashes == 0:
+        return Retry(0.0)
     return Retry(delay_s(attempts, base_s, policy, rng))

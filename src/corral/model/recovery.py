@@ -10,13 +10,20 @@ passes at once repair each thing once. Decisions:
 - `RequeueOrphan`: a running task with no active claim goes back to ready (or fails).
 - `CloseClaim`: an active claim on a task that is no longer running ends.
 - `FixWorkerStatus`: idle/busy disagrees with the worker's active claims.
+
+After a store outage (`back_at`: when the store was reachable again), silence during it
+is not held against anyone: no heartbeat could reach the store. A worker's silence counts
+from `back_at` at the earliest, and a lease that ran out before then runs until a live
+holder has had its full dead window (heartbeat interval times dead_after_missed) after
+`back_at` to heartbeat again and extend it. A worker that really died meanwhile is
+declared dead that much later.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from corral.model.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
 from corral.model.states import GONE, TaskStatus, WorkerStatus
@@ -121,12 +128,19 @@ class FixWorkerStatus:
 Recovery = MarkWorker | ExpireClaim | RequeueOrphan | CloseClaim | FixWorkerStatus
 
 
-def plan_recovery(snapshot: Snapshot, settings: Settings, rng: random.Random) -> list[Recovery]:
-    """Every repair the snapshot calls for, workers first so their claims follow them."""
-    marks = list(_mark_workers(snapshot, settings))
+def plan_recovery(
+    snapshot: Snapshot,
+    settings: Settings,
+    rng: random.Random,
+    *,
+    back_at: datetime | None = None,
+) -> list[Recovery]:
+    """Every repair the snapshot calls for, workers first so their claims follow them;
+    `back_at`: the end of a store outage, whose silence does not count (module docstring)."""
+    marks = list(_mark_workers(snapshot, settings, back_at))
     dead = {m.worker_id for m in marks if m.to is WorkerStatus.DEAD}
     plan: list[Recovery] = [*marks]
-    plan += _expire_claims(snapshot, dead, settings, rng)
+    plan += _expire_claims(snapshot, dead, settings, rng, back_at)
     plan += [_requeue(o, settings, rng) for o in snapshot.orphans]
     plan += _fix_worker_statuses(snapshot, dead)
     return plan
@@ -144,10 +158,13 @@ def plan_worker_death(
     return [mark, *_expire_claims(mine, {worker_id}, settings, rng)]
 
 
-def _mark_workers(snapshot: Snapshot, settings: Settings) -> list[MarkWorker]:
+def _mark_workers(
+    snapshot: Snapshot, settings: Settings, back_at: datetime | None
+) -> list[MarkWorker]:
     marks = []
     for worker in snapshot.workers:
-        silent_s = (snapshot.now - worker.last_heartbeat_at).total_seconds()
+        heard_at = max(worker.last_heartbeat_at, back_at or worker.last_heartbeat_at)
+        silent_s = (snapshot.now - heard_at).total_seconds()
         verdict = liveness(silent_s, settings.liveness)
         # A draining worker is never marked stale: a stale worker that heartbeats again
         # returns to idle and claims, which would forget the drain request.
@@ -159,20 +176,33 @@ def _mark_workers(snapshot: Snapshot, settings: Settings) -> list[MarkWorker]:
 
 
 def _expire_claims(
-    snapshot: Snapshot, dead: set[str], settings: Settings, rng: random.Random
+    snapshot: Snapshot,
+    dead: set[str],
+    settings: Settings,
+    rng: random.Random,
+    back_at: datetime | None = None,
 ) -> list[Recovery]:
     plan: list[Recovery] = []
+    # A lease that ran out during an outage runs until its holder could have extended it.
+    no_sooner_than = back_at + _dead_window(settings) if back_at else None
     for claim in snapshot.claims:
         if claim.task_status is not TaskStatus.RUNNING:
             plan.append(CloseClaim(claim.token, claim.task_id, claim.worker_id))
             continue
         holder_gone = claim.worker_id in dead or claim.worker_status in GONE | {None}
-        if holder_gone or claim.lease_expires_at <= snapshot.now:
+        expires_at = max(claim.lease_expires_at, no_sooner_than or claim.lease_expires_at)
+        if holder_gone or expires_at <= snapshot.now:
             outcome = _claim_outcome(claim, crash=holder_gone, settings=settings, rng=rng)
             plan.append(
                 ExpireClaim(claim.token, claim.task_id, claim.worker_id, holder_gone, outcome)
             )
     return plan
+
+
+def _dead_window(settings: Settings) -> timedelta:
+    """The silence after which a worker is dead."""
+    liveness = settings.liveness
+    return timedelta(seconds=liveness.heartbeat_interval_s * liveness.dead_after_missed)
 
 
 def _claim_outcome(

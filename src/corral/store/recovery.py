@@ -134,7 +134,8 @@ def _mark_worker(tx: Tx, d: MarkWorker) -> bool:
 
 def _finish_runs_of_dead_worker(tx: Tx, worker_id: str, reason: str) -> None:
     """A dead worker's runs will never report: they end as killed (or as what was reported
-    under their token before, by the task's own command), so `logs --follow` ends too."""
+    under their token before, by the task's own command; or, never started, as
+    lease_lost), so `logs --follow` ends too."""
     error = f"worker {worker_id} died ({reason})"
     for row in tx.all("finish_runs_of_worker", worker_id=worker_id, error=error):
         journal.record(
@@ -144,7 +145,7 @@ def _finish_runs_of_dead_worker(tx: Tx, worker_id: str, reason: str) -> None:
             task_id=row["task_id"],
             worker_id=worker_id,
             token=row["token"],
-            reason=error if row["outcome"] == "killed" else None,
+            reason=row["error"],
             data={"run_id": row["id"], "outcome": row["outcome"], "exit_code": None},
         )
 

@@ -165,6 +165,13 @@ class RunOps:
                 },
             )
 
+    def launch_run(self, run_id: str) -> bool:
+        """Whether run `run_id` may start its command now: its claim is still active (the
+        start is then recorded as the run's first sign of life). False: the claim ended
+        (the worker was declared dead, the task cancelled): nothing may start for it."""
+        with self._driver.write() as tx:
+            return bool(tx.run("launch_run", run_id=run_id))
+
     def record_progress(self, run_id: str, note: str | None = None) -> None:
         """The run shows signs of life now: clear any stall flag and keep `note` if given.
 

@@ -10,7 +10,12 @@ Locking strategy:
   with sleeps that grow to 100 ms, so under contention one process wins again and again
   while another waits; the kernel wakes a flock waiter as soon as the lock is free.
   SQLite's lock remains the guarantee (and `busy_timeout` guards writers that are not
-  corral); the flock is only a fair queue in front of it.
+  corral); the flock is only a fair queue in front of it. While another program holds
+  the database, each writer in turn waits out its busy timeout: the time a writer spent
+  queuing comes off its own, so one that has waited BUSY_TIMEOUT_S in the queue fails
+  with StoreError as soon as its turn comes, and the queue turns over quickly. (The
+  kernel does not promise a waiter its turn, so a writer among many may still wait out
+  the whole lock: the orchestrator counts a call that slow as an outage too.)
 - synchronous=NORMAL: a committed transaction survives the process being killed; a power
   loss may take back the last few (SQLite's documented WAL trade-off).
 - Migrations run under the same flock, so processes that open a new database at once
@@ -37,6 +42,7 @@ from corral.store.queries import load_queries, migration_files, sql_path
 from corral.threads import ThreadService
 
 BUSY_TIMEOUT_S = 10.0
+QUEUED_LONG_S = 1.0  # a writer that queued longer waits only what is left of its timeout
 # Write transactions between the passive WAL checkpoints this driver runs itself, on a
 # thread of its own with its own connection: SQLite's automatic checkpoint would run
 # inside COMMIT, while every queued writer waits, and fsync for up to 30 ms
@@ -254,10 +260,15 @@ class SQLiteDriver:
 
     @contextmanager
     def _transaction(self, begin: str, exclusive: bool) -> Iterator[_Tx]:
+        queued_at = self._clock.monotonic()
         with self._mutex:
             if exclusive:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            queued_s = self._clock.monotonic() - queued_at if exclusive else 0.0
             try:
+                if queued_s > QUEUED_LONG_S:
+                    left_ms = max(0, round((BUSY_TIMEOUT_S - queued_s) * 1000))
+                    self._conn.execute(f"PRAGMA busy_timeout = {left_ms}")
                 self._conn.execute(begin)
                 yield _Tx(self._conn, self._queries, self._clock.now())
                 self._conn.execute("COMMIT")
@@ -268,6 +279,8 @@ class SQLiteDriver:
                 self._rollback()
                 raise
             finally:
+                if queued_s > QUEUED_LONG_S:
+                    self._conn.execute(f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}")
                 if exclusive:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             if exclusive:

@@ -70,7 +70,8 @@ class WorkerOps:
                 rss_bytes=rss_bytes,
             ):
                 raise errors.WorkerUnavailable(
-                    f"worker {worker_id} is {before.status}: register a new worker"
+                    f"worker {worker_id} is {before.status}: register a new worker",
+                    status=before.status,
                 )
             after = worker_in(tx, self._driver, worker_id)
             if after.status is not before.status and before.status in (

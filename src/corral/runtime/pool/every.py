@@ -11,7 +11,8 @@ kill), then do what is due. Each `Every` keeps one of those times:
 interval after it looked, so a late or long call never makes calls pile up. The interval
 may be a function, asked after each call (a beat comes sooner while a worker has yet to
 register); `force` calls it early (a beat right after the pool changed). Time is the
-clock's monotonic seconds; nothing here sleeps.
+clock's monotonic seconds; nothing here sleeps. `bring_forward` makes a call due sooner
+(a beat that probes a store found out, a pass at once when it is back).
 """
 
 from __future__ import annotations
@@ -48,3 +49,7 @@ class Every(Generic[T]):
         interval = self._interval_s
         self.due_at = now + (interval() if callable(interval) else interval)
         return result
+
+    def bring_forward(self, in_s: float) -> None:
+        """Make the next call due no later than `in_s` seconds from now."""
+        self.due_at = min(self.due_at, self._clock.monotonic() + in_s)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from corral.errors import Refused, StoreError
+from corral.errors import Refused
 from corral.logs import event
 from corral.model.orchestrators import (
     OrchestratorMember,
@@ -111,25 +111,27 @@ class Member:
     def leave(self, *, stopped: bool) -> None:
         """State row stopped (a leader whose pool stopped in order), member row stopped,
         lock released."""
-        if stopped and self._role is Role.LEADER:
-            self._row.move(OrchestratorStatus.STOPPED, frozenset({OrchestratorStatus.STOPPING}))
-        self._beat_member(OrchestratorStatus.STOPPED)
-        self._role = Role.STANDBY
-        self._lock.release()
+        try:
+            if stopped and self._role is Role.LEADER:
+                stopping = frozenset({OrchestratorStatus.STOPPING})
+                self._row.move(OrchestratorStatus.STOPPED, stopping)
+            self._beat_member(OrchestratorStatus.STOPPED)
+        finally:  # the store out or not, the lock goes
+            self._role = Role.STANDBY
+            self._lock.release()
 
     def _try_lead(self) -> None:
-        """A standby's try: the lock, then the state row; then it leads."""
-        try:
-            # A row that changed since it was read keeps the lock: the next interval retries.
-            taken = self._row.take_unchanged() if self._lock.try_acquire() else None
-        except StoreError as exc:
-            event(self._log, "orchestrator.lead_failed", logging.WARNING, error=exc.message)
+        """A standby's try: the lock, then the state row; then it leads.
+
+        A store out (StoreError, the orchestrator's to note) leaves it a standby: the lock
+        is re-entrant and the row its own, so the next try, once the store is back, leads.
+        """
+        # A row that changed since it was read keeps the lock: the next interval retries.
+        if not self._lock.try_acquire() or self._row.take_unchanged() is None:
             return
-        if taken is None:
-            return
+        self._row.lead(self._upkeep)
         self._role = Role.LEADER
         event(self._log, "orchestrator.leading", pid=self._pid, host=self._host)
-        self._row.lead(self._upkeep)
 
     def _step_down(self, why: str) -> None:
         """Leader no more (the lock or the row went to another): stand by."""

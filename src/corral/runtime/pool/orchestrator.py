@@ -14,18 +14,24 @@ member row for a member, which then leads once the lock is ours.
          their task within the stop timeout, then SIGQUIT, then SIGKILL; a leader keeps
          reconciling meanwhile ─► stopped, exit 0
       SIGQUIT or a second SIGINT: the same with no time for tasks.
+      The store out (any store call of the loop fails): the pool is supervised as ever;
+      the outage is logged once as it starts and once as it ends, beats probe the store
+      with a capped backoff, and once one gets through the role's interval runs at once
+      and the workers that exited meanwhile are recovered (outage.py).
 
 Given `task_lines` (the CLI's stdout: the terminal, or `--daemon`'s log), a thread prints
 a line per task the pool starts and ends (task_lines.py), from start until the pool has
 stopped. The loop sleeps only in `clock.wait(wake, ...)`; watcher threads and signal handlers set
 `wake`, so an exit is handled as it happens. Exit codes: 0 stopped cleanly; 1 another
-orchestrator holds the store, or this one lost the row; 2 configuration error.
+orchestrator holds the store, or this one lost the row; 2 configuration error. Once
+running, an unreachable store is never a reason to exit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import threading
 from collections.abc import Callable
@@ -41,6 +47,7 @@ from corral.runtime import signals
 from corral.runtime.pool import worker_process
 from corral.runtime.pool.every import Every
 from corral.runtime.pool.leadership import Member
+from corral.runtime.pool.outage import Outage
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
 from corral.runtime.pool.supervisor import Supervisor
@@ -57,6 +64,9 @@ __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 SAMPLE_SLOT = "slot-1"  # a slot's worker name, for checking the branch names it will make
 STARTING_BEAT_S = 0.25  # the beat while a worker has yet to register: status shows it soon
+# A store call that took this long (or a heartbeat interval, if longer) was an outage too,
+# however it ended: a SQLite file locked while this process queued behind other writers.
+SLOW_CALL_S = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +102,8 @@ class Orchestrator:
         self._lines_out = task_lines  # where a line per task started and ended goes
         self._pid = os.getpid()
         self._withheld: list[str] = []  # the variables workers do not inherit (names)
+        self._outage = Outage(clock=self._clock, log=self._log, rng=random.Random())
+        self._store_back = False  # a beat got through after an outage: the interval runs now
         self._upkeep = Upkeep(
             store, settings=settings, db=placement.db, clock=self._clock, log=self._log
         )
@@ -176,13 +188,13 @@ class Orchestrator:
             event(self._log, "orchestrator.env_withheld", names=",".join(self._withheld))
         self.supervisor.start()
         lines = self._start_task_lines()
-        self._role.start()
+        self._guarded(self._role.start)
         held = self._loop()
         if held:
             self._stop_pool()
         if lines is not None:
             lines.stop()
-        self._role.leave(stopped=held)
+        self._guarded(lambda: self._role.leave(stopped=held))
         return 0 if held else 1
 
     def _start_task_lines(self) -> TaskLines | None:
@@ -197,20 +209,48 @@ class Orchestrator:
         s = self._settings
         reconciles = Every(
             s.reconcile_interval_s,
-            self._role.on_interval,
+            lambda: self._guarded(self._role.on_interval),
             clock=self._clock,
             first_s=s.reconcile_interval_s,
         )
         beats = Every(self._beat_interval_s, self._beat, clock=self._clock, first_s=0.0)
         while self._stop_grace_s is None:
-            self._wait_until(reconciles.due_at, beats.due_at)
+            # While the store is out only beats probe it: a pass must not run before the
+            # beat that ends the outage has told the passes to forgive its silence.
+            out = self._outage.ongoing
+            self._wait_until(beats.due_at, *(() if out else (reconciles.due_at,)))
             changed = self.supervisor.tick()
-            reconciles.run_if_due()
+            if not out and reconciles.run_if_due() is False:  # the store is out: probe soon
+                beats.bring_forward(self._outage.retry_s())
             if beats.run_if_due(force=changed or self._upkeep.reconciled) is False:
                 return False
+            if self._store_back:  # back after an outage: reconcile (or contest) at once
+                self._store_back = False
+                reconciles.bring_forward(0.0)
         return True
 
+    def _guarded(self, call: Callable[[], object]) -> bool:
+        """`call()`; False if the store could not be reached (the outage noted)."""
+        began_at = self._clock.monotonic()
+        try:
+            call()
+        except StoreError as exc:
+            self._outage.failed(exc, began_at=began_at)
+            return False
+        self._note_slow(began_at)
+        return True
+
+    def _note_slow(self, began_at: float) -> None:
+        """A call that got through, but only after waiting as long as an outage: one it was
+        (workers could not heartbeat meanwhile either), and the next beat ends it."""
+        waited_s = self._clock.monotonic() - began_at
+        if waited_s > max(SLOW_CALL_S, self._settings.heartbeat_interval_s):
+            slow = StoreError(f"a store call waited {waited_s:.1f} s")
+            self._outage.failed(slow, began_at=began_at)
+
     def _beat_interval_s(self) -> float:
+        if self._outage.ongoing:  # each beat probes the store
+            return self._outage.retry_s()
         beat_s = self._settings.heartbeat_interval_s
         return min(beat_s, STARTING_BEAT_S) if self.supervisor.starting() else beat_s
 
@@ -224,9 +264,12 @@ class Orchestrator:
         """Note registrations, rotate logs, beat the role's rows; False once the row that
         makes this orchestrator what it is went to another.
 
-        A store that cannot be reached now costs one beat, not the pool: the next one retries.
+        A store that cannot be reached now costs one beat, not the pool: the outage is
+        noted and the next beat, soon, probes it. The first to get through ends the outage:
+        the workers that exited meanwhile are recovered, and the interval runs at once.
         """
         self.supervisor.rotate_logs()
+        began_at = self._clock.monotonic()
         try:
             self.supervisor.note_registrations()
             held = self._role.beat(
@@ -235,12 +278,22 @@ class Orchestrator:
                 stopping=self._stop_grace_s is not None,
             )
         except StoreError as exc:
-            event(self._log, "orchestrator.beat_failed", logging.WARNING, error=exc.message)
+            self._outage.failed(exc, began_at=began_at)
             return True
         self._upkeep.reconciled = False
+        self._note_slow(began_at)
+        if self._outage.reached():
+            self._store_back = True
+            self._guarded(self._after_outage)
         if not held:  # a newer orchestrator judged us dead: it adopts our workers
             event(self._log, "orchestrator.row_lost", logging.ERROR, pid=self._pid)
         return held
+
+    def _after_outage(self) -> None:
+        """The store is back: the passes stop holding the outage's silence against workers
+        and leases, and the pool's workers that exited meanwhile are recovered now."""
+        self._upkeep.store_back()
+        self.supervisor.recover_pending()
 
     # -- stop ----------------------------------------------------------------------------
 
@@ -251,24 +304,41 @@ class Orchestrator:
         self._wake.set()
 
     def _stop_pool(self) -> None:
-        grace_s = self._role.stop(self._stop_grace_s or 0.0)
+        grace_s = self._granted_grace_s()
         event(self._log, "orchestrator.stopping", grace_s=grace_s)
         self.supervisor.stop(grace_s)
         # A leader keeps reconciling while its pool drains: the grace can be long, and
         # other hosts' or bash loops' dead workers must not wait for it to end.
         interval_s = self._settings.reconcile_interval_s
         reconciles = Every(
-            interval_s, self._role.on_stopping_interval, clock=self._clock, first_s=interval_s
+            interval_s,
+            lambda: self._guarded(self._role.on_stopping_interval),
+            clock=self._clock,
+            first_s=interval_s,
         )
         while not self.supervisor.all_stopped():
-            self._wait_until(reconciles.due_at)
+            out = self._outage.ongoing  # then beats probe the store, and no pass runs
+            probe_at = self._clock.monotonic() + self._outage.retry_s()
+            self._wait_until(probe_at if out else reconciles.due_at)
             if (self._stop_grace_s or 0.0) < grace_s:  # asked again, more urgently
                 grace_s = self._stop_grace_s or 0.0
                 self.supervisor.stop(grace_s)
             self.supervisor.tick()
-            reconciles.run_if_due()
+            if not out:
+                reconciles.run_if_due()
             self._beat()
         self._beat()
+
+    def _granted_grace_s(self) -> float:
+        """The grace the role grants running tasks; the store out, the one asked for (the
+        pool stops all the same)."""
+        asked_s = self._stop_grace_s or 0.0
+        began_at = self._clock.monotonic()
+        try:
+            return self._role.stop(asked_s)
+        except StoreError as exc:
+            self._outage.failed(exc, began_at=began_at)
+            return asked_s
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         immediate = signum == signal.SIGQUIT or (

@@ -13,7 +13,8 @@ beats, and what happens at each interval:
         interval, and clean up their own host meanwhile. A leader that loses the lock or
         the row stands by; losing its member row ends it.
 
-What the orchestrator asks of its role, in order:
+What the orchestrator asks of its role, in order (any of them may raise StoreError: the
+orchestrator notes the outage and asks again at the next interval or beat):
 
     take ─► start (the pool is up: lead now if it may) ─► on_interval (every reconcile
     interval) and beat (every heartbeat interval, and after a change) ─► stop (the pool
@@ -67,6 +68,7 @@ class SoleHolder:
 
     def __init__(self, row: StateRow, upkeep: Upkeep) -> None:
         self._row, self._upkeep = row, upkeep
+        self._running = False  # the row moved to running (a pass at once came first)
 
     def take(self) -> None:
         """Take the state row (AlreadyRunning while a live orchestrator holds it)."""
@@ -75,9 +77,13 @@ class SoleHolder:
     def start(self) -> None:
         """A pass at once, then running."""
         self._row.lead(self._upkeep)
+        self._running = True
 
     def on_interval(self) -> None:
-        """Reconcile."""
+        """Reconcile (and, if the store was out at start, move the row to running)."""
+        if not self._running:
+            self.start()
+            return
         self._upkeep.reconcile()
 
     def on_stopping_interval(self) -> None:

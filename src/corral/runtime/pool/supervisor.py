@@ -94,6 +94,7 @@ class Supervisor:
         self._host = os.uname().nodename  # workers record the real host name
         self._rng = random.Random()
         self.slots = [Slot(name=f"slot-{n}") for n in range(1, self._pool.workers + 1)]
+        self._unrecovered: list[tuple[str, int]] = []  # (slot, pid) exited while the store was out
         self.stopping = False
 
     # -- start -----------------------------------------------------------------------
@@ -281,15 +282,25 @@ class Supervisor:
     def _recover_pid(self, name: str, pid: int) -> None:
         """Return the tasks of the worker that ran as `pid` in slot `name` to the queue.
 
-        A store that cannot be reached now is not fatal: the worker stops heartbeating, so
-        a later reconcile pass declares it dead and does the same.
+        A store that cannot be reached now is not fatal: the worker is recovered once the
+        store is back (`recover_pending`), or a reconcile pass declares it dead meanwhile.
         """
         try:
-            for worker in self._store.list_workers(tuple(WATCHED)):
-                if worker.name == name and worker.pid == pid and worker.hostname == self._host:
-                    self._recover(worker, f"process {pid} exited")
+            self._recover_exited(name, pid)
         except StoreError as exc:
             event(self._log, "worker.recover_failed", logging.WARNING, pid=pid, error=exc.message)
+            self._unrecovered.append((name, pid))
+
+    def recover_pending(self) -> None:
+        """Recover the workers that exited while the store was out (StoreError: still out)."""
+        while self._unrecovered:
+            self._recover_exited(*self._unrecovered[0])
+            self._unrecovered.pop(0)
+
+    def _recover_exited(self, name: str, pid: int) -> None:
+        for worker in self._store.list_workers(tuple(WATCHED)):
+            if worker.name == name and worker.pid == pid and worker.hostname == self._host:
+                self._recover(worker, f"process {pid} exited")
 
     def _recover(self, worker: Worker, reason: str) -> None:
         for run in self._store.unfinished_runs(worker.id):

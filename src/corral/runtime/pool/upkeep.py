@@ -4,8 +4,10 @@ The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles: `reconcile
 repairs what dead workers and expired leases left in the store, and the next beat of the
 state row records the pass (`reconciled`). Every orchestrator, leader or standby, cleans
 up its own host after the dead: processes that outlived their run, workers' temporary
-directories, and orphaned worktrees of the repository it runs in. A pass that fails on a
-store briefly unavailable is logged, and the next interval tries again.
+directories, and orphaned worktrees of the repository it runs in. Both raise StoreError
+when the store cannot be reached: the orchestrator's loop notes the outage (outage.py)
+and runs the interval again as soon as the store is back; from then on, the passes do
+not hold the outage's silence against workers and leases (`store_back`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import random
+from datetime import datetime
 
 from corral import reconcile
 from corral.clock import Clock
-from corral.errors import CorralError
+from corral.errors import CorralError, StoreError
 from corral.git.prune import prune_if_managed
 from corral.logs import event
 from corral.runtime.pool import leftovers
@@ -34,15 +37,19 @@ class Upkeep:
         self._store, self._settings, self._db = store, settings, db
         self._clock, self._log = clock, log
         self._rng = random.Random()
+        self._back_at: datetime | None = None  # the store's time at the end of the last outage
         self.reconciled = False  # a pass ran since the last beat of the state row
+
+    def store_back(self) -> None:
+        """The store is reachable again after an outage: the passes from now on do not hold
+        its silence against workers and leases (corral.model.recovery)."""
+        self._back_at = self._store.now()
 
     def reconcile(self) -> None:
         """One reconcile pass (its repairs logged), then this host's clean-up."""
-        try:
-            report = reconcile.reconcile_once(self._store, settings=self._settings, rng=self._rng)
-        except CorralError as exc:  # the store is briefly unavailable: next pass
-            event(self._log, "reconcile.failed", logging.WARNING, error=exc.message)
-            return
+        report = reconcile.reconcile_once(
+            self._store, settings=self._settings, rng=self._rng, back_at=self._back_at
+        )
         if report.total:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
@@ -59,6 +66,8 @@ class Upkeep:
             event(self._log, "worker.tmp_removed", path=path)
         try:
             pruned = prune_if_managed(self._store, os.getcwd(), self._settings.worktree)
+        except StoreError:
+            raise  # an outage, the loop's to note; not a failure of the prune
         except CorralError as exc:
             event(self._log, "worktree.prune_failed", logging.WARNING, error=exc.message)
             return

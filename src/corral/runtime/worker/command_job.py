@@ -32,6 +32,7 @@ from corral.model.tasks import Task
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.executor import CommandResult, CommandSpec, run_command
 from corral.runtime.worker.jobs import Opened, Stop
+from corral.runtime.worker.launch import refused_launch
 from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
 from corral.runtime.worker.spares import Spares
@@ -118,8 +119,12 @@ class CommandRuns:
         return self.run(self._job, held.opened_run(), opened.prepared, stop)
 
     def run(self, job: CommandJob, run_id: str, prepared: Prepared, stop: Stop) -> Done:
-        """Run `prepared`, a command of `job` (this one, or as a worktree changed it)."""
+        """Run `prepared`, a command of `job` (this one, or as a worktree changed it), if
+        its claim is still held when it is about to start (launch.py)."""
         store = self._place.store
+        not_started = refused_launch(self._place, run_id, stop)
+        if not_started is not None:
+            return not_started
         return run_prepared(
             job,
             prepared,

@@ -9,8 +9,13 @@
         Exchanged.settled);
         each task claimed watched by the heartbeat, and handed back with its opened run
 
-The store may refuse to claim (the worker was drained or declared dead): that is noted in
-`refused`, and the slots stop claiming.
+An exchange that fails may still have committed (its reply lost): the runner then does
+not know the tasks it claimed. The next exchange first adopts them (adoption.py).
+
+The store may refuse to claim: the worker was drained, declared stale or dead, or taken
+offline. The heartbeat then beats at once and learns which: a stale worker is idle or busy
+again and claims at its next exchange; a drained, dead or offline one stops claiming
+(slots.py).
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from corral import claims
 from corral.errors import StoreError
 from corral.logs import event
 from corral.model.batches import ClaimAsk, Exchanged, Held, Report, RunStart
-from corral.model.runs import RunOutcome
+from corral.model.runs import Run, RunOutcome
 from corral.model.tasks import Task
+from corral.runtime.worker.adoption import orphaned_claims
 from corral.runtime.worker.config import RunnerConfig, Workplace
 from corral.runtime.worker.heartbeat import Heartbeat
 from corral.runtime.worker.jobs import Opened, Runs
@@ -66,18 +72,26 @@ class Exchanger:
         self._place, self._config, self._runs = place, config, runs
         self._heartbeat, self._rng = heartbeat, rng
         self._lock = threading.Lock()
-        self.refused = threading.Event()  # the store refused to claim for this worker
+        self._opening: set[str] = set()  # runs opened by exchanges in flight, by run id
+        self._unsure = False  # an exchange failed: did it commit claims? (adoption.py)
+        self._adopting = threading.Lock()  # one adoption at a time
+        self._reached = threading.local()  # did this slot's last exchange reach the store?
         self.unsuccessful = 0  # runs that ended neither done, deferred nor shut down
 
     def exchange(self, finished: list[Finished], asked: int) -> list[Claimed]:
         """Report `finished`, and claim up to `asked` tasks, in one transaction; the tasks
-        claimed. `finished` is emptied once the store took its reports."""
+        claimed (with, first, any claim of an earlier exchange whose reply was lost:
+        adoption.py). `finished` is emptied once the store took its reports."""
+        self._reached.ok = True
         if not finished and not asked:
             return []
         opened: dict[str, Opened[Any]] = {}  # the runs this transaction opened, by run id
+        adopted: list[Claimed] = []
 
         def open_run(task: Task, token: int, run_id: str) -> RunStart:
             run = opened[run_id] = self._runs.open(task, token, run_id)
+            with self._lock:
+                self._opening.add(run_id)
             return run.start
 
         reports = [f.report for f in finished]
@@ -87,19 +101,25 @@ class Exchanger:
         )
 
         def once() -> Exchanged:
-            return claims.exchange(
-                self._place.store,
-                self._place.worker_id,
-                reports=reports,
-                ask=ask if asked else None,
-                open_run=open_run,
-                settings=self._place.settings,
-                rng=self._rng,
-            )
+            adopted.extend(self._adopt())
+            try:
+                return claims.exchange(
+                    self._place.store,
+                    self._place.worker_id,
+                    reports=reports,
+                    ask=ask if asked else None,
+                    open_run=open_run,
+                    settings=self._place.settings,
+                    rng=self._rng,
+                )
+            except StoreError:
+                self._forget(opened, unsure=bool(asked))  # it may have committed
+                raise
 
         try:
             done = retrying(once, self._place) if reports else once()
         except StoreError as exc:  # tried again with the next exchange
+            self._reached.ok = False
             event(
                 self._place.log,
                 "claim.failed",
@@ -107,12 +127,46 @@ class Exchanger:
                 worker_id=self._place.worker_id,
                 error=exc.message,
             )
-            return []
+            return adopted
         self._settle(finished, done)
         finished.clear()
         for h in done.held:
             self._heartbeat.hold(h.task.id, h.token)
-        return [Claimed(held=h, opened=opened[h.opened_run()]) for h in done.held]
+        claimed = [Claimed(held=h, opened=opened[h.opened_run()]) for h in done.held]
+        self._forget(opened, unsure=False)
+        return adopted + claimed
+
+    def unreachable(self) -> bool:
+        """Whether the calling slot's last exchange failed because the store could not be
+        reached (its reports are kept for the next one)."""
+        return not getattr(self._reached, "ok", True)
+
+    def _forget(self, opened: dict[str, Opened[Any]], *, unsure: bool) -> None:
+        """The runs an exchange opened are no longer in flight: held now, or, when the
+        exchange failed, `unsure` whether they were committed (the next one looks)."""
+        with self._lock:
+            self._opening.difference_update(opened)
+            self._unsure = self._unsure or unsure
+        opened.clear()
+
+    def _adopt(self) -> list[Claimed]:
+        """After an exchange whose outcome is unknown: this worker's claims the runner did
+        not learn of, held and watched now (adoption.py)."""
+        with self._adopting:
+            if not self._unsure:
+                return []
+
+            def known(run: Run) -> bool:
+                with self._lock:
+                    in_flight = run.id in self._opening
+                return in_flight or self._heartbeat.holds(run.task_id, run.token)
+
+            found = orphaned_claims(self._place, self._runs, known)
+            for held, _ in found:
+                self._heartbeat.hold(held.task.id, held.token)
+            with self._lock:
+                self._unsure = False
+            return [Claimed(held=held, opened=opened) for held, opened in found]
 
     def _settle(self, finished: list[Finished], done: Exchanged) -> None:
         """After an exchange: each run closed and its outcome logged (a stale report's run
@@ -120,7 +174,7 @@ class Exchanger:
         place = self._place
         if done.refused is not None:
             event(place.log, "claim.refused", worker_id=place.worker_id, reason=done.refused)
-            self.refused.set()
+            self._heartbeat.beat_now()  # stale: idle again; dead, offline, draining: known
         stale = {r.token for r in done.stale}
         for f in finished:
             held, outcome = f.held, f.report.outcome

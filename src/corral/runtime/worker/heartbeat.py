@@ -5,9 +5,14 @@ the runner busy (a long command, a CPU-bound Python function) does not make the 
 look dead. Each beat extends the worker's leases (in the store) and then checks every
 claim the runner holds: a claim that is no longer active under its token (cancelled, or
 expired and claimed by someone else) is reported lost, and the runner stops that task.
-A store that is briefly unavailable is retried with growing waits; the task keeps
-running. A store that answers the worker is dead or offline ends the beats: its claims
-are gone, and the runner must stop.
+A store that is unavailable is retried with growing waits that stay within a quarter of
+the interval (`retry_wait_s`), so a worker whose store comes back beats again well before
+it could be declared stale (1.5 intervals of silence): its own backoff never makes it look
+stale. Its tasks keep running through the outage. A store that answers the worker is dead
+or offline ends the beats: its claims are gone, its tasks must stop, and the runner
+registers a new worker (dead) or stops (offline: an operator deregistered it). A `stale`
+worker's beat returns it to idle or busy; so does `beat_now()`, which a slot calls when
+the store refuses it a claim.
 
 Limit: a Python task that holds the GIL in native code for longer than the dead window
 starves this thread too; command tasks run in their own processes and cannot.
@@ -24,11 +29,20 @@ from corral import workers
 from corral.clock import Clock
 from corral.errors import StoreError, WorkerUnavailable
 from corral.logs import event
+from corral.model.states import WorkerStatus
 from corral.settings import Settings
 from corral.store import Store
 from corral.threads import ThreadService
 
-MAX_RETRY_S = 5.0
+FIRST_RETRY_S = 0.1
+
+
+def retry_wait_s(failures: int, interval_s: float) -> float:
+    """How long to wait before beating again after `failures` failed beats in a row:
+    doubling from FIRST_RETRY_S, never past a quarter of the interval."""
+    if failures == 0:
+        return interval_s
+    return min(interval_s / 4, FIRST_RETRY_S * 2.0 ** (failures - 1))
 
 
 class Heartbeat(ThreadService):
@@ -45,11 +59,13 @@ class Heartbeat(ThreadService):
         self._log = log
         self.interval_s = settings.heartbeat_interval_s
         self.drain = threading.Event()
-        self.dead = threading.Event()
+        self.dead = threading.Event()  # the store took this worker's claims (dead or offline)
+        self.offline = threading.Event()  # ... and it was taken offline: the runner stops
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
         self._lost: set[str] = set()
         self._process = psutil.Process()
+        self._failing_since: float | None = None  # monotonic: since when beats fail
 
     def start(self) -> None:
         """Beat once now (so the worker is idle, not starting), then from the thread."""
@@ -68,16 +84,26 @@ class Heartbeat(ThreadService):
             self._held.pop(task_id, None)
             self._lost.discard(task_id)
 
+    def holds(self, task_id: str, token: int) -> bool:
+        """Whether the claim `token` on `task_id` is watched (the runner knows it holds it)."""
+        with self._lock:
+            return self._held.get(task_id) == token
+
     def lost(self, task_id: str) -> bool:
         """True when the claim on `task_id` is no longer ours (or the worker is dead)."""
         with self._lock:
             return task_id in self._lost or self.dead.is_set()
 
+    def beat_now(self) -> None:
+        """Beat at once, from the caller's thread: a stale worker is idle or busy again, and
+        a dead, offline or draining one is known as such."""
+        if not self.dead.is_set():
+            self._beat()
+
     def _run(self) -> None:
         failures = 0
         while not self.stopping.is_set():
-            wait_s = self.interval_s if failures == 0 else min(MAX_RETRY_S, 0.1 * 2**failures)
-            if self._clock.wait(self.stopping, wait_s):
+            if self._clock.wait(self.stopping, retry_wait_s(failures, self.interval_s)):
                 return
             failures = 0 if self._beat() else failures + 1
 
@@ -98,20 +124,34 @@ class Heartbeat(ThreadService):
                 "worker.declared_gone",
                 logging.ERROR,
                 worker_id=self._worker_id,
+                status=exc.status,
                 reason=exc.message,
             )
+            if exc.status == WorkerStatus.OFFLINE:
+                self.offline.set()
             self.dead.set()
             self.stopping.set()  # the beats end: the store took this worker's claims
             return True
         except StoreError as exc:
+            if self._failing_since is None:  # once per outage, not once per retry
+                self._failing_since = self._clock.monotonic()
+                event(
+                    self._log,
+                    "heartbeat.failed",
+                    logging.WARNING,
+                    worker_id=self._worker_id,
+                    error=exc.message,
+                )
+            return False
+        if self._failing_since is not None:
+            outage_s = self._clock.monotonic() - self._failing_since
+            self._failing_since = None
             event(
                 self._log,
-                "heartbeat.failed",
-                logging.WARNING,
+                "heartbeat.resumed",
                 worker_id=self._worker_id,
-                error=exc.message,
+                outage_s=round(outage_s, 3),
             )
-            return False
         self.interval_s = beat.heartbeat_interval_s
         if beat.drain and not self.drain.is_set():
             event(self._log, "worker.drain_requested", worker_id=self._worker_id)

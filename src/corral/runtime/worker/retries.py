@@ -2,8 +2,10 @@
 
 A finished task's report (and the record of a run whose claim ended elsewhere) is worth a
 few seconds' wait: a brief outage (a SQLite file locked by a long writer, a PostgreSQL
-restart) must not leave a task that is done to the reconciler. The waits grow from 0.2 s
-to at most 5 s, on the runner's clock; the last try's error is the caller's.
+restart) must not leave a task that is done to the reconciler. The waits grow from 0.1 s
+to at most 0.5 s, on the runner's clock, so a store that returns is used again within half
+a second; the last try's error is the caller's (a runner's slot keeps the reports for
+its next exchange).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from corral.logs import event
 from corral.runtime.worker.config import Workplace
 
 REPORT_RETRIES = 5  # tries after the first, while the store is unavailable
+MAX_WAIT_S = 0.5
 T = TypeVar("T")
 
 
@@ -34,5 +37,5 @@ def retrying(action: Callable[[], T], place: Workplace) -> T:
                 attempt=attempt + 1,
                 error=exc.message,
             )
-            place.clock.sleep(min(5.0, 0.2 * 2**attempt))
+            place.clock.sleep(min(MAX_WAIT_S, 0.1 * 2**attempt))
     return action()

@@ -5,6 +5,12 @@
           ── the job begun for this worker (jobs.py) ── its slots (slots.py), each one
              claiming, running and reporting tasks until claiming stops
           ── the job ended ── heartbeat stopped ── deregister ── exit code
+    declared dead (by a reconcile pass, say after a store outage or a long pause) ─►
+             its claims are gone: its running tasks are stopped (their tokens are fenced)
+             ── register again, as a new worker, and go on taking work
+             (not when stopping, drained, out of budget, or taken offline)
+    declared stale ─► nothing changes: it keeps its claims, and its next heartbeat makes
+             it idle or busy again
     SIGTERM / SIGINT ─► stop claiming, let running tasks finish within shutdown_timeout_s,
                         then stop them; release their claims and those of held tasks
                         not started ─► deregister ─► exit 0
@@ -12,8 +18,11 @@
                         (stopping.py)
 
 Exit codes (seed 003): 0 clean exit; 1 the task of `--once` did not succeed, or the store
-declared this worker dead; 2 configuration error; 3 a tool (the command, the store) is
-unavailable. A drained worker finishes what it holds and exits 0.
+declared this worker dead when it had no work left to take (--once, --max-tasks); 2
+configuration error; 3 a tool (the command, the store) is unavailable: among others, the
+store could not be written when the runner stopped (a full disk), so a task's end went
+unreported or the worker is not offline; the reconciler returns its tasks. A drained worker
+finishes what it holds and exits 0.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from typing import cast
 
 from corral import __version__, workers
 from corral.clock import Clock, SystemClock
-from corral.errors import CorralError, WorkerUnavailable
+from corral.errors import CorralError, StoreError, WorkerUnavailable
 from corral.git.task_worktrees import TaskWorktrees
 from corral.logs import event, logger
 from corral.model.workers import NewWorker
@@ -83,6 +92,7 @@ class Runner:
         )
         self._budget = Budget(1 if config.once else config.max_tasks)
         self.worker_id = ""
+        self._store_failed = False  # reports or the deregistration never reached the store
 
     def run(self) -> int:
         """Run until told to stop (or out of work with --once / --max-tasks)."""
@@ -97,16 +107,16 @@ class Runner:
                 rng=self._rng,
                 log=self._log,
             )
-            beat = workers.register(self._store, self._new_worker(), settings=self._settings)
-            self.worker_id = beat.worker.id
-            event(
-                self._log,
-                "worker.started",
-                worker_id=self.worker_id,
-                name=self._config.name,
-                pid=os.getpid(),
-            )
-            return self._serve()
+            while True:
+                heartbeat, unsuccessful = self._register_and_serve()
+                if not self._registers_again(heartbeat):
+                    break
+                event(self._log, "worker.reregistering", worker_id=self.worker_id)
+        if self._store_failed:
+            return 3
+        if heartbeat.dead.is_set() and not heartbeat.offline.is_set():
+            return 1
+        return 1 if self._config.once and unsuccessful else 0
 
     def stop(self, *, immediate: bool = False) -> None:
         """Ask the runner to stop, as SIGTERM (or SIGQUIT with `immediate`) would."""
@@ -125,9 +135,34 @@ class Runner:
             version=c.version or __version__,
         )
 
-    def _serve(self) -> int:
+    def _register_and_serve(self) -> tuple[Heartbeat, int]:
+        """A new worker registered and served; its heartbeat (which knows whether the store
+        declared it dead) and how many of its runs did not succeed."""
+        beat = workers.register(self._store, self._new_worker(), settings=self._settings)
+        self.worker_id = beat.worker.id
+        event(
+            self._log,
+            "worker.started",
+            worker_id=self.worker_id,
+            name=self._config.name,
+            pid=os.getpid(),
+        )
+        return self._serve()
+
+    def _registers_again(self, heartbeat: Heartbeat) -> bool:
+        """Whether to register a new worker: this one was declared dead (not taken offline),
+        and the runner is neither stopping, drained, nor out of budget."""
+        return (
+            heartbeat.dead.is_set()
+            and not heartbeat.offline.is_set()
+            and not heartbeat.drain.is_set()
+            and not self._stopping.asked
+            and not self._budget.spent
+        )
+
+    def _serve(self) -> tuple[Heartbeat, int]:
         """The registered worker: heartbeat and wake-ups around the slots, then deregister;
-        the exit code."""
+        its heartbeat, and how many of its runs did not succeed."""
         place = Workplace(
             store=self._store,
             worker_id=self.worker_id,
@@ -146,9 +181,7 @@ class Runner:
             stop_listening()
             heartbeat.stop()
             self._deregister(heartbeat)
-        if heartbeat.dead.is_set():
-            return 1
-        return 1 if self._config.once and unsuccessful else 0
+        return heartbeat, unsuccessful
 
     def _run_slots(self, place: Workplace, heartbeat: Heartbeat) -> int:
         """The job begun for this worker, run in the slots until they end, then ended; how
@@ -166,6 +199,8 @@ class Runner:
                 rng=self._rng,
             )
             slots.run()
+            if slots.unreported:
+                self._store_failed = True
             return slots.unsuccessful
         finally:
             runs.end()
@@ -185,6 +220,9 @@ class Runner:
                 worker_id=self.worker_id,
                 error=exc.message,
             )
+            # Not offline, its claims still held: the reconciler returns them once its
+            # heartbeats have stopped long enough; the supervisor learns of it by exit 3.
+            self._store_failed = self._store_failed or isinstance(exc, StoreError)
         event(self._log, "worker.stopped", worker_id=self.worker_id, tasks=self._budget.taken)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:

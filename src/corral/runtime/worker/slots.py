@@ -3,17 +3,19 @@
 Each slot, on a thread of its own:
 
     exchange (exchanges.py): report what finished and claim up to k tasks, in one write
-    transaction ─none─► wait, backing off with jitter (idle_min_s .. idle_max_s), cut
-        short when a task becomes ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked
+    transaction ─none─► wait, backing off with jitter (idle_min_s .. idle_max_s, or at most
+        OUTAGE_POLL_S while the store is out of reach), cut short when a task becomes
+        ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked
       │
       └─held─► each task in order: performed by the job (jobs.py), or given back
                unstarted when stopping or its claim is lost ─► its report, which waits
                for the next exchange unless the batch has run batch_window_s already
 k is 1 unless `batch` allows more (corral.model.batches: it adapts to the queue's depth).
 
-A slot ends once claiming stops (a stop asked; the worker drained, declared dead, or
-refused by the store) or the budget of --once / --max-tasks is spent; reports the store
-never took are left to the reconciler. A task's run asks `stop()` whether to go on: it
+A slot ends once claiming stops (a stop asked; the worker drained, declared dead or taken
+offline; a worker declared stale claims again once its heartbeat made it idle) or the
+budget of --once / --max-tasks is spent; reports the store never took are left to the
+reconciler, and make the runner exit 3. A task's run asks `stop()` whether to go on: it
 answers "lease_lost" once the heartbeat finds the claim gone, "shutdown" once the stop is
 overdue (stopping.py).
 """
@@ -36,6 +38,8 @@ from corral.runtime.worker.jobs import Runs
 from corral.runtime.worker.outcome import report_of
 from corral.runtime.worker.stopping import Stopping
 
+OUTAGE_POLL_S = 0.25  # the longest wait between exchanges while the store is out of reach
+
 
 class Budget:
     """The tasks a runner may still take: one with --once, n with --max-tasks, else any."""
@@ -52,6 +56,12 @@ class Budget:
             granted = wanted if limit is None else max(0, min(wanted, limit - self.taken))
             self.taken += granted
             return granted
+
+    @property
+    def spent(self) -> bool:
+        """True once every task the budget allows was taken."""
+        with self._lock:
+            return self._limit is not None and self.taken >= self._limit
 
     def give_back(self, count: int) -> None:
         """Return `count` reserved tasks that were not claimed."""
@@ -78,6 +88,8 @@ class SlotLoop:
         self._heartbeat, self._stopping, self._ready, self._rng = heartbeat, stopping, ready, rng
         self._budget = budget
         self._exchanger = Exchanger(place, config, runs, heartbeat, rng)
+        self._lock = threading.Lock()
+        self.unreported = 0  # reports the store never took when their slot ended
 
     def run(self) -> None:
         """Run every slot on its own thread until all have ended."""
@@ -109,9 +121,13 @@ class SlotLoop:
             self._budget.give_back(asked - len(claimed))
             if not claimed:
                 if not asked or c.once:
-                    return  # reports the store never took are left to the reconciler
+                    self._left_unreported(finished)
+                    return
+                # A store out of reach is tried again soon, so work resumes as it returns.
+                out = self._exchanger.unreachable()
+                wait_s = min(idle_s, OUTAGE_POLL_S) if out else idle_s
                 if not self._stopping.asked:  # else the stop set _ready before the clear
-                    clock.wait(self._ready, idle_s * self._rng.uniform(0.5, 1.0))
+                    clock.wait(self._ready, wait_s * self._rng.uniform(0.5, 1.0))
                 idle_s, size = min(c.idle_max_s, idle_s * 2), 1
                 continue
             idle_s = c.idle_min_s
@@ -125,14 +141,28 @@ class SlotLoop:
                 window_s=c.batch_window_s,
             )
 
+    def _left_unreported(self, finished: list[Finished]) -> None:
+        """The slot ends with reports the store never took (it could not be written: a
+        full disk, an outage past the retries): their tasks are left to the reconciler,
+        and the runner exits 3 (store unavailable)."""
+        if not finished:
+            return
+        with self._lock:
+            self.unreported += len(finished)
+        for f in finished:
+            event(
+                self._place.log,
+                "task.unreported",
+                logging.ERROR,
+                worker_id=self._place.worker_id,
+                task_id=f.held.task.id,
+                run_id=f.held.run_id,
+                outcome=f.report.outcome,
+            )
+
     def _claiming_stopped(self) -> bool:
         beat = self._heartbeat
-        return (
-            self._stopping.asked
-            or beat.drain.is_set()
-            or beat.dead.is_set()
-            or self._exchanger.refused.is_set()
-        )
+        return self._stopping.asked or beat.drain.is_set() or beat.dead.is_set()
 
     def _run_batch(self, claimed: list[Claimed]) -> list[Finished]:
         """Run the claimed tasks in order; reports wait for the next claim, unless they have

@@ -47,7 +47,9 @@ pooled connection is checked before use without a round trip: the server, ending
 session (a restart, pg_terminate_backend), first sends its reason or closes the socket,
 and an idle pooled connection has nothing else to read, so one with anything to read is
 discarded and the next one tried. A connection lost after that leaves as `StoreError`,
-and callers (the runner) retry with backoff. A transaction whose COMMIT was lost with the
+and callers (the runner) retry with backoff. While the server is out, a caller waiting
+for a connection makes the pool try to connect every POOL_ASK_S, so a server back after
+any outage is in use within that much. A transaction whose COMMIT was lost with the
 connection is safe to retry: fencing tokens refuse a second completion.
 
 Migrations run at the first connection (or `corral db migrate`) inside one transaction
@@ -83,6 +85,11 @@ from corral.store.urls import safe_url
 CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
 POOL_MAX = 4  # a runner needs its claiming slots plus the heartbeat thread
 POOL_WAIT_S = 3.0  # waiting for a pooled connection while the server is away
+# While it waits, a caller asks the pool again this often, and each ask with no connection
+# in the pool makes it try to connect at once (it gives up a failed try at once, instead of
+# retrying on its own backoff of 1 s doubling to minutes): a server back after a long
+# outage is in use within this much, not tens of seconds later.
+POOL_ASK_S = 0.1
 MIGRATION_LOCK = "corral.migrate"  # advisory lock key (hashed per schema)
 
 _LOCKING = re.compile(
@@ -295,6 +302,7 @@ class PostgresDriver:
             min_size=1,
             max_size=POOL_MAX,
             timeout=POOL_WAIT_S,
+            reconnect_timeout=0,  # a failed connection try is not retried later by the pool
             name="corral",
             open=False,
         )
@@ -347,12 +355,20 @@ class PostgresDriver:
         connection has nothing else to read, so anything readable marks it as lost.
         """
         for _ in range(POOL_MAX + 1):
-            conn = self._pool.getconn()
+            conn = self._wait_for_connection()
             if not conn.closed and not select.select([conn.fileno()], [], [], 0)[0]:
                 return conn
             conn.close()
             self._pool.putconn(conn)  # closed: the pool opens another in its place
         raise StoreError(f"database {self._shown}: every connection was lost")
+
+    def _wait_for_connection(self) -> psycopg.Connection[Any]:
+        """A pooled connection within POOL_WAIT_S (PoolTimeout if none), asking the pool
+        every POOL_ASK_S, so that it tries to connect again each time while the server is out."""
+        for _ in range(round(POOL_WAIT_S / POOL_ASK_S) - 1):
+            with contextlib.suppress(PoolTimeout):
+                return self._pool.getconn(timeout=POOL_ASK_S)
+        return self._pool.getconn(timeout=POOL_ASK_S)
 
     def _abort(self, conn: psycopg.Connection[Any]) -> None:
         """Roll back, once out of pipeline mode, and give the connection back."""

@@ -283,11 +283,26 @@ WHERE id = :run_id AND finished_at IS NULL
 RETURNING *;
 
 -- name: finish_runs_of_worker
--- As killed, unless the task's own command reported under the run's token before.
-UPDATE runs SET finished_at = :now, outcome = coalesce(reported, 'killed'),
-                error = CASE WHEN reported IS NULL THEN :error END
+-- As killed, unless the task's own command reported under the run's token before; a run
+-- that never started (not launched: launch_run) as lease_lost, since nothing was killed.
+UPDATE runs
+SET finished_at = :now,
+    outcome = coalesce(reported, CASE WHEN last_progress_at IS NULL THEN 'lease_lost'
+                                      ELSE 'killed' END),
+    error = CASE WHEN reported IS NOT NULL THEN NULL
+                 WHEN last_progress_at IS NULL THEN :error || ', before its run started'
+                 ELSE :error END
 WHERE worker_id = :worker_id AND finished_at IS NULL
-RETURNING id, task_id, token, outcome;
+RETURNING id, task_id, token, outcome, error;
+
+-- name: launch_run
+-- A run about to start its command (or function): allowed only while its claim is still
+-- active, and recorded as its first sign of life (last_progress_at), in one compare-and-
+-- set. A run never launched keeps last_progress_at NULL, which is how a reconciler that
+-- declares its worker dead knows that nothing ran (finish_runs_of_worker).
+UPDATE runs SET last_progress_at = :now
+WHERE id = :run_id AND finished_at IS NULL
+  AND EXISTS (SELECT 1 FROM claims c WHERE c.token = runs.token AND c.status = 'active');
 
 -- name: mark_stalled
 UPDATE runs SET stalled_at = :now
