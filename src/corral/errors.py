@@ -108,7 +108,6 @@ class OutputFailed(CorralError):
 
     exit_code = 74  # EX_IOERR (sysexits.h)
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(
-            f"{reason}: the output could not be written; what the command changed stands"
-        )
+    def __init__(self, reason: str, *, before: bool = False) -> None:
+        outcome = "nothing was done" if before else "what the command changed stands"
+        super().__init__(f"{reason}: the output could not be written; {outcome}")

@@ -189,10 +189,12 @@ def test_a_closed_stdout_exits_2_before_anything_is_written(edge, args):
 
 
 @pytest.mark.parametrize("buffered", [True, False])
-def test_a_full_stdout_exits_74_with_one_line_and_the_change_stands(edge, buffered):
-    """`corral add x > /dev/full`: the task is added (as documented), then exit 74 and one
-    line saying the output was lost, with or without Python's output buffer."""
+def test_a_full_stdout_exits_74_with_one_line_and_nothing_written(edge, buffered):
+    """`corral add x > /dev/full`: stdout refuses even an empty write, so the command is
+    refused before it changes anything: exit 74, one line, the store unchanged, with or
+    without Python's output buffer."""
     env = {**os.environ, "CORRAL_DB": edge.db, "PYTHONUNBUFFERED": "" if buffered else "1"}
+    before = dump(edge.db, ALL_TABLES)
     with open("/dev/full", "w") as full:
         proc = subprocess.run(
             [CORRAL, "add", "into the void"], stdout=full, stderr=subprocess.PIPE, env=env,
@@ -201,9 +203,8 @@ def test_a_full_stdout_exits_74_with_one_line_and_the_change_stands(edge, buffer
     err = proc.stderr.decode()
     assert (74, 1) == (proc.returncode, err.count("\n")), err
     assert err.startswith("corral: error: stdout: No space left on device")
-    assert "what the command changed stands" in err
-    listed = run("list", "--json", env={"CORRAL_DB": edge.db})
-    assert ["into the void"] == [t["title"] for t in json.loads(listed.stdout)][3:]
+    assert "nothing was done" in err
+    assert before == dump(edge.db, ALL_TABLES)
 
 
 # -- store locations ---------------------------------------------------------------------

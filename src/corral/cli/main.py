@@ -77,7 +77,24 @@ def _guard_stdout() -> None:
     if sys.stdout is None:
         raise InvalidInput("stdout", "an open standard output (descriptor 1 is closed)")
     if not isinstance(sys.stdout, _Stdout):
+        _probe(sys.stdout)
         sys.stdout = _Stdout(sys.stdout)
+
+
+def _probe(stdout: TextIO) -> None:
+    """Write nothing to stdout before anything is done: a stdout that refuses even that
+    (`> /dev/full`, a failing device) is refused while there is no change to stand. (A
+    disk that fills later still ends in OutputFailed after the change.)"""
+    try:
+        fd = stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's capture): nothing to probe
+        return
+    try:
+        os.write(fd, b"")
+    except BrokenPipeError:
+        return  # a reader that left: the exit says so (141), as for any command
+    except OSError as exc:
+        raise OutputFailed(f"stdout: {exc.strerror or exc}", before=True) from None
 
 
 def main(argv: list[str] | None = None) -> int:
