@@ -334,3 +334,20 @@ def test_a_pool_past_its_bound_is_refused_at_start(
     assert (2, 1) == (refused.returncode, len(refused.stderr.splitlines())), refused.stderr
     assert "workers: expected a value of at most 1000" in refused.stderr
     assert ("stopped", []) == (pool.status()["status"], pool.store.list_orchestrators())
+
+
+def test_a_config_file_named_by_corral_config_reaches_the_workers(any_pool: Any) -> None:
+    """CORRAL_CONFIG=/elsewhere.toml: the workers read the same file as the orchestrator
+    (their tasks see it), not only a config.toml beside the database."""
+    pool = any_pool
+    elsewhere = pool.folder / "elsewhere.toml"
+    elsewhere.write_text('[lease]\nduration = "7m"\n')
+    pool.env["CORRAL_CONFIG"] = str(elsewhere)
+    seen = pool.folder / "seen"
+    agent = pool.folder / "config-agent.sh"
+    agent.write_text(f'#!/bin/sh\nprintf %s "$CORRAL_CONFIG" > {seen}\n')
+    agent.chmod(0o755)
+    task = _add(pool, "which config")
+    pool.start("--exec", str(agent), workers=None)
+    pool.wait(lambda: _settled(pool, task), 60)
+    assert str(elsewhere) == seen.read_text()

@@ -23,7 +23,9 @@ from corral.store.location import config_path
 def prepare(store: Store, *, db: str, settings: Settings, host: str) -> Orchestrator:
     """The orchestrator of store `db` on `host`. InvalidInput if `settings` cannot run a
     pool: checked before anything starts, so `--daemon` says so before it detaches."""
-    placement = Placement(db=db, config_path=config_path(db), layout=pool_layout(db), host=host)
+    named = os.environ.get("CORRAL_CONFIG")  # the file these settings came from travels on
+    config = os.path.abspath(named) if named else config_path(db)
+    placement = Placement(db=db, config_path=config, layout=pool_layout(db), host=host)
     return Orchestrator(store, settings=settings, placement=placement, task_lines=sys.stdout)
 
 
