@@ -23,12 +23,17 @@ def run() -> NoReturn:
     gc.disable()
     from corral.cli.main import main  # noqa: PLC0415 - every CLI import after gc.disable()
 
-    code = main()
+    os._exit(_flushed(main()))
+
+
+def _flushed(code: int) -> int:
+    """`code` once stdout and stderr are flushed: 141 when the reader of stdout left; an
+    error `main` already reported (stderr full or closed, stdout closed) leaves it as is."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:
-        code = 141
-    except (OSError, AttributeError):  # main reported it: stderr full or closed, stdout closed
-        pass
-    os._exit(code)
+        return 141
+    except (OSError, AttributeError):
+        return code
+    return code
