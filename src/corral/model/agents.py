@@ -1,0 +1,171 @@
+"""Agent profiles: how corral drives one agent CLI, declared as data, no I/O.
+
+A profile says how to build the command line from a prompt, which output format the
+agent streams (and so which reader, runtime/worker/agent_streams.py, finds usage, the
+session id, a usage limit or a question in it), how to resume a session, and which
+provider account it spends. Built in: `claude`, `codex`, `aider` and `generic` (any
+command: today's `--exec`). A user's own profiles live in `.corral/agents/NAME.toml`
+(corral/agents.py reads them) and may `extends` a built-in one, changing only what
+differs (a binary's path, a flag).
+
+The prompt reaches the agent as data, never as an option: on stdin, as one argument
+after `--`, or in a file named by an argument (aider's `--message-file`). Placeholders
+in argument lists are whole arguments: `{session_id}`, `{model}`, `{prompt_file}`; a
+value is never spliced into a longer string, so no task field can change an argument's
+meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from corral.errors import InvalidInput
+
+PROMPT_MODES = ("stdin", "arg", "file")
+OUTPUTS = ("claude-stream-json", "codex-json", "aider-text", "generic")
+SESSION = "{session_id}"
+MODEL = "{model}"
+PROMPT_FILE = "{prompt_file}"
+_PLACEHOLDERS = (SESSION, MODEL, PROMPT_FILE)
+PROVIDER_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}(:[a-z0-9][a-z0-9_.-]{0,62})?")
+PROFILE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentProfile:
+    """One agent CLI, as corral drives it."""
+
+    name: str
+    command: tuple[str, ...]  # the agent and its fixed arguments, before the prompt
+    output: str = "generic"  # one of OUTPUTS: the format the agent streams on stdout
+    prompt: str = "stdin"  # one of PROMPT_MODES
+    # A resumed run's command instead of `command`; {session_id} is the session resumed.
+    # Empty: the agent cannot resume a session.
+    resume: tuple[str, ...] = ()
+    model: tuple[str, ...] = ()  # added after the command with --model M; {model} is M
+    provider: str | None = None  # the provider account it spends, by default
+    # Regular expressions that, found in stderr or the last output when the agent exits
+    # other than 0, mean "usage limit reached"; a group named `reset` holds the epoch
+    # second of the reset, when the message says it.
+    limit_patterns: tuple[str, ...] = ()
+    version_command: tuple[str, ...] = ()  # prints the agent's version (`corral agents`)
+    written_against: str = ""  # the tool's version this profile was checked against
+
+    @property
+    def can_resume(self) -> bool:
+        """Whether a run of this agent can continue an earlier run's session."""
+        return bool(self.resume)
+
+    def argv(
+        self,
+        *,
+        model: str | None = None,
+        extra: tuple[str, ...] = (),
+        session_id: str | None = None,
+        prompt_file: str | None = None,
+    ) -> tuple[str, ...]:
+        """The command line before the prompt (which `prompt` says where to put)."""
+        base = self.resume if session_id is not None else self.command
+        model_args = self.model if model else ()
+        values = {SESSION: session_id, MODEL: model, PROMPT_FILE: prompt_file}
+        return tuple(_fill(arg, values) for arg in (*base, *model_args, *extra))
+
+    def check(self) -> AgentProfile:
+        """This profile, if it is whole and consistent; else InvalidInput naming the field."""
+        if not PROFILE_PATTERN.fullmatch(self.name):
+            raise InvalidInput("agent", "a name of lowercase letters, digits, - and _", self.name)
+        if not self.command or not all(isinstance(a, str) and a for a in self.command):
+            raise InvalidInput(f"agents.{self.name}.command", "a non-empty list of strings")
+        if self.output not in OUTPUTS:
+            raise InvalidInput(f"agents.{self.name}.output", f"one of {', '.join(OUTPUTS)}")
+        if self.prompt not in PROMPT_MODES:
+            raise InvalidInput(f"agents.{self.name}.prompt", f"one of {', '.join(PROMPT_MODES)}")
+        self._check_placeholders()
+        if self.provider is not None:
+            check_provider(self.provider)
+        for pattern in self.limit_patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise InvalidInput(
+                    f"agents.{self.name}.limit_patterns", f"regular expressions ({exc})", pattern
+                ) from None
+        return self
+
+    def _check_placeholders(self) -> None:
+        """Each argument list that needs its placeholder has it."""
+        if self.prompt == "file" and PROMPT_FILE not in self.command:
+            raise InvalidInput(
+                f"agents.{self.name}.command", f"an argument {PROMPT_FILE} with prompt = file"
+            )
+        if self.resume and SESSION not in self.resume:
+            raise InvalidInput(f"agents.{self.name}.resume", f"an argument {SESSION}")
+        if self.model and MODEL not in self.model:
+            raise InvalidInput(f"agents.{self.name}.model", f"an argument {MODEL}")
+
+
+def _fill(arg: str, values: dict[str, str | None]) -> str:
+    """`arg`, or the value it names when it is a whole placeholder."""
+    if arg in _PLACEHOLDERS:
+        value = values[arg]
+        if value is None:
+            raise InvalidInput("agent", f"a value for {arg}")
+        return value
+    return arg
+
+
+def check_provider(name: Any) -> str:
+    """A provider account's name (`claude`, `claude:work`), or InvalidInput."""
+    if not isinstance(name, str) or not PROVIDER_PATTERN.fullmatch(name):
+        raise InvalidInput(
+            "provider", "a name such as claude or claude:work (lowercase, digits, . _ -)", name
+        )
+    return name
+
+
+# The tools' own documentation, checked 2026-11-26; docs/agents.md says the same.
+BUILT_IN: dict[str, AgentProfile] = {
+    "claude": AgentProfile(
+        name="claude",
+        command=("claude", "-p", "--output-format", "stream-json", "--verbose"),
+        output="claude-stream-json",
+        prompt="stdin",
+        resume=("claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", SESSION),
+        model=("--model", MODEL),
+        provider="claude",
+        # Older releases printed `Claude AI usage limit reached|<epoch>` and exited 1.
+        limit_patterns=(r"usage limit reached\|(?P<reset>\d{9,11})", r"(?i)usage limit reached"),
+        version_command=("claude", "--version"),
+        written_against="Claude Code 2.1 (stream-json, headless mode docs)",
+    ),
+    "codex": AgentProfile(
+        name="codex",
+        command=("codex", "exec", "--json", "-"),
+        output="codex-json",
+        prompt="stdin",
+        resume=("codex", "exec", "resume", "--json", SESSION, "-"),
+        model=("--model", MODEL),
+        provider="codex",
+        limit_patterns=(r"(?i)you've hit your usage limit", r"(?i)usage_limit_reached"),
+        version_command=("codex", "--version"),
+        written_against="Codex CLI 0.146 (`codex exec --json` events)",
+    ),
+    "aider": AgentProfile(
+        name="aider",
+        command=("aider", "--yes-always", "--no-pretty", "--message-file", PROMPT_FILE),
+        output="aider-text",
+        prompt="file",
+        model=("--model", MODEL),
+        provider="aider",
+        limit_patterns=(r"(?i)rate ?limit", r"(?i)quota exceeded"),
+        version_command=("aider", "--version"),
+        written_against="aider 0.86 (scripting docs)",
+    ),
+}
+
+
+def with_overrides(base: AgentProfile, name: str, fields: dict[str, Any]) -> AgentProfile:
+    """`base` under another name with `fields` changed (a user profile that `extends` it)."""
+    return replace(base, name=name, **fields)
