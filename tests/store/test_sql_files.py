@@ -56,6 +56,7 @@ SQLITE_ONLY = {
     "claim_tasks",
     "claim_task",
     "any_queue_limits",
+    "provider_allowance",
     "dependencies_of",
     "insert_claim",
     "insert_claims",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from corral.errors import InvalidInput
+from corral.model.providers import check_provider
 
 PROMPT_MODES = ("stdin", "arg", "file")
 OUTPUTS = ("claude-stream-json", "codex-json", "aider-text", "generic")
@@ -29,7 +30,6 @@ SESSION = "{session_id}"
 MODEL = "{model}"
 PROMPT_FILE = "{prompt_file}"
 _PLACEHOLDERS = (SESSION, MODEL, PROMPT_FILE)
-PROVIDER_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}(:[a-z0-9][a-z0-9_.-]{0,62})?")
 PROFILE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 
@@ -114,15 +114,6 @@ def _fill(arg: str, values: dict[str, str | None]) -> str:
             raise InvalidInput("agent", f"a value for {arg}")
         return value
     return arg
-
-
-def check_provider(name: Any) -> str:
-    """A provider account's name (`claude`, `claude:work`), or InvalidInput."""
-    if not isinstance(name, str) or not PROVIDER_PATTERN.fullmatch(name):
-        raise InvalidInput(
-            "provider", "a name such as claude or claude:work (lowercase, digits, . _ -)", name
-        )
-    return name
 
 
 # The tools' own documentation, checked 2026-11-26; docs/agents.md says the same.

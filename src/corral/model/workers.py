@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from corral.documents import MAX_INT32
 from corral.durations import iso
 from corral.errors import InvalidInput
+from corral.model.providers import check_provider
 from corral.model.states import WorkerStatus
 from corral.model.tasks import check_names
 
@@ -36,6 +37,7 @@ class NewWorker:
     labels: dict[str, str] = field(default_factory=dict)
     # When process `pid` started (corral.processes.started_at), if it runs on this host.
     pid_started_at: float | None = None
+    provider: str | None = None  # the provider account its agents spend (model/providers.py)
 
     def __post_init__(self) -> None:
         if not self.name.strip() or len(self.name) > 100 or not self.name.isprintable():
@@ -48,6 +50,8 @@ class NewWorker:
             raise InvalidInput("pid", f"a whole number from 1 to {MAX_INT32}", self.pid)
         check_names("kind", self.kinds)
         check_names("queue", self.queues)
+        if self.provider is not None:
+            check_provider(self.provider)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +77,7 @@ class Worker:
     cpu_percent: float | None
     rss_bytes: int | None
     pid_started_at: float | None = None  # see NewWorker; not in the JSON shape
+    provider: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -95,6 +100,7 @@ class Worker:
             "offline_reason": self.offline_reason,
             "cpu_percent": self.cpu_percent,
             "rss_bytes": self.rss_bytes,
+            "provider": self.provider,
         }
 
 

@@ -19,6 +19,7 @@ from corral.store.driver import Driver, LeaderLock
 from corral.store.events import EventOps
 from corral.store.messages import MessageOps
 from corral.store.orchestrators import OrchestratorOps
+from corral.store.providers import ProviderOps
 from corral.store.queries import migration_files
 from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
@@ -39,6 +40,7 @@ class Store(
     ReviewOps,
     MessageOps,
     OrchestratorOps,
+    ProviderOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages and the orchestrator

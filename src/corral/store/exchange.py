@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral import errors
+from corral.documents import MAX_INT32
 from corral.durations import iso
 from corral.ids import RUN_PREFIX, new_id
 from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
@@ -315,6 +316,8 @@ def _claim(
     if room < 1:
         return (), [], None, at_capacity(worker.id, worker.active, worker.max_concurrent).message
     limit = min(ask.limit, room)
+    if worker.provider is not None:
+        limit = min(limit, _provider_room(tx, worker.provider))
     if limit > 1 and tx.one("any_queue_limits")["limited"]:  # type: ignore[index]
         limit = 1  # the claim reads the limits once: a batch could pass one
     params = capability_filters(worker, ask.kinds, ask.queues)
@@ -333,6 +336,20 @@ def _claim(
     return _hold(tx, driver, found, worker_id=worker_id, ask=ask, open_run=open_run), [], None, None
 
 
+def _provider_room(tx: Tx, provider: str) -> int:
+    """How many more agents provider account `provider` may run now (none while it is
+    paused or parked); read inside the claim's transaction, which writers take in turns."""
+    row = tx.one("provider_allowance", provider=provider)
+    if row is None:
+        return MAX_INT32
+    if row["paused"] or row["parked"]:
+        return 0
+    if row["max_running"] is None:
+        return MAX_INT32
+    room: int = row["max_running"] - row["running"]
+    return max(0, room)
+
+
 class _Claimant(NamedTuple):
     """What a claim reads of its worker (a whole `Worker` record costs more than the claim's
     own Python, and none of the rest is needed)."""
@@ -344,6 +361,7 @@ class _Claimant(NamedTuple):
     status: WorkerStatus
     active: int
     max_concurrent: int
+    provider: str | None
 
     @classmethod
     def of(cls, driver: Driver, row: Row) -> _Claimant:
@@ -355,6 +373,7 @@ class _Claimant(NamedTuple):
             status=WorkerStatus(row["status"]),
             active=row["active"],
             max_concurrent=row["max_concurrent"],
+            provider=row["provider"],
         )
 
 

@@ -144,6 +144,7 @@ def worker(driver: Driver, row: Row) -> Worker:
         cpu_percent=row["cpu_percent"],
         rss_bytes=row["rss_bytes"],
         pid_started_at=row["pid_started_at"],
+        provider=row["provider"],
     )
 
 

@@ -43,6 +43,7 @@ class WorkerOps:
                 max_concurrent=spec.max_concurrent,
                 labels=Json(spec.labels),
                 pid_started_at=spec.pid_started_at,
+                provider=spec.provider,
             )
             journal.record(
                 tx,

@@ -122,6 +122,7 @@ DECLARE
     v_done integer[] := '{}';
     v_failed integer[] := '{}';
     v_worker workers%ROWTYPE;
+    v_provider providers%ROWTYPE;
     v_limit integer;
     v_kinds text[];
     v_queues text[];
@@ -260,6 +261,22 @@ BEGIN
         END IF;
         v_limit := least(p_limit, coalesce(v_limit, p_limit),
                          v_worker.max_concurrent - v_worker.active);
+        -- The worker's provider account, locked last (claimants of one account take turns,
+        -- so its cap holds across hosts): nothing while it is paused or parked until its
+        -- usage limit resets, and no more than its max_running agents at once.
+        IF v_worker.provider IS NOT NULL THEN
+            SELECT * INTO v_provider FROM providers p WHERE p.name = v_worker.provider
+            FOR UPDATE;
+            IF FOUND THEN
+                IF v_provider.paused OR v_provider.parked_until > p_now THEN
+                    v_limit := 0;
+                ELSIF v_provider.max_running IS NOT NULL THEN
+                    v_limit := least(v_limit, v_provider.max_running
+                                     - (SELECT coalesce(sum(w.active), 0)::integer
+                                        FROM workers w WHERE w.provider = v_worker.provider));
+                END IF;
+            END IF;
+        END IF;
         v_kinds := corral_narrow(v_worker.kinds, p_kinds);
         v_queues := corral_narrow(v_worker.queues, p_queues);
         IF v_worker.status = ANY(p_claiming) AND v_limit > 0

@@ -182,9 +182,9 @@ RETURNING status;
 
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
-                     status, registered_at, last_heartbeat_at, pid_started_at)
+                     status, registered_at, last_heartbeat_at, pid_started_at, provider)
 VALUES (:id, :name, :hostname, :pid, :version, :queues::text[], :kinds::text[],
-        :max_concurrent, :labels, 'starting', :now, :now, :pid_started_at);
+        :max_concurrent, :labels, 'starting', :now, :now, :pid_started_at, :provider);
 
 -- name: get_worker
 -- No lock: a heartbeat reads its worker before it extends the leases (claims before
@@ -659,3 +659,45 @@ WHERE t.id = :task_id
 -- that claim: the run records it when it finishes, however its runner ends.
 UPDATE runs SET reported = :reported::text
 WHERE worker_id = :holder AND token = :token AND finished_at IS NULL;
+
+-- Provider accounts (store/providers.py).
+
+-- name: provider_states
+-- Every provider account with a row or a live worker (or just :name), with its load.
+WITH names AS (
+    SELECT name FROM providers
+    UNION SELECT provider FROM workers
+    WHERE provider IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+)
+SELECT n.name, p.max_running, coalesce(p.paused, false) AS paused, p.parked_until,
+       p.parked_at, p.park_reason,
+       (SELECT coalesce(sum(w.active), 0) FROM workers w WHERE w.provider = n.name)::integer
+           AS running,
+       (SELECT count(*) FROM workers w
+        WHERE w.provider = n.name
+          AND w.status IN ('starting', 'idle', 'busy', 'draining', 'stale'))::integer AS workers
+FROM names n LEFT JOIN providers p ON p.name = n.name
+WHERE :name::text IS NULL OR n.name = :name::text
+ORDER BY n.name;
+
+-- name: set_provider
+-- max_running is replaced unless keep_max_running; paused, when not NULL; unpark clears a park.
+INSERT INTO providers AS p (name, max_running, paused, updated_at)
+VALUES (:name, :max_running::integer, coalesce(:paused::boolean, false), :now)
+ON CONFLICT (name) DO UPDATE SET
+    max_running = CASE WHEN :keep_max_running::boolean THEN p.max_running
+                       ELSE excluded.max_running END,
+    paused = coalesce(:paused::boolean, p.paused),
+    parked_until = CASE WHEN :unpark::boolean THEN NULL ELSE p.parked_until END,
+    park_reason = CASE WHEN :unpark::boolean THEN NULL ELSE p.park_reason END,
+    updated_at = :now;
+
+-- name: park_provider
+-- Parked until :until, unless already parked at least that long: a row only when it changed.
+INSERT INTO providers AS p (name, parked_until, parked_at, park_reason, updated_at)
+VALUES (:name, :until, :now, :reason, :now)
+ON CONFLICT (name) DO UPDATE SET
+    parked_until = excluded.parked_until, parked_at = :now,
+    park_reason = excluded.park_reason, updated_at = :now
+WHERE p.parked_until IS NULL OR p.parked_until < excluded.parked_until
+RETURNING name, parked_until;

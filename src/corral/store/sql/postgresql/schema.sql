@@ -73,7 +73,10 @@ CREATE TABLE workers (
     active            integer          NOT NULL DEFAULT 0,
     -- When its process started (seconds since the epoch), as it registered: with the
     -- process's mark, what proves a pid is still this worker before a signal.
-    pid_started_at    double precision
+    pid_started_at    double precision,
+    -- The provider account its agents spend (`claude:work`), if any: claims count
+    -- against that account's cap and stop while it is parked.
+    provider          text
 );
 
 CREATE INDEX workers_watched ON workers (status)
@@ -166,6 +169,13 @@ CREATE TABLE runs (
     -- own command ran `corral done`, `fail`, `defer` or `submit`): the run ends as that,
     -- whoever finishes it.
     reported         text        CHECK (reported IN ('done', 'failed', 'deferred')),
+    -- The agent profile that ran, the agent's own session (and the run whose session it
+    -- resumed), why the agent said it stopped, and why it waits for a person.
+    agent            text,
+    session_id       text,
+    resumed_from     text,
+    stop_reason      text,
+    waiting          text,
     CHECK ((finished_at IS NULL) = (outcome IS NULL))
 );
 
@@ -193,6 +203,21 @@ CREATE TABLE queue_limits (
     rate        double precision CHECK (rate IS NULL OR rate > 0),  -- claims per minute
     updated_at  timestamptz      NOT NULL
 );
+
+-- A provider account agents spend (`claude`, `claude:work`): capped at max_running agents
+-- at once across hosts (NULL: no cap), paused by an operator, or parked until its usage
+-- limit resets. The claim reads the claimant's provider row; one with no row is free.
+CREATE TABLE providers (
+    name         text    PRIMARY KEY,
+    max_running  integer CHECK (max_running IS NULL OR max_running >= 0),
+    paused       boolean     NOT NULL DEFAULT false,
+    parked_until timestamptz,
+    parked_at    timestamptz,
+    park_reason  text,
+    updated_at   timestamptz NOT NULL
+);
+
+CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NULL;
 
 -- The rate limit counts the claims started in the last minute.
 CREATE INDEX claims_by_start ON claims (claimed_at);

@@ -153,9 +153,9 @@ RETURNING status;
 
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
-                     status, registered_at, last_heartbeat_at, pid_started_at)
+                     status, registered_at, last_heartbeat_at, pid_started_at, provider)
 VALUES (:id, :name, :hostname, :pid, :version, :queues, :kinds, :max_concurrent, :labels,
-        'starting', :now, :now, :pid_started_at);
+        'starting', :now, :now, :pid_started_at, :provider);
 
 -- name: get_worker
 SELECT * FROM worker_view WHERE id = :worker_id;
@@ -753,3 +753,51 @@ INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status,
                     data)
 VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :actor, :reason,
         :data);
+
+-- Provider accounts (store/providers.py).
+
+-- name: provider_states
+-- Every provider account with a row or a live worker (or just :name), with its load.
+WITH names AS (
+    SELECT name FROM providers
+    UNION SELECT provider FROM workers
+    WHERE provider IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+)
+SELECT n.name, p.max_running, coalesce(p.paused, 0) AS paused, p.parked_until, p.parked_at,
+       p.park_reason,
+       (SELECT count(*) FROM workers w JOIN claims c ON c.worker_id = w.id
+        WHERE w.provider = n.name AND c.status = 'active') AS running,
+       (SELECT count(*) FROM workers w
+        WHERE w.provider = n.name
+          AND w.status IN ('starting', 'idle', 'busy', 'draining', 'stale')) AS workers
+FROM names n LEFT JOIN providers p ON p.name = n.name
+WHERE :name IS NULL OR n.name = :name
+ORDER BY n.name;
+
+-- name: provider_allowance
+-- What the claim reads of the claimant's provider account (no row: no limit).
+SELECT p.paused, p.parked_until > :now AS parked, p.max_running,
+       (SELECT count(*) FROM workers w JOIN claims c ON c.worker_id = w.id
+        WHERE w.provider = p.name AND c.status = 'active') AS running
+FROM providers p WHERE p.name = :provider;
+
+-- name: set_provider
+-- max_running is replaced unless keep_max_running; paused, when not NULL; unpark clears a park.
+INSERT INTO providers (name, max_running, paused, updated_at)
+VALUES (:name, :max_running, coalesce(:paused, 0), :now)
+ON CONFLICT (name) DO UPDATE SET
+    max_running = CASE WHEN :keep_max_running THEN max_running ELSE excluded.max_running END,
+    paused = coalesce(:paused, paused),
+    parked_until = CASE WHEN :unpark THEN NULL ELSE parked_until END,
+    park_reason = CASE WHEN :unpark THEN NULL ELSE park_reason END,
+    updated_at = :now;
+
+-- name: park_provider
+-- Parked until :until, unless already parked at least that long: a row only when it changed.
+INSERT INTO providers (name, parked_until, parked_at, park_reason, updated_at)
+VALUES (:name, :until, :now, :reason, :now)
+ON CONFLICT (name) DO UPDATE SET
+    parked_until = excluded.parked_until, parked_at = :now,
+    park_reason = excluded.park_reason, updated_at = :now
+WHERE providers.parked_until IS NULL OR providers.parked_until < excluded.parked_until
+RETURNING name, parked_until;

@@ -67,7 +67,10 @@ CREATE TABLE workers (
     rss_bytes         INTEGER,
     -- When its process started (seconds since the epoch), as it registered: with the
     -- process's mark, what proves a pid is still this worker before a signal.
-    pid_started_at    REAL
+    pid_started_at    REAL,
+    -- The provider account its agents spend (`claude:work`), if any: claims count
+    -- against that account's cap and stop while it is parked.
+    provider          TEXT
 );
 
 CREATE INDEX workers_watched ON workers (status)
@@ -135,6 +138,13 @@ CREATE TABLE runs (
     -- own command ran `corral done`, `fail`, `defer` or `submit`): the run ends as that,
     -- whoever finishes it.
     reported         TEXT    CHECK (reported IN ('done', 'failed', 'deferred')),
+    -- The agent profile that ran, the agent's own session (and the run whose session it
+    -- resumed), why the agent said it stopped, and why it waits for a person.
+    agent            TEXT,
+    session_id       TEXT,
+    resumed_from     TEXT,
+    stop_reason      TEXT,
+    waiting          TEXT,
     CHECK ((finished_at IS NULL) = (outcome IS NULL))
 );
 
@@ -157,6 +167,21 @@ CREATE TABLE queue_limits (
     rate        REAL    CHECK (rate IS NULL OR rate > 0),  -- claims started per minute
     updated_at  REAL    NOT NULL
 );
+
+-- A provider account agents spend (`claude`, `claude:work`): capped at max_running agents
+-- at once across hosts (NULL: no cap), paused by an operator, or parked until its usage
+-- limit resets. The claim reads the claimant's provider row; one with no row is free.
+CREATE TABLE providers (
+    name         TEXT    PRIMARY KEY,
+    max_running  INTEGER CHECK (max_running IS NULL OR max_running >= 0),
+    paused       INTEGER NOT NULL DEFAULT 0,
+    parked_until REAL,
+    parked_at    REAL,
+    park_reason  TEXT,
+    updated_at   REAL NOT NULL
+);
+
+CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NULL;
 
 -- The rate limit counts the claims started in the last minute.
 CREATE INDEX claims_by_start ON claims (claimed_at);

@@ -1,0 +1,120 @@
+"""Store operations on provider accounts: cap, pause, park, and read them with their load.
+
+The claim enforces them (store/exchange.py; corral_exchange in PostgreSQL, under the
+account's row lock): a worker that names a provider account claims nothing while the
+account is paused or parked, nor more than its `max_running` across every host.
+Parking only ever moves the reset later, so workers that hit the same limit at once
+record it once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from corral import errors
+from corral.durations import iso
+from corral.model.providers import ProviderState, check_provider
+from corral.store import journal
+from corral.store.driver import Driver, Row
+
+#: `max_running` is a count of agents: a store `integer` holds it.
+MAX_RUNNING = 2**31 - 1
+KEEP: Literal["keep"] = "keep"  # set_provider: leave max_running as it is
+
+
+class ProviderOps:
+    """Provider accounts: caps, pauses and usage-limit parks shared by every host."""
+
+    _driver: Driver
+
+    def set_provider(
+        self,
+        name: str,
+        *,
+        max_running: int | Literal["keep"] | None = KEEP,
+        paused: bool | None = None,
+        unpark: bool = False,
+        actor: str,
+    ) -> ProviderState:
+        """Change provider account `name`: its cap (None removes it), whether it is paused,
+        and (`unpark`) end its park now. Returns the account afterwards."""
+        check_provider(name)
+        keep = max_running == KEEP
+        if not keep and max_running is not None:
+            if isinstance(max_running, bool) or not isinstance(max_running, int):
+                raise errors.InvalidInput("max_running", "a whole number", max_running)
+            if not 0 <= max_running <= MAX_RUNNING:
+                raise errors.InvalidInput(
+                    "max_running", f"a whole number from 0 to {MAX_RUNNING}", max_running
+                )
+        with self._driver.write() as tx:
+            tx.run(
+                "set_provider",
+                name=name,
+                max_running=None if keep else max_running,
+                keep_max_running=keep,
+                paused=paused,
+                unpark=unpark,
+            )
+            row = tx.one("provider_states", name=name)
+            assert row is not None  # just written
+            state = _state(self._driver, row, tx.now)
+            journal.record(
+                tx,
+                "provider.set",
+                actor=actor,
+                data={
+                    "provider": name,
+                    "max_running": state.max_running,
+                    "paused": state.paused,
+                    "unparked": unpark,
+                },
+            )
+        return state
+
+    def park_provider(
+        self, name: str, *, until: datetime, reason: str, actor: str, task_id: str | None = None
+    ) -> bool:
+        """Park provider account `name` until `until` (event `provider.parked`), unless it
+        is parked that long already; whether this changed it."""
+        check_provider(name)
+        with self._driver.write() as tx:
+            row = tx.one("park_provider", name=name, until=until, reason=reason)
+            if row is None:
+                return False
+            journal.record(
+                tx,
+                "provider.parked",
+                actor=actor,
+                task_id=task_id,
+                reason=reason,
+                data={"provider": name, "until": _iso(self._driver, row["parked_until"])},
+            )
+        return True
+
+    def provider_states(self, name: str | None = None) -> list[ProviderState]:
+        """Every provider account with settings or a live worker (or just `name`), by name."""
+        with self._driver.read() as tx:
+            return [_state(self._driver, r, tx.now) for r in tx.all("provider_states", name=name)]
+
+
+def _iso(driver: Driver, value: object) -> str | None:
+    return iso(driver.instant(value))
+
+
+def _state(driver: Driver, row: Row, now: datetime) -> ProviderState:
+    def instant(value: object) -> datetime | None:
+        return None if value is None else driver.instant(value)
+
+    return ProviderState(
+        name=row["name"],
+        max_running=row["max_running"],
+        paused=bool(row["paused"]),
+        parked_until=instant(row["parked_until"]),
+        parked_at=instant(row["parked_at"]),
+        park_reason=row["park_reason"],
+        running=row["running"],
+        workers=row["workers"],
+        now=now,
+    )
