@@ -200,26 +200,26 @@ def test_an_unknown_run_is_not_found(store: Store) -> None:
     for operation in (
         lambda: store.get_run("r-nope"),
         lambda: store.finish_run("r-nope", outcome=RunOutcome.DONE),
-        lambda: store.mark_stalled("r-nope"),
+        lambda: store.mark_waiting("r-nope", "stalled: no output for the stall timeout"),
         lambda: store.record_progress("r-nope", "half way"),
     ):
         with pytest.raises(NotFound, match="run 'r-nope' not found"):
             operation()
 
 
-def test_mark_stalled_flags_the_run_once_with_an_event(
+def test_mark_waiting_flags_the_run_once_with_an_event(
     store: Store, clock: FakeClock, claimed: Claimed
 ) -> None:
-    """The first mark sets stalled_at and writes task.stalled; a second mark changes nothing."""
+    """The first mark sets stalled_at and writes task.waiting; a second mark changes nothing."""
     claim = claimed()
     run = store.start_run(new_run(claim))
     clock.advance(300)
-    store.mark_stalled(run.id)
+    store.mark_waiting(run.id, "stalled: no output for the stall timeout")
     flagged_at = store.now()
     clock.advance(60)
-    store.mark_stalled(run.id)
+    store.mark_waiting(run.id, "stalled: no output for the stall timeout")
     assert flagged_at == store.get_run(run.id).stalled_at
-    stalled = [e for e in store.list_events(EventFilter(limit=10_000)) if e.name == "task.stalled"]
+    stalled = [e for e in store.list_events(EventFilter(limit=10_000)) if e.name == "task.waiting"]
     assert [(claim.task_id, claim.worker_id, claim.token)] == [
         (e.task_id, e.worker_id, e.token) for e in stalled
     ]
@@ -231,7 +231,7 @@ def test_progress_clears_a_stall_so_a_later_one_is_flagged_again(
 ) -> None:
     """record_progress sets last_progress_at and the note and clears stalled_at."""
     run = store.start_run(new_run(claimed()))
-    store.mark_stalled(run.id)
+    store.mark_waiting(run.id, "stalled: no output for the stall timeout")
     clock.advance(10)
     store.record_progress(run.id, "tests pass")
     progressed = store.get_run(run.id)
@@ -241,12 +241,12 @@ def test_progress_clears_a_stall_so_a_later_one_is_flagged_again(
         progressed.progress,
     )
     clock.advance(300)
-    store.mark_stalled(run.id)
+    store.mark_waiting(run.id, "stalled: no output for the stall timeout")
     assert store.now() == store.get_run(run.id).stalled_at
     assert [
         {"run_id": run.id, "last_progress_at": None},
         {"run_id": run.id, "last_progress_at": progressed.to_dict()["last_progress_at"]},
-    ] == data_of(store, "task.stalled")
+    ] == data_of(store, "task.waiting")
 
 
 def test_progress_without_a_note_keeps_the_last_note(
@@ -269,7 +269,7 @@ def test_a_finished_run_ignores_stalls_and_progress(
     ended = store.finish_run(run.id, outcome=RunOutcome.DONE, exit_code=0)
     seen = events()
     clock.advance(1)
-    store.mark_stalled(run.id)
+    store.mark_waiting(run.id, "stalled: no output for the stall timeout")
     store.record_progress(run.id, "late")
     assert ended == store.get_run(run.id)
     assert seen == events()
@@ -353,6 +353,11 @@ def test_the_json_shape_of_a_run(store: Store, clock: FakeClock, claimed: Claime
         "stalled_at",
         "last_progress_at",
         "progress",
+        "agent",
+        "session_id",
+        "resumed_from",
+        "stop_reason",
+        "waiting",
     ] == list(shape)
     assert ("done", 2.5, ["agent", "--print"], {"tokens": 7}) == (
         shape["outcome"],

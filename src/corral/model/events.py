@@ -78,7 +78,7 @@ EVENT_NAMES = (
     "task.lease_expired",
     "task.crashed",
     "task.orphan_recovered",
-    "task.stalled",
+    "task.waiting",
     "task.cancelled",
     "task.retried",
     "task.branch_recorded",
@@ -100,4 +100,6 @@ EVENT_NAMES = (
     "worker.dead",
     "worker.offline",
     "worker.status_fixed",
+    "provider.set",
+    "provider.parked",
 )

@@ -2,9 +2,9 @@
 
     start_run ──► running ──finish_run(outcome)──► finished   (no change after this)
                     │  ▲
-        mark_stalled│  │record_progress (clears the stall)
+        mark_waiting│  │record_progress (clears the flag)
                     ▼  │
-                  stalled
+                  waiting   (silent for the stall timeout, or the agent asked a question)
 
 A run belongs to the claim it started under (`token`): the store refuses to start one
 whose token is not the task's active claim. Finishing is a compare-and-set on
@@ -95,6 +95,11 @@ class Run:
     stalled_at: datetime | None
     last_progress_at: datetime | None
     progress: str | None
+    agent: str | None = None  # the agent profile that ran (None: a plain command or function)
+    session_id: str | None = None  # the agent's own session, once its stream named it
+    resumed_from: str | None = None  # the run whose session this one resumed
+    stop_reason: str | None = None  # why the agent said it stopped (`success`, `usage_limit` ...)
+    waiting: str | None = None  # why it waits for a person, while it does
 
     @property
     def finished(self) -> bool:
@@ -133,4 +138,9 @@ class Run:
             "stalled_at": iso(self.stalled_at),
             "last_progress_at": iso(self.last_progress_at),
             "progress": self.progress,
+            "agent": self.agent,
+            "session_id": self.session_id,
+            "resumed_from": self.resumed_from,
+            "stop_reason": self.stop_reason,
+            "waiting": self.waiting,
         }

@@ -196,6 +196,11 @@ def run(driver: Driver, row: Row) -> Run:
         stalled_at=_maybe_instant(driver, row["stalled_at"]),
         last_progress_at=_maybe_instant(driver, row["last_progress_at"]),
         progress=row["progress"],
+        agent=row["agent"],
+        session_id=row["session_id"],
+        resumed_from=row["resumed_from"],
+        stop_reason=row["stop_reason"],
+        waiting=row["waiting"],
     )
 
 

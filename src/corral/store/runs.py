@@ -19,8 +19,11 @@ from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import held_claim
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from corral.model.batches import RunStart
     from corral.model.runs import NewRun, Run, RunOutcome
+    from corral.model.usage import UsageTotal
 
 
 class RunOps:
@@ -140,30 +143,91 @@ class RunOps:
                 stderr_path=None if stderr_path is None else os.path.abspath(stderr_path),
             )
 
-    def mark_stalled(self, run_id: str) -> None:
-        """Flag an unfinished run as stalled (event `task.stalled`); else change nothing.
+    def mark_waiting(self, run_id: str, reason: str) -> None:
+        """Flag an unfinished run as waiting for a person (event `task.waiting`): silent for
+        its stall timeout, or its agent asked a question; else change nothing.
 
         A run already flagged stays flagged without a second event until
         `record_progress` clears the flag.
         """
         with self._driver.write() as tx:
-            row = tx.one("mark_stalled", run_id=run_id)
+            row = tx.one("mark_waiting", run_id=run_id, reason=reason)
             if row is None:
                 _run_in(tx, self._driver, run_id)  # NotFound; finished or flagged: nothing to do
                 return
             last = row["last_progress_at"]
             journal.record(
                 tx,
-                "task.stalled",
+                "task.waiting",
                 actor=row["worker_id"],
                 task_id=row["task_id"],
                 worker_id=row["worker_id"],
                 token=row["token"],
+                reason=reason,
                 data={
                     "run_id": run_id,
                     "last_progress_at": None if last is None else iso(self._driver.instant(last)),
                 },
             )
+
+    def record_agent_run(
+        self,
+        run_id: str,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        resumed_from: str | None = None,
+        stop_reason: str | None = None,
+    ) -> None:
+        """Note what an agent's unfinished run says of itself (None keeps a field); a
+        finished run is left as it was."""
+        with self._driver.write() as tx:
+            tx.run(
+                "record_agent_run",
+                run_id=run_id,
+                agent=agent,
+                session_id=session_id,
+                resumed_from=resumed_from,
+                stop_reason=stop_reason,
+            )
+
+    def last_session(self, task_id: str) -> tuple[str, str, str | None, str] | None:
+        """(run id, session id, agent, cwd) of the task's newest run that recorded an
+        agent session, or None: what a new run of it may resume."""
+        with self._driver.read() as tx:
+            row = tx.one("last_session", task_id=task_id)
+        if row is None:
+            return None
+        return row["id"], row["session_id"], row["agent"], row["cwd"]
+
+    def usage_by(
+        self,
+        by: str,
+        *,
+        since: datetime | None = None,
+        task_id: str | None = None,
+        limit: int = 1000,
+    ) -> list[UsageTotal]:
+        """The runs started since `since` (of task `task_id`), summed by `by` (one of
+        model.usage.GROUPINGS), the costliest first."""
+        from corral.model.usage import GROUPINGS, USAGE_KEYS, UsageTotal
+
+        if by not in GROUPINGS:
+            raise errors.InvalidInput("by", "one of " + ", ".join(GROUPINGS), by)
+        with self._driver.read() as tx:
+            found = tx.all("usage_by", by=by, since=since, task_id=task_id, limit=limit)
+        return [
+            UsageTotal(
+                key=row["key"],
+                runs=row["runs"],
+                with_usage=row["with_usage"],
+                tasks=row["tasks"],
+                **{name: _whole(row[name]) for name in USAGE_KEYS},
+                cost_usd=row["cost_usd"],
+                wall_s=row["wall_s"],
+            )
+            for row in found
+        ]
 
     def launch_run(self, run_id: str) -> bool:
         """Whether run `run_id` may start its command now: its claim is still active (the
@@ -199,6 +263,11 @@ class RunOps:
         with self._driver.read() as tx:
             found = tx.all("unfinished_runs", worker_id=worker_id)
             return [rows.run(self._driver, r) for r in found]
+
+
+def _whole(value: Any) -> int | None:
+    """A token sum as a whole number (SQLite sums JSON numbers as floats when any is one)."""
+    return None if value is None else int(value)
 
 
 def _run_in(tx: Tx, driver: Driver, run_id: str) -> Run:

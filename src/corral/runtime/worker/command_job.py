@@ -39,6 +39,8 @@ from corral.runtime.worker.spares import Spares
 from corral.store.location import is_inside
 from corral.store.urls import without_password
 
+STALLED_REASON = "stalled: no output for the stall timeout"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandJob:
@@ -130,7 +132,7 @@ class CommandRuns:
             prepared,
             clock=self._place.clock,
             stop=stop,
-            on_stall=lambda: store.mark_stalled(run_id),
+            on_stall=lambda: store.mark_waiting(run_id, STALLED_REASON),
             on_resume=lambda: store.record_progress(run_id, None),
             spares=self._spares,
         )

@@ -304,14 +304,15 @@ UPDATE runs SET last_progress_at = :now
 WHERE id = :run_id AND finished_at IS NULL
   AND EXISTS (SELECT 1 FROM claims c WHERE c.token = runs.token AND c.status = 'active');
 
--- name: mark_stalled
-UPDATE runs SET stalled_at = :now
+-- name: mark_waiting
+-- Flagged once an episode: record_progress clears the flag.
+UPDATE runs SET stalled_at = :now, waiting = :reason
 WHERE id = :run_id AND finished_at IS NULL AND stalled_at IS NULL
 RETURNING task_id, worker_id, token, last_progress_at;
 
 -- name: record_progress
 UPDATE runs SET last_progress_at = :now, progress = coalesce(:progress, progress),
-                stalled_at = NULL
+                stalled_at = NULL, waiting = NULL
 WHERE id = :run_id AND finished_at IS NULL;
 
 -- name: get_run
@@ -324,6 +325,22 @@ WHERE (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
 ORDER BY started_at DESC, rowid DESC
 LIMIT :limit;
+
+-- name: record_agent_run
+-- What an agent's run says of itself, each field kept when NULL; only while it runs.
+UPDATE runs
+SET agent = coalesce(:agent, agent),
+    session_id = coalesce(:session_id, session_id),
+    resumed_from = coalesce(:resumed_from, resumed_from),
+    stop_reason = coalesce(:stop_reason, stop_reason)
+WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: last_session
+-- The newest run of the task that recorded an agent session: what a new run may resume.
+SELECT id, session_id, agent, cwd FROM runs
+WHERE task_id = :task_id AND session_id IS NOT NULL
+ORDER BY started_at DESC, rowid DESC
+LIMIT 1;
 
 -- name: unfinished_runs
 SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
@@ -801,3 +818,26 @@ ON CONFLICT (name) DO UPDATE SET
     park_reason = excluded.park_reason, updated_at = :now
 WHERE providers.parked_until IS NULL OR providers.parked_until < excluded.parked_until
 RETURNING name, parked_until;
+
+-- name: usage_by
+-- Runs started since :since (NULL: all), of task :task_id (NULL: any), grouped by :by:
+-- how many, how many reported usage, the sums of the usage they reported (a key nobody
+-- reported sums to NULL, never 0), wall time and attempts. Largest cost first.
+SELECT CASE :by WHEN 'task' THEN r.task_id WHEN 'queue' THEN t.queue WHEN 'kind' THEN t.kind
+                 WHEN 'agent' THEN coalesce(r.agent, '-')
+                 WHEN 'provider' THEN coalesce(w.provider, '-')
+                 ELSE strftime('%Y-%m-%d', r.started_at, 'unixepoch') END AS key,
+       count(*) AS runs,
+       count(r.usage) AS with_usage,
+       sum(CASE WHEN json_type(r.usage, '$.input_tokens') IN ('integer', 'real') THEN json_extract(r.usage, '$.input_tokens') END) AS input_tokens,
+       sum(CASE WHEN json_type(r.usage, '$.output_tokens') IN ('integer', 'real') THEN json_extract(r.usage, '$.output_tokens') END) AS output_tokens,
+       sum(CASE WHEN json_type(r.usage, '$.cache_read_tokens') IN ('integer', 'real') THEN json_extract(r.usage, '$.cache_read_tokens') END) AS cache_read_tokens,
+       sum(CASE WHEN json_type(r.usage, '$.cache_write_tokens') IN ('integer', 'real') THEN json_extract(r.usage, '$.cache_write_tokens') END) AS cache_write_tokens,
+       sum(CASE WHEN json_type(r.usage, '$.cost_usd') IN ('integer', 'real') THEN json_extract(r.usage, '$.cost_usd') END) AS cost_usd,
+       sum(coalesce(r.finished_at, :now) - r.started_at) AS wall_s,
+       count(DISTINCT r.task_id) AS tasks
+FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workers w ON w.id = r.worker_id
+WHERE (:since IS NULL OR r.started_at >= :since) AND (:task_id IS NULL OR r.task_id = :task_id)
+GROUP BY 1
+ORDER BY 8 DESC NULLS LAST, 1
+LIMIT :limit;

@@ -1,0 +1,44 @@
+"""Usage and cost: what agents' runs reported, summed by task, queue, kind, agent,
+provider or day.
+
+A run's `usage` is what its agent's own stream said (runtime/worker/agent_streams.py),
+normalized to these keys; a key no run reported sums to None, never 0, so "no figures"
+is never mistaken for "free". `runs` beside `with_usage` says how much of the total the
+figures cover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+GROUPINGS = ("task", "queue", "kind", "agent", "provider", "day")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageTotal:
+    """The runs of one group and what they reported, summed."""
+
+    key: str
+    runs: int
+    with_usage: int  # runs whose stream reported usage
+    tasks: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    wall_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md, `usage` and `show`)."""
+        return {
+            "key": self.key,
+            "runs": self.runs,
+            "with_usage": self.with_usage,
+            "tasks": self.tasks,
+            **{name: getattr(self, name) for name in USAGE_KEYS},
+            "cost_usd": self.cost_usd,
+            "wall_s": self.wall_s,
+        }
