@@ -106,6 +106,10 @@ class WorkerOptions:
     """
 
     exec: str
+    agent: str
+    model: str
+    agent_args: tuple[str, ...]
+    provider: str
     call: str
     kinds: tuple[str, ...]
     queues: tuple[str, ...]

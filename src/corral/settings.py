@@ -182,6 +182,27 @@ SPEC: dict[str, Spec] = {
     "review_queues": Spec(
         "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
     ),
+    "agents_resume": Spec(
+        "agents.resume",
+        True,
+        None,
+        "flag",
+        "a task's next run resumes its agent's session (a task's payload resume = false: not it)",
+    ),
+    "agents_park_s": Spec(
+        "agents.park_default",
+        3600,
+        1,
+        "s",
+        "how long a usage limit parks its provider when the agent does not say when it resets",
+    ),
+    "notify_command": Spec(
+        "notify.command",
+        "",
+        None,
+        "text",
+        "run on task.failed, task.waiting, review requested, provider.parked (event on stdin)",
+    ),
     "review_stale_after_s": Spec(
         "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
     ),
@@ -244,6 +265,10 @@ class Settings:
     pool_workers: int = int(_default("pool_workers"))
     # The worker options (corral.worker_options), in its order; a test holds them to it.
     pool_exec: str = _default("pool_exec")
+    pool_agent: str = _default("pool_agent")
+    pool_model: str = _default("pool_model")
+    pool_agent_args: tuple[str, ...] = _default("pool_agent_args")
+    pool_provider: str = _default("pool_provider")
     pool_call: str = _default("pool_call")
     pool_kinds: tuple[str, ...] = _default("pool_kinds")
     pool_queues: tuple[str, ...] = _default("pool_queues")
@@ -283,6 +308,9 @@ class Settings:
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
+    agents_resume: bool = _default("agents_resume")
+    agents_park_s: float = float(_default("agents_park_s"))
+    notify_command: str = str(_default("notify_command"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
     review_queues: tuple[str, ...] = _default("review_queues")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)

@@ -57,6 +57,13 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("exec", "exec", "--exec", "text", "", None, "command run per task", "CMD"),
+    Option("agent", "agent", "--agent", "text", "", None,
+           "agent profile: claude, codex, aider, generic (with --exec) or your own", "NAME"),
+    Option("model", "model", "--model", "text", "", None, "the agent's model", "M"),
+    Option("agent_args", "agent_args", "--agent-arg", "list", (), None,
+           "one more argument for the agent, repeatable", "ARG"),
+    Option("provider", "provider", "--provider", "text", "", None,
+           "provider account its agents spend (default: the profile's)", "NAME"),
     Option("call", "call", "--call", "text", "", None, "Python function run per task",
            "MODULE:FUNCTION"),
     Option("kinds", "kinds", "--kind", "list", (), None, "kind it runs, repeatable (default: any)"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
+from corral.agents import agents_dir
 from corral.cli import parsing, worker_flags
 from corral.cli.context import Context
 from corral.git.task_worktrees import TaskWorktrees
@@ -32,7 +33,9 @@ def start_worker(ctx: Context) -> int:
     path_component("name", a.name)  # its temporary directory and log are named after it
     # From the defaults, not the settings in force: [pool] keys are for the pool's workers.
     options = Settings().with_flags(worker_flags.given(a)).pool.options
-    checked = preflight.check(options, worker=a.name, policy=ctx.settings.worktree)
+    checked = preflight.check(
+        options, worker=a.name, policy=ctx.settings.worktree, agents_folder=agents_dir(ctx.db)
+    )
     shutdown_s = parsing.duration("shutdown_timeout", a.shutdown_timeout)
     config = RunnerConfig(
         name=a.name,
@@ -46,6 +49,7 @@ def start_worker(ctx: Context) -> int:
         lease_s=options.lease_s,
         shutdown_timeout_s=SHUTDOWN_TIMEOUT_S if shutdown_s is None else shutdown_s,
         batch=options.batch,
+        provider=checked.provider,
     )
     log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
     worktrees = _worktrees(ctx, options, checked) if checked.worktrees is not None else None

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
+from corral.agents import agents_dir
 from corral.clock import Clock, SystemClock
 from corral.errors import StoreError
 from corral.logs import event, logger
@@ -93,7 +94,12 @@ class Orchestrator:
         task_lines: TextIO | None = None,
     ) -> None:
         # What each slot's `worker start` would refuse, refused here, before anything starts.
-        preflight.check(settings.pool.options, worker=SAMPLE_SLOT, policy=settings.worktree)
+        preflight.check(
+            settings.pool.options,
+            worker=SAMPLE_SLOT,
+            policy=settings.worktree,
+            agents_folder=agents_dir(store.url),
+        )
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")

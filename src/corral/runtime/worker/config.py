@@ -31,6 +31,7 @@ class RunnerConfig:
     idle_max_s: float = 2.0
     batch: int = 1  # most tasks a slot claims at once (1: one at a time); corral.model.batches
     batch_window_s: float = 0.1  # how long finished tasks of a batch may wait to be reported
+    provider: str | None = None  # the provider account its agents spend (model/providers.py)
 
 
 class Workplace(NamedTuple):  # cheaper to define at start-up than a dataclass: jobs.Opened

@@ -20,12 +20,15 @@ import shlex
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from corral.agents import load_profile
 from corral.errors import InvalidInput
 from corral.git.worktrees import Worktrees
+from corral.model.agents import AgentProfile
 from corral.model.labels import parse_labels
+from corral.model.providers import check_provider
 from corral.model.tasks import check_names
 from corral.policies import WorkerOptions, WorktreePolicy
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
@@ -41,16 +44,24 @@ class Checked:
     template: str
     worktrees: Worktrees | None  # --worktree
     base_ref: str  # --worktree: the branch or commit task branches start from
+    agent: AgentProfile | None = None  # --agent: its programs absolute paths
+    provider: str | None = None  # --provider, else the agent's own account
 
 
-def check(options: WorkerOptions, *, worker: str, policy: WorktreePolicy) -> Checked:
+def check(
+    options: WorkerOptions, *, worker: str, policy: WorktreePolicy, agents_folder: str
+) -> Checked:
     """The options of worker `worker` resolved; InvalidInput (exit 2) naming the first
-    option that cannot work."""
+    option that cannot work. `agents_folder` holds the user's agent profiles."""
     o = options
-    if bool(o.exec) == bool(o.call):
+    agent = _agent(o, agents_folder) if o.agent else None
+    if agent is not None and o.call:
+        raise InvalidInput("call", "nothing with --agent (an agent is a command)", o.call)
+    if agent is None and bool(o.exec) == bool(o.call):
+
         expected = "a command (--exec, pool.exec) or a Python function (--call), one of them"
         raise InvalidInput("exec", expected, o.exec or None)
-    if o.batch > 1 and o.exec:
+    if o.batch > 1 and (o.exec or agent is not None):
         raise InvalidInput("batch", "1 with --exec (batches are for --call workers)", o.batch)
     check_names("kind", o.kinds)  # as `add --kind` checks one, and `worker register`
     check_names("queue", o.queues)
@@ -58,14 +69,33 @@ def check(options: WorkerOptions, *, worker: str, policy: WorktreePolicy) -> Che
         raise InvalidInput("workdir", "an existing folder", o.workdir)
     template = load_template(o.prompt_template) if o.prompt_template else DEFAULT_TEMPLATE
     worktrees, base = _worktrees(o, worker, policy) if o.worktree else (None, "")
+    provider = o.provider or (agent.provider if agent is not None else None)
     return Checked(
-        argv=_argv(o.exec) if o.exec else (),
-        function=None if o.exec else _function(o.call),
+        argv=agent.command if agent is not None else _argv(o.exec) if o.exec else (),
+        function=None if o.exec or agent is not None else _function(o.call),
         labels=parse_labels("label", o.labels),
         template=template,
         worktrees=worktrees,
         base_ref=base,
+        agent=agent,
+        provider=None if provider is None else check_provider(provider),
     )
+
+
+def _agent(o: WorkerOptions, folder: str) -> AgentProfile:
+    """The agent profile `--agent` names, its programs found on PATH (tasks may run in
+    other working directories, so as absolute paths)."""
+    profile = load_profile(o.agent, folder, exec_argv=_argv(o.exec) if o.exec else ())
+    command = _on_path("agent", profile.command)
+    resume = _on_path("agent", profile.resume) if profile.resume else ()
+    return replace(profile, command=command, resume=resume)
+
+
+def _on_path(field: str, argv: tuple[str, ...]) -> tuple[str, ...]:
+    found = shutil.which(argv[0])
+    if found is None:
+        raise InvalidInput(field, "a program on PATH, or the path of an executable", argv[0])
+    return (os.path.abspath(found), *argv[1:])
 
 
 def _argv(line: str) -> tuple[str, ...]:
@@ -75,10 +105,7 @@ def _argv(line: str) -> tuple[str, ...]:
         raise InvalidInput("exec", "a command line with balanced quotes", str(exc)) from None
     if not argv:
         raise InvalidInput("exec", "a command to run", line)
-    found = shutil.which(argv[0])
-    if found is None:
-        raise InvalidInput("exec", "a program on PATH, or the path of an executable", argv[0])
-    return (os.path.abspath(found), *argv[1:])  # tasks may run in other working directories
+    return _on_path("exec", argv)  # tasks may run in other working directories
 
 
 def _function(target: str) -> Callable[..., Any]:
@@ -99,8 +126,10 @@ def _function(target: str) -> Callable[..., Any]:
 def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[Worktrees, str]:
     """The repository of the workdir, checked: git there, the base, the branch names and
     the worktrees' folder."""
-    if not o.exec:
-        raise InvalidInput("worktree", "a command worker (--exec); --call runs in this process")
+    if not o.exec and not o.agent:
+        raise InvalidInput(
+            "worktree", "a command worker (--exec, --agent); --call runs in this process"
+        )
     trees = Worktrees.open(o.workdir or os.getcwd(), policy)
     base = o.base or policy.base or trees.default_base()
     if trees.git.commit_of(base) is None:

@@ -133,6 +133,7 @@ class Runner:
             pid=os.getpid(),
             pid_started_at=started_at(os.getpid()),
             version=c.version or __version__,
+            provider=c.provider,
         )
 
     def _register_and_serve(self) -> tuple[Heartbeat, int]:

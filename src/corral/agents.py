@@ -1,0 +1,107 @@
+"""Which agent profile a worker runs: a built-in one, or the user's own in
+`.corral/agents/NAME.toml` (beside the database; `agents_dir`).
+
+A user profile is a TOML file of the profile's fields (model/agents.py says what each
+means). With `extends = "claude"` it starts from that built-in profile and changes only
+what it names: a binary's path, a flag, the provider account:
+
+    # .corral/agents/claude-opus.toml
+    extends = "claude"
+    command = ["/opt/claude/bin/claude", "-p", "--output-format", "stream-json", "--verbose"]
+    resume = ["/opt/claude/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
+              "--resume", "{session_id}"]
+    provider = "claude:work"
+
+A file's name is the profile's name; a user profile named as a built-in one replaces it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from typing import Any
+
+from corral.errors import InvalidInput
+from corral.model.agents import BUILT_IN, PROFILE_PATTERN, AgentProfile, with_overrides
+from corral.store.location import state_dir
+
+GENERIC = "generic"  # `--exec CMD` as it is, with the last-line usage convention
+_LISTS = ("command", "resume", "model", "limit_patterns", "version_command")
+_TEXTS = ("output", "prompt", "provider", "written_against")
+MAX_PROFILE_BYTES = 65536
+
+
+def agents_dir(db: str) -> str:
+    """Where a store's user profiles live: `agents/` beside a SQLite file."""
+    return os.path.join(state_dir(db), "agents")
+
+
+def load_profile(name: str, folder: str, *, exec_argv: tuple[str, ...] = ()) -> AgentProfile:
+    """Profile `name`: the user's file in `folder`, else a built-in one; `generic` is the
+    `--exec` command (`exec_argv`). InvalidInput (exit 2) names what is wrong."""
+    if not PROFILE_PATTERN.fullmatch(name):
+        raise InvalidInput("agent", "a profile name of lowercase letters, digits, - and _", name)
+    if name == GENERIC:
+        if not exec_argv:
+            raise InvalidInput("exec", "a command (--exec) for --agent generic")
+        return AgentProfile(name=GENERIC, command=exec_argv).check()
+    if exec_argv:
+        raise InvalidInput("exec", f"nothing with --agent {name} (it is the agent's command)")
+    path = os.path.join(folder, f"{name}.toml")
+    if os.path.isfile(path):
+        return _from_file(name, path)
+    if name in BUILT_IN:
+        return BUILT_IN[name]
+    known = ", ".join(sorted({*BUILT_IN, GENERIC, *user_profiles(folder)}))
+    raise InvalidInput("agent", f"one of {known}", name)
+
+
+def user_profiles(folder: str) -> list[str]:
+    """The names of the user's profiles in `folder`."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = (n.removesuffix(".toml") for n in names if n.endswith(".toml"))
+    return sorted(n for n in found if PROFILE_PATTERN.fullmatch(n))
+
+
+def _from_file(name: str, path: str) -> AgentProfile:
+    where = f"agents/{name}.toml"
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_PROFILE_BYTES + 1)
+        if len(raw) > MAX_PROFILE_BYTES:
+            raise InvalidInput(where, f"a file of at most {MAX_PROFILE_BYTES} bytes")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidInput(where, "a readable TOML file", str(exc)) from None
+    except RecursionError:
+        raise InvalidInput(where, "a TOML file whose values nest less than 500 deep") from None
+    base_name = data.pop("extends", None)
+    if base_name is not None and base_name not in BUILT_IN:
+        raise InvalidInput(f"{where} extends", f"one of {', '.join(sorted(BUILT_IN))}", base_name)
+    fields = _fields(where, data)
+    if base_name is None:
+        if "command" not in fields:
+            raise InvalidInput(f"{where} command", "a list of strings (or `extends`)")
+        return AgentProfile(name=name, **fields).check()
+    return with_overrides(BUILT_IN[base_name], name, fields).check()
+
+
+def _fields(where: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The profile fields of a file, each of its type; InvalidInput for any other key."""
+    fields: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _LISTS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InvalidInput(f"{where} {key}", "a list of strings", value)
+            fields[key] = tuple(value)
+        elif key in _TEXTS:
+            if not isinstance(value, str):
+                raise InvalidInput(f"{where} {key}", "a string", value)
+            fields[key] = value
+        else:
+            known = ", ".join(("extends", *_LISTS, *_TEXTS))
+            raise InvalidInput(f"{where} {key}", f"one of the keys {known}")
+    return fields
