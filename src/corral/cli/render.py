@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral.durations import format_duration
 from corral.printable import one_line, visible
@@ -13,9 +13,11 @@ from corral.printable import one_line, visible
 if TYPE_CHECKING:
     from corral.model.events import Event
     from corral.model.orchestrators import OrchestratorState
+    from corral.model.providers import ProviderState
     from corral.model.queues import QueueStat
     from corral.model.runs import Run
     from corral.model.tasks import Task
+    from corral.model.usage import UsageTotal
     from corral.model.workers import Worker
     from corral.orchestrators import OrchestratorReport
     from corral.reviews import PendingReview
@@ -145,7 +147,7 @@ def event_line(event: Event) -> str:
 def run_table(runs: Sequence[Run], now: datetime) -> str:
     """One line per run: when it started, how long it took (so far), and how it ended."""
     return table(
-        ["RUN", "TASK", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT"],
+        ["RUN", "TASK", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT", "COST"],
         [
             [
                 r.id,
@@ -155,6 +157,7 @@ def run_table(runs: Sequence[Run], now: datetime) -> str:
                 format_duration(((r.finished_at or now) - r.started_at).total_seconds()),
                 run_state(r),
                 "-" if r.exit_code is None else r.exit_code,
+                run_cost(r),
             ]
             for r in runs
         ],
@@ -162,10 +165,33 @@ def run_table(runs: Sequence[Run], now: datetime) -> str:
 
 
 def run_state(run: Run) -> str:
-    """The outcome of a finished run; `running` or `stalled` for one that is not."""
+    """The outcome of a finished run; `running` or `waiting` for one that is not."""
     if run.outcome is not None:
         return str(run.outcome)
-    return "stalled" if run.stalled_at is not None else "running"
+    return "waiting" if run.stalled_at is not None else "running"
+
+
+def run_cost(run: Run) -> str:
+    """What its agent said it cost, `-` when it said nothing (never $0 for "unknown")."""
+    cost = (run.usage or {}).get("cost_usd")
+    return f"${cost:.4f}" if isinstance(cost, int | float) and not isinstance(cost, bool) else "-"
+
+
+def task_totals(totals: UsageTotal, attempts: int) -> str:
+    """`show`'s totals over every run of a task."""
+
+    def figure(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.0f}"
+
+    cost = "-" if totals.cost_usd is None else f"${totals.cost_usd:.4f}"
+    return (
+        f"runs:         {totals.runs} ({totals.with_usage} reported usage), attempts {attempts}\n"
+        f"tokens:       {figure(totals.input_tokens)} in, {figure(totals.output_tokens)} out, "
+        f"{figure(totals.cache_read_tokens)} cache read, "
+        f"{figure(totals.cache_write_tokens)} cache write\n"
+        f"cost:         {cost}\n"
+        f"wall time:    {format_duration(totals.wall_s or 0.0)}"
+    )
 
 
 def run_detail(run: Run) -> str:
@@ -259,10 +285,32 @@ def overview(found: Overview) -> str:
         worker_table(found.workers, now) or "workers: none live",
         queue_table(found.queues) if found.queues else "queues: none with work or limits",
         task_counts(found.tasks),
+        *([providers_block(found.providers)] if found.providers else []),
+        waiting_line(found.waiting),
         reviews_line(found.reviews),
         f"left behind by finished runs: {leftovers or 'none'}",
     ]
     return "\n\n".join(blocks)
+
+
+def providers_block(states: Sequence[ProviderState]) -> str:
+    """Each provider account: its agents running, its cap, and why it is held back."""
+    lines = []
+    for s in states:
+        cap = "" if s.max_running is None else f" of {s.max_running}"
+        lines.append(
+            f"provider {s.name}: {s.running}{cap} running" + (f", {s.held}" if s.held else "")
+        )
+    return "\n".join(lines)
+
+
+def waiting_line(waiting: Sequence[dict[str, Any]]) -> str:
+    """`waiting for a person: t-abc (question: ...)`: runs that need attention."""
+    if not waiting:
+        return "waiting for a person: none"
+    return "waiting for a person:\n" + "\n".join(
+        f"  {w['task_id']} ({w['run_id']}) since {w['since']}: {w['reason']}" for w in waiting
+    )
 
 
 def reviews_line(reviews: Sequence[PendingReview]) -> str:

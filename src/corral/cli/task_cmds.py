@@ -73,8 +73,14 @@ def cmd_list(ctx: Context) -> int:
 
 def cmd_show(ctx: Context) -> int:
     """Show one task in full."""
+    from corral.usage import task_totals  # noqa: PLC0415 - for `show` alone
+
     task = ctx.store.get_task(ctx.args.id)
-    ctx.emit(task.to_dict(), render.task_detail(task))
+    totals = task_totals(ctx.store, task.id)
+    human = render.task_detail(task)
+    if totals is not None:
+        human += "\n" + render.task_totals(totals, task.attempts)
+    ctx.emit({**task.to_dict(), "totals": None if totals is None else totals.to_dict()}, human)
     return 0
 
 

@@ -16,6 +16,7 @@ from corral.git.task_worktrees import TaskWorktrees
 from corral.logs import event, logger
 from corral.policies import WorkerOptions
 from corral.runtime.worker import preflight
+from corral.runtime.worker.agent_runs import AgentSetup
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
 from corral.runtime.worker.tmp import make_tmp, remove_tmp
@@ -78,6 +79,7 @@ def _worktrees(ctx: Context, options: WorkerOptions, checked: preflight.Checked)
         base_ref=checked.base_ref,
         policy=ctx.settings.worktree,
         keep=options.keep_worktrees,
+        keep_unfinished=checked.agent is not None and checked.agent.can_resume,
         log=logger("corral.worker"),
     )
 
@@ -119,4 +121,19 @@ def _command_job(
         defer_s=options.defer_delay_s,
         extra_env={"TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp},
         base_env=env,
+        agent=_agent(options, checked, ctx),
+    )
+
+
+def _agent(options: WorkerOptions, checked: preflight.Checked, ctx: Context) -> AgentSetup | None:
+    """How `--agent` runs, or None: the command is a plain one."""
+    if checked.agent is None:
+        return None
+    return AgentSetup(
+        profile=checked.agent,
+        model=options.model or None,
+        extra_args=options.agent_args,
+        provider=checked.provider,
+        resume=ctx.settings.agents_resume,
+        park_s=ctx.settings.agents_park_s,
     )

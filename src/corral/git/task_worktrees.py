@@ -7,7 +7,8 @@ enter(task, claim, job) ─► plan ─► record the branch in the store (under
     were requested, CORRAL_REVIEW_NOTE (the note is added to the prompt too)
 land(task) ─► after a run that succeeded, its branch landed as `worktree.land` says
     (git/task_landing.py)
-leave(task) ─► kept with --keep-worktrees or while the task is in review or approved;
+leave(task) ─► kept with --keep-worktrees or while the task is in review or approved (or,
+    for an agent that resumes its sessions, while it will run again);
     otherwise removed (uncommitted work saved as a backup ref first), and the branch
     deleted only when it holds nothing the base lacks (a kept or conflicting branch stays)
 """
@@ -30,6 +31,7 @@ from corral.policies import WorktreePolicy
 from corral.store import Store
 
 KEPT_FOR_REVIEW = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
+WILL_RUN_AGAIN = frozenset({TaskStatus.READY, TaskStatus.BLOCKED, TaskStatus.RUNNING})
 SETUP_TAIL_CHARS = 500
 
 
@@ -67,6 +69,7 @@ class TaskWorktrees:
         base_ref: str,
         policy: WorktreePolicy,
         keep: bool = False,
+        keep_unfinished: bool = False,
         log: logging.Logger,
     ) -> None:
         try:
@@ -78,6 +81,9 @@ class TaskWorktrees:
         self._landing = TaskLanding(store, trees, policy, log)
         self._store, self._trees, self._worker = store, trees, worker_name
         self._base, self._keep, self._log = base_ref, keep, log
+        # An agent that resumes its session needs the same folder again: a task that will
+        # run again keeps its worktree (and the work left in it).
+        self._kept = KEPT_FOR_REVIEW | (WILL_RUN_AGAIN if keep_unfinished else frozenset())
         self._entered: dict[str, Entered] = {}
         self._lock = threading.Lock()
 
@@ -147,7 +153,7 @@ class TaskWorktrees:
             return
         try:
             status = self._store.get_task(task_id).status
-            if status in KEPT_FOR_REVIEW:
+            if status in self._kept:
                 return
             backup = self._trees.remove(entered.path)
             deleted = self._trees.is_merged(entered.branch, entered.base_ref)

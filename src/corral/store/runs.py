@@ -191,6 +191,22 @@ class RunOps:
                 stop_reason=stop_reason,
             )
 
+    def waiting_runs(self) -> list[dict[str, Any]]:
+        """The unfinished runs waiting for a person: run_id, task_id, worker_id, reason and
+        since (ISO), oldest first."""
+        with self._driver.read() as tx:
+            found = tx.all("waiting_runs")
+        return [
+            {
+                "run_id": row["id"],
+                "task_id": row["task_id"],
+                "worker_id": row["worker_id"],
+                "reason": row["waiting"],
+                "since": iso(self._driver.instant(row["stalled_at"])),
+            }
+            for row in found
+        ]
+
     def last_session(self, task_id: str) -> tuple[str, str, str | None, str] | None:
         """(run id, session id, agent, cwd) of the task's newest run that recorded an
         agent session, or None: what a new run of it may resume."""

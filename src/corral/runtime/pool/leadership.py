@@ -75,6 +75,11 @@ class Member:
             raise _host_taken(seen)
         self._member = joined
 
+    @property
+    def leading(self) -> bool:
+        """Whether this member leads now (and so notifies: notify.py)."""
+        return self._role is Role.LEADER
+
     def start(self) -> None:
         """Lead at once if the lock is free."""
         self._try_lead()

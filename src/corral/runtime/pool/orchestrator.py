@@ -48,6 +48,7 @@ from corral.runtime import signals
 from corral.runtime.pool import worker_process
 from corral.runtime.pool.every import Every
 from corral.runtime.pool.leadership import Member
+from corral.runtime.pool.notify import Notifier, notify_argv
 from corral.runtime.pool.outage import Outage
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
@@ -100,6 +101,7 @@ class Orchestrator:
             policy=settings.worktree,
             agents_folder=agents_dir(store.url),
         )
+        self._notify = notify_argv(settings.notify_command) if settings.notify_command else None
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")
@@ -114,10 +116,11 @@ class Orchestrator:
             store, settings=settings, db=placement.db, clock=self._clock, log=self._log
         )
         self._role = self._role_for(store)
+        self._env = self._worker_env()  # the pool's workers' environment, and notify's
         self.supervisor = Supervisor(
             store,
             settings=settings,
-            env=self._worker_env(),
+            env=self._env,
             layout=placement.layout,
             clock=self._clock,
             log=self._log,
@@ -194,12 +197,14 @@ class Orchestrator:
             event(self._log, "orchestrator.env_withheld", names=",".join(self._withheld))
         self.supervisor.start()
         lines = self._start_task_lines()
+        notifier = self._start_notifier()
         self._guarded(self._role.start)
         held = self._loop()
         if held:
             self._stop_pool()
-        if lines is not None:
-            lines.stop()
+        for service in (lines, notifier):
+            if service is not None:
+                service.stop()
         self._guarded(lambda: self._role.leave(stopped=held))
         return 0 if held else 1
 
@@ -208,6 +213,18 @@ class Orchestrator:
             return None
         return TaskLines(
             self._store, slot_of=self.supervisor.slot_of, out=self._lines_out, log=self._log
+        )
+
+    def _start_notifier(self) -> Notifier | None:
+        if self._notify is None:
+            return None
+        role = self._role
+        return Notifier(
+            self._store,
+            self._notify,
+            leading=lambda: role.leading,
+            env=self._env,
+            log=self._log,
         )
 
     def _loop(self) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import orchestrators, queues, reviews, workers
+from corral.model.providers import ProviderState
 from corral.model.queues import QueueStat
 from corral.model.workers import Worker
 from corral.orchestrators import OrchestratorReport
@@ -31,6 +32,8 @@ class Overview:
     reviews: list[PendingReview]
     tasks: dict[str, int]
     leftovers: list[Leftover]
+    providers: list[ProviderState]
+    waiting: list[dict[str, Any]]  # runs waiting for a person (store.waiting_runs)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `corral status --json` (docs/cli.md)."""
@@ -41,6 +44,8 @@ class Overview:
             "reviews": [r.to_dict() for r in self.reviews],
             "tasks": self.tasks,
             "leftovers": [leftover.to_dict() for leftover in self.leftovers],
+            "providers": [p.to_dict() for p in self.providers],
+            "waiting": self.waiting,
         }
 
 
@@ -53,4 +58,6 @@ def overview(store: Store, *, settings: Settings) -> Overview:
         queues=queues.queue_stats(store),
         reviews=reviews.pending(store, stale_after_s=settings.worktree.review_stale_after_s),
         leftovers=leftovers.find(store),
+        providers=store.provider_states(),
+        waiting=store.waiting_runs(),
     )

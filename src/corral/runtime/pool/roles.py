@@ -33,6 +33,11 @@ from corral.runtime.pool.upkeep import Upkeep
 class OrchestratorRole(Protocol):
     """What an orchestrator is among its store's orchestrators (module docstring)."""
 
+    @property
+    def leading(self) -> bool:
+        """Whether this orchestrator is the one that notifies (and reconciles) now."""
+        ...
+
     def take(self) -> None:
         """Take this orchestrator's place in the store; Refused if a live one holds it."""
         ...
@@ -69,6 +74,8 @@ class SoleHolder:
     def __init__(self, row: StateRow, upkeep: Upkeep) -> None:
         self._row, self._upkeep = row, upkeep
         self._running = False  # the row moved to running (a pass at once came first)
+
+    leading = True  # the one orchestrator of a SQLite store notifies (notify.py)
 
     def take(self) -> None:
         """Take the state row (AlreadyRunning while a live orchestrator holds it)."""

@@ -18,10 +18,9 @@ closed with nothing to release. A background thread keeps spare output files rea
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from corral import documents, filemodes
@@ -29,6 +28,15 @@ from corral.clock import Clock
 from corral.errors import InvalidInput
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
+from corral.runtime.worker.agent_runs import (
+    LIMIT_STOP,
+    AgentSetup,
+    Resume,
+    StreamWatch,
+    continuation_prompt,
+    resume_of,
+)
+from corral.runtime.worker.agent_streams import last_usage
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.executor import CommandResult, CommandSpec, run_command
 from corral.runtime.worker.jobs import Opened, Stop
@@ -65,6 +73,8 @@ class CommandJob:
     extra_env: dict[str, str] = field(default_factory=dict)
     # The environment commands start from: the runner's, read once (not once per task).
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    agent: AgentSetup | None = None  # --agent: the command is the agent's (agent_runs.py)
+    changes_note: str | None = None  # in a worktree after request-changes: the reviewer's note
 
     def begin(self, place: Workplace) -> CommandRuns:
         """This job's runs for the worker `place` describes (jobs.Job)."""
@@ -77,6 +87,9 @@ class Prepared:
 
     spec: CommandSpec
     prompt: str
+    task_id: str
+    prompt_file: str | None = None  # an agent that reads its prompt from a file: written at start
+    resumed: Resume | None = None  # the session this run of an agent continues
 
     def run_start(self, base_commit: str | None = None) -> RunStart:
         """What the run record says of this command (paths made absolute)."""
@@ -115,26 +128,65 @@ class CommandRuns:
         return Opened(start=prepared.run_start(), prepared=prepared)
 
     def perform(self, held: Held, opened: Opened[Prepared | Exception], stop: Stop) -> Done:
-        """Run the prepared command to its end (a failure to prepare it raises here)."""
+        """Run the prepared command to its end (a failure to prepare it raises here); an
+        agent's resumes its session, when it can (agent_runs.py)."""
         if isinstance(opened.prepared, Exception):
             raise opened.prepared
-        return self.run(self._job, held.opened_run(), opened.prepared, stop)
+        prepared, run_id = opened.prepared, held.opened_run()
+        if self._job.agent is not None:
+            prepared = self.resumed(self._job, held, prepared)
+            if prepared.resumed is not None:
+                self._place.store.set_run_start(run_id, prepared.run_start())
+        return self.run(self._job, run_id, prepared, stop)
+
+    def resumed(self, job: CommandJob, held: Held, prepared: Prepared) -> Prepared:
+        """`prepared` as the run of an agent that resumes its task's session, if it does."""
+        assert job.agent is not None
+        resume = resume_of(self._place.store, job.agent, held.task, prepared.spec.cwd)
+        if resume is None:
+            return prepared
+        return prepare(
+            job,
+            held.task,
+            token=held.token,
+            run_id=held.opened_run(),
+            worker_id=self._place.worker_id,
+            db=self._place.store.url,
+            resume=resume,
+        )
 
     def run(self, job: CommandJob, run_id: str, prepared: Prepared, stop: Stop) -> Done:
         """Run `prepared`, a command of `job` (this one, or as a worktree changed it), if
         its claim is still held when it is about to start (launch.py)."""
-        store = self._place.store
-        not_started = refused_launch(self._place, run_id, stop)
+        store, place = self._place.store, self._place
+        not_started = refused_launch(place, run_id, stop)
         if not_started is not None:
             return not_started
+        watch = None
+        if job.agent is not None:
+            resumed = prepared.resumed
+            store.record_agent_run(
+                run_id,
+                agent=job.agent.profile.name,
+                resumed_from=None if resumed is None else resumed.run_id,
+                session_id=None if resumed is None else resumed.session_id,
+            )
+            watch = StreamWatch(
+                place,
+                job.agent,
+                run_id=run_id,
+                task_id=prepared.task_id,
+                transcript_path=prepared.spec.transcript_path,
+            )
         return run_prepared(
             job,
             prepared,
-            clock=self._place.clock,
+            clock=place.clock,
             stop=stop,
             on_stall=lambda: store.mark_waiting(run_id, STALLED_REASON),
             on_resume=lambda: store.record_progress(run_id, None),
             spares=self._spares,
+            watch=watch,
         )
 
     def close(self, held: Held, opened: Opened[Prepared | Exception]) -> None:
@@ -146,13 +198,30 @@ class CommandRuns:
 
 
 def prepare(
-    job: CommandJob, task: Task, *, token: int, run_id: str, worker_id: str, db: str
+    job: CommandJob,
+    task: Task,
+    *,
+    token: int,
+    run_id: str,
+    worker_id: str,
+    db: str,
+    resume: Resume | None = None,
 ) -> Prepared:
-    """The argv, prompt, environment, working directory and capture paths for `task`."""
+    """The argv, prompt, environment, working directory and capture paths for `task`
+    (of an agent: as its profile says, resuming `resume`'s session when given)."""
+    if resume is not None:
+        text = continuation_prompt(task, job.changes_note)
+    else:
+        text = render_prompt(task, job.template)
     # No NUL: neither an argv nor the run row's text column can hold one (corral.documents).
-    prompt = documents.without_nul(render_prompt(task, job.template))
-    separator = () if job.prompt_arg_bare else ("--",)
-    argv = (*job.argv, *separator, prompt) if job.prompt_arg else job.argv
+    prompt = documents.without_nul(text)
+    prompt_file = None
+    if job.agent is not None:
+        argv, on_stdin, prompt_file = _agent_argv(job, job.agent, prompt, run_id, resume)
+    else:
+        separator = () if job.prompt_arg_bare else ("--",)
+        argv = (*job.argv, *separator, prompt) if job.prompt_arg else job.argv
+        on_stdin = not job.prompt_arg
     env = {
         **job.base_env,
         **job.extra_env,
@@ -165,7 +234,7 @@ def prepare(
     workdir = task.payload.get("workdir")
     spec = CommandSpec(
         argv=argv,
-        stdin_text=None if job.prompt_arg else prompt,
+        stdin_text=prompt if on_stdin else None,
         env=env,
         cwd=_allowed(workdir, job) if isinstance(workdir, str) else (job.workdir or os.getcwd()),
         transcript_path=os.path.join(job.runs_dir, f"{run_id}.jsonl"),
@@ -176,7 +245,28 @@ def prepare(
         kill_stalled=job.kill_stalled,
         grace_s=job.grace_s,
     )
-    return Prepared(spec=spec, prompt=prompt)
+    return Prepared(
+        spec=spec, prompt=prompt, task_id=task.id, prompt_file=prompt_file, resumed=resume
+    )
+
+
+def _agent_argv(
+    job: CommandJob, agent: AgentSetup, prompt: str, run_id: str, resume: Resume | None
+) -> tuple[tuple[str, ...], bool, str | None]:
+    """(an agent's argv, whether its prompt goes to stdin, the prompt file it reads)."""
+    profile = agent.profile
+    prompt_file = None
+    if profile.prompt == "file":
+        prompt_file = os.path.join(job.runs_dir, f"{run_id}.prompt")
+    argv = profile.argv(
+        model=agent.model,
+        extra=agent.extra_args,
+        session_id=None if resume is None else resume.session_id,
+        prompt_file=prompt_file,
+    )
+    if profile.prompt == "arg":
+        return (*argv, "--", prompt), False, None  # `--`: no title can become an option
+    return argv, profile.prompt == "stdin", prompt_file
 
 
 def run_prepared(
@@ -188,13 +278,16 @@ def run_prepared(
     on_stall: Callable[[], None],
     on_resume: Callable[[], None],
     spares: Spares | None = None,
+    watch: StreamWatch | None = None,
 ) -> Done:
-    """Run the command to its end and describe it."""
+    """Run the command to its end and describe it (an agent's, from its stream: `watch`)."""
     filemodes.make_dirs(job.runs_dir)
+    if prepared.prompt_file is not None:
+        _write_private(prepared.prompt_file, prepared.prompt)
     reasons: list[str] = []
 
     def stop_and_remember() -> str | None:
-        reason = stop()
+        reason = stop() or (watch.poll() if watch is not None else None)
         if reason:
             reasons.append(reason)
         return reason
@@ -207,15 +300,58 @@ def run_prepared(
         on_resume=on_resume,
         spares=spares,
     )
-    return _done(job, prepared, result, reasons[-1] if reasons else None)
+    stop_reason = reasons[-1] if reasons else None
+    if watch is not None:
+        return _agent_done(job, prepared, result, stop_reason, watch)
+    return _done(job, prepared, result, stop_reason, last_usage(prepared.spec.transcript_path))
+
+
+def _write_private(path: str, text: str) -> None:
+    """Write `text` to a new file only its owner reads (corral.filemodes)."""
+    fd = filemodes.open_file(path, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _agent_done(
+    job: CommandJob,
+    prepared: Prepared,
+    result: CommandResult,
+    stop_reason: str | None,
+    watch: StreamWatch,
+) -> Done:
+    """An agent's run described from its stream: its usage, a limit (the task deferred
+    until the reset, no attempt counted), its own verdict."""
+    verdict = watch.finish(
+        exit_code=result.exit_code, stderr_tail=result.stderr_tail, ending=str(result.ending)
+    )
+    usage = verdict.facts.usage
+    if verdict.limit_until is not None:
+        return Done(
+            ending=result.ending,
+            success=False,
+            exit_code=result.exit_code,
+            error=f"usage limit: {verdict.limit_reason}",
+            usage=usage,
+            stop_reason=LIMIT_STOP,
+            defer_until=verdict.limit_until,
+            defer_reason=f"usage limit: {verdict.limit_reason}",
+        )
+    done = _done(job, prepared, result, stop_reason, usage)
+    if done.success and verdict.facts.error is not None:  # the agent's own word wins
+        return replace(done, success=False, error=f"the agent failed: {verdict.stop_reason}")
+    return done
 
 
 def _done(
-    job: CommandJob, prepared: Prepared, result: CommandResult, stop_reason: str | None
+    job: CommandJob,
+    prepared: Prepared,
+    result: CommandResult,
+    stop_reason: str | None,
+    usage: dict[str, Any] | None,
 ) -> Done:
     ending = result.ending
     code = result.exit_code
-    usage = last_usage(prepared.spec.transcript_path)
     if ending is Ending.EXITED and code == DEFER_EXIT_CODE:
         return Done(ending=ending, success=False, exit_code=code, usage=usage, defer_s=job.defer_s)
     if ending is Ending.EXITED and code == 0:
@@ -241,27 +377,6 @@ def _error(ending: Ending, code: int | None, result: CommandResult, timeout_s: f
     else:
         head = f"exited with status {code}"
     return f"{head}: {tail}" if tail else head
-
-
-def last_usage(path: str, window: int = 65536) -> dict[str, Any] | None:
-    """The `usage` object of the transcript's last line, when that line is JSON."""
-    try:
-        size = os.stat(path).st_size
-        if not size:  # a command that printed nothing: one stat, no open
-            return None
-        with open(path, "rb") as handle:
-            handle.seek(max(0, size - window))
-            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
-    except OSError:
-        return None
-    if not lines:
-        return None
-    try:
-        last = json.loads(lines[-1])
-    except ValueError:
-        return None
-    usage = last.get("usage") if isinstance(last, dict) else None
-    return usage if isinstance(usage, dict) else None
 
 
 def _allowed(workdir: str, job: CommandJob) -> str:

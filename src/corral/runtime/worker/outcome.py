@@ -7,6 +7,7 @@ Every job's runs (jobs.py: commands, commands in worktrees, Python callables) en
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -40,6 +41,8 @@ class Done:
     stop_reason: str | None = None
     defer_s: float | None = None
     final_commit: str | None = None  # the commit a task's worktree ended at
+    defer_until: datetime | None = None  # deferred until then (an agent's usage limit) ...
+    defer_reason: str | None = None  # ... for this reason
 
 
 _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
@@ -55,6 +58,16 @@ def report_of(held: Held, done: Done) -> Report:
     }
     if done.success:
         return Report.of(held, Action.COMPLETE, RunOutcome.DONE, result=done.result, **common)
+    if done.defer_until is not None:
+        return Report.of(
+            held,
+            Action.DEFER,
+            RunOutcome.DEFERRED,
+            run_at=done.defer_until,
+            reason=done.defer_reason,
+            error=done.error,
+            **common,
+        )
     if done.defer_s is not None:
         return Report.of(
             held,

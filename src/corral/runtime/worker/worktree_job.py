@@ -48,7 +48,13 @@ def in_worktree(job: CommandJob, entered: Entered) -> CommandJob:
         note = entered.changes_note.replace("$", "$$")
         template += "\nChanges requested by the reviewer:\n" + note + "\n"
     env = {**job.extra_env, **entered.env()}
-    return replace(job, workdir=entered.path, extra_env=env, template=template)
+    return replace(
+        job,
+        workdir=entered.path,
+        extra_env=env,
+        template=template,
+        changes_note=entered.changes_note,
+    )
 
 
 class WorktreeRuns:
@@ -76,6 +82,8 @@ class WorktreeRuns:
             worker_id=place.worker_id,
             db=place.store.url,
         )
+        if job.agent is not None:
+            prepared = self._commands.resumed(job, held, prepared)
         place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.base_commit))
         done = self._commands.run(job, run_id, prepared, stop)
         head = self._trees.final_commit(task.id)

@@ -741,3 +741,9 @@ WHERE (:since::timestamptz IS NULL OR r.started_at >= :since::timestamptz) AND (
 GROUP BY 1
 ORDER BY 8 DESC NULLS LAST, 1
 LIMIT :limit;
+
+-- name: waiting_runs
+-- The unfinished runs flagged waiting for a person, oldest first.
+SELECT id, task_id, worker_id, waiting, stalled_at FROM runs
+WHERE waiting IS NOT NULL AND finished_at IS NULL
+ORDER BY started_at;

@@ -841,3 +841,9 @@ WHERE (:since IS NULL OR r.started_at >= :since) AND (:task_id IS NULL OR r.task
 GROUP BY 1
 ORDER BY 8 DESC NULLS LAST, 1
 LIMIT :limit;
+
+-- name: waiting_runs
+-- The unfinished runs flagged waiting for a person, oldest first.
+SELECT id, task_id, worker_id, waiting, stalled_at FROM runs
+WHERE waiting IS NOT NULL AND finished_at IS NULL
+ORDER BY started_at;

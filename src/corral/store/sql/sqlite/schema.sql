@@ -149,6 +149,8 @@ CREATE TABLE runs (
 );
 
 CREATE INDEX runs_by_task ON runs (task_id, started_at);
+-- The runs waiting for a person now, as `status` lists them.
+CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;
 CREATE INDEX runs_unfinished_by_worker ON runs (worker_id) WHERE finished_at IS NULL;
 
 CREATE TRIGGER runs_immutable_once_finished BEFORE UPDATE ON runs

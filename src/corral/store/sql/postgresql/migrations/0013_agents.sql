@@ -21,3 +21,5 @@ CREATE TABLE providers (
 CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NULL;
 CREATE OR REPLACE VIEW worker_view AS
 SELECT w.* FROM workers w;
+-- The runs waiting for a person now, as `status` lists them.
+CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;

@@ -18,3 +18,5 @@ CREATE TABLE providers (
     updated_at   REAL    NOT NULL
 );
 CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NULL;
+-- The runs waiting for a person now, as `status` lists them.
+CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;

@@ -1,0 +1,121 @@
+"""`[notify] command`: a user's command told of what needs a person, never of every turn.
+
+The orchestrator follows the event log from its start and, while it leads (one notifies
+per store however many orchestrators share it), runs the command once for each event
+that asks for attention:
+
+    task.failed                          a task failed for good (retries are not news)
+    task.waiting                         an agent asked a question, or fell silent
+    task.submitted, or a task completed  a task waits for review
+        into in_review ("review.requested")
+    provider.parked                      a provider account hit its usage limit
+
+The command (split like `--exec`, never through a shell) gets the event's JSON shape on
+stdin and `CORRAL_NOTICE` (the kind above), `CORRAL_EVENT_ID`, `CORRAL_TASK_ID` in its
+environment, which is otherwise the pool workers' (filtered by `env.deny`). It runs one
+at a time, each bounded by NOTIFY_TIMEOUT_S; a command that fails or hangs is logged and
+the next event still goes out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import subprocess
+from collections.abc import Callable
+
+from corral.clock import SystemClock
+from corral.errors import InvalidInput
+from corral.logs import event
+from corral.model.events import Event, EventFilter
+from corral.model.states import TaskStatus
+from corral.runtime.follow import Follower
+from corral.store import Store
+from corral.threads import ThreadService
+
+NOTIFY_TIMEOUT_S = 30.0
+POLL_S = 0.5  # a notice is for a person: half a second late is on time
+NOTICE_EVENTS = ("task.failed", "task.waiting", "task.submitted", "task.completed",
+                 "provider.parked")  # fmt: skip
+REVIEW_REQUESTED = "review.requested"
+
+
+def notice_of(ev: Event) -> str | None:
+    """The kind of notice `ev` calls for, or None (a task completed straight to done)."""
+    if ev.name in ("task.submitted", "task.completed"):
+        return REVIEW_REQUESTED if ev.to_status == TaskStatus.IN_REVIEW else None
+    return ev.name if ev.name in NOTICE_EVENTS else None
+
+
+def notify_argv(command: str) -> tuple[str, ...]:
+    """`[notify] command` as an argument list; InvalidInput for unbalanced quotes."""
+    try:
+        argv = tuple(shlex.split(command))
+    except ValueError as exc:
+        raise InvalidInput(
+            "notify.command", "a command line with balanced quotes", str(exc)
+        ) from None
+    if not argv:
+        raise InvalidInput("notify.command", "a command to run", command)
+    return argv
+
+
+class Notifier(ThreadService):
+    """A daemon thread running the notify command for each notice from now on."""
+
+    def __init__(
+        self,
+        store: Store,
+        argv: tuple[str, ...],
+        *,
+        leading: Callable[[], bool],
+        env: dict[str, str],
+        log: logging.Logger,
+    ) -> None:
+        super().__init__("corral-notify")
+        self._argv, self._leading, self._env, self._log = argv, leading, env, log
+        flt = EventFilter(names=NOTICE_EVENTS, limit=0)  # none from before now
+        self._follower = Follower(
+            store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S, listen=False
+        )
+        self.start()
+
+    def _run(self) -> None:
+        self._follower.run(self._on_event)
+
+    def _interrupt(self) -> None:
+        self._follower.stop()
+
+    def _outage(self, message: str) -> None:
+        event(self._log, "notify.store_unreachable", logging.WARNING, error=message)
+
+    def _on_event(self, ev: Event) -> None:
+        kind = notice_of(ev)
+        if kind is None or not self._leading():
+            return
+        env = {
+            **self._env,
+            "CORRAL_NOTICE": kind,
+            "CORRAL_EVENT_ID": str(ev.id),
+            "CORRAL_TASK_ID": ev.task_id or "",
+        }
+        try:
+            done = subprocess.run(  # noqa: S603 - the user's own configured command
+                self._argv,
+                input=json.dumps(ev.to_dict()) + "\n",
+                text=True,
+                env=env,
+                capture_output=True,
+                timeout=NOTIFY_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            event(self._log, "notify.failed", logging.WARNING, notice=kind, error=str(exc))
+            return
+        if done.returncode != 0:
+            tail = done.stderr.strip()[-300:]
+            event(self._log, "notify.failed", logging.WARNING, notice=kind,
+                  status=done.returncode, error=tail)  # fmt: skip
+            return
+        event(self._log, "notify.sent", notice=kind, event_id=ev.id, task_id=ev.task_id)

@@ -1,0 +1,55 @@
+"""Use cases of agents' spending: usage and cost summed, and the provider accounts.
+
+Usage is what each run's agent reported (model/usage.py); provider accounts are shared
+by every host (model/providers.py). Both are read from the store: a total is the same
+whichever process asks.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from corral.errors import InvalidInput
+from corral.model.actors import OPERATOR
+from corral.model.providers import ProviderState, check_provider
+from corral.model.usage import UsageTotal
+from corral.store import Store
+
+
+def usage_totals(
+    store: Store, *, by: str = "task", since_s: float | None = None, limit: int = 1000
+) -> list[UsageTotal]:
+    """The runs started in the last `since_s` seconds (None: all), summed by `by`."""
+    since = None if since_s is None else store.now() - timedelta(seconds=since_s)
+    return store.usage_by(by, since=since, limit=limit)
+
+
+def task_totals(store: Store, task_id: str) -> UsageTotal | None:
+    """Every run of task `task_id` summed (None: it has no run yet)."""
+    found = store.usage_by("task", task_id=task_id, limit=1)
+    return found[0] if found else None
+
+
+def provider_states(store: Store, name: str | None = None) -> list[ProviderState]:
+    """Every provider account (or `name`): its cap, pause, park and agents running."""
+    if name is not None:
+        check_provider(name)
+    return store.provider_states(name)
+
+
+def set_provider(
+    store: Store,
+    name: str,
+    *,
+    max_running: int | Literal["keep"] | None = "keep",
+    paused: bool | None = None,
+    unpark: bool = False,
+) -> ProviderState:
+    """Cap, pause or resume provider account `name`; every host obeys from its next claim.
+    Resuming (`paused=False`) ends a usage-limit park too (`unpark`)."""
+    if max_running == "keep" and paused is None and not unpark:
+        raise InvalidInput("provider", "at least one of --max-running, --pause, --resume")
+    return store.set_provider(
+        name, max_running=max_running, paused=paused, unpark=unpark, actor=OPERATOR
+    )
