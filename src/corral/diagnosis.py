@@ -97,6 +97,7 @@ def _ready(store: Store, task: Task, now: datetime) -> list[Reason]:
             else (f"all {len(workers)} workers that could run it are")
         )
         reasons.append(Reason("workers_busy", f"{who} busy"))
+    reasons += _providers_held(store, workers)
     for stat in store.queue_stats(task.queue):
         if stat.held:
             reasons.append(Reason("queue_limit", f"queue {task.queue} is {stat.held}"))
@@ -105,6 +106,18 @@ def _ready(store: Store, task: Task, now: datetime) -> list[Reason]:
         noun = "task" if ahead == 1 else "tasks"
         reasons.append(Reason("queued", f"{ahead} {noun} ahead of it in queue {task.queue}"))
     return reasons or [Reason("claimable", "ready: the next worker that asks will claim it")]
+
+
+def _providers_held(store: Store, workers: list[Worker]) -> list[Reason]:
+    """The provider accounts of the workers that could run it, when every one of those
+    workers spends an account that holds claims back (parked, paused, at its cap)."""
+    accounts = {w.provider for w in workers}
+    if not workers or None in accounts:
+        return []  # some worker that could run it spends no account
+    held = [s for s in store.provider_states() if s.name in accounts and s.held]
+    if len(held) < len(accounts):
+        return []
+    return [Reason("provider_held", f"provider {s.name} is {s.held}") for s in held]
 
 
 def _could_run(worker: Worker, task: Task) -> bool:
