@@ -102,13 +102,14 @@ def test_runs_lists_runs_newest_first_in_a_table(cli, scene: Scene, tmp_path: Pa
     result = cli("runs")
     lines = result.out.splitlines()
     assert 0 == result.code
-    assert ["RUN", "TASK", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT"] == lines[0].split()
+    headers = ["RUN", "TASK", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT", "COST"]
+    assert headers == lines[0].split()
     rows = [line.split() for line in lines[1:]]
     assert [newer.run_id, scene.run_id] == [row[0] for row in rows]
     assert [
-        (newer.task_id, newer.worker_id, "running", "-"),
-        (scene.task_id, scene.worker_id, "done", "0"),
-    ] == [(row[1], row[2], row[6], row[7]) for row in rows]
+        (newer.task_id, newer.worker_id, "running", "-", "-"),
+        (scene.task_id, scene.worker_id, "done", "0", "-"),  # no usage: no cost, not $0
+    ] == [(row[1], row[2], row[6], row[7], row[8]) for row in rows]
 
 
 def test_runs_json_is_the_array_of_runs(cli, scene: Scene, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -246,7 +247,10 @@ def test_logs_follow_of_a_finished_run_prints_it_and_exits(cli, scene: Scene) ->
 
 
 def _task(cli, task_id: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return json.loads(cli("show", task_id, "--json").out)
+    """The task as `show` prints it, without the totals over its runs it adds."""
+    shown: dict[str, Any] = json.loads(cli("show", task_id, "--json").out)
+    shown.pop("totals")
+    return shown
 
 
 def test_defer_returns_the_task_to_ready_without_counting_the_attempt(cli, scene: Scene) -> None:  # type: ignore[no-untyped-def]
