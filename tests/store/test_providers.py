@@ -9,13 +9,13 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from tests.conftest import run_under
 
 import corral
 from corral import FakeClock, InvalidInput, NewWorker, Settings, Store, Task, Worker
 from corral.model.batches import ClaimAsk
 from corral.model.runs import RunOutcome
 from corral.usage import provider_states, set_provider, task_totals, usage_totals
-from tests.conftest import run_under
 
 Add = Callable[..., Task]
 

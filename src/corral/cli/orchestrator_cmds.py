@@ -38,9 +38,11 @@ def cmd_start(ctx: Context) -> int:
 def _pool_flags(a: Args) -> dict[str, Any]:
     """The pool's flags given, by setting name; they win over `[pool]` keys."""
     values = worker_flags.given(a)
-    for job, other in (("pool_exec", "pool_call"), ("pool_call", "pool_exec")):
-        if job in values:  # --exec replaces the file's `call`, and --call its `exec`
-            values.setdefault(other, "")
+    jobs = ("pool_exec", "pool_call", "pool_agent")
+    for job in jobs:
+        if job in values:  # a job given replaces the file's others (--agent generic: its --exec)
+            for other in jobs:
+                values.setdefault(other, "")
     if a.workers is not None:
         values["pool_workers"] = a.workers
     return values

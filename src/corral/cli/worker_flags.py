@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
     from corral.cli.context import Args
 
-JOB = frozenset({"exec", "call"})  # `worker start` takes exactly one (an argparse group)
+# `worker start` takes one of them (an argparse group), or `--agent` (which may add --exec).
+JOB = frozenset({"exec", "call"})
 
 
 def option_args(*, skip: frozenset[str] = frozenset()) -> tuple[Arg, ...]:
@@ -26,8 +27,9 @@ def option_args(*, skip: frozenset[str] = frozenset()) -> tuple[Arg, ...]:
 
 
 def add_job_group(parser: argparse.ArgumentParser) -> None:
-    """`--exec CMD | --call MODULE:FUNCTION`, one of them required (`worker start`)."""
-    group = parser.add_mutually_exclusive_group(required=True)
+    """`--exec CMD | --call MODULE:FUNCTION`, not both (`worker start`); whether one is
+    needed depends on `--agent`, which preflight checks (one line, exit 2)."""
+    group = parser.add_mutually_exclusive_group()
     for option in OPTIONS:
         if option.field in JOB:
             arg = _arg(option)

@@ -1,354 +1,222 @@
-"""Reading an agent's own output stream: its session, usage, cost, a usage limit, a question.
+"""What an agent's transcript says about its run, read while the agent still writes it.
 
-The agent's stdout goes straight to the run's transcript file (executor.py); a
-`StreamReader` reads that file as it grows (`poll`, at every poll of the run's watch) and
-once more at its end (`finish`). It never parses every line: an agent's transcript is
-mostly assistant messages and tool output, tens of megabytes of JSON that say nothing
-corral needs. Each chunk read is searched for the few byte markers that do (`"result"`,
-`rate_limit_event` ...), and only the lines holding one are decoded, so a 50 MB
-transcript costs about what copying it does (bench/agent_stream.py). A line longer than
-MAX_LINE_BYTES is skipped, never buffered whole, and a line that is not JSON (a CLI bug
-can splice an event into the middle of another) is skipped.
+An agent CLI's stdout goes straight to the run's transcript file (executor.py). A
+`StreamReader` reads what was appended since its last call (`poll`, about every 50 ms,
+from the executor's stop callback) and the rest once the command has ended (`finish`),
+and keeps what it learnt in one `StreamFacts`: the session id (to resume it), usage and
+cost, a usage limit and when it resets, a question that waits for a person, and the
+agent's own failure text. Usage keys are normalized: input_tokens, output_tokens,
+cache_read_tokens, cache_write_tokens (ints) and cost_usd (float), only those the stream
+gave; `generic` keeps the user's own keys.
 
-Formats, as each tool documents them (checked 2026-11-26; docs/agents.md):
+Cost: a long run's transcript is tens of megabytes, nearly all of it tool output nobody
+here needs, so no line is decoded unless it may say something. The reader reads 1 MiB
+chunks and keeps only the unterminated last line between calls (a line past 8 MiB is
+dropped, not held). Both CLIs print compact JSON whose first key is the type
+(`{"type":"result",...`), so one `startswith` on a tuple of prefixes decides a line's
+fate: skipped (`user`, `item.*`), parsed (`result`, `turn.completed`), or, for a claude
+`assistant` line, parsed only if it holds `AskUserQuestion` (sought by its rare "Q" with
+memchr first). A line in any other layout (spaces after colons, another key first) is
+parsed when it holds one of the format's
+marker strings, so the fast path is an optimization, never a condition of correctness.
 
-- `claude-stream-json`: `claude -p --output-format stream-json --verbose` (Claude Code
-  2.x). `{"type":"system","subtype":"init","session_id",...,"claude_code_version"}`;
-  assistant messages (a `tool_use` named `AskUserQuestion` is a question for a person);
-  `{"type":"rate_limit_event","rate_limit_info":{"status","resetsAt","rateLimitType"}}`,
-  a limit only when status is `rejected`; the final `{"type":"result","subtype",
-  "is_error","result","session_id","total_cost_usd","usage":{input_tokens,output_tokens,
-  cache_creation_input_tokens,cache_read_input_tokens}}`.
-- `codex-json`: `codex exec --json` (Codex CLI 0.14x). `thread.started{thread_id}` (the
-  session), `turn.completed{usage:{input_tokens,cached_input_tokens,output_tokens}}`
-  (summed over turns), `turn.failed{error:{message}}`, `error{message}`; the backend's
-  usage limit reads "You've hit your usage limit ..." and may carry `resets_at` (epoch) or
-  `resets_in_seconds`.
-- `aider-text`: aider's console lines, `Tokens: 2.4k sent, 1.1k cache write, 188 received.
-  Cost: $0.0099 message, $0.0123 session.`: tokens summed, cost the last session figure.
-- `generic`: corral's own convention: a last line that is a JSON object with a `usage`
-  object (kept as the command wrote it).
+Generic output: corral's own convention, `last_usage`, the last line's `usage` object.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from corral.clock import Clock, SystemClock
+from corral.errors import InvalidInput
+from corral.model.agents import OUTPUTS
+from corral.runtime.worker.stream_formats import (
+    Limit,
+    LineFormat,
+    StreamFacts,
+    format_for,
+    json_object,
+)
+
+__all__ = ["Limit", "StreamFacts", "StreamReader", "last_usage", "read_stream"]
 
 CHUNK_BYTES = 1 << 20
-MAX_LINE_BYTES = 8 << 20  # a longer line is skipped, not buffered
-MAX_TEXT_CHARS = 200
-
-_CLAUDE_MARKERS = (b'"system"', b'"result"', b"rate_limit_event", b"AskUserQuestion")
-_CODEX_MARKERS = (b"thread.started", b"turn.completed", b"turn.failed", b'"error"')
-_AIDER_MARKERS = (b"Tokens:", b"Cost:")
-_LIMIT_TEXT = re.compile(r"usage limit|usage_limit|quota exceeded", re.IGNORECASE)
-_RESETS_AT = re.compile(r'"?resets_at"?\s*[:=]\s*(\d{9,11})')
-_RESETS_IN = re.compile(r'"?resets_in_seconds"?\s*[:=]\s*(\d+)')
-_TRY_IN = re.compile(r"try again in (\d+(?:\.\d+)?)\s*(second|minute|hour|day)", re.IGNORECASE)
-_UNIT_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
-_AIDER_TOKENS = re.compile(r"Tokens:\s*(.*?)(?:\.\s*Cost:|$)")
-_AIDER_FIGURE = re.compile(r"([\d.,]+)\s*([kKmM]?)\s+(sent|received|cache write|cache hit)")
-_AIDER_SESSION = re.compile(r"\$([\d.]+)\s+session")
-_AIDER_KEYS = {
-    "sent": "input_tokens",
-    "received": "output_tokens",
-    "cache write": "cache_write_tokens",
-    "cache hit": "cache_read_tokens",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Limit:
-    """The provider's usage limit, as the stream showed it."""
-
-    reset_at: float | None  # epoch seconds of the reset, None when the stream does not say
-    message: str
-
-
-@dataclass(slots=True)
-class StreamFacts:
-    """What the reader has learnt so far of one run."""
-
-    session_id: str | None = None
-    usage: dict[str, Any] | None = None  # None: the stream reported none (never zeros)
-    limit: Limit | None = None
-    waiting: str | None = None  # why the agent waits for a person (first seen)
-    error: str | None = None  # the agent's own failure text
-    agent_version: str | None = None
+MAX_LINE_BYTES = 8 << 20  # a longer line is skipped: none of the facts sits in one
+LAST_LINE_WINDOW_BYTES = 65536  # generic: how far back from the end the last line is sought
+ANCHOR_TRIES = 4  # places of the rare byte compared one by one before a substring search
+NEWLINE = b"\n"
 
 
 class StreamReader:
-    """One transcript, read from where the last read stopped."""
+    """Reads one transcript as it grows; `poll` while the agent runs, `finish` at its end."""
 
     def __init__(self, output: str, path: str, *, clock: Clock | None = None) -> None:
-        self._output, self._path = output, path
-        self._clock = clock or SystemClock()
-        self._offset = 0
-        self._tail = b""  # an unterminated last line, kept for the next read
-        self._skipping = False  # inside a line longer than MAX_LINE_BYTES
+        if output not in OUTPUTS:
+            raise InvalidInput("output", f"one of {', '.join(OUTPUTS)}", output)
         self.facts = StreamFacts()
-        self._markers = {
-            "claude-stream-json": _CLAUDE_MARKERS,
-            "codex-json": _CODEX_MARKERS,
-            "aider-text": _AIDER_MARKERS,
-        }.get(output, ())
+        self._path = path
+        self._lines: LineFormat | None = format_for(output, self.facts, clock or SystemClock())
+        self._offset = 0  # bytes of the file read so far
+        self._tail: list[bytes] = []  # the last line, not yet terminated
+        self._tail_bytes = 0
+        self._skipping = False  # inside a line past MAX_LINE_BYTES
 
     def poll(self) -> StreamFacts:
-        """Read what was appended since the last call; only whole lines are parsed."""
-        if self._markers:
-            self._read(final=False)
+        """The facts, after reading what was appended since the last call (whole lines)."""
+        if self._lines is None:
+            self._last_line(final=False)
+        else:
+            self._read()
         return self.facts
 
     def finish(self) -> StreamFacts:
-        """Read the rest, a last line without its newline included."""
-        if self._output == "generic":
-            self.facts.usage = last_usage(self._path)
-        elif self._markers:
-            self._read(final=True)
+        """The facts, after reading the rest, a last line without a newline included."""
+        if self._lines is None:
+            self._last_line(final=True)
+            return self.facts
+        self._read()
+        if self._tail and not self._skipping:
+            line = b"".join((*self._tail, NEWLINE))
+            self._scan(line, 0, len(line))
+        self._tail, self._tail_bytes, self._skipping = [], 0, False
         return self.facts
 
-    def _read(self, *, final: bool) -> None:
+    def _read(self) -> None:
+        """Read up to the size the file has now (not chasing a writer that keeps going)."""
         try:
             fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
+        except OSError:  # not created yet, or gone: nothing to learn now
             return
         try:
-            while True:
-                data = os.pread(fd, CHUNK_BYTES, self._offset)
-                if not data:
+            size = os.fstat(fd).st_size
+            while self._offset < size:
+                data = os.pread(fd, min(CHUNK_BYTES, size - self._offset), self._offset)
+                if not data:  # truncated under us
                     break
                 self._offset += len(data)
-                self._chunk(data)
+                self._consume(data)
         finally:
             os.close(fd)
-        if final and self._tail and not self._skipping:
-            self._lines(self._tail)
-            self._tail = b""
 
-    def _chunk(self, data: bytes) -> None:
-        """Parse the whole lines of `data` (after the tail kept from before)."""
-        end = data.rfind(b"\n")
-        if end < 0:  # no line ends here
-            self._keep(data)
+    def _consume(self, data: bytes) -> None:
+        """Scan the whole lines `data` completes and holds; keep its unterminated end."""
+        first = data.find(NEWLINE)
+        if first < 0:
+            self._hold(data)
             return
-        head, rest = data[: end + 1], data[end + 1 :]
-        if self._skipping:  # the rest of an overlong line, up to its newline
-            head = head[head.find(b"\n") + 1 :]
-            self._skipping = False
-        elif self._tail:
-            head = self._tail + head
-        self._tail = b""
-        self._lines(head)
-        self._keep(rest)
+        start = 0
+        if self._tail or self._skipping:
+            if not self._skipping:
+                line = b"".join((*self._tail, data[: first + 1]))
+                self._scan(line, 0, len(line))
+            self._tail, self._tail_bytes, self._skipping = [], 0, False
+            start = first + 1
+        last = data.rfind(NEWLINE)
+        self._scan(data, start, last + 1)
+        self._hold(data[last + 1 :])
 
-    def _keep(self, data: bytes) -> None:
-        if self._skipping:
+    def _hold(self, piece: bytes) -> None:
+        """Keep `piece` of the unterminated line, unless the line grows past the bound."""
+        if not piece or self._skipping:
             return
-        self._tail += data
-        if len(self._tail) > MAX_LINE_BYTES:
-            self._tail, self._skipping = b"", True
-
-    def _lines(self, block: bytes) -> None:
-        """The lines of `block` holding a marker, each parsed once, in order."""
-        starts: set[int] = set()
-        for marker in self._markers:
-            at = block.find(marker)
-            while at >= 0:
-                starts.add(block.rfind(b"\n", 0, at) + 1)
-                at = block.find(marker, at + len(marker))
-        for start in sorted(starts):
-            stop = block.find(b"\n", start)
-            self._line(block[start : len(block) if stop < 0 else stop])
-
-    def _line(self, line: bytes) -> None:
-        if self._output == "aider-text":
-            _aider_line(self.facts, line.decode("utf-8", "replace"))
+        if self._tail_bytes + len(piece) > MAX_LINE_BYTES:
+            self._tail, self._tail_bytes, self._skipping = [], 0, True
             return
+        self._tail.append(piece)
+        self._tail_bytes += len(piece)
+
+    def _scan(self, buf: bytes, start: int, end: int) -> None:
+        """Hand each line of buf[start:end] (all end in a newline) worth decoding to the format."""
+        lines = self._lines
+        assert lines is not None  # generic reads its last line only
+        # The loop runs once per line of tens of megabytes: everything it uses is local.
+        lay, handle = lines.layout, lines.take
+        skip, scan, needle, take, usual = lay.skip, lay.scan, lay.needle, lay.take, lay.usual
+        anchor = needle[0][needle[1] : needle[1] + 1]
+        find, startswith = buf.find, buf.startswith
+        pos = start
+        while pos < end:
+            stop = find(NEWLINE, pos)
+            if startswith(skip, pos):
+                wanted = False
+            elif startswith(scan, pos):
+                wanted = find(anchor, pos, stop) >= 0 and _holds(buf, needle, pos, stop)
+            else:
+                wanted = startswith(take, pos) or (
+                    not startswith(usual, pos) and _holds_any(buf, lay.markers, pos, stop)
+                )
+            if wanted:
+                handle(buf[pos:stop])
+            pos = stop + 1
+
+    def _last_line(self, *, final: bool) -> None:
+        """generic: the usage of the last line (while running: the last whole line)."""
         try:
-            message = json.loads(line)
-        except ValueError:
+            size = os.stat(self._path).st_size
+        except OSError:
             return
-        if not isinstance(message, dict):
+        if size == self._offset and not final:
             return
-        if self._output == "claude-stream-json":
-            _claude_message(self.facts, message)
-        else:
-            _codex_message(self.facts, message, self._clock)
+        self._offset = size
+        text = _window(self._path, size)
+        if not final:
+            text = text[: text.rfind(NEWLINE) + 1]
+        self.facts.usage = _usage_of_last_line(text)
 
 
 def read_stream(output: str, path: str, *, clock: Clock | None = None) -> StreamFacts:
-    """Everything the transcript at `path` says, read at once."""
+    """Everything a finished transcript says: `StreamReader(output, path).finish()`."""
     return StreamReader(output, path, clock=clock).finish()
 
 
-# -- Claude Code ------------------------------------------------------------------------
+def _holds(buf: bytes, needle: tuple[bytes, int], start: int, stop: int) -> bool:
+    """Whether buf[start:stop] holds needle[0], whose byte at needle[1] is a rare one.
+
+    A one-byte search is memchr, several times faster than a substring search: it finds
+    the few places the rare byte is, and the first of them are compared.
+    """
+    word, at = needle
+    find, anchor = buf.find, word[at : at + 1]
+    found = find(anchor, start + at, stop)
+    for _ in range(ANCHOR_TRIES):
+        if found < 0:
+            return False
+        if buf.startswith(word, found - at):  # no newline in `word`: it cannot reach past stop
+            return True
+        found = find(anchor, found + 1, stop)
+    # A line thick with the "rare" byte: one substring search costs less than a loop.
+    return found >= 0 and find(word, found - at, stop) >= 0
 
 
-def _claude_message(facts: StreamFacts, message: dict[str, Any]) -> None:
-    kind = message.get("type")
-    session = message.get("session_id")
-    if isinstance(session, str) and session and facts.session_id is None:
-        facts.session_id = session
-    if kind == "system" and message.get("subtype") == "init":
-        version = message.get("claude_code_version")
-        facts.agent_version = version if isinstance(version, str) else facts.agent_version
-    elif kind == "rate_limit_event":
-        info = message.get("rate_limit_info")
-        if isinstance(info, dict) and info.get("status") == "rejected" and facts.limit is None:
-            reset = info.get("resetsAt")
-            which = info.get("rateLimitType") or "usage"
-            facts.limit = Limit(
-                reset_at=_number(reset),
-                message=_text(f"claude {which} limit"),
-            )
-    elif kind == "assistant" and facts.waiting is None:
-        facts.waiting = _claude_question(message.get("message"))
-    elif kind == "result":
-        _claude_result(facts, message)
+def _holds_any(buf: bytes, markers: tuple[bytes, ...], start: int, stop: int) -> bool:
+    """Whether buf[start:stop] holds one of `markers`."""
+    return any(buf.find(marker, start, stop) >= 0 for marker in markers)
 
 
-def _claude_question(message: Any) -> str | None:
-    """The question of an AskUserQuestion tool use in an assistant message, if any."""
-    content = message.get("content") if isinstance(message, dict) else None
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, dict) and block.get("name") == "AskUserQuestion":
-            asked = block.get("input")
-            text = json.dumps(asked) if not isinstance(asked, str) else asked
-            return _text(f"question: {text}")
-    return None
-
-
-def _claude_result(facts: StreamFacts, message: dict[str, Any]) -> None:
-    usage = message.get("usage")
-    found: dict[str, Any] = {}
-    if isinstance(usage, dict):
-        for theirs, ours in (
-            ("input_tokens", "input_tokens"),
-            ("output_tokens", "output_tokens"),
-            ("cache_read_input_tokens", "cache_read_tokens"),
-            ("cache_creation_input_tokens", "cache_write_tokens"),
-        ):
-            if _is_number(usage.get(theirs)):
-                found[ours] = int(usage[theirs])
-    cost = _number(message.get("total_cost_usd"))
-    if cost is not None:
-        found["cost_usd"] = cost
-    if found:
-        facts.usage = found
-    if message.get("is_error") is True:
-        said = message.get("result") or message.get("subtype") or "error"
-        facts.error = _text(str(said))
-
-
-# -- Codex ------------------------------------------------------------------------------
-
-
-def _codex_message(facts: StreamFacts, message: dict[str, Any], clock: Clock) -> None:
-    kind = message.get("type")
-    if kind == "thread.started":
-        thread = message.get("thread_id")
-        if isinstance(thread, str) and thread and facts.session_id is None:
-            facts.session_id = thread
-    elif kind in ("turn.completed", "turn.failed"):
-        _add_codex_usage(facts, message.get("usage"))
-        error = message.get("error")
-        if kind == "turn.failed" and isinstance(error, dict):
-            _codex_error(facts, str(error.get("message") or "turn failed"), clock)
-    elif kind == "error":
-        _codex_error(facts, str(message.get("message") or "error"), clock)
-
-
-def _add_codex_usage(facts: StreamFacts, usage: Any) -> None:
-    if not isinstance(usage, dict):
-        return
-    total = facts.usage if facts.usage is not None else {}
-    for theirs, ours in (
-        ("input_tokens", "input_tokens"),
-        ("output_tokens", "output_tokens"),
-        ("cached_input_tokens", "cache_read_tokens"),
-    ):
-        if _is_number(usage.get(theirs)):
-            total[ours] = total.get(ours, 0) + int(usage[theirs])
-    if total:
-        facts.usage = total
-
-
-def _codex_error(facts: StreamFacts, message: str, clock: Clock) -> None:
-    facts.error = _text(message)
-    if facts.limit is not None or not _LIMIT_TEXT.search(message):
-        return
-    facts.limit = Limit(reset_at=_reset_of(message, clock), message=_text(f"codex: {message}"))
-
-
-def _reset_of(message: str, clock: Clock) -> float | None:
-    """The reset a limit message states: an epoch, seconds from now, or "try again in"."""
-    if found := _RESETS_AT.search(message):
-        return float(found.group(1))
-    if found := _RESETS_IN.search(message):
-        return clock.now().timestamp() + float(found.group(1))
-    if found := _TRY_IN.search(message):
-        return clock.now().timestamp() + float(found.group(1)) * _UNIT_S[found.group(2).lower()]
-    return None
-
-
-# -- aider ------------------------------------------------------------------------------
-
-
-def _aider_line(facts: StreamFacts, line: str) -> None:
-    tokens = _AIDER_TOKENS.search(line)
-    if tokens is not None:
-        total = facts.usage if facts.usage is not None else {}
-        for number, scale, what in _AIDER_FIGURE.findall(tokens.group(1)):
-            value = float(number.replace(",", "")) * {"": 1, "k": 1e3, "m": 1e6}[scale.lower()]
-            key = _AIDER_KEYS[what]
-            total[key] = total.get(key, 0) + round(value)
-        if total:
-            facts.usage = total
-    session = _AIDER_SESSION.search(line)
-    if session is not None:
-        facts.usage = {**(facts.usage or {}), "cost_usd": float(session.group(1))}
-
-
-# -- generic ----------------------------------------------------------------------------
-
-
-def last_usage(path: str, window: int = 65536) -> dict[str, Any] | None:
-    """The `usage` object of the transcript's last line, when that line is JSON."""
+def _window(path: str, size: int) -> bytes:
+    """The last LAST_LINE_WINDOW_BYTES bytes of the file (of its first `size`)."""
     try:
-        size = os.stat(path).st_size
-        if not size:  # a command that printed nothing: one stat, no open
-            return None
         with open(path, "rb") as handle:
-            handle.seek(max(0, size - window))
-            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+            handle.seek(max(0, size - LAST_LINE_WINDOW_BYTES))
+            return handle.read(min(size, LAST_LINE_WINDOW_BYTES))
     except OSError:
-        return None
-    if not lines:
-        return None
-    try:
-        last = json.loads(lines[-1])
-    except ValueError:
-        return None
-    usage = last.get("usage") if isinstance(last, dict) else None
+        return b""
+
+
+def _usage_of_last_line(data: bytes) -> dict[str, Any] | None:
+    """The `usage` object of the last line, when that line is a JSON object (as given)."""
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    event = json_object(lines[-1]) if lines else None
+    usage = event.get("usage") if event is not None else None
     return usage if isinstance(usage, dict) else None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-
-
-def _number(value: Any) -> float | None:
-    """`value` as a float, if it is a number of 0 or more (JSON's true is not one)."""
-    return float(value) if _is_number(value) else None
-
-
-def _text(text: str) -> str:
-    """One short line of `text`."""
-    line = " ".join(text.split())
-    return line if len(line) <= MAX_TEXT_CHARS else line[: MAX_TEXT_CHARS - 1] + "…"
+def last_usage(path: str) -> dict[str, Any] | None:
+    """The `usage` object of the transcript's last line, when that line is JSON (a plain
+    `--exec` command's convention)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    return _usage_of_last_line(_window(path, size)) if size else None

@@ -58,7 +58,10 @@ def check(
     if agent is not None and o.call:
         raise InvalidInput("call", "nothing with --agent (an agent is a command)", o.call)
     if agent is None and bool(o.exec) == bool(o.call):
-        expected = "a command (--exec, pool.exec) or a Python function (--call), one of them"
+        expected = (
+            "a command (--exec, pool.exec), a Python function (--call) or an agent (--agent),"
+            " one of them"
+        )
         raise InvalidInput("exec", expected, o.exec or None)
     if o.batch > 1 and (o.exec or agent is not None):
         raise InvalidInput("batch", "1 with --exec (batches are for --call workers)", o.batch)

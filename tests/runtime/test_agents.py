@@ -1,0 +1,181 @@
+"""Agent profiles end to end: real orchestrators, workers and fake agent CLIs that speak
+the real tools' documented formats (tests/agents/fakes, each saying where its shapes come
+from), on both stores.
+
+The fakes stand in for `claude`, `codex` and `aider` on PATH, so the workers run the
+built-in profiles' real command lines; each invocation is logged to FAKE_AGENT_LOG with its
+argv, folder and prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral import NewTask, TaskStatus, enqueue, load_settings
+from corral.model.events import EventFilter
+
+FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_pool(request: pytest.FixtureRequest) -> Any:
+    """The orchestrator harness (runtime/conftest.py) on each store, the fakes on PATH."""
+    pool = request.getfixturevalue("pool" if request.param == "sqlite" else "pg_pool")
+    return _with_fakes(pool)
+
+
+@pytest.fixture
+def sqlite_pool(pool: Any) -> Any:
+    """The harness on SQLite, the fakes on PATH."""
+    return _with_fakes(pool)
+
+
+def _with_fakes(pool: Any) -> Any:
+    pool.env["PATH"] = f"{FAKES}:{pool.env['PATH']}"
+    pool.env["FAKE_AGENT_LOG"] = str(pool.folder / "agents.jsonl")
+    pool.env["FAKE_LIMIT_UNTIL"] = str(pool.folder / "limit-until")
+    return pool
+
+
+def invocations(pool: Any) -> list[dict[str, Any]]:
+    """Every fake agent invocation so far, in order."""
+    path = pool.folder / "agents.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def add(pool: Any, title: str, **fields: Any) -> str:
+    """Enqueue one task with the pool's settings; its id."""
+    settings = load_settings(pool.env)
+    return enqueue(pool.store, NewTask(title=title, **fields), settings=settings).id
+
+
+def runs_of(pool: Any, task_id: str) -> list[dict[str, Any]]:
+    """The task's runs as `corral runs --task ID --json` prints them, oldest first."""
+    done = pool.corral("runs", "--task", task_id, "--json")
+    assert 0 == done.returncode, done.stderr
+    return list(reversed(json.loads(done.stdout)))
+
+
+def finished(pool: Any, *task_ids: str) -> bool:
+    return all(pool.store.get_task(t).status is TaskStatus.DONE for t in task_ids)
+
+
+def spawn(pool: Any, *args: str) -> subprocess.Popen[bytes]:
+    """Another corral process on the pool's store (killed with the pool's if left)."""
+    with open(pool.folder / "spawned.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "corral.cli.main", *args],
+            stdout=log,
+            stderr=log,
+            env=pool.env,
+            cwd=pool.folder,
+            start_new_session=True,
+        )
+    pool.started.append(proc)
+    return proc
+
+
+def stop(pool: Any) -> None:
+    assert 0 == pool.corral("orchestrator", "stop", "--graceful").returncode
+
+
+def test_a_claude_run_records_usage_cost_session_and_its_stop_reason(any_pool: Any) -> None:
+    """One task through `--agent claude`: the run's usage, cost and session come from the
+    stream; `show` totals them; the prompt went in on stdin, the title never an option."""
+    pool = any_pool
+    task = add(pool, "--dangerously-skip-permissions is a title, not a flag")
+    pool.start("--workers", "1", "--agent", "claude", workers=None)
+    pool.wait(lambda: finished(pool, task), 60)
+    stop(pool)
+    (run,) = runs_of(pool, task)
+    (called,) = invocations(pool)
+    assert ("claude", called["session_id"], None, "success") == (
+        run["agent"],
+        run["session_id"],
+        run["resumed_from"],
+        run["stop_reason"],
+    )
+    assert {
+        "input_tokens": 12,
+        "output_tokens": 34,
+        "cache_read_tokens": 7800,
+        "cache_write_tokens": 560,
+        "cost_usd": 0.0421,
+    } == run["usage"]
+    assert ["-p", "--output-format", "stream-json", "--verbose"] == called["argv"]
+    assert "--dangerously-skip-permissions is a title" in called["prompt"]
+    shown = json.loads(pool.corral("show", task, "--json").stdout)["totals"]
+    assert (1, 1, 0.0421) == (shown["runs"], shown["with_usage"], shown["cost_usd"])
+
+
+def test_a_killed_run_is_resumed_in_its_session_and_costs_total_over_three_runs(
+    sqlite_pool: Any,
+) -> None:
+    """A usage limit (deferred, no attempt), then a run resuming that session killed with
+    SIGKILL mid-stream (no usage: null), then a run resuming again with `--resume ID` and
+    a short prompt, to success: three runs, the totals their sum, attempts 2."""
+    pool = sqlite_pool
+    (pool.folder / "limit-until").write_text(str(int(time.time()) + 2))
+    task = add(pool, "fix it FAKE:limit FAKE:sleep=2", max_attempts=3)
+    pool.start("--workers", "1", "--agent", "claude", workers=None)
+    pool.wait(lambda: len(runs_of(pool, task)) == 2 and runs_of(pool, task)[1]["session_id"], 30)
+    (agent,) = [p for p in pool.processes() if str(FAKES / "claude") in " ".join(p.cmdline())]
+    agent.kill()
+    pool.wait(lambda: finished(pool, task), 30)
+    stop(pool)
+    calls, runs = invocations(pool), runs_of(pool, task)
+    assert ["usage_limit", "exited with status -9", "success"] == [r["stop_reason"] for r in runs]
+    assert runs[1]["usage"] is None  # killed before its result: null, not zeros
+    assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]
+    session = runs[0]["session_id"]
+    assert [session] * 3 == [r["session_id"] for r in runs]
+    assert [[], ["--resume", session], ["--resume", session]] == [c["argv"][4:] for c in calls]
+    assert all("You were interrupted" in c["prompt"] for c in calls[1:])
+    totals = json.loads(pool.corral("show", task, "--json").stdout)
+    assert (3, 2, 0.0421, 2) == (
+        totals["totals"]["runs"],
+        totals["totals"]["with_usage"],
+        totals["totals"]["cost_usd"],
+        totals["attempts"],
+    )
+
+
+def test_four_workers_at_a_limit_park_the_fleet_until_the_reset(any_pool: Any) -> None:
+    """4 workers of one profile, and a second runner standing for another host: the limit
+    parks the provider; no claim is made by any of them until the reset; then every task
+    completes once, attempts unchanged by the parking."""
+    pool = any_pool
+    reset = int(time.time()) + 5
+    (pool.folder / "limit-until").write_text(str(reset))
+    tasks = [add(pool, f"task {n} FAKE:limit FAKE:sleep=0.2") for n in range(8)]
+    pool.start("--workers", "4", "--agent", "claude", workers=None)
+    other_host = spawn(pool, "worker", "start", "--name", "other-host", "--agent", "claude")
+    pool.wait(lambda: finished(pool, *tasks), 60)
+    stop(pool)
+    other_host.terminate()
+    other_host.wait(timeout=30)
+    events = pool.store.list_events(EventFilter(limit=100_000))
+    parked = [e for e in events if e.name == "provider.parked"]
+    assert parked, "the limit parked the provider"
+    until = parked[0].data["until"]
+    claims_while_parked = [
+        e
+        for e in events
+        if e.name == "task.claimed" and parked[0].at < e.at and e.at.timestamp() < reset
+    ]
+    assert [] == claims_while_parked
+    assert str(reset) == str(int(pool.store.provider_states("claude")[0].parked_until.timestamp()))
+    assert until.startswith(time.strftime("%Y-%m-%dT", time.gmtime(reset)))
+    for task in tasks:
+        record = pool.store.get_task(task)
+        completed = [e for e in events if e.name == "task.completed" and e.task_id == task]
+        assert (1, 1) == (record.attempts, len(completed)), task
