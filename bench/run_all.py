@@ -33,6 +33,8 @@ SCRIPTS = (
     "events_follow",
     "outage_recovery",
     "runner_outage",
+    "agent_stream",
+    "limit_park",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 
