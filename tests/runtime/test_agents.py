@@ -10,6 +10,7 @@ argv, folder and prompt.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -179,3 +180,87 @@ def test_four_workers_at_a_limit_park_the_fleet_until_the_reset(any_pool: Any) -
         record = pool.store.get_task(task)
         completed = [e for e in events if e.name == "task.completed" and e.task_id == task]
         assert (1, 1) == (record.attempts, len(completed)), task
+
+
+def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: Any) -> None:
+    """codex at its usage limit: the thread id is recorded, the task deferred until the
+    reset its error carried, the provider parked; the next run is `codex exec resume
+    --json THREAD -`, and its usage is the turns' sum."""
+    pool = sqlite_pool
+    (pool.folder / "limit-until").write_text(str(int(time.time()) + 2))
+    task = add(pool, "port it FAKE:limit")
+    pool.start("--workers", "1", "--agent", "codex", workers=None)
+    pool.wait(lambda: finished(pool, task), 30)
+    stop(pool)
+    first, second = runs_of(pool, task)
+    assert ("deferred", "usage_limit") == (first["outcome"], first["stop_reason"])
+    assert first["session_id"] and first["session_id"] == second["session_id"]
+    calls = invocations(pool)
+    assert ["exec", "--json", "-"] == calls[0]["argv"]
+    assert ["exec", "resume", "--json", first["session_id"], "-"] == calls[1]["argv"]
+    assert {"input_tokens": 2400, "cache_read_tokens": 1800, "output_tokens": 310} == (
+        second["usage"]
+    )
+    assert 1 == pool.store.get_task(task).attempts
+    parked = pool.store.list_events(EventFilter(names=("provider.parked",)))
+    assert ["codex"] == [e.data["provider"] for e in parked]
+
+
+def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) -> None:
+    """An agent that asks a person a question: the run is `waiting` (status, runs, event
+    task.waiting), and `[notify] command` gets that event, once, as JSON on stdin."""
+    pool = sqlite_pool
+    notices = pool.folder / "notices.jsonl"
+    script = pool.folder / "notify.sh"
+    script.write_text(f'#!/bin/sh\n{{ printf "%s " "$CORRAL_NOTICE"; cat; }} >> "{notices}"\n')
+    script.chmod(0o700)
+    (pool.folder / ".corral" / "config.toml").write_text(f'[notify]\ncommand = "{script}"\n')
+    pool.env["FAKE_SLEEP"] = "3"  # then the fake gives up waiting and exits
+    task = add(pool, "choose FAKE:question")
+    pool.start("--workers", "1", "--agent", "claude", workers=None)
+    pool.wait(lambda: notices.exists() and notices.read_text().strip(), 30)
+    status = json.loads(pool.corral("status", "--json").stdout)
+    (waiting,) = status["waiting"]
+    assert (task, "question: Which database should the service use?") == (
+        waiting["task_id"],
+        waiting["reason"],
+    )
+    (run,) = runs_of(pool, task)
+    assert run["waiting"] == waiting["reason"]
+    kind, _, body = notices.read_text().strip().partition(" ")
+    event = json.loads(body)
+    assert ("task.waiting", "task.waiting", task) == (kind, event["name"], event["task_id"])
+    assert "waiting" in pool.corral("runs", "--task", task).stdout
+    stop(pool)
+    assert 1 == len(notices.read_text().strip().splitlines())
+
+
+def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: Any) -> None:
+    """--worktree: a task in review sent back with a note resumes its agent's session in the
+    worktree it ran in, told the reviewer's note; a killed run keeps its worktree for the
+    next run to resume in."""
+    pool = sqlite_pool
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "start")):
+        subprocess.run(["git", *args], cwd=pool.folder, env=env, check=True)
+    assert 0 == pool.corral("init").returncode
+    task = add(pool, "review me FAKE:sleep=1.5", requires_review=True, max_attempts=3)
+    pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
+    pool.wait(lambda: len(runs_of(pool, task)) == 1 and runs_of(pool, task)[0]["session_id"], 30)
+    (agent,) = [p for p in pool.processes() if str(FAKES / "claude") in " ".join(p.cmdline())]
+    agent.kill()
+    pool.wait(lambda: pool.store.get_task(task).status is TaskStatus.IN_REVIEW, 30)
+    note = "Name the flag --dry-run, not --check."
+    assert 0 == pool.corral("request-changes", task, "--note", note).returncode
+    pool.wait(lambda: pool.store.get_task(task).status is TaskStatus.IN_REVIEW, 30)
+    stop(pool)
+    killed, resumed, changed = invocations(pool)
+    runs = runs_of(pool, task)
+    assert killed["cwd"] == resumed["cwd"] == changed["cwd"] != str(pool.folder)
+    session = runs[0]["session_id"]
+    assert [None, session, session] == [
+        c["argv"][-1] if c["resumed"] else None for c in (killed, resumed, changed)
+    ]
+    assert note in changed["prompt"] and "The reviewer asked for changes" in changed["prompt"]
+    assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]
