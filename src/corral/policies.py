@@ -168,6 +168,20 @@ class QueueLimits:
     rate: float | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderConfig:
+    """A provider account as config.toml declares it (`[providers."claude:work"]`): its cap,
+    written into the store like queue limits, and the environment its agents get.
+
+    `env` values are literal, or `${NAME}`: the variable NAME of the environment corral
+    itself was started with (the orchestrator's, or `worker start`'s), so that a key need
+    not be written in the file; agents of other accounts never get either.
+    """
+
+    max_running: int | None = None
+    env: tuple[tuple[str, str], ...] = ()
+
+
 WHOLE_LIMITS = ("max_ready", "max_running")
 
 

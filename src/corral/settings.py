@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # built where a slice is asked for (corral.policies says why)
         LivenessPolicy,
         PoolSpec,
         ProcessPolicy,
+        ProviderConfig,
         QueueLimits,
         RetryPolicy,
         WorktreePolicy,
@@ -214,7 +215,7 @@ SPEC.update(
 )
 
 _BY_KEY = {spec.key: name for name, spec in SPEC.items()}
-_SECTIONS = sorted({spec.key.split(".")[0] for spec in SPEC.values()} | {"queues"})
+_SECTIONS = sorted({spec.key.split(".")[0] for spec in SPEC.values()} | {"queues", "providers"})
 _LIMIT_KEYS = ("max_ready", "max_running", "rate")
 # The most a count may be: what the store's `integer` columns hold (max_attempts and the
 # queue limits are stored), but fewer processes and threads than would exhaust a host
@@ -314,6 +315,7 @@ class Settings:
     review_stale_after_s: float = float(_default("review_stale_after_s"))
     review_queues: tuple[str, ...] = _default("review_queues")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)
+    providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     # Where each value came from ("default" when absent); not part of equality.
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -604,6 +606,7 @@ def _apply_file(settings: Settings, data: dict[str, Any], path: str) -> Settings
     flat: dict[str, Any] = {}
     labels: dict[str, str] = {}
     queues: dict[str, QueueLimits] = {}
+    providers: dict[str, ProviderConfig] = {}
     for top, value in data.items():
         if top == "corral":
             if not isinstance(value, dict):
@@ -611,25 +614,47 @@ def _apply_file(settings: Settings, data: dict[str, Any], path: str) -> Settings
             flat.update(value)
         elif top == "queues":
             queues = _queue_limits(value, path)
+        elif top == "providers":
+            providers = _providers(value, path)
         elif isinstance(value, dict):
-            if top not in _SECTIONS:
-                raise InvalidInput(
-                    f"{path}: [{top}]", f"one of the sections {', '.join(_SECTIONS)}"
-                )
-            for key, raw in value.items():
-                name = _BY_KEY.get(f"{top}.{key}")
-                if name is None:
-                    keys = sorted(k for k in _BY_KEY if k.startswith(f"{top}."))
-                    raise InvalidInput(f"{path}: {top}.{key}", f"one of {', '.join(keys)}")
-                flat[name] = raw
-                labels[name] = f"{top}.{key}"
+            _section(top, value, path, flat, labels)
         else:
             flat[top] = value
-    settings = settings.with_values(flat, path, labels)
-    if not queues:
+    return _with_tables(settings.with_values(flat, path, labels), queues, providers, path)
+
+
+def _with_tables(
+    settings: Settings,
+    queues: dict[str, QueueLimits],
+    providers: dict[str, ProviderConfig],
+    path: str,
+) -> Settings:
+    """`settings` with the file's `[queues.NAME]` and `[providers.NAME]` tables, if any."""
+    if not queues and not providers:
         return settings
     origins = {f"queues.{name}": path for name in queues}
-    return replace(settings, queues=queues, origins={**settings.origins, **origins})
+    origins |= {f"providers.{name}": path for name in providers}
+    return replace(
+        settings,
+        queues=queues or settings.queues,
+        providers=providers or settings.providers,
+        origins={**settings.origins, **origins},
+    )
+
+
+def _section(
+    top: str, value: dict[str, Any], path: str, flat: dict[str, Any], labels: dict[str, str]
+) -> None:
+    """The keys of section `[top]` into `flat` (by setting name) and `labels`."""
+    if top not in _SECTIONS:
+        raise InvalidInput(f"{path}: [{top}]", f"one of the sections {', '.join(_SECTIONS)}")
+    for key, raw in value.items():
+        name = _BY_KEY.get(f"{top}.{key}")
+        if name is None:
+            keys = sorted(k for k in _BY_KEY if k.startswith(f"{top}."))
+            raise InvalidInput(f"{path}: {top}.{key}", f"one of {', '.join(keys)}")
+        flat[name] = raw
+        labels[name] = f"{top}.{key}"
 
 
 def _queue_limits(value: Any, path: str) -> dict[str, QueueLimits]:
@@ -651,3 +676,29 @@ def _queue_limits(value: Any, path: str) -> dict[str, QueueLimits]:
             parsed[key] = number
         limits[queue] = QueueLimits(**parsed)
     return limits
+
+
+def _providers(value: Any, path: str) -> dict[str, ProviderConfig]:
+    """`[providers.NAME]` tables: `max_running` and an `env` table of strings (the names
+    are checked where they are used: corral.usage)."""
+    from corral.policies import ProviderConfig, check_limit
+
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{path}: providers", 'tables such as [providers."claude:work"]')
+    found: dict[str, ProviderConfig] = {}
+    for name, table in value.items():
+        where = f"{path}: providers.{name}"
+        if not isinstance(table, dict) or set(table) - {"max_running", "env"}:
+            raise InvalidInput(where, "a table with max_running and env")
+        cap = table.get("max_running")
+        if cap is not None:
+            cap = _coerce(f"{where}.max_running", cap, "count")
+            check_limit(f"{where}.max_running", "max_running", cap)
+        env = table.get("env", {})
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and "=" not in k and "\0" not in v
+            for k, v in env.items()
+        ):
+            raise InvalidInput(f"{where}.env", 'a table of NAME = "text" (or "${VAR}")')
+        found[name] = ProviderConfig(max_running=cap, env=tuple(sorted(env.items())))
+    return found

@@ -7,6 +7,7 @@ whichever process asks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Literal
 
@@ -14,6 +15,7 @@ from corral.errors import InvalidInput
 from corral.model.actors import OPERATOR
 from corral.model.providers import ProviderState, check_provider
 from corral.model.usage import UsageTotal
+from corral.settings import Settings
 from corral.store import Store
 
 
@@ -29,6 +31,43 @@ def task_totals(store: Store, task_id: str) -> UsageTotal | None:
     """Every run of task `task_id` summed (None: it has no run yet)."""
     found = store.usage_by("task", task_id=task_id, limit=1)
     return found[0] if found else None
+
+
+# How an orchestrator hands its pool's workers the provider environment it resolved (a
+# worker's own environment is filtered of secrets, so it could not resolve `${VAR}`).
+PROVIDER_ENV_VARIABLE = "CORRAL_PROVIDER_ENV"
+
+
+def apply_configured_providers(store: Store, settings: Settings) -> list[str]:
+    """Write each `[providers.NAME]` cap of the config into the store (by `corral init` and
+    `orchestrator start`, as queue limits are); the accounts written."""
+    written = []
+    for name, config in sorted(settings.providers.items()):
+        store.set_provider(name, max_running=config.max_running, actor=OPERATOR)
+        written.append(name)
+    return written
+
+
+def provider_env(
+    settings: Settings, provider: str | None, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment `[providers.NAME] env` gives the agents of account `provider`: each
+    value as written, or `${VAR}`'s value in `environ` (corral's own environment).
+    InvalidInput names a variable that is not there."""
+    config = settings.providers.get(provider) if provider is not None else None
+    if config is None:
+        return {}
+    resolved = {}
+    for name, value in config.env:
+        if value.startswith("${") and value.endswith("}"):
+            variable = value[2:-1]
+            if variable not in environ:
+                where = f"providers.{provider}.env.{name}"
+                raise InvalidInput(where, f"the variable {variable} set in corral's environment")
+            resolved[name] = environ[variable]
+        else:
+            resolved[name] = value
+    return resolved
 
 
 def provider_states(store: Store, name: str | None = None) -> list[ProviderState]:

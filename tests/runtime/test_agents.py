@@ -264,3 +264,29 @@ def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: 
     ]
     assert note in changed["prompt"] and "The reviewer asked for changes" in changed["prompt"]
     assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]
+
+
+def test_a_provider_accounts_environment_reaches_its_agents_alone(sqlite_pool: Any) -> None:
+    """`[providers."claude:work"]`: its cap is written into the store at start, its env
+    reaches the agents (a `${VAR}` resolved from the orchestrator's environment, whose own
+    secrets stay withheld), and nothing else of it leaks into the agent's environment."""
+    pool = sqlite_pool
+    (pool.folder / ".corral" / "config.toml").write_text(
+        '[providers."claude:work"]\nmax_running = 1\n'
+        'env = { CLAUDE_CONFIG_DIR = "/srv/claude-work", ANTHROPIC_API_KEY = "${WORK_API_KEY}" }\n'
+    )
+    pool.env["WORK_API_KEY"] = "sk-work-123"
+    pool.env["FAKE_LOG_ENV"] = "ANTHROPIC_API_KEY,CLAUDE_CONFIG_DIR,WORK_API_KEY"
+    task = add(pool, "work task")
+    pool.start("--workers", "2", "--agent", "claude", "--provider", "claude:work", workers=None)
+    pool.wait(lambda: finished(pool, task), 30)
+    listed = json.loads(pool.corral("provider", "list", "--json").stdout)
+    stop(pool)
+    (called,) = invocations(pool)
+    agent_env = called["env"]
+    assert ("sk-work-123", "/srv/claude-work") == (
+        agent_env.get("ANTHROPIC_API_KEY"),
+        agent_env.get("CLAUDE_CONFIG_DIR"),
+    )
+    assert "WORK_API_KEY" not in agent_env and "CORRAL_PROVIDER_ENV" not in agent_env
+    assert [("claude:work", 1, 2)] == [(p["name"], p["max_running"], p["workers"]) for p in listed]

@@ -11,6 +11,7 @@ from corral.git.repo import GitFailed
 from corral.queues import apply_configured_limits
 from corral.store.location import state_dir
 from corral.store.urls import safe_url
+from corral.usage import apply_configured_providers
 
 
 def cmd_init(ctx: Context) -> int:
@@ -18,7 +19,9 @@ def cmd_init(ctx: Context) -> int:
     out of git (corral.git.ignore), say where it is."""
     version, _ = ctx.store.schema_version()
     limited = apply_configured_limits(ctx.store, ctx.settings)
+    capped = apply_configured_providers(ctx.store, ctx.settings)
     applied = f"; queue limits from the config: {', '.join(limited)}" if limited else ""
+    applied += f"; provider caps from the config: {', '.join(capped)}" if capped else ""
     try:
         excluded = exclude_state_dir(state_dir(ctx.db))
     except GitFailed as exc:  # the store is ready all the same: say so, and what failed

@@ -6,6 +6,7 @@ pool's check (runtime/worker/preflight.py) before the worker registers.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -23,6 +24,7 @@ from corral.runtime.worker.tmp import make_tmp, remove_tmp
 from corral.settings import Settings
 from corral.store.location import path_component, runs_dir
 from corral.store.urls import password_of
+from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
 
 SHUTDOWN_TIMEOUT_S = 300.0
 
@@ -84,11 +86,23 @@ def _worktrees(ctx: Context, options: WorkerOptions, checked: preflight.Checked)
     )
 
 
+def _provider_env(ctx: Context, provider: str | None) -> dict[str, str]:
+    """What `[providers.NAME] env` gives this worker's agents: as its orchestrator resolved
+    it (PROVIDER_ENV_VARIABLE), or resolved here from this process's environment."""
+    passed = os.environ.get(PROVIDER_ENV_VARIABLE)
+    if passed is not None:
+        resolved: dict[str, str] = json.loads(passed)
+        return resolved
+    return provider_env(ctx.settings, provider, os.environ)
+
+
 def _task_env(ctx: Context, log: logging.Logger) -> dict[str, str]:
     """The environment tasks start from: this one, filtered as the pool's workers' is
-    (`env.deny`), the names withheld logged (never their values)."""
+    (`env.deny`), the names withheld logged (never their values); the provider account's
+    environment is added to agents' alone (`_provider_env`), never passed on as it came."""
     policy = ctx.settings.env
-    env, withheld = policy.split(os.environ)
+    environ = {k: v for k, v in os.environ.items() if k != PROVIDER_ENV_VARIABLE}
+    env, withheld = policy.split(environ)
     if withheld:
         event(log, "worker.env_withheld", names=",".join(withheld))
     password = password_of(ctx.db)
@@ -119,7 +133,11 @@ def _command_job(
         kill_stalled=options.kill_stalled,
         grace_s=options.grace_s,
         defer_s=options.defer_delay_s,
-        extra_env={"TMPDIR": tmp, "CORRAL_WORKER_TMP": tmp},
+        extra_env={
+            **_provider_env(ctx, checked.provider),
+            "TMPDIR": tmp,
+            "CORRAL_WORKER_TMP": tmp,
+        },
         base_env=env,
         agent=_agent(options, checked, ctx),
     )

@@ -15,7 +15,7 @@ the environment:
 
 Every invocation appends one JSON line to the file named by FAKE_AGENT_LOG, if set:
 the agent, its argv, cwd, prompt, the session id it reports, whether it resumed one, and
-its CORRAL_* environment.
+its CORRAL_* environment (and the variables FAKE_LOG_ENV names, comma-separated).
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ def log_invocation(agent: str, prompt: str, session_id: str | None, resumed: boo
     path = os.environ.get("FAKE_AGENT_LOG")
     if not path:
         return
+    shown = set(os.environ.get("FAKE_LOG_ENV", "").split(","))  # more variables to log
     entry = {
         "agent": agent,
         "argv": sys.argv[1:],
@@ -79,7 +80,7 @@ def log_invocation(agent: str, prompt: str, session_id: str | None, resumed: boo
         "prompt": prompt,
         "session_id": session_id,
         "resumed": resumed,
-        "env": {k: v for k, v in os.environ.items() if k.startswith("CORRAL_")},
+        "env": {k: v for k, v in os.environ.items() if k.startswith("CORRAL_") or k in shown},
     }
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

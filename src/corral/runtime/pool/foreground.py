@@ -18,6 +18,7 @@ from corral.runtime.pool.orchestrator import Orchestrator, Placement
 from corral.settings import Settings
 from corral.store import Store
 from corral.store.location import config_path
+from corral.usage import apply_configured_providers
 
 
 def prepare(store: Store, *, db: str, settings: Settings, host: str) -> Orchestrator:
@@ -36,6 +37,7 @@ def run(orchestrator: Orchestrator, store: Store, *, db: str, settings: Settings
     def on_held() -> None:
         _write_pid_file(path)
         apply_configured_limits(store, settings)
+        apply_configured_providers(store, settings)
 
     try:
         return orchestrator.run(on_held=on_held)

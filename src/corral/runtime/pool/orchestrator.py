@@ -29,6 +29,7 @@ running, an unreachable store is never a reason to exit.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -60,6 +61,7 @@ from corral.runtime.worker import preflight
 from corral.settings import Settings
 from corral.store import Store
 from corral.store.urls import safe_url
+from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
 
 # AlreadyRunning lives with the state row it guards; importable from here as before.
 __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
@@ -95,13 +97,14 @@ class Orchestrator:
         task_lines: TextIO | None = None,
     ) -> None:
         # What each slot's `worker start` would refuse, refused here, before anything starts.
-        preflight.check(
+        checked = preflight.check(
             settings.pool.options,
             worker=SAMPLE_SLOT,
             policy=settings.worktree,
             agents_folder=agents_dir(store.url),
         )
         self._notify = notify_argv(settings.notify_command) if settings.notify_command else None
+        self._provider_env = provider_env(settings, checked.provider, os.environ)
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")
@@ -155,6 +158,8 @@ class Orchestrator:
     def _worker_env(self) -> dict[str, str]:
         env, self._withheld = self._settings.env.split(os.environ)
         env["CORRAL_DB"] = self._place.db
+        if self._provider_env:  # resolved here: the workers' environment lacks `${VAR}`s
+            env[PROVIDER_ENV_VARIABLE] = json.dumps(self._provider_env)
         env.pop("CORRAL_CONFIG", None)
         if os.path.isfile(self._place.config_path):
             env["CORRAL_CONFIG"] = self._place.config_path
@@ -223,7 +228,7 @@ class Orchestrator:
             self._store,
             self._notify,
             leading=lambda: role.leading,
-            env=self._env,
+            env={k: v for k, v in self._env.items() if k != PROVIDER_ENV_VARIABLE},
             log=self._log,
         )
 
