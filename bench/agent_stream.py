@@ -37,9 +37,12 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from measure import Verdicts, banner, dump, table, tail, temp_dir
+
+if TYPE_CHECKING:
+    from corral.runtime.worker.executor import CommandSpec
 
 RATIO_TARGET = 1.3
 RSS_TARGET_MB = 60.0
@@ -236,9 +239,18 @@ def cat_floor(transcript: str, out: str) -> float:
 def plain_run(transcript: str, out: str, poll_s: float) -> float:
     """Seconds for cat through run_command with no reader: what any `--exec` run costs."""
     from corral.clock import SystemClock
-    from corral.runtime.worker.executor import CommandSpec, run_command
+    from corral.runtime.worker.executor import run_command
 
-    spec = CommandSpec(
+    began = time.perf_counter()
+    run_command(cat_spec(transcript, out), clock=SystemClock(), stop=lambda: None, poll_s=poll_s)
+    return time.perf_counter() - began
+
+
+def cat_spec(transcript: str, out: str) -> CommandSpec:
+    """`cat transcript` as a task command whose transcript file is `out` (made anew)."""
+    from corral.runtime.worker.executor import CommandSpec
+
+    return CommandSpec(
         argv=("cat", transcript),
         stdin_text=None,
         env=dict(os.environ),
@@ -247,9 +259,6 @@ def plain_run(transcript: str, out: str, poll_s: float) -> float:
         stderr_path=f"{out}.stderr",
         run_id="bench-agent-stream",
     )
-    began = time.perf_counter()
-    run_command(spec, clock=SystemClock(), stop=lambda: None, poll_s=poll_s)
-    return time.perf_counter() - began
 
 
 def corral_run(transcript: str, out: str, poll_s: float) -> dict[str, Any]:
@@ -257,17 +266,9 @@ def corral_run(transcript: str, out: str, poll_s: float) -> dict[str, Any]:
     finish(); and what the reader found."""
     from corral.clock import SystemClock
     from corral.runtime.worker.agent_streams import StreamReader
-    from corral.runtime.worker.executor import CommandSpec, run_command
+    from corral.runtime.worker.executor import run_command
 
-    spec = CommandSpec(
-        argv=("cat", transcript),
-        stdin_text=None,
-        env=dict(os.environ),
-        cwd=os.path.dirname(out),
-        transcript_path=fresh(out),
-        stderr_path=f"{out}.stderr",
-        run_id="bench-agent-stream",
-    )
+    spec = cat_spec(transcript, out)
     reader = StreamReader("claude-stream-json", out)
     polls = 0
 

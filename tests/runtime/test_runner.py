@@ -555,6 +555,9 @@ def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
     task_id = h.add()
     runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
     run = h.wait_running(task_id)
+    # Launched, not only claimed: frozen before its launch, the run would rightly end as
+    # lease_lost ("not started"), not killed.
+    wait_until(lambda: h.store.get_run(run.id).last_progress_at is not None, 10)
     runner.send_signal(signal.SIGSTOP)
     settings = corral.Settings(heartbeat_interval_s=0.2)
     try:

@@ -58,23 +58,16 @@ def report_of(held: Held, done: Done) -> Report:
     }
     if done.success:
         return Report.of(held, Action.COMPLETE, RunOutcome.DONE, result=done.result, **common)
-    if done.defer_until is not None:
+    if done.defer_until is not None or done.defer_s is not None:
+        # Until an instant (an agent's usage limit: its reset), or for a delay (exit 75).
         return Report.of(
             held,
             Action.DEFER,
             RunOutcome.DEFERRED,
             run_at=done.defer_until,
-            reason=done.defer_reason,
+            delay_s=None if done.defer_until is not None else done.defer_s,
+            reason=done.defer_reason or f"exit status {DEFER_EXIT_CODE}",
             error=done.error,
-            **common,
-        )
-    if done.defer_s is not None:
-        return Report.of(
-            held,
-            Action.DEFER,
-            RunOutcome.DEFERRED,
-            delay_s=done.defer_s,
-            reason=f"exit status {DEFER_EXIT_CODE}",
             **common,
         )
     if done.ending is Ending.STOPPED:
