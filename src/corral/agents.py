@@ -79,14 +79,24 @@ def _from_file(name: str, path: str) -> AgentProfile:
     except RecursionError:
         raise InvalidInput(where, "a TOML file whose values nest less than 500 deep") from None
     base_name = data.pop("extends", None)
-    if base_name is not None and base_name not in BUILT_IN:
+    if base_name is not None and (not isinstance(base_name, str) or base_name not in BUILT_IN):
         raise InvalidInput(f"{where} extends", f"one of {', '.join(sorted(BUILT_IN))}", base_name)
     fields = _fields(where, data)
     if base_name is None:
         if "command" not in fields:
             raise InvalidInput(f"{where} command", "a list of strings (or `extends`)")
-        return AgentProfile(name=name, **fields).check()
-    return with_overrides(BUILT_IN[base_name], name, fields).check()
+        return _checked(where, AgentProfile(name=name, **fields))
+    return _checked(where, with_overrides(BUILT_IN[base_name], name, fields))
+
+
+def _checked(where: str, profile: AgentProfile) -> AgentProfile:
+    """`profile` checked, its error naming the file and key (`agents/x.toml command`),
+    not the profile's field path, so the user knows which file to open."""
+    try:
+        return profile.check()
+    except InvalidInput as exc:
+        key = exc.field.removeprefix(f"agents.{profile.name}.")
+        raise InvalidInput(f"{where} {key}", exc.expected, exc.got) from None
 
 
 def _fields(where: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -134,6 +134,8 @@ INVALID_INPUT = [
     ("negative since", ["events", "--follow", "--since=-1m"], ["since", "-1m"]),
     ("unknown worker status", ["worker", "list", "--status", "asleep"], ["status", "asleep"]),
     ("token not a number", ["done", "{running}", "--token", "abc"], ["token", "abc"]),
+    # Which of --exec, --call, --agent is needed depends on --agent: preflight's one line.
+    ("start without a job", ["worker", "start", "--name", "x"], ["exec", "--call", "--agent"]),
 ]
 
 
@@ -181,7 +183,6 @@ USAGE_ERRORS = [
         "corral worker heartbeat",
         ["extra"],
     ),
-    ("start without a job", ["worker", "start", "--name", "x"], "corral worker start", ["--exec"]),
     ("run without subcommand", ["run"], "corral run", ["COMMAND"]),
     ("unknown run subcommand", ["run", "bogus"], "corral run", ["bogus"]),
     ("run show without id", ["run", "show"], "corral run show", ["RUN_ID"]),

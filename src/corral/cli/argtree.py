@@ -22,6 +22,10 @@ JSON_HELP = "machine-readable output"
 
 Path = tuple[str, ...]
 
+# Options whose value is another program's argument, and so often starts with a dash
+# (`--agent-arg --full-auto`): argparse would take such a value for an option of ours.
+DASHED_VALUES = frozenset({"--agent-arg"})
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse whose errors show this parser's usage, one line, and exit code 2."""
@@ -46,11 +50,24 @@ def _columns() -> int:
 def parse(argv: list[str], words: list[str]) -> argparse.Namespace:
     """Parse `argv` with the branch `words` names; a usage error exits 2."""
     root, parsers = build(words)
-    args, extras = root.parse_known_args(argv)
+    args, extras = root.parse_known_args(_glued(argv))
     if extras:
         deepest = parsers.get(_path_of(args), root)
         deepest.error(f"unrecognized arguments: {' '.join(extras)}")
     return args
+
+
+def _glued(argv: list[str]) -> list[str]:
+    """`argv` with `--agent-arg --full-auto` as `--agent-arg=--full-auto`, one word that
+    argparse reads as the option's value; the words after `--` are left as they are."""
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return [*out, word, *words]
+        value = next(words, None) if word in DASHED_VALUES else None
+        out.append(word if value is None else f"{word}={value}")
+    return out
 
 
 def _path_of(args: argparse.Namespace) -> Path:

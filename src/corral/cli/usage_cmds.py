@@ -3,6 +3,7 @@ accounts agents spend: caps, pauses, usage-limit parks)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -95,10 +96,9 @@ def _max_running(raw: str | None) -> int | Literal["keep"] | None:
         return "keep"
     if raw.lower() == "none":
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidInput("max_running", "a whole number of 0 or more, or none", raw) from None
+    if not re.fullmatch(r"-?[0-9]+", raw):  # int() takes ' 5', '+5', '1_000', other digits
+        raise InvalidInput("max_running", "a whole number of 0 or more, or none", raw)
+    return parsing.whole("max_running", raw, minimum=0)
 
 
 COMMANDS = (
