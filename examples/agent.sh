@@ -56,3 +56,6 @@ esac
 git add -- "$file"
 git commit --quiet -m "$title" -m "corral task $CORRAL_TASK_ID, attempt $attempt"
 echo "  committed $(git rev-parse --short HEAD): $title"
+# The last line: what this run spent, in corral's generic convention (docs/agents.md).
+printf '{"usage": {"input_tokens": %d, "output_tokens": %d, "cost_usd": 0.00%d}}\n' \
+  $((n * 1200)) $((n * 150)) "$n"

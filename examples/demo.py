@@ -10,9 +10,10 @@ queue and restarts the worker), and two that set the same line of `settings.ini`
 same base, so that whichever lands second conflicts, is told so, merges main in and lands
 on its next run.
 
-    corral orchestrator start --workers 3 --exec examples/agent.sh --worktree
+    corral orchestrator start --workers 3 --agent generic --exec examples/agent.sh --worktree
 
-runs in the foreground, one line per task started and finished. When every task is done,
+runs in the foreground, one line per task started and finished (`--agent generic`: corral
+reads the usage each run reports on its last line, and `corral usage` sums it). When every task is done,
 the orchestrator is stopped gracefully, and `git log --oneline --graph` of main and
 `corral branches` show the landed work and nothing stranded. Exit status 0 when all of
 that holds.
@@ -197,7 +198,8 @@ def main() -> int:
     with corral.open_store(db) as store:
         roles = enqueue(store, settings)
         print(f"18 tasks added ({len([r for r in roles if r.startswith('review')])} with review)")
-        argv = ["orchestrator", "start", "--workers", "3", "--exec", str(AGENT), "--worktree"]
+        argv = ["orchestrator", "start", "--workers", "3", "--agent", "generic"]
+        argv += ["--exec", str(AGENT), "--worktree"]
         print(f"$ corral {' '.join(argv)}\n", flush=True)
         began = time.monotonic()
         orchestrator = subprocess.Popen(
@@ -216,6 +218,7 @@ def main() -> int:
         print(git("log", "--oneline", "--graph", "main"), flush=True)
         branches = cli("branches", "--json", shown=False)
         cli("branches")
+        cli("usage", "--by", "agent")
         cli("status")
         tasks = store.list_tasks(corral.TaskFilter())
         done = sum(t.status is corral.TaskStatus.DONE for t in tasks)

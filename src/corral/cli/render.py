@@ -219,6 +219,9 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
     host = one_line(state.host or "")
     head = f"orchestrator: {state.status}  pid {state.pid} on {host}  {when}"
     job = f"call {config['call']!r}" if config.get("call") else f"exec {config.get('exec')!r}"
+    if config.get("agent"):
+        job = f"agent {config['agent']}" + (f" ({job})" if config.get("exec") else "")
+        job += f"  provider {config['provider']}" if config.get("provider") else ""
     pool = (
         f"pool: {config.get('workers')} worker(s)  {job}  "
         f"kinds {','.join(config.get('kinds') or []) or '*'}  "
