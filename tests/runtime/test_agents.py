@@ -125,7 +125,7 @@ def test_a_killed_run_is_resumed_in_its_session_and_costs_total_over_three_runs(
     SIGKILL mid-stream (no usage: null), then a run resuming again with `--resume ID` and
     a short prompt, to success: three runs, the totals their sum, attempts 2."""
     pool = sqlite_pool
-    (pool.folder / "limit-until").write_text(str(int(time.time()) + 2))
+    (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))  # past start-up
     task = add(pool, "fix it FAKE:limit FAKE:sleep=2", max_attempts=3)
     pool.start("--workers", "1", "--agent", "claude", workers=None)
     pool.wait(lambda: len(runs_of(pool, task)) == 2 and runs_of(pool, task)[1]["session_id"], 30)
@@ -187,7 +187,7 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
     reset its error carried, the provider parked; the next run is `codex exec resume
     --json THREAD -`, and its usage is the turns' sum."""
     pool = sqlite_pool
-    (pool.folder / "limit-until").write_text(str(int(time.time()) + 2))
+    (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))  # past start-up
     task = add(pool, "port it FAKE:limit")
     pool.start("--workers", "1", "--agent", "codex", workers=None)
     pool.wait(lambda: finished(pool, task), 30)
@@ -290,3 +290,83 @@ def test_a_provider_accounts_environment_reaches_its_agents_alone(sqlite_pool: A
     )
     assert "WORK_API_KEY" not in agent_env and "CORRAL_PROVIDER_ENV" not in agent_env
     assert [("claude:work", 1, 2)] == [(p["name"], p["max_running"], p["workers"]) for p in listed]
+
+
+QUOTA_AGENT = """#!/bin/sh
+# An agent of a profile of the user's own, that dies of its provider's quota the old way:
+# no stream event, a line on stderr and exit status 1 (the profile's limit_patterns).
+cat > /dev/null
+echo "{\\"session\\": \\"$$\\"}"
+if [ -f "$QUOTA_UNTIL" ] && [ "$(date +%s)" -lt "$(cat "$QUOTA_UNTIL")" ]; then
+  echo "error: quota exceeded until $(cat "$QUOTA_UNTIL")" >&2
+  exit 1
+fi
+if [ -f "$QUOTA_VAGUE" ]; then rm "$QUOTA_VAGUE"; echo "error: quota exceeded" >&2; exit 1; fi
+echo '{"usage": {"input_tokens": 5, "output_tokens": 1}}'
+"""
+
+
+def _quota_profile(pool: Any) -> None:
+    script = pool.folder / "quota-agent"
+    script.write_text(QUOTA_AGENT)
+    script.chmod(0o700)
+    agents = pool.folder / ".corral" / "agents"
+    agents.mkdir()
+    (agents / "quota.toml").write_text(
+        f'command = ["{script}"]\noutput = "generic"\nprovider = "acme"\n'
+        'limit_patterns = ["quota exceeded until (?P<reset>\\\\d+)", "quota exceeded"]\n'
+    )
+    pool.env["QUOTA_UNTIL"] = str(pool.folder / "quota-until")
+    pool.env["QUOTA_VAGUE"] = str(pool.folder / "quota-vague")
+
+
+def test_a_limit_signature_at_exit_parks_until_its_reset_or_for_the_default(
+    sqlite_pool: Any,
+) -> None:
+    """A profile's limit_patterns: an exit whose stderr says the quota is spent until T
+    defers the task until T and parks its provider; one that gives no time parks for
+    `[agents] park_default`, and the park's reason says so. No attempt counted."""
+    pool = sqlite_pool
+    _quota_profile(pool)
+    pool.env["CORRAL_AGENTS_PARK_S"] = "1"  # [agents] park_default
+    reset = int(time.time()) + 2
+    (pool.folder / "quota-until").write_text(str(reset))
+    task = add(pool, "use the quota")
+    pool.start("--workers", "1", "--agent", "quota", workers=None)
+    pool.wait(lambda: finished(pool, task), 30)
+    (pool.folder / "quota-vague").write_text("")
+    vague = add(pool, "use it again")
+    pool.wait(lambda: finished(pool, vague), 30)
+    stop(pool)
+    limited, done = runs_of(pool, task)
+    assert ("deferred", "usage_limit", "success") == (
+        limited["outcome"],
+        limited["stop_reason"],
+        done["stop_reason"],
+    )
+    parks = pool.store.list_events(EventFilter(names=("provider.parked",)))
+    assert ["acme", "acme"] == [e.data["provider"] for e in parks]
+    assert time.strftime("%H:%M:%S", time.gmtime(reset)) in parks[0].data["until"]
+    assert "no reset time given" in (parks[1].reason or "")
+    assert [1, 1] == [pool.store.get_task(t).attempts for t in (task, vague)]
+
+
+@pytest.mark.parametrize("off", ["config", "payload"])
+def test_resume_can_be_turned_off(sqlite_pool: Any, off: str) -> None:
+    """`[agents] resume = false`, or a task whose payload says `"resume": false`: the run
+    after a usage limit starts a fresh session with the whole prompt."""
+    pool = sqlite_pool
+    if off == "config":
+        (pool.folder / ".corral" / "config.toml").write_text("[agents]\nresume = false\n")
+    # A reset 3 s ahead: the first run (after the pool's start-up) still meets the limit.
+    (pool.folder / "limit-until").write_text(str(int(time.time()) + 3))
+    payload = {"resume": False} if off == "payload" else {}
+    task = add(pool, "again FAKE:limit", payload=payload)
+    pool.start("--workers", "1", "--agent", "claude", workers=None)
+    pool.wait(lambda: finished(pool, task), 30)
+    stop(pool)
+    _, fresh = invocations(pool)
+    first, second = runs_of(pool, task)
+    assert ("--resume" not in fresh["argv"], None) == (True, second["resumed_from"])
+    assert first["session_id"] != second["session_id"]
+    assert "You are a worker agent" in fresh["prompt"]
