@@ -329,7 +329,7 @@ def test_a_limit_signature_at_exit_parks_until_its_reset_or_for_the_default(
     pool = sqlite_pool
     _quota_profile(pool)
     pool.env["CORRAL_AGENTS_PARK_S"] = "1"  # [agents] park_default
-    reset = int(time.time()) + 2
+    reset = int(time.time()) + 4  # past the pool's start-up
     (pool.folder / "quota-until").write_text(str(reset))
     task = add(pool, "use the quota")
     pool.start("--workers", "1", "--agent", "quota", workers=None)
@@ -359,7 +359,7 @@ def test_resume_can_be_turned_off(sqlite_pool: Any, off: str) -> None:
     if off == "config":
         (pool.folder / ".corral" / "config.toml").write_text("[agents]\nresume = false\n")
     # A reset 3 s ahead: the first run (after the pool's start-up) still meets the limit.
-    (pool.folder / "limit-until").write_text(str(int(time.time()) + 3))
+    (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))
     payload = {"resume": False} if off == "payload" else {}
     task = add(pool, "again FAKE:limit", payload=payload)
     pool.start("--workers", "1", "--agent", "claude", workers=None)
