@@ -358,7 +358,7 @@ def test_resume_can_be_turned_off(sqlite_pool: Any, off: str) -> None:
     pool = sqlite_pool
     if off == "config":
         (pool.folder / ".corral" / "config.toml").write_text("[agents]\nresume = false\n")
-    # A reset 3 s ahead: the first run (after the pool's start-up) still meets the limit.
+    # A reset 4 s ahead: the first run (after the pool's start-up) still meets the limit.
     (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))
     payload = {"resume": False} if off == "payload" else {}
     task = add(pool, "again FAKE:limit", payload=payload)
