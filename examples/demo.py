@@ -15,8 +15,8 @@ on its next run.
 runs in the foreground, one line per task started and finished (`--agent generic`: corral
 reads the usage each run reports on its last line, and `corral usage` sums it). When
 every task is done, the orchestrator is stopped gracefully, and `git log --oneline
---graph` of main and `corral branches` show the landed work and nothing stranded. Exit status 0 when all of
-that holds.
+--graph` of main and `corral branches` show the landed work and nothing stranded. Exit
+status 0 when all of that holds.
 """
 
 from __future__ import annotations
