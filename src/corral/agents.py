@@ -18,7 +18,11 @@ A file's name is the profile's name; a user profile named as a built-in one repl
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import subprocess
 import tomllib
+from dataclasses import dataclass
 from typing import Any
 
 from corral.errors import InvalidInput
@@ -115,3 +119,83 @@ def _fields(where: str, data: dict[str, Any]) -> dict[str, Any]:
             known = ", ".join(("extends", *_LISTS, *_TEXTS))
             raise InvalidInput(f"{where} {key}", f"one of the keys {known}")
     return fields
+
+
+VERSION_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileSeen:
+    """One profile as `corral agent list` shows it."""
+
+    name: str
+    source: str  # "built in", or the file: "agents/NAME.toml"
+    provider: str | None = None
+    can_resume: bool = False
+    command: str = ""  # the command line, as a shell would show it
+    program: str | None = None  # where its program is on PATH; None: missing
+    version: str | None = None  # what the program says its version is
+    written_against: str = ""
+    error: str | None = None  # a profile file that is not valid: why
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md, `agent list`)."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "provider": self.provider,
+            "can_resume": self.can_resume,
+            "command": self.command,
+            "program": self.program,
+            "version": self.version,
+            "written_against": self.written_against,
+            "error": self.error,
+        }
+
+
+def agent_profiles(folder: str) -> list[ProfileSeen]:
+    """Every profile a worker could run with the user's profiles in `folder`: the built-in
+    ones (those the user replaced by a file of the same name excepted), then the user's."""
+    users = user_profiles(folder)
+    seen = [_seen(BUILT_IN[name], "built in") for name in sorted(BUILT_IN) if name not in users]
+    seen.append(ProfileSeen(name=GENERIC, source="built in", command="your --exec"))
+    for name in users:
+        try:
+            profile = load_profile(name, folder)
+        except InvalidInput as exc:
+            seen.append(ProfileSeen(name=name, source=f"agents/{name}.toml", error=exc.message))
+            continue
+        seen.append(_seen(profile, f"agents/{name}.toml"))
+    return seen
+
+
+def _seen(profile: AgentProfile, source: str) -> ProfileSeen:
+    program = shutil.which(profile.command[0])
+    return ProfileSeen(
+        name=profile.name,
+        source=source,
+        provider=profile.provider,
+        can_resume=profile.can_resume,
+        command=shlex.join(profile.command),
+        program=program,
+        version=_version(profile) if program is not None else None,
+        written_against=profile.written_against,
+    )
+
+
+def _version(profile: AgentProfile) -> str | None:
+    """The first line the profile's version command prints, if it answers in time."""
+    if not profile.version_command:
+        return None
+    try:
+        done = subprocess.run(  # noqa: S603 - an argument list from the profile, no shell
+            profile.version_command,
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    return lines[0][:100] if done.returncode == 0 and lines else None

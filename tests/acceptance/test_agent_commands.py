@@ -559,3 +559,31 @@ def test_a_real_usage_limit_parks_the_provider_and_why_names_it(project: Project
     expected = f"provider claude is parked until {until}: claude five_hour limit"
     assert expected == reasons["provider_held"]
     assert "delayed" in reasons
+
+
+def test_agent_list_shows_each_profile_its_program_and_version(project: Project) -> None:
+    """`agent list`: the built-in profiles with the program found on PATH and the version
+    it reports, generic, a user profile, and an invalid one listed with its error."""
+    agents = project.folder / ".corral" / "agents"
+    agents.mkdir()
+    (agents / "mine.toml").write_text('extends = "claude"\nprovider = "claude:work"\n')
+    (agents / "broken.toml").write_text('command = "not a list"\n')
+    listed = project.json("agent", "list")
+    seen = {p["name"]: p for p in listed}
+    assert ["aider", "claude", "codex", "generic", "broken", "mine"] == [p["name"] for p in listed]
+    assert (str(FAKES / "claude"), "2.1.30 (Claude Code)", True) == (
+        seen["claude"]["program"],
+        seen["claude"]["version"],
+        seen["claude"]["can_resume"],
+    )
+    assert ("codex-cli 0.146.0", "aider 0.86.1") == (
+        seen["codex"]["version"],
+        seen["aider"]["version"],
+    )
+    assert ("agents/mine.toml", "claude:work") == (seen["mine"]["source"], seen["mine"]["provider"])
+    assert "command" in seen["broken"]["error"]
+    bare = project("agent", "list", "--json", path="/usr/bin:/bin")
+    claude = next(p for p in json.loads(bare.out) if p["name"] == "claude")
+    assert (None, None) == (claude["program"], claude["version"])
+    shown = project("agent", "list").out
+    assert "missing" not in shown and "invalid: " in shown
