@@ -241,8 +241,14 @@ class Pool:
         return found
 
     def close(self) -> None:
-        """Kill whatever is left, reap what we started, close the store."""
-        for proc in self.processes():
+        """Kill whatever is left, reap what we started, close the store. The descendants of
+        what we started too: a test may have named the store otherwise in their environment
+        (a URL with its password), and workers lead process groups of their own."""
+        descendants = []
+        for started in self.started:
+            with contextlib.suppress(psutil.Error):
+                descendants += psutil.Process(started.pid).children(recursive=True)
+        for proc in [*self.processes(), *descendants]:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
         for proc in self.started:
