@@ -102,4 +102,6 @@ EVENT_NAMES = (
     "worker.status_fixed",
     "provider.set",
     "provider.parked",
+    "token.created",
+    "token.revoked",
 )

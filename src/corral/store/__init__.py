@@ -26,6 +26,7 @@ from corral.store.recovery import RecoveryOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
 from corral.store.tasks import TaskOps
+from corral.store.tokens import TokenOps
 from corral.store.workers import WorkerOps
 
 
@@ -41,6 +42,7 @@ class Store(
     MessageOps,
     OrchestratorOps,
     ProviderOps,
+    TokenOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages and the orchestrator

@@ -747,3 +747,27 @@ LIMIT :limit;
 SELECT id, task_id, worker_id, waiting, stalled_at FROM runs
 WHERE waiting IS NOT NULL AND finished_at IS NULL
 ORDER BY started_at;
+
+-- API tokens (store/tokens.py).
+
+-- name: insert_token
+INSERT INTO tokens (id, name, role, queues, secret_hash, created_at, expires_at)
+VALUES (:id, :name, :role, :queues, :secret_hash, :now,
+        :now + :expires_s::float8 * interval '1 second')
+RETURNING *;
+
+-- name: list_tokens
+SELECT * FROM tokens ORDER BY created_at, name;
+
+-- name: token_by_id
+SELECT * FROM tokens WHERE id = :id;
+
+-- name: revoke_token
+UPDATE tokens SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL RETURNING *;
+
+-- name: token_by_name
+SELECT * FROM tokens WHERE name = :name;
+
+-- name: any_usable_token
+SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
+               AND (expires_at IS NULL OR expires_at > :now)) AS found;

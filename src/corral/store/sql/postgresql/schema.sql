@@ -411,3 +411,16 @@ CREATE TRIGGER claims_active_opened AFTER INSERT ON claims
 CREATE TRIGGER claims_active_ended AFTER UPDATE OF status ON claims
     FOR EACH ROW WHEN (OLD.status = 'active' AND NEW.status <> 'active')
     EXECUTE FUNCTION claims_count_active();
+
+-- API tokens for `corral serve` (model/tokens.py): a token's secret is never stored, only
+-- its SHA-256; a revoked or expired token is kept, so `token list` can say so.
+CREATE TABLE tokens (
+    id           text  PRIMARY KEY,
+    name         text  NOT NULL UNIQUE,
+    role         text  NOT NULL CHECK (role IN ('viewer', 'worker', 'operator')),
+    queues       jsonb  NOT NULL DEFAULT '[]',
+    secret_hash  text  NOT NULL,
+    created_at   timestamptz NOT NULL,
+    expires_at   timestamptz,
+    revoked_at   timestamptz
+);

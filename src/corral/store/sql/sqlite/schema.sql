@@ -282,3 +282,16 @@ CREATE TABLE orchestrators (
     heartbeat_at REAL    NOT NULL,
     stopped_at   REAL
 );
+
+-- API tokens for `corral serve` (model/tokens.py): a token's secret is never stored, only
+-- its SHA-256; a revoked or expired token is kept, so `token list` can say so.
+CREATE TABLE tokens (
+    id           TEXT  PRIMARY KEY,
+    name         TEXT  NOT NULL UNIQUE,
+    role         TEXT  NOT NULL CHECK (role IN ('viewer', 'worker', 'operator')),
+    queues       TEXT  NOT NULL DEFAULT '[]',
+    secret_hash  TEXT  NOT NULL,
+    created_at   REAL NOT NULL,
+    expires_at   REAL,
+    revoked_at   REAL
+);
