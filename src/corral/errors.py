@@ -38,7 +38,7 @@ class InvalidInput(CorralError):
     """The input is not valid."""
 
     exit_code = 2
-    http_status = 400
+    http_status = 422
 
     def __init__(self, field: str, expected: str, got: object = None) -> None:
         self.field = field

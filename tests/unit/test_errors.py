@@ -13,7 +13,7 @@ from corral import errors
     ("cls", "exit_code", "http_status"),
     [
         (errors.CorralError, 1, 500),
-        (errors.InvalidInput, 2, 400),
+        (errors.InvalidInput, 2, 422),
         (errors.NotFound, 2, 404),
         (errors.Refused, 1, 409),
         (errors.InvalidTransition, 1, 409),

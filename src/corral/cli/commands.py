@@ -46,6 +46,7 @@ COMMAND_MODULES = {
     "usage": "usage_cmds",
     "agent": "agent_cmds",
     "token": "token_cmds",
+    "serve": "serve_cmds",
     "provider": "usage_cmds",
     "submit": "review_cmds",
     "review": "review_cmds",

@@ -1,0 +1,79 @@
+"""`corral serve`: the HTTP API (src/corral/server) on this host's store.
+
+It refuses to listen anywhere but loopback until a token exists (`corral token create`),
+so that a store is never opened to the network unguarded; `--certfile`/`--keyfile` serve
+HTTPS, or put it behind a reverse proxy that does. The server stack (Starlette, uvicorn)
+is the optional extra `corral[server]`, imported here only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+from corral.cli.commands import Arg, Command
+from corral.cli.context import Context
+from corral.errors import InvalidInput
+
+DEFAULT_PORT = 8787
+
+
+def cmd_serve(ctx: Context) -> int:
+    """Serve the API until SIGINT or SIGTERM; exit 0 then."""
+    ctx.long_running()
+    a = ctx.args
+    if not 0 < a.port < 65536:
+        raise InvalidInput("port", "a port from 1 to 65535", a.port)
+    if bool(a.certfile) != bool(a.keyfile):
+        raise InvalidInput("certfile", "both --certfile and --keyfile, or neither")
+    if not _loopback(a.host) and not ctx.store.any_usable_token():
+        raise InvalidInput(
+            "host",
+            "a loopback address (127.0.0.1, ::1, localhost) until a token exists "
+            "(corral token create --role operator)",
+            a.host,
+        )
+    try:
+        import uvicorn  # noqa: PLC0415 - the server stack, for `serve` alone
+
+        from corral.server.app import create_app  # noqa: PLC0415 - imports Starlette
+    except ImportError as exc:
+        extra = "the server extra: pip install 'corral[server]'"
+        raise InvalidInput("serve", extra, str(exc)) from None
+    app = create_app(ctx.store, ctx.settings)
+    scheme = "https" if a.certfile else "http"
+    sys.stderr.write(f"corral serve: listening on {scheme}://{a.host}:{a.port}\n")
+    sys.stderr.flush()
+    uvicorn.run(
+        app,
+        host=a.host,
+        port=a.port,
+        ssl_certfile=a.certfile,
+        ssl_keyfile=a.keyfile,
+        access_log=False,
+        log_level="warning",
+    )
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is a loopback address (names other than localhost are not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+COMMANDS = (
+    Command(
+        "serve",
+        cmd_serve,
+        "serve the HTTP API on this store",
+        Arg("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"),
+        Arg("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"),
+        Arg("--certfile", metavar="FILE", help="serve HTTPS with this certificate"),
+        Arg("--keyfile", metavar="FILE", help="and this private key"),
+    ),
+)

@@ -1,0 +1,38 @@
+"""Who is asking: the bearer token of a request, and whether its role allows the route.
+
+Every route but `/healthz` needs a token (`Authorization: Bearer corral_...`). A token
+that is unknown, wrong, revoked or expired is one answer, 401; a token whose role is
+below the route's is 403, naming the role needed. Roles rank viewer < worker <
+operator; a worker token's queues narrow what it may touch (the routes check them).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from corral.model.tokens import Role, Token
+from corral.store import Store
+from corral.tokens import authenticate
+
+RANK = {Role.VIEWER: 0, Role.WORKER: 1, Role.OPERATOR: 2}
+
+
+class Denied(Exception):
+    """The request may not do this: its HTTP status and one line saying why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def require(request: Request, store: Store, role: Role) -> Token:
+    """The request's token, if its role is `role` or above; else Denied (401 or 403)."""
+    header = request.headers.get("authorization", "")
+    scheme, _, presented = header.partition(" ")
+    token = authenticate(store, presented.strip()) if scheme.lower() == "bearer" else None
+    if token is None:
+        raise Denied(401, "a valid token is needed: Authorization: Bearer corral_...")
+    if RANK[token.role] < RANK[role]:
+        raise Denied(403, f"this needs a {role} token; {token.name!r} is a {token.role} token")
+    return token

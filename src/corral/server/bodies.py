@@ -1,0 +1,39 @@
+"""Request bodies: read at most MAX_BODY_BYTES, parsed as corral parses any JSON document
+(corral.documents: depth, numbers, NUL), and required to be one JSON object.
+
+A body over the limit is refused with 413 before more of it is read; one that is not
+JSON, or not an object, is 422 naming `body`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from corral import documents
+from corral.errors import InvalidInput
+from corral.server.auth import Denied
+
+MAX_BODY_BYTES = 1 << 20
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The request's body as a JSON object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        raise Denied(413, f"a body of at most {MAX_BODY_BYTES} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise Denied(413, f"a body of at most {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    try:
+        text = b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("body", "JSON in UTF-8") from None
+    value = documents.parse("body", text)
+    if not isinstance(value, dict):
+        raise InvalidInput("body", "a JSON object", type(value).__name__)
+    return value

@@ -1,0 +1,13 @@
+"""What every route reads from the application: its store and settings."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from corral.store import Store
+
+
+def store_of(request: Request) -> Store:
+    """The store the server was started on (one for every request, thread-safe)."""
+    store: Store = request.app.state.store
+    return store
