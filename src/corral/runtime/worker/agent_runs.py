@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -114,6 +115,7 @@ class StreamWatch:
         self._reader = StreamReader(agent.profile.output, transcript_path, clock=place.clock)
         self._session_noted = self._waiting_noted = False
         self._park: tuple[datetime, str] | None = None
+        self._parked = False  # the store has the park
 
     def poll(self) -> str | None:
         """Read what the agent wrote since the last poll; LIMIT_STOP once it hit a limit."""
@@ -153,10 +155,9 @@ class StreamWatch:
     def _record(self, **fields: str) -> bool:
         return self._store_call(lambda: self._place.store.record_agent_run(self._run, **fields))
 
-    def _store_call(self, call: object) -> bool:
+    def _store_call(self, call: Callable[[], object]) -> bool:
         """Make a small write; a store that cannot be reached now is tried at the next poll
         (what the run does is unaffected)."""
-        assert callable(call)
         try:
             call()
         except CorralError as exc:
@@ -166,30 +167,31 @@ class StreamWatch:
         return True
 
     def _park_provider(self, limit: Limit) -> tuple[datetime, str]:
-        """Park the provider account until the reset (once a run); (until, why)."""
-        if self._park is not None:
-            return self._park
-        place, agent = self._place, self._agent
-        if limit.reset_at is not None:
-            until = datetime.fromtimestamp(limit.reset_at, UTC)
-            reason = _short(limit.message)
-        else:
-            until = place.store.now() + timedelta(seconds=agent.park_s)
-            reason = _short(f"{limit.message} (no reset time given: parked {agent.park_s:g} s)")
-        if agent.provider is not None:
-            self._store_call(
+        """Park the provider account until the reset; (until, why). Decided once a run;
+        recorded again at each later poll (and at the end) while the store refused it."""
+        if self._park is None:
+            self._park = self._decide_park(limit)
+        until, reason = self._park
+        place, provider = self._place, self._agent.provider
+        if provider is not None and not self._parked:
+            self._parked = self._store_call(
                 lambda: place.store.park_provider(
-                    agent.provider or "",
-                    until=until,
-                    reason=reason,
-                    actor=place.worker_id,
-                    task_id=self._task,
+                    provider, until=until, reason=reason, actor=place.worker_id, task_id=self._task
                 )
             )
-        event(place.log, "run.usage_limit", run_id=self._run, provider=agent.provider,
-              until=until.isoformat(), reason=reason)  # fmt: skip
-        self._park = (until, reason)
         return self._park
+
+    def _decide_park(self, limit: Limit) -> tuple[datetime, str]:
+        """Until when, and why: the reset the stream gave, else `[agents] park_default`."""
+        park_s = self._agent.park_s
+        if limit.reset_at is not None:
+            until, reason = datetime.fromtimestamp(limit.reset_at, UTC), _short(limit.message)
+        else:
+            until = self._place.clock.now() + timedelta(seconds=park_s)  # no store round trip
+            reason = _short(f"{limit.message} (no reset time given: parked {park_s:g} s)")
+        event(self._place.log, "run.usage_limit", run_id=self._run,
+              provider=self._agent.provider, until=until.isoformat(), reason=reason)  # fmt: skip
+        return until, reason
 
 
 def _limit_signature(profile: AgentProfile, text: str) -> Limit | None:
