@@ -12,10 +12,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from corral import open_store
 
 CORRAL = [sys.executable, "-m", "corral.cli.main"]
 
@@ -198,3 +201,32 @@ def test_serve_listens_off_loopback_only_once_a_token_exists(server: Server) -> 
     server.token("viewer")
     server.start("--host", ANY_ADDRESS)
     assert 200 == server.call("GET", "/healthz")[0]
+
+
+def test_metrics_are_the_stores_state_in_the_prometheus_format(server: Server) -> None:
+    """/metrics for a viewer: corral_tasks by queue, kind and status, workers by status,
+    a parked provider 1; without a token 401."""
+    viewer, operator = server.token("viewer"), server.token("operator")
+    assert 0 == server.corral("add", "a", "--kind", "code").returncode
+    assert 0 == server.corral("add", "b", "--queue", "api").returncode
+    assert 0 == server.corral("worker", "register", "--name", "w").returncode
+    assert 0 == server.corral("provider", "set", "claude", "--pause").returncode
+    with open_store(server.env["CORRAL_DB"]) as store:
+        until = store.now() + timedelta(hours=1)
+        store.park_provider("codex", until=until, reason="limit", actor="test")
+    server.start()
+    assert 401 == server.call("GET", "/metrics")[0]
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/metrics")
+    request.add_header("Authorization", f"Bearer {viewer}")
+    with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - http://
+        assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = answer.read().decode()
+    lines = set(text.splitlines())
+    assert 'corral_tasks{kind="code",queue="default",status="ready"} 1.0' in lines
+    assert 'corral_tasks{kind="default",queue="api",status="ready"} 1.0' in lines
+    assert 'corral_workers{status="starting"} 1.0' in lines
+    assert 'corral_workers{status="dead"} 0.0' in lines
+    assert "corral_worker_active_claims 0.0" in lines
+    assert 'corral_provider_parked{provider="claude"} 0.0' in lines  # paused, not parked
+    assert 'corral_provider_parked{provider="codex"} 1.0' in lines
+    assert operator not in text and viewer not in text

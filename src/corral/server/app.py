@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import CorralError
-from corral.server import tasks
+from corral.server import metrics, tasks
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
 from corral.settings import Settings
@@ -28,6 +28,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             Route("/api/tasks", tasks.list_tasks, methods=["GET"]),
             Route("/api/tasks", tasks.add_task, methods=["POST"]),
             Route("/api/tasks/{task_id}", tasks.get_task, methods=["GET"]),
+            Route("/metrics", metrics.metrics, methods=["GET"]),
         ],
         exception_handlers={
             CorralError: _corral_error,

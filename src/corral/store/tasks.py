@@ -88,6 +88,12 @@ class TaskOps:
         with self._driver.read() as tx:
             return {row["status"]: row["n"] for row in tx.all("count_tasks_by_status")}
 
+    def task_gauges(self) -> list[tuple[str, str, str, int]]:
+        """(queue, kind, status, how many tasks) for each combination that has any."""
+        with self._driver.read() as tx:
+            found = tx.all("count_tasks_by_queue_kind_status")
+        return [(r["queue"], r["kind"], r["status"], r["n"]) for r in found]
+
     def ready_tasks(
         self, *, queue: str | None, kinds: tuple[str, ...], limit: int, worker: Worker | None = None
     ) -> list[Task]:

@@ -870,3 +870,8 @@ SELECT * FROM tokens WHERE name = :name;
 -- name: any_usable_token
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > :now)) AS found;
+
+-- name: count_tasks_by_queue_kind_status
+-- What /metrics shows as corral_tasks{queue,kind,status}.
+SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
+ORDER BY queue, kind, status;
