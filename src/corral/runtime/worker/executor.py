@@ -143,6 +143,7 @@ def run_command(
         proctree.release(proc.pid)
         if adopting and ended:  # what it ended may now be zombies the runner adopted
             proctree.reap_adopted()
+            proctree.reap_group(proc.pid, clock=clock, within_s=KILL_WAIT_S)
         if feeder is not None:
             feeder.join(timeout=spec.grace_s)
     return CommandResult(

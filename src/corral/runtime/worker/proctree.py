@@ -22,7 +22,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from corral.clock import Clock
+
 _PR_SET_CHILD_SUBREAPER = 36
+REAP_POLL_S = 0.001
 _LOCK = threading.Lock()
 _OWNED: set[int] = set()  # pids of the commands of running tasks: never reaped here
 _state: dict[str, bool] = {}
@@ -118,6 +121,31 @@ def reap_adopted() -> None:
         for child in children(os.getpid()):
             if child not in _OWNED:
                 _reaped(child)
+
+
+def reap_group(pgid: int, *, clock: Clock, within_s: float) -> None:
+    """Reap the adopted children of process group `pgid`, waiting up to `within_s` for
+    them to die: a process the run's tree forked while it was being ended is killed with
+    the group, but may finish dying (and be handed to the runner) only after the last
+    reap; left alone it would stay a zombie of the runner."""
+    deadline = clock.monotonic() + within_s
+    while True:
+        with _LOCK:
+            left = [
+                child
+                for child in children(os.getpid())
+                if child not in _OWNED and _group_of(child) == pgid and not _reaped(child)
+            ]
+        if not left or clock.monotonic() >= deadline:
+            return
+        clock.sleep(REAP_POLL_S)
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
 
 
 def _reaped(pid: int) -> bool:
