@@ -193,6 +193,10 @@ class SQLiteDriver:
             raise _wrap(self.path, exc) from None
         if current > latest:
             self._upgrade(current, latest)  # refuses, before anything is written
+        if current == 0 and self._schema_cookie() != 0:  # tables: corral's, just made?
+            # Another process may have committed the schema and its version between the two
+            # reads (they are not one snapshot): ask the version again before refusing.
+            current, latest = self.schema_version()
         if current == 0 and self._schema_cookie() != 0:  # tables, but never corral's
             raise StoreError(
                 f"database {self.path}: not a corral database (another program's tables are"
