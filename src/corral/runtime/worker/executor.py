@@ -354,18 +354,12 @@ def _descendants(pid: int) -> list[psutil.Process]:
 
 def _marked(run_id: str, since: float) -> list[psutil.Process]:
     """Processes started since `since` whose environment has `CORRAL_RUN_ID=run_id`."""
-    me, found = os.getpid(), []
+    me, mark, found = os.getpid(), f"{RUN_ID_ENV}={run_id}".encode(), []
     for proc in psutil.process_iter():
         with suppress(psutil.Error):  # gone, a zombie, or not ours to read
-            if proc.pid != me and proc.create_time() >= since and _run_id_of(proc) == run_id:
+            if proc.pid != me and proc.create_time() >= since and proctree.marked(proc.pid, mark):
                 found.append(proc)
     return found
-
-
-def _run_id_of(proc: psutil.Process) -> str | None:
-    """The process's CORRAL_RUN_ID, as it was when it started."""
-    environ: dict[str, str] = proc.environ()
-    return environ.get(RUN_ID_ENV)
 
 
 def end_marked_processes(

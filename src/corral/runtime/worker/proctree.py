@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
@@ -26,6 +27,7 @@ from corral.clock import Clock
 
 _PR_SET_CHILD_SUBREAPER = 36
 REAP_POLL_S = 0.001
+EXEC_WAIT_S = 0.1
 _LOCK = threading.Lock()
 _OWNED: set[int] = set()  # pids of the commands of running tasks: never reaped here
 _state: dict[str, bool] = {}
@@ -94,12 +96,22 @@ def tree(pid: int) -> list[int]:
     return found
 
 
-def marked(pid: int, mark: bytes) -> bool:
-    """Whether the process's environment holds `mark` (`CORRAL_RUN_ID=...`)."""
+def marked(pid: int, mark: bytes, *, exec_wait_s: float = 0.0) -> bool:
+    """Whether the process's environment holds `mark` (`CORRAL_RUN_ID=...`).
+
+    A process in the middle of `execve` reads as an empty environment (the new image's
+    is not set up yet): a `setsid sleep` orphaned as its shell exits can be caught there.
+    An empty read is asked again for up to `exec_wait_s` before it counts as unmarked
+    (not by default: kernel threads read empty too, and a scan of every process meets
+    them all).
+    """
+    deadline = time.monotonic() + exec_wait_s
     try:
-        return mark in _read(f"/proc/{pid}/environ").split(b"\0")
+        while not (environ := _read(f"/proc/{pid}/environ")) and time.monotonic() < deadline:
+            time.sleep(REAP_POLL_S)
     except OSError:  # gone, or not ours to read
         return False
+    return mark in environ.split(b"\0")
 
 
 def adopted(mark: bytes) -> list[int]:
@@ -110,7 +122,7 @@ def adopted(mark: bytes) -> list[int]:
         for child in children(os.getpid()):
             if child in _OWNED or _reaped(child):
                 continue
-            if marked(child, mark):
+            if marked(child, mark, exec_wait_s=EXEC_WAIT_S):
                 found += [child, *tree(child)]
     return found
 
