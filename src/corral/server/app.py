@@ -25,10 +25,8 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
-            Route("/api/tasks", tasks.list_tasks, methods=["GET"]),
-            Route("/api/tasks", tasks.add_task, methods=["POST"]),
-            Route("/api/tasks/{task_id}", tasks.get_task, methods=["GET"]),
-            Route("/metrics", metrics.metrics, methods=["GET"]),
+            *tasks.ROUTES,
+            *metrics.ROUTES,
         ],
         exception_handlers={
             CorralError: _corral_error,

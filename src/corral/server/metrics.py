@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from corral.model.states import WorkerStatus
 from corral.model.tokens import Role
@@ -80,3 +81,6 @@ def metrics(request: Request) -> Response:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(store))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE)
+
+
+ROUTES = [Route("/metrics", metrics, methods=["GET"])]

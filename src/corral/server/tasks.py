@@ -12,6 +12,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
@@ -78,6 +79,13 @@ def _add(request: Request, body: dict[str, Any]) -> Response:
     spec = NewTask(**_fields(body))
     task = enqueue(store, spec, settings=request.app.state.settings)
     return answer(task.to_dict(), 201)
+
+
+ROUTES = [
+    Route("/api/tasks", list_tasks, methods=["GET"]),
+    Route("/api/tasks", add_task, methods=["POST"]),
+    Route("/api/tasks/{task_id}", get_task, methods=["GET"]),
+]
 
 
 def _fields(body: dict[str, Any]) -> dict[str, Any]:
