@@ -1,18 +1,49 @@
 """Helpers for the store conformance suite: enqueue, register and read events in one call.
 
 Everything here goes through the use cases and the `Store` protocol only, so the suite
-runs unchanged on every dialect in `STORE_DIALECTS`.
+runs unchanged on every dialect in `STORE_DIALECTS`, and a third time on a store reached
+over HTTP (`http`: a real `corral serve` app on loopback over SQLite, tests/served.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import STORE_DIALECTS, store_url
 
 import corral
 from corral import EventFilter, FakeClock, NewTask, NewWorker, Settings, Store, Task, Worker
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Leave out, over HTTP, what a remote store rightly does not have: a module saying
+    `NOT_OVER_HTTP = "why"` (the driver's own tests), or a test named in its dict."""
+    for item in items:
+        if "[http" not in item.name:
+            continue
+        why = getattr(item.module, "NOT_OVER_HTTP", None)  # type: ignore[attr-defined]
+        if isinstance(why, dict):
+            why = why.get(getattr(item, "originalname", item.name))
+        if why:
+            item.add_marker(pytest.mark.skip(reason=f"not over HTTP: {why}"))
+
+
+@pytest.fixture(params=[*STORE_DIALECTS, "http"])
+def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    """A fresh, migrated store of each dialect on the fake clock, and one over HTTP."""
+    if request.param == "http":
+        from tests.served import serve
+
+        remote, stop = serve(corral.open_store(str(tmp_path / "corral.db"), clock=clock))
+        yield remote
+        stop()
+        return
+    opened = corral.open_store(store_url(request.param, request, tmp_path), clock=clock)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture

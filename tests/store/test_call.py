@@ -15,6 +15,8 @@ from corral import EventFilter, FakeClock, Store, StoreError
 from corral.store import journal
 from corral.store.driver import Json
 
+NOT_OVER_HTTP = "the driver's call: a remote store has no driver"
+
 
 def _limits(store: Store, queue: str, max_ready: int) -> object:
     return store._driver.call(

@@ -43,7 +43,8 @@ class Feed:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.last_id = 0
+        before = store.list_events(EventFilter(limit=1))  # a served store's token.created
+        self.last_id = before[-1].id if before else 0
         self.seen: list[str] = []
 
     def new(self) -> list[str]:

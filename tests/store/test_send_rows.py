@@ -15,6 +15,8 @@ import pytest
 from corral import EventFilter, FakeClock, Store, StoreError
 from corral.store import journal
 
+NOT_OVER_HTTP = "the driver's send_rows: a remote store has no driver"
+
 
 def _entries(count: int) -> list[dict[str, object]]:
     return [

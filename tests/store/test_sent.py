@@ -19,6 +19,8 @@ from corral import EventFilter, NewTask, Store, StoreError, open_store
 from corral.errors import StaleToken
 from corral.store.driver import Json, Tx
 
+NOT_OVER_HTTP = "the driver's send: a remote store has no driver"
+
 
 def _event(tx: Tx, name: str) -> None:
     tx.send(

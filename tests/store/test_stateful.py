@@ -62,9 +62,10 @@ from corral import (
 from corral.model.states import CLAIMING, FINAL, GONE
 from corral.model.workers import liveness
 
-# Mirrors STORE_DIALECTS in tests/conftest.py (a state machine cannot take the `store`
-# fixture); test_machine_runs_on_every_store_dialect keeps the two lists in step.
-MACHINE_DIALECTS = ["sqlite", "postgresql"]
+# Mirrors the `store` fixture's dialects (tests/store/conftest.py: a state machine cannot
+# take the fixture); test_machine_runs_on_every_store_dialect keeps the two lists in step.
+# `http`: a SQLite store behind a real `corral serve` app on loopback (tests/served.py).
+MACHINE_DIALECTS = ["sqlite", "postgresql", "http"]
 
 POLICY = Settings(
     lease_s=10.0,
@@ -109,6 +110,11 @@ def open_dialect_store(
     if dialect == "postgresql" and schemas is not None:
         url, drop = schemas()
         return open_store(url, clock=clock), drop
+    if dialect == "http":
+        from tests.served import serve
+
+        remote, stop = serve(open_store(str(Path(folder) / "corral.db"), clock=clock), POLICY)
+        return remote, stop
     pytest.fail(f"no state-machine store for dialect {dialect!r}: add its branch here")
 
 
@@ -163,6 +169,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.token_task: dict[int, str] = {}
         self.max_token = 0
         self.last_event_id = 0
+        self.new_events()  # a served store's token.created
 
     def teardown(self) -> None:
         """Close the store and delete its folder (or schema)."""
@@ -545,8 +552,13 @@ class StoreMachine(RuleBasedStateMachine):
 
 @pytest.mark.parametrize("dialect", MACHINE_DIALECTS)
 def test_store_keeps_its_invariants_under_random_operations(dialect, schemas):
-    """Random sequences of store operations keep every invariant of claims, tokens and tasks."""
-    run_state_machine_as_test(lambda: StoreMachine(dialect, schemas), settings=MACHINE_SETTINGS)
+    """Random sequences of store operations keep every invariant of claims, tokens and tasks.
+    Over HTTP, a third of the examples: each starts a server, and the operations under test
+    are the same store's (what HTTP adds is their transport, which every example crosses)."""
+    budget = MACHINE_SETTINGS
+    if dialect == "http":
+        budget = hypothesis_settings(MACHINE_SETTINGS, max_examples=35)
+    run_state_machine_as_test(lambda: StoreMachine(dialect, schemas), settings=budget)
 
 
 ONE_TASK_ONE_WORKER = ("populate", {"tasks": [(0, "code", 2)], "workers": [((), 1)]})

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from types import FrameType
 
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.errors import InvalidInput
 
 DEFAULT_PORT = 8787
+# Longer than a remote runner's heartbeat interval, so its connection is kept between beats.
+KEEP_ALIVE_S = 75
 
 
 def cmd_serve(ctx: Context) -> int:
@@ -26,6 +29,8 @@ def cmd_serve(ctx: Context) -> int:
         raise InvalidInput("port", "a port from 1 to 65535", a.port)
     if bool(a.certfile) != bool(a.keyfile):
         raise InvalidInput("certfile", "both --certfile and --keyfile, or neither")
+    if ctx.store.dialect == "http":
+        raise InvalidInput("db", "a SQLite or PostgreSQL store: serve runs beside its database")
     if not _loopback(a.host) and not ctx.store.any_usable_token():
         raise InvalidInput(
             "host",
@@ -44,7 +49,7 @@ def cmd_serve(ctx: Context) -> int:
     scheme = "https" if a.certfile else "http"
     sys.stderr.write(f"corral serve: listening on {scheme}://{a.host}:{a.port}\n")
     sys.stderr.flush()
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=a.host,
         port=a.port,
@@ -52,7 +57,18 @@ def cmd_serve(ctx: Context) -> int:
         ssl_keyfile=a.keyfile,
         access_log=False,
         log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, whose shutdown first ends the claims waiting for work: it
+        waits for open requests, and a long poll would hold it up to 30 s."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            app.state.work_signal.stop()
+            super().handle_exit(sig, frame)
+
+    Server(config).run()
     return 0
 
 

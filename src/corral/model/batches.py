@@ -136,7 +136,9 @@ class Exchanged(NamedTuple):
     its token, else lease_lost). `held`: the tasks newly claimed. `refused`: why the worker
     may take no claim now (drained, dead ...); `full`: why it could take none now (it holds
     max_concurrent claims). `claims`: the claims made, for an ask with `claims_only`.
-    `tasks`: each applied report's task as it is now, when asked for.
+    `tasks`: each applied report's task as it is now, when asked for. `waited`: the claim
+    found nothing and waited for work as long as it could (an HTTP store's long poll), so
+    asking again at once is no busy loop.
     """
 
     stale: tuple[Report, ...] = ()
@@ -146,6 +148,7 @@ class Exchanged(NamedTuple):
     refused: str | None = None
     full: str | None = None
     tasks: tuple[Task, ...] = ()
+    waited: bool = False
 
 
 def next_batch_size(

@@ -6,6 +6,9 @@ does; nothing here decides state. Every route but `/healthz` needs a token (auth
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -13,9 +16,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import CorralError
-from corral.server import metrics, tasks
+from corral.server import metrics, store_calls, tasks
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
+from corral.server.work_signal import WorkSignal
 from corral.settings import Settings
 from corral.store import Store
 
@@ -27,16 +31,32 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             Route("/healthz", healthz, methods=["GET"]),
             *tasks.ROUTES,
             *metrics.ROUTES,
+            *store_calls.ROUTES,
         ],
+        lifespan=_lifespan,
         exception_handlers={
             CorralError: _corral_error,
             Denied: _denied,
             HTTPException: _http_error,
+            Exception: _internal_error,
         },
     )
     app.state.store = store
     app.state.settings = settings
+    app.state.work_signal = WorkSignal()
     return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    """Watch the store for ready work while serving; on the way out, wake every waiting
+    claim so the server's shutdown is not held by long polls."""
+    signal: WorkSignal = app.state.work_signal
+    signal.start(app.state.store)
+    try:
+        yield
+    finally:
+        signal.stop()
 
 
 def healthz(request: Request) -> Response:
@@ -53,6 +73,12 @@ async def _corral_error(request: Request, exc: Exception) -> Response:
 async def _denied(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Denied)
     return error(exc.status, exc.message)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """A bug, not the caller's doing: 500 in the API's JSON shape, without the details
+    (the traceback goes to the server's log)."""
+    return error(500, "corral serve failed on this request; its log says why")
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -18,16 +18,16 @@ from corral.server.auth import Denied
 MAX_BODY_BYTES = 1 << 20
 
 
-async def json_object(request: Request) -> dict[str, Any]:
-    """The request's body as a JSON object."""
+async def json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The request's body, of at most `limit` bytes, as a JSON object."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
-        raise Denied(413, f"a body of at most {MAX_BODY_BYTES} bytes")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise Denied(413, f"a body of at most {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise Denied(413, f"a body of at most {MAX_BODY_BYTES} bytes")
+        if size > limit:
+            raise Denied(413, f"a body of at most {limit} bytes")
         chunks.append(chunk)
     try:
         text = b"".join(chunks).decode("utf-8")

@@ -78,6 +78,7 @@ def _add(request: Request, body: dict[str, Any]) -> Response:
     require(request, store, Role.OPERATOR)
     spec = NewTask(**_fields(body))
     task = enqueue(store, spec, settings=request.app.state.settings)
+    request.app.state.work_signal.notify()
     return answer(task.to_dict(), 201)
 
 

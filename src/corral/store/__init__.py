@@ -2,7 +2,8 @@
 
 `Store` is written once over a `Driver` (driver.py); `open_store(url)` picks the driver
 from the URL: a file path or `sqlite:///path` for SQLite (the default,
-`.corral/corral.db`), or `postgresql://...` for PostgreSQL (store/postgres/driver.py).
+`.corral/corral.db`), `postgresql://...` for PostgreSQL (store/postgres/driver.py), or
+`http(s)://...` for the store behind a `corral serve` (store/remote/client.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class Store(
     batches, workers, repair, runs, queue limits, reviews, messages and the orchestrator
     row."""
 
+    # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
+    long_polls = False
+
     def __init__(self, driver: Driver) -> None:
         self._driver = driver
 
@@ -92,6 +96,10 @@ class Store(
         one orchestrator (SQLite)."""
         return self._driver.leader_lock()
 
+    def stop_waiting(self) -> None:
+        """End any wait for work in flight, and make no more (a runner stopping); nothing to
+        end on a local store, whose runners wait on their own wake event."""
+
     def close(self) -> None:
         """Release the connection."""
         self._driver.close()
@@ -114,6 +122,10 @@ def open_store(url: str, *, clock: Clock | None = None, migrate: bool = True) ->
     SQLite reads `clock` (default: the system clock); PostgreSQL reads the server's
     clock unless a test injects one.
     """
+    if url.startswith(("http://", "https://")):
+        from corral.store.remote.client import RemoteStore
+
+        return RemoteStore(url)
     if is_postgres_url(url):
         try:
             from corral.store.postgres.driver import PostgresDriver
@@ -127,7 +139,7 @@ def open_store(url: str, *, clock: Clock | None = None, migrate: bool = True) ->
 
     scheme, sep, _ = url.partition("://")
     if sep and scheme != "sqlite" and scheme.isalnum():  # the rest may hold a password
-        expected = "a SQLite file path, sqlite:///PATH or a postgresql:// URL"
+        expected = "a SQLite file path, sqlite:///PATH, a postgresql:// or an http(s):// URL"
         raise InvalidInput("db", expected, f"{scheme}://...")
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     return Store(SQLiteDriver(path, clock or SystemClock(), migrate=migrate))

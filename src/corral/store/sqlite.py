@@ -427,3 +427,20 @@ def _wrap(path: str, exc: sqlite3.Error) -> StoreError:
 
 def _nothing_to_stop() -> None:
     """What stops a SQLite store's (absent) ready listener."""
+
+
+def commit_counter(path: str) -> Callable[[], int | None]:
+    """A reader of `PRAGMA data_version` on a connection of its own: the number changes
+    whenever another connection (another process, or this one's store) commits. None
+    while the database cannot be read. For `corral serve`, whose waiting claims have no
+    notification to wait on (server/work_signal.py)."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+
+    def read() -> int | None:
+        try:
+            row = conn.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:
+            return None
+        return int(row[0])
+
+    return read

@@ -82,7 +82,7 @@ class Exchanger:
         """Report `finished`, and claim up to `asked` tasks, in one transaction; the tasks
         claimed (with, first, any claim of an earlier exchange whose reply was lost:
         adoption.py). `finished` is emptied once the store took its reports."""
-        self._reached.ok = True
+        self._reached.ok, self._reached.waited = True, False
         if not finished and not asked:
             return []
         opened: dict[str, Opened[Any]] = {}  # the runs this transaction opened, by run id
@@ -129,6 +129,7 @@ class Exchanger:
             )
             return adopted
         self._settle(finished, done)
+        self._reached.waited = done.waited
         finished.clear()
         for h in done.held:
             self._heartbeat.hold(h.task.id, h.token)
@@ -140,6 +141,11 @@ class Exchanger:
         """Whether the calling slot's last exchange failed because the store could not be
         reached (its reports are kept for the next one)."""
         return not getattr(self._reached, "ok", True)
+
+    def waited(self) -> bool:
+        """Whether the calling slot's last exchange found no work after waiting for it as
+        long as the store holds a claim (an HTTP store's long poll): ask again at once."""
+        return bool(getattr(self._reached, "waited", False))
 
     def _forget(self, opened: dict[str, Opened[Any]], *, unsure: bool) -> None:
         """The runs an exchange opened are no longer in flight: held now, or, when the

@@ -88,7 +88,10 @@ class Runner:
         self._log = log or logger("corral.worker")
         self._ready = threading.Event()  # a task became ready (PostgreSQL NOTIFY), or a stop
         self._stopping = Stopping(
-            clock=self._clock, timeout_s=config.shutdown_timeout_s, wake=self._ready
+            clock=self._clock,
+            timeout_s=config.shutdown_timeout_s,
+            wake=self._ready,
+            on_ask=store.stop_waiting,
         )
         self._budget = Budget(1 if config.once else config.max_tasks)
         self.worker_id = ""

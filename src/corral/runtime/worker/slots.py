@@ -5,7 +5,8 @@ Each slot, on a thread of its own:
     exchange (exchanges.py): report what finished and claim up to k tasks, in one write
     transaction ─none─► wait, backing off with jitter (idle_min_s .. idle_max_s, or at most
         OUTAGE_POLL_S while the store is out of reach), cut short when a task becomes
-        ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked
+        ready (PostgreSQL: LISTEN/NOTIFY) or a stop is asked; on an HTTP store the
+        server holds the exchange until work comes (a long poll), and the slot asks again
       │
       └─held─► each task in order: performed by the job (jobs.py), or given back
                unstarted when stopping or its claim is lost ─► its report, which waits
@@ -123,6 +124,8 @@ class SlotLoop:
                 if not asked or c.once:
                     self._left_unreported(finished)
                     return
+                if self._exchanger.waited():  # the store waited for work already
+                    continue
                 # A store out of reach is tried again soon, so work resumes as it returns.
                 out = self._exchanger.unreachable()
                 wait_s = min(idle_s, OUTAGE_POLL_S) if out else idle_s

@@ -4,12 +4,14 @@
         finish within shutdown_timeout_s
     a second one, SIGQUIT, stop(immediate=True), or the timeout ─► overdue: running
         tasks are stopped now, and given back
-Asking sets the runner's wake event, so a slot waiting for work sees the stop at once.
+Asking sets the runner's wake event, so a slot waiting for work sees the stop at once, and
+calls `on_ask` (the store's `stop_waiting`: a claim long-polling a server ends too).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from corral.clock import Clock
 
@@ -17,8 +19,15 @@ from corral.clock import Clock
 class Stopping:
     """Whether, since when and how urgently this runner was asked to stop."""
 
-    def __init__(self, *, clock: Clock, timeout_s: float, wake: threading.Event) -> None:
-        self._clock, self._timeout_s, self._wake = clock, timeout_s, wake
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        timeout_s: float,
+        wake: threading.Event,
+        on_ask: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._clock, self._timeout_s, self._wake, self._on_ask = clock, timeout_s, wake, on_ask
         self._lock = threading.Lock()
         self._asked_at: float | None = None  # monotonic
         self._immediate = False
@@ -31,6 +40,7 @@ class Stopping:
             if self._asked_at is None:
                 self._asked_at = self._clock.monotonic()
         self._wake.set()
+        self._on_ask()
 
     @property
     def asked(self) -> bool:

@@ -1,0 +1,230 @@
+"""POST /api/store/NAME: a store operation run here for a remote store (store/remote/).
+
+The body holds the operation's arguments by name, decoded by the types it declares
+(store/remote/wire.py: a record is built by its own validating constructor, a wrong shape
+is a 422 naming its path); the answer is `{"result": ...}`, or the operation's error with
+its class as `type`. The operation is the same call a local store makes: one transaction,
+its compare-and-set and its errors. Nothing here decides state; this module only says who
+may call what:
+
+- the token's role must reach the operation's (store/remote/methods.py);
+- a worker token acts only for the workers it registered (the server marks each with the
+  token's id in the label OWNER_LABEL), their runs and their claims, and only in its
+  queues: a worker's queues, a claim's ask and a task claimed by id must be among them.
+
+An exchange that asks for work and finds none may wait (`wait_s`, at most MAX_WAIT_S) for
+the signal that work is ready (work_signal.py), claiming again each time it moves: the
+long poll of a remote runner. Its answer then says `waited`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from corral.errors import InvalidInput, NotFound
+from corral.model.batches import ClaimAsk, Exchanged, Report
+from corral.model.tokens import Role, Token
+from corral.model.workers import NewWorker
+from corral.server.answers import answer
+from corral.server.auth import Denied, require
+from corral.server.bodies import json_object
+from corral.server.context import store_of
+from corral.server.work_signal import WorkSignal
+from corral.store import Store
+from corral.store.remote import methods, wire
+
+OWNER_LABEL = "corral.token"
+MAX_WAIT_S = 30.0
+MAX_BODY_BYTES = 4 << 20  # reports carry results; a task, its payload
+_LOCAL_ONLY = frozenset({"open_run"})  # a callable of the runner's, run on its side
+
+
+async def call(request: Request) -> Response:
+    """Run the store operation the path names, for the request's token."""
+    name = request.path_params["name"]
+    role = methods.role_for(name)
+    if role is None:
+        raise NotFound("store operation", name)
+    body = await json_object(request, MAX_BODY_BYTES)
+    wait_s = _wait(body.pop("wait_s", 0.0), name)
+    store = store_of(request)
+    token = await run_in_threadpool(require, request, store, role)
+    types = _types(name)
+    args = _arguments(name, body, types)
+    if token.role == Role.WORKER and name in methods.WORKER_OWNS:
+        args = await run_in_threadpool(_scoped, store, token, name, args)
+    operation = getattr(store, name)
+    signal: WorkSignal = request.app.state.work_signal
+    seen = signal.generation
+    result = await run_in_threadpool(lambda: operation(**args))
+    if name == "exchange" and wait_s and _found_nothing(result, args):
+        result = await _long_poll(request, operation, args, first=result, seen=seen, wait_s=wait_s)
+    if name not in methods.READS:
+        signal.notify()
+    return answer({"result": wire.encode(result, types["return"])})
+
+
+ROUTES = [Route("/api/store/{name}", call, methods=["POST"])]
+
+
+def _wait(value: Any, name: str) -> float:
+    if value == 0.0:
+        return 0.0
+    if name != "exchange":
+        raise InvalidInput("wait_s", "nothing: only an exchange waits for work")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= MAX_WAIT_S
+    ):
+        raise InvalidInput("wait_s", f"seconds from 0 to {MAX_WAIT_S:g}", value)
+    return float(value)
+
+
+@functools.cache
+def _types(name: str) -> dict[str, Any]:
+    return wire.hints(getattr(Store, name))
+
+
+@functools.cache
+def _parameters(name: str) -> dict[str, inspect.Parameter]:
+    signature = inspect.signature(getattr(Store, name))
+    return {k: p for k, p in list(signature.parameters.items())[1:] if k not in _LOCAL_ONLY}
+
+
+def _arguments(name: str, body: dict[str, Any], types: dict[str, Any]) -> dict[str, Any]:
+    """The body's arguments, each decoded by its declared type; every required one given."""
+    parameters = _parameters(name)
+    for key in body:
+        if key not in parameters:
+            raise InvalidInput(
+                key, f"one of the arguments of {name}: " + ", ".join(parameters) or "none"
+            )
+    args = {key: wire.decode(value, types[key], key) for key, value in body.items()}
+    for key, parameter in parameters.items():
+        if key not in args and parameter.default is inspect.Parameter.empty:
+            raise InvalidInput(key, "a value: the argument is required")
+    return args
+
+
+def _found_nothing(result: Exchanged, args: dict[str, Any]) -> bool:
+    ask = args.get("ask")
+    return (
+        ask is not None
+        and ask.task_id is None
+        and args.get("worker_id") is not None
+        and not result.held
+        and not result.claims
+        and result.refused is None
+        and result.full is None
+    )
+
+
+async def _long_poll(
+    request: Request,
+    exchange: Callable[..., Exchanged],
+    args: dict[str, Any],
+    *,
+    first: Exchanged,
+    seen: int,
+    wait_s: float,
+) -> Exchanged:
+    """Claim again each time the work signal moves, until something is held or `wait_s`
+    passes, the client goes or the server stops; the first exchange's reports stand."""
+    signal: WorkSignal = request.app.state.work_signal
+    ask_only = {"worker_id": args["worker_id"], "ask": args["ask"]}
+    deadline = time.monotonic() + wait_s
+    while not signal.stopping:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        # Look at the client at least once a second: a runner that stopped cut its poll.
+        if not await signal.wait(seen, min(left, 1.0)):
+            if await request.is_disconnected():
+                break
+            continue
+        seen = signal.generation
+        again: Exchanged = await run_in_threadpool(lambda: exchange(**ask_only))
+        if not _found_nothing(again, ask_only):
+            return first._replace(
+                held=again.held, claims=again.claims, refused=again.refused, full=again.full
+            )
+    return first._replace(waited=True)
+
+
+# ---- what a worker token may touch ------------------------------------------------------
+
+
+def _scoped(store: Store, token: Token, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """`args`, held to what worker token `token` owns; Denied (403) where they reach past it."""
+    if name == "register_worker":
+        return {**args, "spec": _own_worker_spec(token, args["spec"])}
+    if name == "exchange":
+        return {**args, **_own_exchange(store, token, args)}
+    owned = methods.WORKER_OWNS[name]
+    if owned == "worker_id":
+        _own_worker(store, token, args.get("worker_id"))
+    elif owned == "run_id":
+        run = store.get_run(args["run_id"])
+        _own_worker(store, token, run.worker_id)
+    elif owned == "token":
+        claim = store.claim_by_token(args["token"]) if args.get("token") is not None else None
+        if claim is None:
+            raise Denied(403, f"token {token.name!r} acts only under its own workers' live claims")
+        _own_worker(store, token, claim.worker_id)
+    return args
+
+
+def _own_worker_spec(token: Token, spec: NewWorker) -> NewWorker:
+    queues = spec.queues or token.queues
+    _within(token, queues)
+    return dataclasses.replace(spec, queues=queues, labels={**spec.labels, OWNER_LABEL: token.id})
+
+
+def _own_worker(store: Store, token: Token, worker_id: str | None) -> None:
+    if worker_id is None or store.get_worker(worker_id).labels.get(OWNER_LABEL) != token.id:
+        raise Denied(403, f"token {token.name!r} acts only for workers it registered")
+
+
+def _own_exchange(store: Store, token: Token, args: dict[str, Any]) -> dict[str, Any]:
+    """A runner's exchange (its worker's) or an agent's report (`corral done --token`, no
+    worker): each report under a claim of one of the token's workers, which the store then
+    checks as the report's holder; a claim only for its own worker, in its queues."""
+    worker_id: str | None = args["worker_id"]
+    ask: ClaimAsk | None = args.get("ask")
+    if worker_id is not None or ask is not None:
+        _own_worker(store, token, worker_id)
+    reports: list[Report] = []
+    for report in args.get("reports", ()):
+        holder = worker_id
+        if holder is None and report.token is not None:
+            claim = store.claim_by_token(report.token)
+            holder = None if claim is None else claim.worker_id
+            _own_worker(store, token, holder)
+        if report.token is None or holder is None or report.holder not in (None, holder):
+            raise Denied(403, f"token {token.name!r} reports only its own workers' claims")
+        reports.append(report._replace(holder=holder))
+    if ask is None:
+        return {"reports": reports}
+    if ask.task_id is not None and token.queues:
+        _within(token, (store.get_task(ask.task_id).queue,))
+    queues = ask.queues or token.queues
+    _within(token, queues)
+    return {"reports": reports, "ask": ask._replace(queues=queues)}
+
+
+def _within(token: Token, queues: tuple[str, ...]) -> None:
+    outside = [q for q in queues if token.queues and q not in token.queues]
+    if outside:
+        allowed = ", ".join(token.queues)
+        raise Denied(403, f"token {token.name!r} may use the queues {allowed}; not {outside[0]}")

@@ -1,0 +1,119 @@
+"""Which of the store's operations travel over HTTP, and the role each one needs.
+
+A remote store (`CORRAL_DB=https://...`) runs every use case on the client, as a local
+store does, and sends each store operation to `corral serve` (POST /api/store/NAME), which
+runs it on its own store: one atomic transaction with its compare-and-set, exactly as on
+the store's host. Only the operations named here travel; a token's role decides which it
+may call (viewer < worker < operator), and a worker token is further held to the
+workers it registered, their claims and runs, and its queues (server/store_calls.py).
+
+Operations that only make sense beside the database (migrations, listening for
+notifications, the leader lock, reading a token's secret hash) are not here: a remote
+store answers them itself (store/remote/client.py).
+"""
+
+from __future__ import annotations
+
+from corral.model.tokens import Role
+
+# Reads: what `corral status`, `list`, `show`, `why`, `events`, `runs` ... need.
+READS = frozenset(
+    {
+        "now",
+        "schema_version",
+        "get_task",
+        "list_tasks",
+        "task_counts",
+        "task_gauges",
+        "ready_tasks",
+        "dependency_statuses",
+        "count_ahead",
+        "why_not_held",
+        "why_not_claimable",
+        "claim_by_token",
+        "active_claim",
+        "running_tasks",
+        "get_worker",
+        "list_workers",
+        "get_run",
+        "list_runs",
+        "waiting_runs",
+        "last_session",
+        "unfinished_runs",
+        "usage_by",
+        "list_events",
+        "events_page",
+        "queue_stats",
+        "get_review",
+        "branched_tasks",
+        "reviews_of",
+        "list_messages",
+        "get_orchestrator",
+        "list_orchestrators",
+        "provider_states",
+        "reconcile_snapshot",
+    }
+)
+
+# A runner's own operations, each held to what its token's workers own (by argument):
+# `worker_id` a worker it registered; `run_id` a run of one; `token` a claim of one.
+WORKER_OWNS = {
+    "register_worker": None,  # the server marks the worker as this token's
+    "heartbeat": "worker_id",
+    "deregister_worker": "worker_id",
+    "exchange": "worker_id",
+    "renew": "worker_id",
+    "set_run_start": "run_id",
+    "set_run_paths": "run_id",
+    "launch_run": "run_id",
+    "mark_waiting": "run_id",
+    "record_agent_run": "run_id",
+    "record_progress": "run_id",
+    "record_branch": "token",
+    "record_landing": "token",
+    "land_conflict": "token",
+    "submit": "token",
+    "park_provider": None,  # an account's limit, seen by any of its agents
+    "send_message": None,
+    "ack_message": None,
+}
+
+# Everything else an operator may do: add, cancel, review, drain, configure, reconcile,
+# run an orchestrator, manage tokens.
+OPERATES = frozenset(
+    {
+        "enqueue",
+        "cancel",
+        "retry",
+        "drain_worker",
+        "start_run",
+        "finish_run",
+        "approve",
+        "request_changes",
+        "finish_merge",
+        "merge_conflict",
+        "set_queue_limits",
+        "set_provider",
+        "create_token",
+        "revoke_token",
+        "list_tokens",
+        "apply_recoveries",
+        "acquire_orchestrator",
+        "set_orchestrator_status",
+        "beat_orchestrator",
+        "request_orchestrator_stop",
+        "join_orchestrators",
+        "beat_member",
+    }
+)
+
+
+def role_for(name: str) -> Role | None:
+    """The least role that may call operation `name`; None when it does not travel."""
+    if name in READS:
+        return Role.VIEWER
+    if name in WORKER_OWNS:
+        return Role.WORKER
+    if name in OPERATES:
+        return Role.OPERATOR
+    return None

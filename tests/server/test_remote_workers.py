@@ -1,0 +1,192 @@
+"""Remote workers: runner processes that reach the store only through `corral serve`.
+
+Each test starts a real server process and real `corral worker start` processes whose
+CORRAL_DB is the server's URL and CORRAL_TOKEN a worker token, on both stores behind the
+server. The server is SIGKILLed and started again under running workers; tokens are
+held to their queues and their own claims; the CLI keeps its exit codes over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.server.harness import CORRAL, Server
+
+from corral import EventFilter, open_store
+
+# Each run takes a moment and writes its task's id once to $OUT.
+WRITE_ID = (
+    "import os,time; time.sleep(0.2);"
+    " open(os.environ['OUT'], 'a').write(os.environ['CORRAL_TASK_ID'] + '\\n')"
+)
+TASK = f'{sys.executable} -c "{WRITE_ID}"'
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """A server over each store; its processes killed at the end."""
+    db = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
+    made = Server(tmp_path, db)
+    made.workers: list[subprocess.Popen[bytes]] = []  # type: ignore[misc]
+    try:
+        yield made
+    finally:
+        for proc in [made.proc, *made.workers]:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def remote_env(server: Server, token: str, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    return {**env, "CORRAL_DB": server.url, "CORRAL_TOKEN": token, **more}
+
+
+def remote(server: Server, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`corral ARGS` on another host, as far as the store knows: through the server only."""
+    return subprocess.run(
+        [*CORRAL, *args],
+        env=remote_env(server, token),
+        cwd=server.folder,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def start_worker(server: Server, token: str, name: str, *args: str) -> subprocess.Popen[bytes]:
+    with open(server.folder / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(
+            [*CORRAL, "worker", "start", "--name", name, *args],
+            env=remote_env(server, token, OUT=str(server.folder / "done.txt")),
+            cwd=server.folder,
+            stdout=log,
+            stderr=log,
+        )
+    server.workers.append(proc)  # type: ignore[attr-defined]
+    return proc
+
+
+def wait_for(check, timeout_s: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def statuses(server: Server) -> dict[str, str]:
+    listed = json.loads(server.corral("list", "--json", "--limit", "1000").stdout)
+    return {t["id"]: t["status"] for t in listed}
+
+
+def test_remote_runners_finish_every_task_once_across_a_server_kill_and_restart(served):
+    """Two remote runners, 24 tasks; the server is SIGKILLed mid-run and started again: the
+    runners keep their tasks, re-send what they could not report, and every task is done
+    exactly once (one task.completed each, each task's command ran once)."""
+    worker_token, operator = served.token("worker"), served.token("operator")
+    served.start()
+    ids = [remote(served, operator, "add", f"task {n}").stdout.strip() for n in range(24)]
+    for name in ("a", "b"):
+        start_worker(served, worker_token, name, "--exec", TASK, "--concurrency", "2")
+    done_file = served.folder / "done.txt"
+    wait_for(lambda: done_file.exists() and len(done_file.read_text().split()) >= 6, what="work")
+    served.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+    served.proc.wait()  # type: ignore[union-attr]
+    time.sleep(1.0)  # the runners meet a dead server: their exchanges and beats fail
+    served.start()
+    wait_for(lambda: set(statuses(served).values()) == {"done"}, 90, "every task done")
+    with open_store(served.env["CORRAL_DB"]) as store:
+        completed = [
+            e.task_id
+            for e in store.list_events(EventFilter(limit=10_000))
+            if e.name == "task.completed"
+        ]
+    assert sorted(ids) == sorted(completed)
+    assert sorted(ids) == sorted(done_file.read_text().split())
+
+
+def test_a_waiting_remote_runner_takes_new_work_at_once_and_stops_at_once(served):
+    """A runner long-polling an empty queue claims a task added meanwhile (no idle backoff
+    between polls: it is done well before a second poll could start), and SIGTERM ends
+    its wait and the process within seconds, not at the end of the 30 s poll."""
+    worker_token, operator = served.token("worker"), served.token("operator")
+    served.start()
+    runner = start_worker(served, worker_token, "w", "--exec", "true")
+    wait_for(lambda: "idle" in served.corral("worker", "list").stdout, what="the runner idle")
+    time.sleep(0.5)  # it is inside a long poll now
+    added = time.monotonic()
+    task = remote(served, operator, "add", "late work").stdout.strip()
+    wait_for(lambda: statuses(served).get(task) == "done", 20, "the task done")
+    assert time.monotonic() - added < 10
+    time.sleep(0.5)
+    stopped = time.monotonic()
+    runner.send_signal(signal.SIGTERM)
+    assert 0 == runner.wait(timeout=20)
+    assert time.monotonic() - stopped < 10
+
+
+def test_worker_tokens_are_held_to_their_queues_and_their_own_claims(served):
+    """A worker token for queue `code` cannot register for `docs`, cannot claim a `docs`
+    task, cannot complete another worker's claim; a viewer cannot add. Each refusal is
+    exit 2 with one line, and nothing changes."""
+    code_token = served.token("worker", "code")
+    other_token = served.token("worker")
+    viewer, operator = served.token("viewer"), served.token("operator")
+    served.start()
+    docs_task = remote(served, operator, "add", "docs work", "--queue", "docs").stdout.strip()
+    code_task = remote(served, operator, "add", "code work", "--queue", "code").stdout.strip()
+
+    refused = remote(
+        served,
+        code_token,
+        "worker",
+        "start",
+        "--name",
+        "x",
+        "--queue",
+        "docs",
+        "--once",
+        "--exec",
+        "true",
+    )
+    assert 2 == refused.returncode and "may use the queues code; not docs" in refused.stderr
+
+    registered = remote(served, other_token, "worker", "register", "--name", "y", "--json")
+    worker = json.loads(registered.stdout)["id"]
+    assert 0 == remote(served, other_token, "worker", "heartbeat", worker).returncode
+    made = remote(served, other_token, "claim:next", worker, "--queue", "code", "--json")
+    held = json.loads(made.stdout)
+    assert code_task == held["task_id"], made.stderr
+    stolen = remote(served, code_token, "done", code_task, "--token", str(held["token"]))
+    assert 2 == stolen.returncode and "acts only for workers it registered" in stolen.stderr
+
+    added = remote(served, viewer, "add", "not allowed")
+    assert 2 == added.returncode and "needs a operator token" in added.stderr
+    assert {docs_task: "ready", code_task: "running"} == statuses(served)
+
+
+def test_remote_commands_keep_their_exit_codes(served, tmp_path):
+    """Over HTTP as on a local store: a refused change exits 1, bad input and a bad token
+    exit 2, an unreachable server exits 3; each says one line, no traceback."""
+    operator = served.token("operator")
+    served.start()
+    task = remote(served, operator, "add", "t").stdout.strip()
+    assert 0 == remote(served, operator, "cancel", task).returncode
+    again = remote(served, operator, "cancel", task)
+    bad = remote(served, operator, "add", "")
+    no_token = remote(served, "corral_k-nothing_" + "x" * 43, "list")
+    served.stop()
+    gone = remote(served, operator, "list")
+    for result, code in ((again, 1), (bad, 2), (no_token, 2), (gone, 3)):
+        assert code == result.returncode, result.stderr
+        assert 1 == len(result.stderr.strip().splitlines()) and "Traceback" not in result.stderr
+    assert "unreachable" in gone.stderr
