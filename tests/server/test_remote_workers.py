@@ -22,10 +22,11 @@ from tests.server.harness import CORRAL, Server
 
 from corral import EventFilter, open_store
 
-# Each run takes a moment and writes its task's id once to $OUT.
+# Each run takes a moment, writes its task's id once to $OUT, and prints it twice around
+# the pause (its transcript, which the server must end up holding whole).
 WRITE_ID = (
-    "import os,time; time.sleep(0.2);"
-    " open(os.environ['OUT'], 'a').write(os.environ['CORRAL_TASK_ID'] + '\\n')"
+    "import os,time; t=os.environ['CORRAL_TASK_ID']; print('begin', t, flush=True);"
+    " time.sleep(0.2); print('end', t); open(os.environ['OUT'], 'a').write(t + '\\n')"
 )
 TASK = f'{sys.executable} -c "{WRITE_ID}"'
 
@@ -91,7 +92,8 @@ def statuses(server: Server) -> dict[str, str]:
 def test_remote_runners_finish_every_task_once_across_a_server_kill_and_restart(served):
     """Two remote runners, 24 tasks; the server is SIGKILLed mid-run and started again: the
     runners keep their tasks, re-send what they could not report, and every task is done
-    exactly once (one task.completed each, each task's command ran once)."""
+    exactly once (one task.completed each, each task's command ran once), and the server
+    holds each run's transcript whole (`corral logs` from the remote side)."""
     worker_token, operator = served.token("worker"), served.token("operator")
     served.start()
     ids = [remote(served, operator, "add", f"task {n}").stdout.strip() for n in range(24)]
@@ -112,6 +114,11 @@ def test_remote_runners_finish_every_task_once_across_a_server_kill_and_restart(
         ]
     assert sorted(ids) == sorted(completed)
     assert sorted(ids) == sorted(done_file.read_text().split())
+    runs = json.loads(remote(served, operator, "runs", "--json", "--limit", "100").stdout)
+    for run in (r for r in runs if r["outcome"] == "done"):
+        shown = remote(served, operator, "logs", run["id"])
+        task = run["task_id"]
+        assert (0, f"begin {task}\nend {task}\n") == (shown.returncode, shown.stdout), shown.stderr
 
 
 def test_a_waiting_remote_runner_takes_new_work_at_once_and_stops_at_once(served):
@@ -190,3 +197,36 @@ def test_remote_commands_keep_their_exit_codes(served, tmp_path):
         assert code == result.returncode, result.stderr
         assert 1 == len(result.stderr.strip().splitlines()) and "Traceback" not in result.stderr
     assert "unreachable" in gone.stderr
+
+
+def test_logs_follow_from_another_host_shows_a_remote_run_as_it_goes(served):
+    """`corral logs --follow` through the server, started while a remote runner's task
+    runs: it prints the first line before the run ends, the rest after, and exits 0 when
+    the run is over."""
+    worker_token, operator = served.token("worker"), served.token("operator")
+    served.start()
+    flag = served.folder / "go"
+    slow = (
+        f"{sys.executable} -c \"import os,time; print('first', flush=True);"
+        f" [time.sleep(0.05) for _ in iter(lambda: os.path.exists('{flag}'), True)];"
+        " print('second')\""
+    )
+    remote(served, operator, "add", "slow")
+    start_worker(served, worker_token, "w", "--exec", slow)
+
+    def started() -> list[dict[str, str]]:
+        return json.loads(remote(served, operator, "runs", "--json").stdout)
+
+    wait_for(started, what="the run")
+    run_id = started()[0]["id"]
+    follower = subprocess.Popen(
+        [*CORRAL, "logs", "--follow", run_id],
+        env=remote_env(served, operator),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert follower.stdout is not None
+    assert "first\n" == follower.stdout.readline()  # while the run still waits for the flag
+    flag.touch()
+    rest, _ = follower.communicate(timeout=30)
+    assert (0, "second\n") == (follower.returncode, rest)

@@ -41,6 +41,8 @@ def cmd_logs(ctx: Context) -> int:
     a = ctx.args
     run = ctx.store.get_run(a.id)
     what = "stderr" if a.stderr else "transcript"
+    if ctx.store.dialect == "http":
+        return _remote_logs(ctx, run.id, what)
     path = run.stderr_path if a.stderr else run.transcript_path
     if path is None:
         raise Refused(f"run {run.id} recorded no {what} file")
@@ -53,6 +55,25 @@ def cmd_logs(ctx: Context) -> int:
     if copied is None:
         raise Refused(f"the {what} of run {run.id} is missing: {path} does not exist")
     return 0
+
+
+def _remote_logs(ctx: Context, run_id: str, stream: str) -> int:
+    """The server's copy of a run's output (a remote runner's, sent as it was written, or
+    the server's own file), chunk by chunk; with --follow, until the run ends."""
+    from corral.store.remote.client import RemoteStore  # noqa: PLC0415 - remote only
+
+    store = ctx.store
+    assert isinstance(store, RemoteStore)
+    offset, out, clock = 0, sys.stdout.buffer, SystemClock()
+    while True:
+        done = not ctx.args.follow or store.get_run(run_id).finished
+        while chunk := store.read_output(run_id, stream, offset):
+            out.write(chunk)
+            offset += len(chunk)
+        out.flush()
+        if done:
+            return 0
+        clock.sleep(FOLLOW_POLL_S)
 
 
 def follow(path: str, offset: int | None, finished: Callable[[], bool]) -> int | None:

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import CorralError
-from corral.server import metrics, store_calls, tasks
+from corral.server import metrics, run_output, store_calls, tasks
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
 from corral.server.work_signal import WorkSignal
@@ -32,6 +32,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *tasks.ROUTES,
             *metrics.ROUTES,
             *store_calls.ROUTES,
+            *run_output.ROUTES,
         ],
         lifespan=_lifespan,
         exception_handlers={

@@ -173,15 +173,15 @@ def _scoped(store: Store, token: Token, name: str, args: dict[str, Any]) -> dict
         return {**args, **_own_exchange(store, token, args)}
     owned = methods.WORKER_OWNS[name]
     if owned == "worker_id":
-        _own_worker(store, token, args.get("worker_id"))
+        own_worker(store, token, args.get("worker_id"))
     elif owned == "run_id":
         run = store.get_run(args["run_id"])
-        _own_worker(store, token, run.worker_id)
+        own_worker(store, token, run.worker_id)
     elif owned == "token":
         claim = store.claim_by_token(args["token"]) if args.get("token") is not None else None
         if claim is None:
             raise Denied(403, f"token {token.name!r} acts only under its own workers' live claims")
-        _own_worker(store, token, claim.worker_id)
+        own_worker(store, token, claim.worker_id)
     return args
 
 
@@ -191,7 +191,7 @@ def _own_worker_spec(token: Token, spec: NewWorker) -> NewWorker:
     return dataclasses.replace(spec, queues=queues, labels={**spec.labels, OWNER_LABEL: token.id})
 
 
-def _own_worker(store: Store, token: Token, worker_id: str | None) -> None:
+def own_worker(store: Store, token: Token, worker_id: str | None) -> None:
     if worker_id is None or store.get_worker(worker_id).labels.get(OWNER_LABEL) != token.id:
         raise Denied(403, f"token {token.name!r} acts only for workers it registered")
 
@@ -203,14 +203,14 @@ def _own_exchange(store: Store, token: Token, args: dict[str, Any]) -> dict[str,
     worker_id: str | None = args["worker_id"]
     ask: ClaimAsk | None = args.get("ask")
     if worker_id is not None or ask is not None:
-        _own_worker(store, token, worker_id)
+        own_worker(store, token, worker_id)
     reports: list[Report] = []
     for report in args.get("reports", ()):
         holder = worker_id
         if holder is None and report.token is not None:
             claim = store.claim_by_token(report.token)
             holder = None if claim is None else claim.worker_id
-            _own_worker(store, token, holder)
+            own_worker(store, token, holder)
         if report.token is None or holder is None or report.holder not in (None, holder):
             raise Denied(403, f"token {token.name!r} reports only its own workers' claims")
         reports.append(report._replace(holder=holder))

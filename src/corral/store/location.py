@@ -51,6 +51,16 @@ def runs_dir(db: str) -> str:
     return os.path.join(state_dir(db), "runs")
 
 
+# The files of a run's output as `corral serve` keeps the copy a remote runner sends.
+OUTPUT_SUFFIX = {"transcript": "jsonl", "stderr": "stderr"}
+
+
+def shipped_output(db: str, run_id: str, stream: str) -> str:
+    """Where the server keeps its copy of a remote run's `stream` (transcript or stderr)."""
+    name = path_component("run_id", run_id)
+    return os.path.join(runs_dir(db), "shipped", f"{name}.{OUTPUT_SUFFIX[stream]}")
+
+
 def path_component(field: str, name: str) -> str:
     """`name`, if it is safe as one component of a path under corral's folders (a worker's
     log or temporary directory is named after it); else InvalidInput naming `field`."""

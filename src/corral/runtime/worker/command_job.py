@@ -178,16 +178,25 @@ class CommandRuns:
                 task_id=prepared.task_id,
                 transcript_path=prepared.spec.transcript_path,
             )
-        return run_prepared(
-            job,
-            prepared,
-            clock=place.clock,
-            stop=stop,
-            on_stall=lambda: store.mark_waiting(run_id, STALLED_REASON),
-            on_resume=lambda: store.record_progress(run_id, None),
-            spares=self._spares,
-            watch=watch,
-        )
+        shipper, spec = place.shipper, prepared.spec
+        if shipper is not None:
+            shipper.watch(
+                run_id, transcript_path=spec.transcript_path, stderr_path=spec.stderr_path
+            )
+        try:
+            return run_prepared(
+                job,
+                prepared,
+                clock=place.clock,
+                stop=stop,
+                on_stall=lambda: store.mark_waiting(run_id, STALLED_REASON),
+                on_resume=lambda: store.record_progress(run_id, None),
+                spares=self._spares,
+                watch=watch,
+            )
+        finally:
+            if shipper is not None:
+                shipper.finish(run_id)
 
     def close(self, held: Held, opened: Opened[Prepared | Exception]) -> None:
         """Nothing to release: a prepared command is only data."""

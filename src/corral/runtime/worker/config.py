@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from corral.clock import Clock
 from corral.settings import Settings
 from corral.store import Store
+
+if TYPE_CHECKING:
+    from corral.runtime.worker.output_shipping import OutputShipper
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,3 +45,4 @@ class Workplace(NamedTuple):  # cheaper to define at start-up than a dataclass: 
     settings: Settings
     clock: Clock
     log: logging.Logger
+    shipper: OutputShipper | None = None  # a remote store's: run output copied to the server

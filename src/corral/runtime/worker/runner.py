@@ -33,7 +33,7 @@ import random
 import signal
 import threading
 from types import FrameType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from corral import __version__, workers
 from corral.clock import Clock, SystemClock
@@ -54,6 +54,9 @@ from corral.runtime.worker.stopping import Stopping
 from corral.runtime.worker.worktree_job import WorktreeJob
 from corral.settings import Settings
 from corral.store import Store
+
+if TYPE_CHECKING:
+    from corral.runtime.worker.output_shipping import OutputShipper
 
 # RunnerConfig and PythonJob are imported from here by the CLI and by callers of old.
 __all__ = ["PythonJob", "Runner", "RunnerConfig"]
@@ -167,12 +170,14 @@ class Runner:
     def _serve(self) -> tuple[Heartbeat, int]:
         """The registered worker: heartbeat and wake-ups around the slots, then deregister;
         its heartbeat, and how many of its runs did not succeed."""
+        shipper = self._shipper()
         place = Workplace(
             store=self._store,
             worker_id=self.worker_id,
             settings=self._settings,
             clock=self._clock,
             log=self._log,
+            shipper=shipper,
         )
         heartbeat = Heartbeat(
             self._store, self.worker_id, settings=self._settings, clock=self._clock, log=self._log
@@ -180,12 +185,26 @@ class Runner:
         stop_listening = self._store.wake_on_work(self._ready)
         try:
             heartbeat.start()
+            if shipper is not None:
+                shipper.start()
             unsuccessful = self._run_slots(place, heartbeat)
         finally:
             stop_listening()
+            if shipper is not None:
+                shipper.stop()
             heartbeat.stop()
             self._deregister(heartbeat)
         return heartbeat, unsuccessful
+
+    def _shipper(self) -> OutputShipper | None:
+        """On a store behind `corral serve`, what copies run output to the server."""
+        if self._store.dialect != "http":
+            return None
+        from corral.runtime.worker.output_shipping import OutputShipper  # noqa: PLC0415
+        from corral.store.remote.client import RemoteStore  # noqa: PLC0415
+
+        assert isinstance(self._store, RemoteStore)
+        return OutputShipper(self._store, clock=self._clock, log=self._log)
 
     def _run_slots(self, place: Workplace, heartbeat: Heartbeat) -> int:
         """The job begun for this worker, run in the slots until they end, then ended; how

@@ -71,7 +71,7 @@ class RemoteStore(Store):
         self._host, self._port, self._tls = parts.hostname, port, parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
         token = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._headers = {"Content-Type": "application/json"}
+        self._headers: dict[str, str] = {}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._local = threading.local()
@@ -80,7 +80,6 @@ class RemoteStore(Store):
         self._polling: set[http.client.HTTPConnection] = set()
         self._poll_wanted = False  # a runner listens (wake_on_work)
         self._poll_ended = False  # a runner's stop: no more waits
-        self.waited = threading.local()  # did this thread's last exchange wait for work?
 
     @property
     def url(self) -> str:
@@ -154,7 +153,6 @@ class RemoteStore(Store):
             self._poll_wanted and ask is not None and ask.task_id is None and worker_id is not None
         )
         done: Exchanged = self._call("exchange", args, wait_s=LONG_POLL_S if wait else 0.0)
-        self.waited.ok = done.waited
         if open_run is not None and ask is not None and ask.run is not None:
             for held in done.held:
                 assert held.run_id is not None
@@ -174,19 +172,34 @@ class RemoteStore(Store):
         return wire.decode(data.get("result"), types["return"], "result")
 
     def _post(self, path: str, body: bytes, *, wait_s: float) -> dict[str, Any]:
+        status, raw = self._request("POST", path, body, wait_s=wait_s)
+        return _answer(status, raw, self._url)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        *,
+        wait_s: float = 0.0,
+        content_type: str = "application/json",
+    ) -> tuple[int, bytes]:
+        """One request on this thread's connection: its status and body."""
         conn = self._connection()
         polling = wait_s > 0
         if polling:
             with self._lock:
                 if self._poll_ended:
-                    body = _no_wait(body)
+                    body = _no_wait(body or b"{}")
                 else:
                     self._polling.add(conn)
         conn.timeout = TIMEOUT_S + wait_s
         try:
             if conn.sock is not None:
                 conn.sock.settimeout(conn.timeout)
-            conn.request("POST", self._prefix + path, body, self._headers)
+            conn.request(
+                method, self._prefix + path, body, {**self._headers, "Content-Type": content_type}
+            )
             response = conn.getresponse()
             raw = response.read()
         except (OSError, http.client.HTTPException) as exc:
@@ -196,7 +209,27 @@ class RemoteStore(Store):
             if polling:
                 with self._lock:
                     self._polling.discard(conn)
-        return _answer(response.status, raw, self._url)
+        return response.status, raw
+
+    # ---- run output, copied to the server (runtime/worker/output_shipping.py) ---------
+
+    def append_output(self, run_id: str, stream: str, offset: int, data: bytes) -> int:
+        """Give the server `data`, the bytes of a run's `stream` from `offset` on; how many
+        bytes of it the server holds now."""
+        path = f"/api/runs/{_quoted(run_id)}/output/{_quoted(stream)}?offset={offset}"
+        status, raw = self._request("POST", path, data, content_type="application/octet-stream")
+        size = _answer(status, raw, self._url).get("size")
+        if not isinstance(size, int):
+            raise StoreError(f"corral serve at {self._url}: answered no size for run output")
+        return size
+
+    def read_output(self, run_id: str, stream: str, offset: int) -> bytes:
+        """The bytes of a run's `stream` the server holds from `offset` on (a chunk)."""
+        path = f"/api/runs/{_quoted(run_id)}/output/{_quoted(stream)}?offset={offset}"
+        status, raw = self._request("GET", path, None)
+        if status >= 300:
+            _answer(status, raw, self._url)  # raises what the server said
+        return raw
 
     def _connection(self) -> http.client.HTTPConnection:
         """This thread's connection, opened again if the server closed it while idle."""
@@ -214,6 +247,10 @@ class RemoteStore(Store):
             with self._lock:
                 self._connections.append(conn)
         return conn
+
+
+def _quoted(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
 
 
 def _no_wait(body: bytes) -> bytes:
