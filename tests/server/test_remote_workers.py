@@ -121,17 +121,23 @@ def test_remote_runners_finish_every_task_once_across_a_server_kill_and_restart(
         assert (0, f"begin {task}\nend {task}\n") == (shown.returncode, shown.stdout), shown.stderr
 
 
-def test_a_waiting_remote_runner_takes_new_work_at_once_and_stops_at_once(served):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_waiting_remote_runner_takes_new_work_at_once_and_stops_at_once(served, processes):
     """A runner long-polling an empty queue claims a task added meanwhile (no idle backoff
     between polls: it is done well before a second poll could start), and SIGTERM ends
-    its wait and the process within seconds, not at the end of the 30 s poll."""
+    its wait and the process within seconds, not at the end of the 30 s poll. With two
+    server processes the task is added beside the database, by `corral add` on the
+    store's host: only the store's own signal (NOTIFY, the commit counter) can wake it."""
     worker_token, operator = served.token("worker"), served.token("operator")
-    served.start()
+    served.start("--workers", str(processes))
     runner = start_worker(served, worker_token, "w", "--exec", "true")
     wait_for(lambda: "idle" in served.corral("worker", "list").stdout, what="the runner idle")
     time.sleep(0.5)  # it is inside a long poll now
     added = time.monotonic()
-    task = remote(served, operator, "add", "late work").stdout.strip()
+    if processes == 1:
+        task = remote(served, operator, "add", "late work").stdout.strip()
+    else:
+        task = served.corral("add", "late work").stdout.strip()
     wait_for(lambda: statuses(served).get(task) == "done", 20, "the task done")
     assert time.monotonic() - added < 10
     time.sleep(0.5)

@@ -9,8 +9,10 @@ is the optional extra `corral[server]`, imported here only.
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 from types import FrameType
+from typing import Any
 
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
@@ -19,6 +21,10 @@ from corral.errors import InvalidInput
 DEFAULT_PORT = 8787
 # Longer than a remote runner's heartbeat interval, so its connection is kept between beats.
 KEEP_ALIVE_S = 75
+# How long a stopping server waits for requests in flight; with --workers, its processes
+# cannot end their long polls first, so this is what bounds a stop.
+GRACEFUL_S = 5
+MAX_WORKERS = 64
 
 
 def cmd_serve(ctx: Context) -> int:
@@ -27,6 +33,8 @@ def cmd_serve(ctx: Context) -> int:
     a = ctx.args
     if not 0 < a.port < 65536:
         raise InvalidInput("port", "a port from 1 to 65535", a.port)
+    if not 1 <= a.workers <= MAX_WORKERS:
+        raise InvalidInput("workers", f"a whole number from 1 to {MAX_WORKERS}", a.workers)
     if bool(a.certfile) != bool(a.keyfile):
         raise InvalidInput("certfile", "both --certfile and --keyfile, or neither")
     if ctx.store.dialect == "http":
@@ -45,20 +53,29 @@ def cmd_serve(ctx: Context) -> int:
     except ImportError as exc:
         extra = "the server extra: pip install 'corral[server]'"
         raise InvalidInput("serve", extra, str(exc)) from None
-    app = create_app(ctx.store, ctx.settings)
     scheme = "https" if a.certfile else "http"
     sys.stderr.write(f"corral serve: listening on {scheme}://{a.host}:{a.port}\n")
     sys.stderr.flush()
-    config = uvicorn.Config(
-        app,
-        host=a.host,
-        port=a.port,
-        ssl_certfile=a.certfile,
-        ssl_keyfile=a.keyfile,
-        access_log=False,
-        log_level="warning",
-        timeout_keep_alive=KEEP_ALIVE_S,
-    )
+    options: dict[str, Any] = {
+        "host": a.host,
+        "port": a.port,
+        "ssl_certfile": a.certfile,
+        "ssl_keyfile": a.keyfile,
+        "access_log": False,
+        "log_level": "warning",
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "timeout_graceful_shutdown": GRACEFUL_S,
+    }
+    if a.workers > 1:
+        # Each process opens the store itself; they share the port (SO_REUSEPORT-free:
+        # uvicorn's supervisor hands them one socket) and wake each other's waiting claims
+        # through the store (PostgreSQL NOTIFY, SQLite's commit counter).
+        os.environ["CORRAL_DB"] = ctx.db
+        uvicorn.run(
+            "corral.server.app:from_environment", factory=True, workers=a.workers, **options
+        )
+        return 0
+    app = create_app(ctx.store, ctx.settings)
 
     class Server(uvicorn.Server):
         """uvicorn's server, whose shutdown first ends the claims waiting for work: it
@@ -68,7 +85,7 @@ def cmd_serve(ctx: Context) -> int:
             app.state.work_signal.stop()
             super().handle_exit(sig, frame)
 
-    Server(config).run()
+    Server(uvicorn.Config(app, **options)).run()
     return 0
 
 
@@ -91,5 +108,6 @@ COMMANDS = (
         Arg("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"),
         Arg("--certfile", metavar="FILE", help="serve HTTPS with this certificate"),
         Arg("--keyfile", metavar="FILE", help="and this private key"),
+        Arg("--workers", type=int, default=1, metavar="N", help="server processes (default 1)"),
     ),
 )

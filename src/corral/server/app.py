@@ -7,6 +7,7 @@ does; nothing here decides state. Every route but `/healthz` needs a token (auth
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -15,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from corral import filemodes
 from corral.errors import CorralError
 from corral.server import metrics, run_output, store_calls, tasks
 from corral.server.answers import answer, error, of_error
@@ -46,6 +48,19 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     app.state.settings = settings
     app.state.work_signal = WorkSignal()
     return app
+
+
+def from_environment() -> Starlette:
+    """The app of one process of `corral serve --workers N`, each opening the store on its
+    own: `CORRAL_DB` names it and its settings are the ones beside it (as `serve` read)."""
+    from corral.settings import load_settings  # noqa: PLC0415
+    from corral.store import open_store  # noqa: PLC0415
+    from corral.store.location import config_path  # noqa: PLC0415
+
+    db = os.environ["CORRAL_DB"]
+    settings = load_settings(config_path=config_path(db))
+    filemodes.use(settings.store_mode)
+    return create_app(open_store(db), settings)
 
 
 @contextlib.asynccontextmanager
