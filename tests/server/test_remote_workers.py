@@ -236,3 +236,52 @@ def test_logs_follow_from_another_host_shows_a_remote_run_as_it_goes(served):
     flag.touch()
     rest, _ = follower.communicate(timeout=30)
     assert (0, "second\n") == (follower.returncode, rest)
+
+
+def test_run_worker_serves_python_functions_through_the_server(served):
+    """`corral.run_worker(execute=..., db="http://...", token=...)` in another process
+    claims a task through the server and completes it with the function's result."""
+    worker_token, operator = served.token("worker"), served.token("operator")
+    served.start()
+    task = remote(served, operator, "add", "shout").stdout.strip()
+    script = (
+        "import corral, sys;"
+        " shout = lambda task, ctx: {'success': True, 'output': task.title.upper()};"
+        f" sys.exit(corral.run_worker(execute=shout, db={served.url!r},"
+        f" token={worker_token!r}, once=True))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 0 == ran.returncode, ran.stderr
+    shown = json.loads(served.corral("show", task, "--json").stdout)
+    assert ("done", "SHOUT") == (shown["status"], shown["result"])
+
+
+def test_an_orchestrator_runs_its_pool_through_the_server(served):
+    """`corral orchestrator start --workers 2` on a remote store: its workers reach the
+    server with its token (which they inherit, though the token filter withholds other
+    secrets), finish every task, and the pool stops cleanly on SIGTERM."""
+    operator = served.token("operator")
+    served.start()
+    ids = [remote(served, operator, "add", f"pooled {n}").stdout.strip() for n in range(4)]
+    pool_dir = served.folder / "elsewhere"
+    pool_dir.mkdir()
+    with open(pool_dir / "orchestrator.log", "ab") as log:
+        orchestrator = subprocess.Popen(
+            [*CORRAL, "orchestrator", "start", "--workers", "2", "--exec", "cat"],
+            env=remote_env(served, operator),
+            cwd=pool_dir,
+            stdout=log,
+            stderr=log,
+        )
+    served.workers.append(orchestrator)
+    wait_for(lambda: all(statuses(served)[i] == "done" for i in ids), 60, "the pool's work")
+    orchestrator.send_signal(signal.SIGTERM)
+    assert 0 == orchestrator.wait(timeout=30)

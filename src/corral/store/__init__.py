@@ -116,16 +116,19 @@ def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
-def open_store(url: str, *, clock: Clock | None = None, migrate: bool = True) -> Store:
+def open_store(
+    url: str, *, clock: Clock | None = None, migrate: bool = True, token: str | None = None
+) -> Store:
     """Open the store at `url`, applying pending migrations unless `migrate` is False.
 
     SQLite reads `clock` (default: the system clock); PostgreSQL reads the server's
-    clock unless a test injects one.
+    clock unless a test injects one. An `http(s)://` store is a `corral serve`'s, reached
+    with `token` (default: CORRAL_TOKEN).
     """
     if url.startswith(("http://", "https://")):
         from corral.store.remote.client import RemoteStore
 
-        return RemoteStore(url)
+        return RemoteStore(url, token)
     if is_postgres_url(url):
         try:
             from corral.store.postgres.driver import PostgresDriver

@@ -60,6 +60,7 @@ from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
 from corral.settings import Settings
 from corral.store import Store
+from corral.store.remote import TOKEN_ENV
 from corral.store.urls import safe_url
 from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
 
@@ -158,6 +159,9 @@ class Orchestrator:
     def _worker_env(self) -> dict[str, str]:
         env, self._withheld = self._settings.env.split(os.environ)
         env["CORRAL_DB"] = self._place.db
+        token = os.environ.get(TOKEN_ENV)
+        if token and self._place.db.startswith(("http://", "https://")):
+            env[TOKEN_ENV] = token  # corral's own workers reach the same server with it
         if self._provider_env:  # resolved here: the workers' environment lacks `${VAR}`s
             env[PROVIDER_ENV_VARIABLE] = json.dumps(self._provider_env)
         env.pop("CORRAL_CONFIG", None)

@@ -25,6 +25,7 @@ def run_worker(
     queues: tuple[str, ...] | list[str] = (),
     name: str | None = None,
     db: str | None = None,
+    token: str | None = None,
     settings: Settings | None = None,
     concurrency: int = 1,
     max_tasks: int | None = None,
@@ -35,7 +36,9 @@ def run_worker(
 ) -> int:
     """Run a worker whose tasks are `execute(task, ctx)` calls; returns the exit code.
 
-    The store is `db`, else CORRAL_DB, else the nearest `.corral/corral.db`. It stops on
+    The store is `db`, else CORRAL_DB, else the nearest `.corral/corral.db`; an
+    `http(s)://` URL reaches it through `corral serve` with `token` (else CORRAL_TOKEN).
+    It stops on
     SIGTERM or SIGINT (from the main thread), when drained, or after `max_tasks` / `once`.
     `batch` > 1 lets it claim up to that many tasks at once and report them together
     (docs/workers.md, "Batches"); 1 claims one task at a time.
@@ -58,5 +61,5 @@ def run_worker(
         batch=batch,
     )
     job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
-    with open_store(found) as store:
+    with open_store(found, token=token) as store:
         return Runner(store, config, job, settings=chosen).run()

@@ -38,9 +38,8 @@ from typing import Any
 from corral.errors import InvalidInput, StoreError
 from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
 from corral.store import Store
-from corral.store.remote import methods, wire
+from corral.store.remote import TOKEN_ENV, methods, wire
 
-TOKEN_ENV = "CORRAL_TOKEN"  # noqa: S105 - the variable's name, not a token
 LONG_POLL_S = 30.0  # how long the server holds a claim that finds nothing
 TIMEOUT_S = 30.0  # any other call; a long poll gets LONG_POLL_S more
 API = "/api/store/"
