@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -46,6 +47,72 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
                 proc.wait()
 
 
+class Hosts:
+    """Other hosts for remote runners: network namespaces, each with its own hostname and a
+    veth link to this one, when the machine allows making them (root, `ip netns`); else
+    this host on loopback. `prefix(i)` runs a command on host i; `url` is the server as
+    every host reaches it."""
+
+    def __init__(self, count: int) -> None:
+        self.names: list[str] = []
+        self.server_ip = "127.0.0.1"
+        tag = secrets.token_hex(2)
+        try:
+            for i in range(count):
+                self._make(f"corral-{tag}-{i}", f"cr{tag}{i}", subnet=10 + i)
+        except (OSError, subprocess.CalledProcessError):
+            self.close()
+            self.names = []
+            return
+        self.server_ip = "0.0.0.0"  # noqa: S104 - reached over each namespace's veth
+
+    def _make(self, namespace: str, link: str, *, subnet: int) -> None:
+        def ip(*args: str) -> None:
+            subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+        ip("netns", "add", namespace)
+        self.names.append(namespace)
+        ip("link", "add", f"{link}a", "type", "veth", "peer", "name", f"{link}b")
+        ip("link", "set", f"{link}b", "netns", namespace)
+        ip("addr", "add", f"10.231.{subnet}.1/30", "dev", f"{link}a")
+        ip("link", "set", f"{link}a", "up")
+        ip(
+            "netns",
+            "exec",
+            namespace,
+            "ip",
+            "addr",
+            "add",
+            f"10.231.{subnet}.2/30",
+            "dev",
+            f"{link}b",
+        )
+        ip("netns", "exec", namespace, "ip", "link", "set", f"{link}b", "up")
+
+    def prefix(self, i: int) -> list[str]:
+        if not self.names:
+            return []
+        name = self.names[i]
+        return [
+            "ip",
+            "netns",
+            "exec",
+            name,
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
+            f'hostname {name} && exec "$0" "$@"',
+        ]
+
+    def url(self, server: Server, i: int) -> str:
+        return f"http://10.231.{10 + i}.1:{server.port}" if self.names else server.url
+
+    def close(self) -> None:
+        for name in self.names:  # the veth pair goes with its namespace
+            subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
+
+
 def remote_env(server: Server, token: str, **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     return {**env, "CORRAL_DB": server.url, "CORRAL_TOKEN": token, **more}
@@ -64,11 +131,21 @@ def remote(server: Server, token: str, *args: str) -> subprocess.CompletedProces
     )
 
 
-def start_worker(server: Server, token: str, name: str, *args: str) -> subprocess.Popen[bytes]:
+def start_worker(
+    server: Server,
+    token: str,
+    name: str,
+    *args: str,
+    prefix: tuple[str, ...] | list[str] = (),
+    url: str | None = None,
+) -> subprocess.Popen[bytes]:
+    env = remote_env(server, token, OUT=str(server.folder / "done.txt"))
+    if url is not None:
+        env["CORRAL_DB"] = url
     with open(server.folder / f"{name}.log", "ab") as log:
         proc = subprocess.Popen(
-            [*CORRAL, "worker", "start", "--name", name, *args],
-            env=remote_env(server, token, OUT=str(server.folder / "done.txt")),
+            [*prefix, *CORRAL, "worker", "start", "--name", name, *args],
+            env=env,
             cwd=server.folder,
             stdout=log,
             stderr=log,
@@ -95,16 +172,36 @@ def test_remote_runners_finish_every_task_once_across_a_server_kill_and_restart(
     exactly once (one task.completed each, each task's command ran once), and the server
     holds each run's transcript whole (`corral logs` from the remote side)."""
     worker_token, operator = served.token("worker"), served.token("operator")
-    served.start()
+    hosts = Hosts(2)
+    try:
+        _kill_and_restart_under_remote_runners(served, hosts, worker_token, operator)
+    finally:
+        hosts.close()
+
+
+def _kill_and_restart_under_remote_runners(
+    served: Server, hosts: Hosts, worker_token: str, operator: str
+) -> None:
+    served.start("--host", hosts.server_ip)
     ids = [remote(served, operator, "add", f"task {n}").stdout.strip() for n in range(24)]
-    for name in ("a", "b"):
-        start_worker(served, worker_token, name, "--exec", TASK, "--concurrency", "2")
+    for i, name in enumerate(("a", "b")):
+        start_worker(
+            served,
+            worker_token,
+            name,
+            "--exec",
+            TASK,
+            "--concurrency",
+            "2",
+            prefix=hosts.prefix(i),
+            url=hosts.url(served, i),
+        )
     done_file = served.folder / "done.txt"
     wait_for(lambda: done_file.exists() and len(done_file.read_text().split()) >= 6, what="work")
     served.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
     served.proc.wait()  # type: ignore[union-attr]
     time.sleep(1.0)  # the runners meet a dead server: their exchanges and beats fail
-    served.start()
+    served.start("--host", hosts.server_ip)
     wait_for(lambda: set(statuses(served).values()) == {"done"}, 90, "every task done")
     with open_store(served.env["CORRAL_DB"]) as store:
         completed = [
@@ -119,6 +216,9 @@ def test_remote_runners_finish_every_task_once_across_a_server_kill_and_restart(
         shown = remote(served, operator, "logs", run["id"])
         task = run["task_id"]
         assert (0, f"begin {task}\nend {task}\n") == (shown.returncode, shown.stdout), shown.stderr
+    if hosts.names:  # each runner saw its own host name
+        listed = json.loads(served.corral("worker", "list", "--json").stdout)
+        assert set(hosts.names) == {w["hostname"] for w in listed}
 
 
 @pytest.mark.parametrize("processes", [1, 2])
