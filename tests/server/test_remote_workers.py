@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -385,3 +387,63 @@ def test_an_orchestrator_runs_its_pool_through_the_server(served):
     wait_for(lambda: all(statuses(served)[i] == "done" for i in ids), 60, "the pool's work")
     orchestrator.send_signal(signal.SIGTERM)
     assert 0 == orchestrator.wait(timeout=30)
+
+
+def test_no_token_or_database_password_in_any_answer_or_log_line(pg_url, tmp_path):
+    """A server on a PostgreSQL URL with a password, asked by good, wrong and revoked
+    tokens, with bad bodies and unknown routes, and a remote runner's whole cycle: no
+    answer and no line of the server's, the runner's or the commands' output holds a
+    token's secret or the password."""
+    password = "hunter2-" + secrets.token_hex(4)
+    db = pg_url.replace("postgresql://postgres@", f"postgresql://postgres:{password}@", 1)
+    assert password in db
+    server = Server(tmp_path, db)
+    try:
+        worker_token, operator = server.token("worker"), server.token("operator")
+        made = server.corral("token", "create", "--role", "viewer", "--name", "gone")
+        revoked = made.stdout.strip()
+        assert 0 == server.corral("token", "revoke", "gone").returncode
+        server.start()
+        wrong = operator[:-4] + "AAAA"
+        said: list[str] = []
+        for token in (operator, wrong, revoked, worker_token, None):
+            for method, path, body in (
+                ("GET", "/api/tasks", None),
+                ("POST", "/api/tasks", b'{"title": 5}'),
+                ("POST", "/api/store/get_task", b'{"task_id": "t-none"}'),
+                ("POST", "/api/store/no_such_operation", b"{}"),
+                ("GET", "/metrics", None),
+                ("GET", "/nowhere", None),
+            ):
+                said.append(_raw(server, method, path, token, body))
+        remote(server, operator, "add", "t")
+        said.append(
+            remote(
+                server, worker_token, "worker", "start", "--name", "w", "--exec", "true", "--once"
+            ).stderr
+        )
+        said.append(remote(server, wrong, "list").stderr)
+        said.append(server.stop())
+        secrets_ = (
+            password,
+            *(t.rsplit("_", 1)[1] for t in (worker_token, operator, revoked, wrong)),
+        )
+        for text in said:
+            for secret in secrets_:
+                assert secret not in text
+    finally:
+        if server.proc is not None and server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+
+
+def _raw(server: Server, method: str, path: str, token: str | None, body: bytes | None) -> str:
+    """The whole answer to one request, headers and body, as text."""
+    request = urllib.request.Request(server.url + path, data=body, method=method)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - http://
+            return f"{answer.headers}{answer.read().decode()}"
+    except urllib.error.HTTPError as exc:
+        return f"{exc.headers}{exc.read().decode()}"
