@@ -1,0 +1,196 @@
+"""GET /openapi.json: the API as an OpenAPI 3.1 document, written here route by route.
+
+Each route of the app has one entry in SPECS below: its role, parameters, body and
+answers. tests/server/test_openapi.py checks that the app's routes and this document
+name the same (method, path) pairs, so neither can gain a route the other lacks, and
+runs a property-based test (schemathesis) from the document against a real server: no
+input it generates may make the server answer 5xx.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from corral import __version__
+from corral.model.states import TaskStatus
+from corral.model.tokens import Role
+from corral.server.answers import answer
+from corral.server.auth import require
+from corral.server.context import store_of
+from corral.store.remote import methods
+
+JSON = "application/json"
+BYTES = "application/octet-stream"
+
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {"type": "string", "description": "one line, as the CLI says it"},
+        "field": {"type": "string", "description": "the input it is about"},
+        "type": {"type": "string", "description": "corral's error class"},
+        "details": {"type": "object"},
+    },
+}
+TASK = {"type": "object", "description": "a task, as `corral show --json` prints it"}
+NEW_TASK = {
+    "type": "object",
+    "required": ["title"],
+    "additionalProperties": False,
+    "properties": {
+        "title": {"type": "string", "minLength": 1},
+        "description": {"type": "string"},
+        "queue": {"type": "string"},
+        "kind": {"type": "string"},
+        "priority": {"type": "integer"},
+        "payload": {"type": "object"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "depends_on": {"type": "array", "items": {"type": "string"}},
+        "assignee": {"type": "string"},
+        "max_attempts": {"type": "integer", "minimum": 1},
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "run_after_s": {"type": "number", "minimum": 0},
+        "requires_review": {"type": "boolean"},
+    },
+}
+
+
+def _query(name: str, schema: dict[str, Any], description: str = "") -> dict[str, Any]:
+    return {"name": name, "in": "query", "schema": schema, "description": description}
+
+
+def _path(name: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": schema or {"type": "string"}}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {JSON: {"schema": schema}}}
+
+
+# (method, path) -> (role or None, summary, parameters, request body schema, answers)
+SPECS: dict[tuple[str, str], dict[str, Any]] = {
+    ("get", "/healthz"): {
+        "role": None,
+        "summary": "Alive, and the store answers",
+        "answers": {"200": _json({"type": "object"}), "503": _json(ERROR)},
+    },
+    ("get", "/openapi.json"): {
+        "role": Role.VIEWER,
+        "summary": "This document",
+        "answers": {"200": _json({"type": "object"})},
+    },
+    ("get", "/metrics"): {
+        "role": Role.VIEWER,
+        "summary": "The store's state in the Prometheus text format",
+        "answers": {"200": {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    },
+    ("get", "/api/tasks"): {
+        "role": Role.VIEWER,
+        "summary": "The tasks, in the order added",
+        "parameters": [
+            _query("status", {"type": "string", "enum": [str(s) for s in TaskStatus]}),
+            _query("queue", {"type": "string"}),
+            _query("kind", {"type": "string"}),
+            _query("limit", {"type": "integer", "minimum": 1, "maximum": 10_000}),
+        ],
+        "answers": {"200": _json({"type": "array", "items": TASK})},
+    },
+    ("post", "/api/tasks"): {
+        "role": Role.OPERATOR,
+        "summary": "Add a task",
+        "body": NEW_TASK,
+        "answers": {"201": _json(TASK), "409": _json(ERROR)},
+    },
+    ("get", "/api/tasks/{task_id}"): {
+        "role": Role.VIEWER,
+        "summary": "One task",
+        "parameters": [_path("task_id")],
+        "answers": {"200": _json(TASK), "404": _json(ERROR)},
+    },
+    ("post", "/api/store/{name}"): {
+        "role": Role.VIEWER,
+        "summary": "One store operation, for corral's own remote client (docs/http-api.md)",
+        "parameters": [
+            _path(
+                "name",
+                {
+                    "type": "string",
+                    "enum": sorted(methods.READS | methods.OPERATES | set(methods.WORKER_OWNS)),
+                },
+            )
+        ],
+        "body": {"type": "object", "description": "the operation's arguments by name"},
+        "answers": {"200": _json({"type": "object"}), "404": _json(ERROR), "409": _json(ERROR)},
+    },
+    ("get", "/api/runs/{run_id}/output/{stream}"): {
+        "role": Role.VIEWER,
+        "summary": "A chunk of a run's transcript or stderr from an offset",
+        "parameters": [
+            _path("run_id"),
+            _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
+            _query("offset", {"type": "integer", "minimum": 0}),
+        ],
+        "answers": {
+            "200": {"content": {BYTES: {"schema": {"type": "string"}}}},
+            "404": _json(ERROR),
+        },
+    },
+    ("post", "/api/runs/{run_id}/output/{stream}"): {
+        "role": Role.WORKER,
+        "summary": "Give the server bytes of a remote run's output from an offset",
+        "parameters": [
+            _path("run_id"),
+            _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
+            _query("offset", {"type": "integer", "minimum": 0}),
+        ],
+        "raw_body": True,
+        "answers": {
+            "200": _json({"type": "object", "properties": {"size": {"type": "integer"}}}),
+            "404": _json(ERROR),
+        },
+    },
+}
+
+_ALWAYS = {"401": _json(ERROR), "403": _json(ERROR), "413": _json(ERROR), "422": _json(ERROR)}
+
+
+def document() -> dict[str, Any]:
+    """The whole OpenAPI document."""
+    paths: dict[str, dict[str, Any]] = {}
+    for (method, path), spec in SPECS.items():
+        operation: dict[str, Any] = {
+            "summary": spec["summary"],
+            "parameters": spec.get("parameters", []),
+            "responses": {**(_ALWAYS if spec["role"] else {}), **spec["answers"]},
+        }
+        if spec["role"] is not None:
+            operation["security"] = [{"token": []}]
+            operation["description"] = f"Needs a {spec['role']} token (or a higher role)."
+        if "body" in spec:
+            operation["requestBody"] = {"required": True, **_json(spec["body"])}
+        if spec.get("raw_body"):
+            operation["requestBody"] = {
+                "required": True,
+                "content": {BYTES: {"schema": {"type": "string", "format": "binary"}}},
+            }
+        paths.setdefault(path, {})[method] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "corral", "version": __version__, "description": "docs/http-api.md"},
+        "components": {"securitySchemes": {"token": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"token": []}],
+        "paths": paths,
+    }
+
+
+def openapi(request: Request) -> Response:
+    """The document (viewer)."""
+    require(request, store_of(request), Role.VIEWER)
+    return answer(document())
+
+
+ROUTES = [Route("/openapi.json", openapi, methods=["GET"])]
