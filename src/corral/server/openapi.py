@@ -71,6 +71,12 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"content": {JSON: {"schema": schema}}}
 
 
+RUN_OUTPUT = [
+    _path("run_id"),
+    _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
+    _query("offset", {"type": "integer", "minimum": 0}),
+]
+
 # (method, path) -> (role or None, summary, parameters, request body schema, answers)
 SPECS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/healthz"): {
@@ -129,11 +135,7 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/api/runs/{run_id}/output/{stream}"): {
         "role": Role.VIEWER,
         "summary": "A chunk of a run's transcript or stderr from an offset",
-        "parameters": [
-            _path("run_id"),
-            _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
-            _query("offset", {"type": "integer", "minimum": 0}),
-        ],
+        "parameters": RUN_OUTPUT,
         "answers": {
             "200": {"content": {BYTES: {"schema": {"type": "string"}}}},
             "404": _json(ERROR),
@@ -142,11 +144,7 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
     ("post", "/api/runs/{run_id}/output/{stream}"): {
         "role": Role.WORKER,
         "summary": "Give the server bytes of a remote run's output from an offset",
-        "parameters": [
-            _path("run_id"),
-            _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
-            _query("offset", {"type": "integer", "minimum": 0}),
-        ],
+        "parameters": RUN_OUTPUT,
         "raw_body": True,
         "answers": {
             "200": _json({"type": "object", "properties": {"size": {"type": "integer"}}}),
