@@ -159,6 +159,12 @@ class Reviewer:
                 cli("request-changes", task.id, "--note", "please add a test")
             else:
                 cli("approve", task.id, "--merge", "--note", "looks good")
+        # An approved task whose merge git refused for the moment (the base checkout busy
+        # with a landing under heavy load): the reviewer merges it again, as a person would.
+        for task in self.store.list_tasks(
+            corral.TaskFilter(statuses=(corral.TaskStatus.APPROVED,))
+        ):
+            cli("merge", task.id)
         if not self.killed:
             self.kill_slow_worker()
 

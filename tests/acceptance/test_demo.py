@@ -2,26 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+import pytest
+
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.py"
 
 
+@pytest.mark.timeout(300)  # ~12 s alone; several times that on a loaded machine
 def test_the_demo_lands_all_eighteen_tasks_and_tells_its_whole_story(tmp_path: Path) -> None:
     """A pool of three sample agents in worktrees: all done, every branch landed, main
     clean, and the conflict, the flaky retry, the killed worker and the review all seen."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    done = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, str(DEMO)],
         env={**env, "DEMO_DIR": str(tmp_path / "demo")},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=180,
-        check=False,
-    )
+    ) as demo:
+        try:
+            out, err = demo.communicate(timeout=280)
+        finally:  # a demo that hangs takes its orchestrator and pool with it
+            with contextlib.suppress(psutil.Error):
+                for proc in psutil.Process(demo.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        proc.kill()
+            demo.kill()
+    done = subprocess.CompletedProcess(demo.args, demo.returncode, out, err)
     assert 0 == done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
     summary = done.stdout.splitlines()
     assert any(
