@@ -102,6 +102,15 @@ def test_list_tasks_filters_by_status(store: Store, add: Add) -> None:
     assert [first.id, blocker.id] == [t.id for t in ready]
 
 
+def test_list_tasks_newest_first_keeps_the_newest_within_the_limit(store: Store, add: Add) -> None:
+    """newest_first: the newest matching tasks, newest first, filters and limit as before."""
+    ids = [add(f"t{n}", kind="session" if n % 2 else "default").id for n in range(5)]
+    newest = store.list_tasks(TaskFilter(kinds=("session",), limit=1, newest_first=True))
+    assert [ids[3]] == [t.id for t in newest]
+    every = store.list_tasks(TaskFilter(newest_first=True))
+    assert ids[::-1] == [t.id for t in every]
+
+
 def test_run_after_delays_a_task_until_its_time(
     store: Store, clock: FakeClock, settings: Settings, add: Add, worker: MakeWorker
 ) -> None:

@@ -71,16 +71,19 @@ class TaskOps:
         return read_task(self._driver, task_id)
 
     def list_tasks(self, flt: TaskFilter) -> list[Task]:
-        """Tasks matching `flt`, oldest first."""
+        """Tasks matching `flt`, oldest first (newest first with `flt.newest_first`)."""
+        params = {
+            "statuses": list(flt.statuses) or None,
+            "queue": flt.queue,
+            "kinds": list(flt.kinds) or None,
+            "worker_id": flt.worker_id,
+            "limit": flt.limit,
+        }
         with self._driver.read() as tx:
-            found = tx.all(
-                "list_tasks",
-                statuses=list(flt.statuses) or None,
-                queue=flt.queue,
-                kinds=list(flt.kinds) or None,
-                worker_id=flt.worker_id,
-                limit=flt.limit,
-            )
+            if flt.newest_first:
+                found = tx.all("list_tasks_newest", **params)
+            else:
+                found = tx.all("list_tasks", **params)
             return [rows.task(self._driver, r) for r in found]
 
     def task_counts(self) -> dict[str, int]:

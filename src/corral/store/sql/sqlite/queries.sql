@@ -29,6 +29,17 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY seq
 LIMIT :limit;
 
+-- name: list_tasks_newest
+-- list_tasks, newest first: what a client polling for what it just added reads
+-- (seed 001's sessions), whatever the number of older tasks.
+SELECT * FROM task_view
+WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+ORDER BY seq DESC
+LIMIT :limit;
+
 -- name: ready_tasks
 SELECT * FROM task_view
 WHERE status = 'ready' AND run_after <= :now
