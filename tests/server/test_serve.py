@@ -4,111 +4,14 @@ one-line JSON with the documented statuses, body limits, and the bind rule."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from corral import open_store
 
-CORRAL = [sys.executable, "-m", "corral.cli.main"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Server:
-    """A store, tokens made with the CLI, and `corral serve` on it."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-        self.env["CORRAL_DB"] = str(folder / ".corral" / "corral.db")
-        (folder / ".corral").mkdir()
-        assert 0 == self.corral("init").returncode
-        self.port = _free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = folder / "serve.log"
-
-    def corral(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*CORRAL, *args],
-            env=self.env,
-            cwd=self.folder,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-
-    def token(self, role: str, *queues: str) -> str:
-        made = self.corral("token", "create", "--role", role, *[f"--queue={q}" for q in queues])
-        assert 0 == made.returncode, made.stderr
-        return made.stdout.strip()
-
-    def start(self, *args: str) -> None:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [*CORRAL, "serve", "--port", str(self.port), *args],
-                env=self.env,
-                cwd=self.folder,
-                stdout=log,
-                stderr=log,
-            )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if 200 == self.call("GET", "/healthz")[0]:
-                    return
-            except OSError:
-                time.sleep(0.02)
-        raise AssertionError("corral serve did not answer /healthz")
-
-    def call(
-        self, method: str, path: str, token: str | None = None, body: bytes | None = None
-    ) -> tuple[int, Any]:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=body, method=method
-        )
-        if token is not None:
-            request.add_header("Authorization", f"Bearer {token}")
-        if body is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - http://
-                return answer.status, json.loads(answer.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
-
-    def stop(self) -> str:
-        """Stop the server; what it printed."""
-        assert self.proc is not None
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-        return self.log.read_text()
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    made = Server(tmp_path)
-    try:
-        yield made
-    finally:
-        if made.proc is not None and made.proc.poll() is None:
-            made.proc.kill()
-            made.proc.wait()
+from .conftest import Server
 
 
 def test_roles_guard_the_routes_and_a_task_added_over_http_is_the_stores(

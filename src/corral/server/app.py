@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import CorralError
-from corral.server import metrics, tasks
+from corral.server import heartbeats, metrics, seed_tasks, sessions, tasks
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
 from corral.settings import Settings
@@ -26,6 +26,9 @@ def create_app(store: Store, settings: Settings) -> Starlette:
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             *tasks.ROUTES,
+            *seed_tasks.ROUTES,
+            *sessions.ROUTES,
+            *heartbeats.ROUTES,
             *metrics.ROUTES,
         ],
         exception_handlers={
