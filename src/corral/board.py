@@ -65,7 +65,7 @@ def move(
         return store.get_task(task_id)
     action = ACTIONS[to]
     if worker is not None:
-        token = _held_token(store, task_id, action, workers.answering_to(store, worker), token)
+        token = _held_token(store, task_id, action, _answering(store, worker), token)
     text = _text(metadata)
     if to is BoardStatus.DONE:
         return claims.complete(store, task_id, token=token, result=metadata)
@@ -83,11 +83,21 @@ def _claimant(store: Store, task_id: str, worker: str | None) -> Worker:
         if owner is None:
             raise Refused(f"cannot claim task {task_id} for its owner: it has none")
         worker = owner
-    found = workers.answering_to(store, worker)
-    if len(found) != 1:
-        how = "no live worker" if not found else f"{len(found)} live workers"
-        raise WorkerUnavailable(f"{how} answer to {worker!r}: a claim needs exactly one")
+    found = _answering(store, worker)
+    if len(found) > 1:
+        many = f"{len(found)} live workers answer to {worker!r}"
+        raise WorkerUnavailable(f"{many}: a claim is for one")
     return found[0]
+
+
+def _answering(store: Store, name: str) -> list[Worker]:
+    """The live workers `name` stands for; WorkerUnavailable when there is none."""
+    found = workers.answering_to(store, name)
+    if not found:
+        raise WorkerUnavailable(
+            f"no live worker answers to {name!r} (corral worker register --name {name})"
+        )
+    return found
 
 
 def _held_token(
@@ -95,8 +105,6 @@ def _held_token(
 ) -> int:
     """The fencing token of the active claim one of `mine` holds on the task (the one named,
     if `token` is given); else the store's reason why not, as an error."""
-    if not mine:
-        raise WorkerUnavailable(f"cannot {action} task {task_id}: no live worker answers to it")
     ids = {w.id for w in mine}
     for _ in range(claims.ROUNDS):
         claim = store.active_claim(task_id)

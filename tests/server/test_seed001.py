@@ -217,8 +217,8 @@ def test_a_patch_that_would_break_fencing_is_409_and_changes_nothing(served: Ser
         (mine, slot, {"status": "done", "claimToken": first["claimToken"]}, "is stale"),
         (idle, slot, {"status": "done"}, f"cannot complete task {idle}: it is ready"),
         (owned, slot, {"status": "in-progress"}, f"task {owned} is assigned to slot-2"),
-        (mine, ghost, {"status": "done"}, "no live worker answers to it"),
-        (idle, ghost, {"status": "in-progress"}, "no live worker answer to 'slot-9'"),
+        (mine, ghost, {"status": "done"}, "no live worker answers to 'slot-9'"),
+        (idle, ghost, {"status": "in-progress"}, "no live worker answers to 'slot-9'"),
     ]
     for task_id, token, body, reason in refused:
         status, error = _patch(served, task_id, token, body)
