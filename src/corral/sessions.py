@@ -6,9 +6,9 @@ claim gone at its next heartbeat and ends the command's whole process tree.
 
 A label names one session: a spawn whose label is in use answers that session and adds
 nothing, so a spawn re-sent after its answer was lost does not start a second agent. The
-check reads the newest `MAX_SCAN` sessions before adding; two spawns of one new label at
-the same instant may both add a task (the store has no index on labels), and then the id
-names both: a kill cancels both.
+check is a read before the add, not one transaction with it: two spawns of one new label
+at the same instant may both add a task (the store has no unique index on labels), and
+then the id names both: a kill cancels both.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from corral.settings import Settings
 from corral.store import Store
 
 DEFAULTS = Settings()
-MAX_SCAN = 10_000
+# Sessions one label may name: one, or a few after spawns that raced (module docstring).
+MAX_FOUND = 100
 KILLED = "session killed"
 
 
@@ -66,4 +67,4 @@ def kill(store: Store, session: str) -> list[Task]:
 
 
 def _labelled(store: Store, label: str) -> list[Task]:
-    return [t for t in listed(store, limit=MAX_SCAN) if t.payload.get("session") == label]
+    return store.tasks_with_payload(KIND, "session", label, MAX_FOUND)

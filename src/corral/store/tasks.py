@@ -86,6 +86,19 @@ class TaskOps:
                 found = tx.all("list_tasks", **params)
             return [rows.task(self._driver, r) for r in found]
 
+    def tasks_with_payload(self, kind: str, field: str, value: str, limit: int) -> list[Task]:
+        """Tasks of `kind` whose payload's top-level `field` is the text `value`, newest first."""
+        with self._driver.read() as tx:
+            found = tx.all(
+                "tasks_with_payload",
+                kind=kind,
+                field=field,
+                path=f'$."{field}"',
+                value=value,
+                limit=limit,
+            )
+            return [rows.task(self._driver, r) for r in found]
+
     def task_counts(self) -> dict[str, int]:
         """How many tasks are in each status (statuses with none are left out)."""
         with self._driver.read() as tx:

@@ -40,6 +40,16 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY seq DESC
 LIMIT :limit;
 
+-- name: tasks_with_payload
+-- Tasks of :kind whose payload field :path ('$."name"') is the string :value (not a
+-- number that reads the same), newest first: a seed 001 session by its label. No index:
+-- a scan of the tasks in C, not rows read into Python.
+SELECT * FROM task_view
+WHERE kind = :kind AND json_type(payload, :path) = 'text'
+  AND json_extract(payload, :path) = :value
+ORDER BY seq DESC
+LIMIT :limit;
+
 -- name: ready_tasks
 SELECT * FROM task_view
 WHERE status = 'ready' AND run_after <= :now
