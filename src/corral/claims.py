@@ -26,7 +26,7 @@ from corral.durations import MAX_SPAN_S
 from corral.errors import CorralError, InvalidInput, Refused, WorkerUnavailable
 from corral.model.actors import OPERATOR
 from corral.model.batches import Action, ClaimAsk, Exchanged, Report, RunStart
-from corral.model.states import ClaimStatus, TaskStatus
+from corral.model.states import FINISHED_WELL, ClaimStatus
 from corral.settings import Settings
 from corral.store import Store
 
@@ -43,8 +43,6 @@ DEFAULTS = Settings()
 ROUNDS = 5
 # The error a release that counts the attempt records (`release(attempt=True)`).
 RELEASED_UNFINISHED = "released without finishing"
-# A release of a task in these states changes nothing: its agent finished it (`done`, `submit`).
-FINISHED_WELL = frozenset({TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
 
 
 def _actor(token: int | None, worker_id: str | None = None) -> str:

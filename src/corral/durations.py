@@ -78,3 +78,8 @@ def format_duration(seconds: float) -> str:
 def iso(instant: datetime | None) -> str | None:
     """ISO 8601 in UTC, or None: the one format instants take in JSON."""
     return None if instant is None else instant.isoformat()
+
+
+def unix_ms(instant: datetime | None) -> int | None:
+    """Unix milliseconds, or None: the instants of seed 001's JSON (the HTTP API's seed routes)."""
+    return None if instant is None else round(instant.timestamp() * 1000)

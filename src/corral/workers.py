@@ -1,4 +1,5 @@
-"""Use cases of the worker registry: register, heartbeat, drain, deregister, the live ones.
+"""Use cases of the worker registry: register, heartbeat, drain, deregister, the live ones,
+the ones a name stands for.
 
 The store answers with the worker; these functions add what policy says: the heartbeat
 interval the worker should keep, and whether it should drain.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from corral.model.states import WorkerStatus
+from corral.model.states import WATCHED, WorkerStatus
 from corral.settings import Settings
 from corral.store import Store
 
@@ -78,3 +79,10 @@ def deregister(store: Store, worker_id: str, *, reason: str = "deregistered") ->
 def live(store: Store) -> list[Worker]:
     """Every worker not offline (dead ones too, until they are deregistered), oldest first."""
     return [w for w in store.list_workers() if w.status is not WorkerStatus.OFFLINE]
+
+
+def answering_to(store: Store, name: str) -> list[Worker]:
+    """The workers neither dead nor offline whose id or name is `name`, oldest first: who a
+    slot's name (seed 001's `owner`, a worker token's name) stands for now. A runner
+    restarted under its name registers a new worker, so a name outlives its workers."""
+    return [w for w in store.list_workers(tuple(WATCHED)) if name in (w.id, w.name)]

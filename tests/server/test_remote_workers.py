@@ -17,11 +17,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from tests.server.harness import CORRAL, Server
+from tests.server.conftest import CORRAL, Server
 
 from corral import EventFilter, open_store
 
@@ -32,21 +30,6 @@ WRITE_ID = (
     " time.sleep(0.2); print('end', t); open(os.environ['OUT'], 'a').write(t + '\\n')"
 )
 TASK = f'{sys.executable} -c "{WRITE_ID}"'
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
-    """A server over each store; its processes killed at the end."""
-    db = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
-    made = Server(tmp_path, db)
-    made.workers: list[subprocess.Popen[bytes]] = []  # type: ignore[misc]
-    try:
-        yield made
-    finally:
-        for proc in [made.proc, *made.workers]:
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 class Hosts:
@@ -144,16 +127,7 @@ def start_worker(
     env = remote_env(server, token, OUT=str(server.folder / "done.txt"))
     if url is not None:
         env["CORRAL_DB"] = url
-    with open(server.folder / f"{name}.log", "ab") as log:
-        proc = subprocess.Popen(
-            [*prefix, *CORRAL, "worker", "start", "--name", name, *args],
-            env=env,
-            cwd=server.folder,
-            stdout=log,
-            stderr=log,
-        )
-    server.workers.append(proc)  # type: ignore[attr-defined]
-    return proc
+    return server.spawn([*prefix, *CORRAL, "worker", "start", "--name", name, *args], name, env)
 
 
 def wait_for(check, timeout_s: float = 60.0, what: str = "") -> None:
@@ -373,17 +347,11 @@ def test_an_orchestrator_runs_its_pool_through_the_server(served):
     operator = served.token("operator")
     served.start()
     ids = [remote(served, operator, "add", f"pooled {n}").stdout.strip() for n in range(4)]
-    pool_dir = served.folder / "elsewhere"
-    pool_dir.mkdir()
-    with open(pool_dir / "orchestrator.log", "ab") as log:
-        orchestrator = subprocess.Popen(
-            [*CORRAL, "orchestrator", "start", "--workers", "2", "--exec", "cat"],
-            env=remote_env(served, operator),
-            cwd=pool_dir,
-            stdout=log,
-            stderr=log,
-        )
-    served.workers.append(orchestrator)
+    orchestrator = served.spawn(
+        [*CORRAL, "orchestrator", "start", "--workers", "2", "--exec", "cat"],
+        "orchestrator",
+        remote_env(served, operator),
+    )
     wait_for(lambda: all(statuses(served)[i] == "done" for i in ids), 60, "the pool's work")
     orchestrator.send_signal(signal.SIGTERM)
     assert 0 == orchestrator.wait(timeout=30)
@@ -432,9 +400,7 @@ def test_no_token_or_database_password_in_any_answer_or_log_line(pg_url, tmp_pat
             for secret in secrets_:
                 assert secret not in text
     finally:
-        if server.proc is not None and server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait()
+        server.close()
 
 
 def _raw(server: Server, method: str, path: str, token: str | None, body: bytes | None) -> str:

@@ -4,16 +4,14 @@ one-line JSON with the documented statuses, body limits, and the bind rule."""
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.request
 from datetime import timedelta
 
 import pytest
-from tests.server.harness import Server, server
 
 from corral import open_store
 
-__all__ = ["server"]
+from .conftest import Server
 
 
 def test_roles_guard_the_routes_and_a_task_added_over_http_is_the_stores(

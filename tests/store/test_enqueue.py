@@ -102,6 +102,28 @@ def test_list_tasks_filters_by_status(store: Store, add: Add) -> None:
     assert [first.id, blocker.id] == [t.id for t in ready]
 
 
+def test_list_tasks_newest_first_keeps_the_newest_within_the_limit(store: Store, add: Add) -> None:
+    """newest_first: the newest matching tasks, newest first, filters and limit as before."""
+    ids = [add(f"t{n}", kind="session" if n % 2 else "default").id for n in range(5)]
+    newest = store.list_tasks(TaskFilter(kinds=("session",), limit=1, newest_first=True))
+    assert [ids[3]] == [t.id for t in newest]
+    every = store.list_tasks(TaskFilter(newest_first=True))
+    assert ids[::-1] == [t.id for t in every]
+
+
+def test_tasks_with_payload_finds_a_kinds_tasks_by_a_payload_field(store: Store, add: Add) -> None:
+    """Only tasks of the kind whose field is that text, newest first, at most `limit`."""
+    older = add("older", kind="session", payload={"session": "agent:a"}).id
+    add("another label", kind="session", payload={"session": "agent:b"})
+    add("another kind", payload={"session": "agent:a"})
+    add("a number", kind="session", payload={"session": 7})
+    newer = add("newer", kind="session", payload={"session": "agent:a"}).id
+    found = store.tasks_with_payload("session", "session", "agent:a", 10)
+    assert [newer, older] == [t.id for t in found]
+    assert [newer] == [t.id for t in store.tasks_with_payload("session", "session", "agent:a", 1)]
+    assert [] == store.tasks_with_payload("session", "session", "7", 10)
+
+
 def test_run_after_delays_a_task_until_its_time(
     store: Store, clock: FakeClock, settings: Settings, add: Add, worker: MakeWorker
 ) -> None:

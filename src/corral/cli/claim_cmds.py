@@ -13,6 +13,7 @@ from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.durations import iso, parse_delay_or_instant
+from corral.model.states import FINISHED_WELL
 
 if TYPE_CHECKING:
     from corral.model.claims import Claim
@@ -80,7 +81,7 @@ def cmd_release(ctx: Context) -> int:
         attempt=not a.no_attempt,
         settings=ctx.settings,
     )
-    if task.status in claims.FINISHED_WELL:
+    if task.status in FINISHED_WELL:
         ctx.emit(task.to_dict(), f"{task.id} is {task.status} already: nothing to release")
         return 0
     counted = not a.no_attempt and task.status == "ready"

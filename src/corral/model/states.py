@@ -59,6 +59,8 @@ class TaskStatus(StrEnum):
 
 
 FINAL = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED})
+# The states of a task whose agent finished its work (`done`, `submit`): what it did stands.
+FINISHED_WELL = frozenset({TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
 
 # action -> the states it may start from. Stores pass these sets into their UPDATEs
 # (`WHERE status IN (...)`), so this table is the only copy of the state machine.

@@ -174,3 +174,4 @@ class TaskFilter:
     kinds: tuple[str, ...] = ()
     worker_id: str | None = None
     limit: int = 1000
+    newest_first: bool = False

@@ -36,3 +36,11 @@ def require(request: Request, store: Store, role: Role) -> Token:
     if RANK[token.role] < RANK[role]:
         raise Denied(403, f"this needs a {role} token; {token.name!r} is a {token.role} token")
     return token
+
+
+def within_queues(token: Token, queue: str) -> None:
+    """Denied (403) unless `token` may touch tasks of `queue`: a worker token that names
+    queues touches only theirs; other tokens touch every queue."""
+    if token.role is Role.WORKER and token.queues and queue not in token.queues:
+        allowed = ", ".join(token.queues)
+        raise Denied(403, f"token {token.name!r} may touch queues {allowed} only, not {queue!r}")

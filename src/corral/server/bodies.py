@@ -2,7 +2,9 @@
 (corral.documents: depth, numbers, NUL), and required to be one JSON object.
 
 A body over the limit is refused with 413 before more of it is read; one that is not
-JSON, or not an object, is 422 naming `body`.
+JSON, or not an object, is 422 naming `body`. `fields` then checks an object's fields
+against the names and JSON types a route takes: an unknown field or a wrong type is 422
+naming that field.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from corral.errors import InvalidInput
 from corral.server.auth import Denied
 
 MAX_BODY_BYTES = 1 << 20
+# How much of a bad value an error quotes: a line, however big the value.
+QUOTED_CHARS = 40
+_TYPE_NAMES = {str: "string", int: "whole number", float: "number", dict: "object", list: "array"}
 
 
 async def json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
@@ -37,3 +42,27 @@ async def json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str
     if not isinstance(value, dict):
         raise InvalidInput("body", "a JSON object", type(value).__name__)
     return value
+
+
+def fields(body: dict[str, Any], types: dict[str, tuple[type, ...]]) -> dict[str, Any]:
+    """The body's fields, each one of `types`' names and of its JSON types (true and false
+    are not numbers here); InvalidInput naming the first that is not."""
+    for name, value in body.items():
+        wanted = types.get(name)
+        if wanted is None:
+            raise InvalidInput(quoted(name), "one of the fields " + ", ".join(types))
+        if (isinstance(value, bool) and bool not in wanted) or not isinstance(value, wanted):
+            raise InvalidInput(name, f"a JSON {_json_type(wanted)}", quoted(value))
+    return dict(body)
+
+
+def _json_type(types: tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES.get(t, "true or false") for t in types)
+
+
+def quoted(value: Any) -> Any:
+    """`value`, or its start when it would not fit in a line."""
+    shown = value if isinstance(value, str) else repr(value)
+    if len(shown) <= QUOTED_CHARS:
+        return value
+    return shown[:QUOTED_CHARS] + "..."

@@ -71,6 +71,21 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"content": {JSON: {"schema": schema}}}
 
 
+SESSION = {"type": "object", "description": "a session in seed 001's shape"}
+SPAWN = {
+    "type": "object",
+    "required": ["prompt"],
+    "additionalProperties": False,
+    "properties": {
+        "prompt": {"type": "string", "minLength": 1},
+        "sessionLabel": {"type": "string"},
+        "model": {"type": "string"},
+        "channel": {"type": "string"},
+        "thinking": {"type": "string"},
+        "autoStart": {"type": "boolean"},
+        "queue": {"type": "string"},
+    },
+}
 RUN_OUTPUT = [
     _path("run_id"),
     _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
@@ -102,6 +117,7 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
             _query("queue", {"type": "string"}),
             _query("kind", {"type": "string"}),
             _query("limit", {"type": "integer", "minimum": 1, "maximum": 10_000}),
+            _query("view", {"type": "string", "enum": ["seed001"]}, "seed 001's shape"),
         ],
         "answers": {"200": _json({"type": "array", "items": TASK})},
     },
@@ -114,8 +130,55 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/api/tasks/{task_id}"): {
         "role": Role.VIEWER,
         "summary": "One task",
-        "parameters": [_path("task_id")],
+        "parameters": [
+            _path("task_id"),
+            _query("view", {"type": "string", "enum": ["seed001"]}, "seed 001's shape"),
+        ],
         "answers": {"200": _json(TASK), "404": _json(ERROR)},
+    },
+    ("patch", "/api/tasks/{task_id}"): {
+        "role": Role.WORKER,
+        "summary": "Move a task on seed 001's board (todo, in-progress, review, done, blocked)",
+        "parameters": [_path("task_id")],
+        "body": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "status": {
+                    "type": "string",
+                    "enum": ["todo", "in-progress", "review", "done", "blocked"],
+                },
+                "metadata": {"type": "object"},
+                "claimToken": {"type": "integer"},
+            },
+        },
+        "answers": {"200": _json(TASK), "404": _json(ERROR), "409": _json(ERROR)},
+    },
+    ("post", "/api/sessions/spawn"): {
+        "role": Role.OPERATOR,
+        "summary": "Spawn a session: a task for the pool with a prompt, model and label",
+        "body": SPAWN,
+        "answers": {"201": _json(SESSION), "200": _json(SESSION), "409": _json(ERROR)},
+    },
+    ("get", "/api/sessions"): {
+        "role": Role.VIEWER,
+        "summary": "The sessions, newest first",
+        "parameters": [
+            _query("status", {"type": "string"}),
+            _query("limit", {"type": "integer", "minimum": 1}),
+        ],
+        "answers": {"200": _json({"type": "array", "items": SESSION})},
+    },
+    ("delete", "/api/sessions/{session_id}"): {
+        "role": Role.OPERATOR,
+        "summary": "Cancel a session; its runner ends the process",
+        "parameters": [_path("session_id")],
+        "answers": {"200": _json(SESSION), "404": _json(ERROR), "409": _json(ERROR)},
+    },
+    ("get", "/api/heartbeats"): {
+        "role": Role.VIEWER,
+        "summary": "Each slot's heartbeat in seed 001's schema",
+        "answers": {"200": _json({"type": "array", "items": {"type": "object"}})},
     },
     ("post", "/api/store/{name}"): {
         "role": Role.VIEWER,

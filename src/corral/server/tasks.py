@@ -3,6 +3,8 @@
 GET  /api/tasks?status=S&queue=Q&kind=K&limit=N   viewer   the tasks, in the order added
 GET  /api/tasks/{id}                              viewer   one task
 POST /api/tasks                                   operator add one: a JSON object
+
+With `view=seed001` the GETs answer seed 001's shape instead (seed_tasks.py).
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import InvalidInput
-from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask, TaskFilter
 from corral.model.tokens import Role
+from corral.server import params, seed_tasks
 from corral.server.answers import answer
 from corral.server.auth import require
-from corral.server.bodies import json_object
+from corral.server.bodies import fields, json_object
 from corral.server.context import store_of
 from corral.tasks import enqueue
 
-MAX_LIMIT = 10_000
 # The fields of POST /api/tasks and the JSON type each must have (bool is not an int here).
 NEW_TASK_FIELDS: dict[str, tuple[type, ...]] = {
     "title": (str,),
@@ -44,25 +45,28 @@ NEW_TASK_FIELDS: dict[str, tuple[type, ...]] = {
 
 
 def list_tasks(request: Request) -> Response:
-    """The tasks that match the query's filters."""
+    """The tasks that match the query's filters, in corral's shape or the seed's (`view`)."""
     store = store_of(request)
     require(request, store, Role.VIEWER)
     query = request.query_params
-    statuses = tuple(_status(s) for s in query.getlist("status"))
+    seed = seed_tasks.view_of(query.get("view"))
+    wanted = query.getlist("status")
+    statuses = seed_tasks.board_filter(wanted) if seed else params.statuses(wanted)
     flt = TaskFilter(
         statuses=statuses,
         queue=query.get("queue"),
         kinds=tuple(query.getlist("kind")),
-        limit=_limit(query.get("limit")),
+        limit=params.limit(query.get("limit")),
     )
-    return answer([t.to_dict() for t in store.list_tasks(flt)])
+    return answer([seed_tasks.shape(t, seed) for t in store.list_tasks(flt)])
 
 
 def get_task(request: Request) -> Response:
-    """One task."""
+    """One task, in corral's shape or the seed's (`view`)."""
     store = store_of(request)
     require(request, store, Role.VIEWER)
-    return answer(store.get_task(request.path_params["task_id"]).to_dict())
+    seed = seed_tasks.view_of(request.query_params.get("view"))
+    return answer(seed_tasks.shape(store.get_task(request.path_params["task_id"]), seed))
 
 
 async def add_task(request: Request) -> Response:
@@ -90,41 +94,14 @@ ROUTES = [
 
 
 def _fields(body: dict[str, Any]) -> dict[str, Any]:
-    """The body's fields, each of its type; InvalidInput naming the first that is not."""
-    fields: dict[str, Any] = {}
-    for name, value in body.items():
-        types = NEW_TASK_FIELDS.get(name)
-        if types is None:
-            raise InvalidInput(name, "one of the fields " + ", ".join(NEW_TASK_FIELDS))
-        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-            raise InvalidInput(name, f"a JSON {_json_type(types)}", value)
-        fields[name] = value
-    if "title" not in fields:
+    """NewTask's fields of the body; InvalidInput naming the first that is not one."""
+    found = fields(body, NEW_TASK_FIELDS)
+    if "title" not in found:
         raise InvalidInput("title", "a non-empty title")
-    if "depends_on" in fields:
-        if not all(isinstance(d, str) for d in fields["depends_on"]):
+    if "depends_on" in found:
+        if not all(isinstance(d, str) for d in found["depends_on"]):
             raise InvalidInput("depends_on", "a list of task ids")
-        fields["depends_on"] = tuple(fields["depends_on"])
-    if not all(isinstance(v, str) for v in fields.get("labels", {}).values()):
+        found["depends_on"] = tuple(found["depends_on"])
+    if not all(isinstance(v, str) for v in found.get("labels", {}).values()):
         raise InvalidInput("labels", "an object of strings")
-    return fields
-
-
-def _json_type(types: tuple[type, ...]) -> str:
-    names = {str: "string", int: "whole number", float: "number", dict: "object", list: "array"}
-    return " or ".join(names.get(t, "true or false") for t in types)
-
-
-def _status(raw: str) -> TaskStatus:
-    try:
-        return TaskStatus(raw)
-    except ValueError:
-        raise InvalidInput("status", "one of " + ", ".join(TaskStatus), raw) from None
-
-
-def _limit(raw: str | None) -> int:
-    if raw is None:
-        return 1000
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise InvalidInput("limit", f"a whole number from 1 to {MAX_LIMIT}", raw)
-    return int(raw)
+    return found

@@ -71,15 +71,31 @@ class TaskOps:
         return read_task(self._driver, task_id)
 
     def list_tasks(self, flt: TaskFilter) -> list[Task]:
-        """Tasks matching `flt`, oldest first."""
+        """Tasks matching `flt`, oldest first (newest first with `flt.newest_first`)."""
+        params = {
+            "statuses": list(flt.statuses) or None,
+            "queue": flt.queue,
+            "kinds": list(flt.kinds) or None,
+            "worker_id": flt.worker_id,
+            "limit": flt.limit,
+        }
+        with self._driver.read() as tx:
+            if flt.newest_first:
+                found = tx.all("list_tasks_newest", **params)
+            else:
+                found = tx.all("list_tasks", **params)
+            return [rows.task(self._driver, r) for r in found]
+
+    def tasks_with_payload(self, kind: str, field: str, value: str, limit: int) -> list[Task]:
+        """Tasks of `kind` whose payload's top-level `field` is the text `value`, newest first."""
         with self._driver.read() as tx:
             found = tx.all(
-                "list_tasks",
-                statuses=list(flt.statuses) or None,
-                queue=flt.queue,
-                kinds=list(flt.kinds) or None,
-                worker_id=flt.worker_id,
-                limit=flt.limit,
+                "tasks_with_payload",
+                kind=kind,
+                field=field,
+                path=f'$."{field}"',
+                value=value,
+                limit=limit,
             )
             return [rows.task(self._driver, r) for r in found]
 

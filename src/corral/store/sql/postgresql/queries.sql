@@ -49,6 +49,26 @@ WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
 ORDER BY seq
 LIMIT :limit;
 
+-- name: list_tasks_newest
+-- list_tasks, newest first: what a client polling for what it just added reads
+-- (seed 001's sessions), whatever the number of older tasks.
+SELECT * FROM task_view
+WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queue = :queue::text)
+  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_with_payload
+-- Tasks of :kind whose payload field :field is the string :value (not a number that
+-- reads the same), newest first: a seed 001 session by its label. No index: a scan of
+-- the tasks on the server, not rows sent to Python.
+SELECT * FROM task_view
+WHERE kind = :kind AND payload -> :field::text = to_jsonb(:value::text)
+ORDER BY seq DESC
+LIMIT :limit;
+
 -- name: ready_tasks
 SELECT * FROM task_view
 WHERE status = 'ready' AND run_after <= :now

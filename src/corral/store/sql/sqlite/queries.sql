@@ -29,6 +29,27 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY seq
 LIMIT :limit;
 
+-- name: list_tasks_newest
+-- list_tasks, newest first: what a client polling for what it just added reads
+-- (seed 001's sessions), whatever the number of older tasks.
+SELECT * FROM task_view
+WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: tasks_with_payload
+-- Tasks of :kind whose payload field :path ('$."name"') is the string :value (not a
+-- number that reads the same), newest first: a seed 001 session by its label. No index:
+-- a scan of the tasks in C, not rows read into Python.
+SELECT * FROM task_view
+WHERE kind = :kind AND json_type(payload, :path) = 'text'
+  AND json_extract(payload, :path) = :value
+ORDER BY seq DESC
+LIMIT :limit;
+
 -- name: ready_tasks
 SELECT * FROM task_view
 WHERE status = 'ready' AND run_after <= :now

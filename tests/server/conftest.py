@@ -1,10 +1,16 @@
-"""`corral serve` as a real process on loopback, for the server's tests: a store (SQLite
-in the test's folder, or a PostgreSQL URL), tokens made with the CLI, and the server."""
+"""Fixtures of the server tests: a store, tokens made with the CLI, `corral serve` on it as
+a real process on loopback, and the other processes a test starts beside it.
+
+`server` serves a SQLite store; `served` is parametrised over both stores (the PostgreSQL
+one a schema of its own, tests/conftest.py's `pg_url`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from corral import Store, open_store
 
 CORRAL = [sys.executable, "-m", "corral.cli.main"]
 
@@ -37,8 +45,10 @@ class Server:
         (folder / ".corral").mkdir()
         assert 0 == self.corral("init").returncode
         self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = folder / "serve.log"
+        self.children: list[subprocess.Popen[bytes]] = []
 
     def corral(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -50,10 +60,22 @@ class Server:
             check=False,
         )
 
-    def token(self, role: str, *queues: str) -> str:
-        made = self.corral("token", "create", "--role", role, *[f"--queue={q}" for q in queues])
+    def token(self, role: str, *queues: str, name: str | None = None) -> str:
+        named = () if name is None else ("--name", name)
+        made = self.corral(
+            "token", "create", "--role", role, *named, *[f"--queue={q}" for q in queues]
+        )
         assert 0 == made.returncode, made.stderr
         return made.stdout.strip()
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[Store]:
+        """The store the server serves, opened in the test's process to look at it."""
+        opened = open_store(self.env["CORRAL_DB"])
+        try:
+            yield opened
+        finally:
+            opened.close()
 
     def start(self, *args: str) -> None:
         with open(self.log, "ab") as log:
@@ -73,12 +95,26 @@ class Server:
                 time.sleep(0.02)
         raise AssertionError("corral serve did not answer /healthz")
 
+    def spawn(self, argv: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start `argv` beside the server in a session of its own, output to NAME.log;
+        it and its processes are killed at the end of the test."""
+        with open(self.folder / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                env={**self.env, **env},
+                cwd=self.folder,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.children.append(proc)
+        return proc
+
     def call(
         self, method: str, path: str, token: str | None = None, body: bytes | None = None
     ) -> tuple[int, Any]:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=body, method=method
-        )
+        url = f"{self.url}{path}"
+        request = urllib.request.Request(url, data=body, method=method)  # noqa: S310 - http://
         if token is not None:
             request.add_header("Authorization", f"Bearer {token}")
         if body is not None:
@@ -89,6 +125,10 @@ class Server:
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read())
 
+    def send(self, method: str, path: str, token: str | None, data: Any) -> tuple[int, Any]:
+        """`call` with `data` as the JSON body."""
+        return self.call(method, path, token, json.dumps(data).encode())
+
     def stop(self) -> str:
         """Stop the server; what it printed."""
         assert self.proc is not None
@@ -96,18 +136,34 @@ class Server:
         self.proc.wait(timeout=20)
         return self.log.read_text()
 
-    @property
-    def url(self) -> str:
-        """Where remote commands reach it."""
-        return f"http://127.0.0.1:{self.port}"
+    def close(self) -> None:
+        """Kill what is still running: the children with their sessions, then the server."""
+        for proc in self.children:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
+    """A server of a SQLite store (not started: the test makes its tokens first)."""
     made = Server(tmp_path)
     try:
         yield made
     finally:
-        if made.proc is not None and made.proc.poll() is None:
-            made.proc.kill()
-            made.proc.wait()
+        made.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """A server of each store (not started)."""
+    db = str(request.getfixturevalue("pg_url")) if request.param == "postgresql" else None
+    made = Server(tmp_path, db)
+    try:
+        yield made
+    finally:
+        made.close()
