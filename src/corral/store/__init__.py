@@ -25,6 +25,7 @@ from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
+from corral.store.tallies import TallyOps
 from corral.store.tasks import TaskOps
 from corral.store.tokens import TokenOps
 from corral.store.workers import WorkerOps
@@ -43,10 +44,11 @@ class Store(
     OrchestratorOps,
     ProviderOps,
     TokenOps,
+    TallyOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
-    batches, workers, repair, runs, queue limits, reviews, messages and the orchestrator
-    row."""
+    batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
+    row and the tallies /metrics reads."""
 
     def __init__(self, driver: Driver) -> None:
         self._driver = driver

@@ -120,8 +120,10 @@ WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
 
 -- name: release_task
 -- The caller ended its claim earlier in this transaction; a claim it did not see (another
--- worker's, committed meanwhile) keeps the task.
-UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
+-- worker's, committed meanwhile) keeps the task. Claimable again from now (run_after:
+-- where its next queue wait starts).
+UPDATE tasks SET status = 'ready', attempts = attempts - 1,
+                 run_after = greatest(run_after, :now), updated_at = :now
 WHERE id = :task_id AND status = ANY(:allowed::text[])
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
@@ -289,7 +291,7 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
 
 -- name: list_events
 -- With :before_xid, only events of transactions older than it (a follower's first page).
-SELECT * FROM events
+SELECT *, xid::text AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
   AND (:before_xid::text IS NULL OR xid < :before_xid::text::xid8)
@@ -327,6 +329,41 @@ WHERE (xid, id) > (:after_xid::text::xid8, :after_id::bigint)
   AND /* fragment: event_filter */
 ORDER BY xid, id
 LIMIT :limit;
+
+-- name: event_tallies
+-- What /metrics counts in the log, over the events after the cursor (:after_xid, :after_id)
+-- up to the horizon (as events_after): task.completed and task.failed, the repairs of
+-- :actor (the reconciler) named in :repairs, and the queue wait of each claim
+-- (task.claimed: its claim's claimed_at - ready_at) and the duration of each finished run
+-- (run.finished), each by its task's queue and kind. A measured event's bucket is the
+-- number of its bounds (:wait_bounds or :run_bounds) below its seconds, NULL where the
+-- claim has no ready_at (made before version 15). One row per group, not per event, so a
+-- first read of a long log sends a few rows.
+WITH fresh AS (
+    SELECT e.name, e.task_id,
+           (CASE e.name
+                WHEN 'task.claimed' THEN
+                    (SELECT greatest(0, extract(epoch FROM c.claimed_at - c.ready_at))
+                     FROM claims c WHERE c.token = e.token)
+                WHEN 'run.finished' THEN
+                    (SELECT greatest(0, extract(epoch FROM r.finished_at - r.started_at))
+                     FROM runs r WHERE r.id = e.data ->> 'run_id')
+            END)::float8 AS seconds
+    FROM events e
+    WHERE (e.xid, e.id) > (:after_xid::text::xid8, :after_id::bigint)
+      AND e.xid < :horizon_xid::text::xid8
+      AND (e.name IN ('task.completed', 'task.failed', 'task.claimed', 'run.finished')
+           OR (e.actor = :actor::text AND e.name = ANY(:repairs::text[])))
+)
+SELECT f.name, coalesce(t.queue, '') AS queue, coalesce(t.kind, '') AS kind,
+       CASE WHEN f.seconds IS NOT NULL
+            THEN (SELECT count(*)
+                  FROM unnest(CASE f.name WHEN 'task.claimed' THEN :wait_bounds::float8[]
+                                          ELSE :run_bounds::float8[] END) AS b
+                  WHERE b < f.seconds) END AS bucket,
+       count(*) AS n, coalesce(sum(f.seconds), 0.0) AS seconds
+FROM fresh f LEFT JOIN tasks t ON t.id = f.task_id
+GROUP BY 1, 2, 3, 4;
 
 -- name: start_run
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,

@@ -92,7 +92,9 @@ UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active';
 
 -- name: release_task
-UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
+-- Claimable again from now (run_after: where its next queue wait starts).
+UPDATE tasks SET status = 'ready', attempts = attempts - 1, run_after = max(run_after, :now),
+                 updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 
 -- name: defer_task
@@ -250,7 +252,7 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
   AND (:since_at IS NULL OR at >= :since_at)
 
 -- name: list_events
-SELECT * FROM events
+SELECT *, 0 AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
 ORDER BY id DESC
@@ -267,6 +269,40 @@ WHERE id > :after_id AND id <= :horizon_id
   AND /* fragment: event_filter */
 ORDER BY id
 LIMIT :limit;
+
+-- name: event_tallies
+-- What /metrics counts in the log, over the events after :after_id up to :horizon_id (a
+-- follower's range, as events_after): task.completed and task.failed, the repairs of
+-- :actor (the reconciler) named in :repairs, and the queue wait of each claim
+-- (task.claimed: its claim's claimed_at - ready_at) and the duration of each finished run
+-- (run.finished), each by its task's queue and kind. A measured event's bucket is the
+-- number of its bounds (:wait_bounds or :run_bounds) below its seconds, NULL where the
+-- claim has no ready_at (made before version 15). One row per group, not per event, so a
+-- first read of a long log sends a few rows.
+WITH fresh AS (
+    SELECT e.name, e.task_id,
+           CASE e.name
+               WHEN 'task.claimed' THEN
+                   (SELECT max(0.0, c.claimed_at - c.ready_at) FROM claims c
+                    WHERE c.token = e.token)
+               WHEN 'run.finished' THEN
+                   (SELECT max(0.0, r.finished_at - r.started_at) FROM runs r
+                    WHERE r.id = json_extract(e.data, '$.run_id'))
+           END AS seconds
+    FROM events e
+    WHERE e.id > :after_id AND e.id <= :horizon_id
+      AND (e.name IN ('task.completed', 'task.failed', 'task.claimed', 'run.finished')
+           OR (e.actor = :actor AND e.name IN (SELECT value FROM json_each(:repairs))))
+)
+SELECT f.name, coalesce(t.queue, '') AS queue, coalesce(t.kind, '') AS kind,
+       CASE WHEN f.seconds IS NOT NULL
+            THEN (SELECT count(*)
+                  FROM json_each(CASE f.name WHEN 'task.claimed' THEN :wait_bounds
+                                             ELSE :run_bounds END) AS b
+                  WHERE b.value < f.seconds) END AS bucket,
+       count(*) AS n, coalesce(sum(f.seconds), 0.0) AS seconds
+FROM fresh f LEFT JOIN tasks t ON t.id = f.task_id
+GROUP BY 1, 2, 3, 4;
 
 -- name: start_run
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
@@ -578,18 +614,18 @@ GROUP BY d.task_id;
 -- name: insert_claim
 -- insert_claims for one task, :task_id, whose timeout is :timeout_s.
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
+                    deadline_at, ready_at)
 VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
         min(:now + :lease_s, coalesce(:now + :timeout_s, :now + :lease_s)),
-        :now + :timeout_s)
+        :now + :timeout_s, (SELECT run_after FROM tasks WHERE id = :task_id))
 RETURNING *;
 
 -- name: insert_claims
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
+                    deadline_at, ready_at)
 SELECT t.id, :worker_id, 'active', :lease_s, :now,
        min(:now + :lease_s, coalesce(:now + t.timeout_s, :now + :lease_s)),
-       :now + t.timeout_s
+       :now + t.timeout_s, t.run_after
 FROM json_each(:task_ids) AS j JOIN tasks t ON t.id = j.value
 RETURNING *;
 
