@@ -9,13 +9,17 @@ is the optional extra `corral[server]`, imported here only.
 from __future__ import annotations
 
 import ipaddress
+import signal
 import sys
+from types import FrameType
 
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.errors import InvalidInput
+from corral.runtime import signals
 
 DEFAULT_PORT = 8787
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def cmd_serve(ctx: Context) -> int:
@@ -44,16 +48,23 @@ def cmd_serve(ctx: Context) -> int:
     scheme = "https" if a.certfile else "http"
     sys.stderr.write(f"corral serve: listening on {scheme}://{a.host}:{a.port}\n")
     sys.stderr.flush()
-    uvicorn.run(
-        app,
-        host=a.host,
-        port=a.port,
-        ssl_certfile=a.certfile,
-        ssl_keyfile=a.keyfile,
-        access_log=False,
-        log_level="warning",
-    )
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again for
+    # the handler it found: this one ignores it, so a stop is exit 0, as documented.
+    with signals.handled(_STOP_SIGNALS, _stopped):
+        uvicorn.run(
+            app,
+            host=a.host,
+            port=a.port,
+            ssl_certfile=a.certfile,
+            ssl_keyfile=a.keyfile,
+            access_log=False,
+            log_level="warning",
+        )
     return 0
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    """The stop signal uvicorn raises again once it has shut down: already handled."""
 
 
 def _loopback(host: str) -> bool:

@@ -13,9 +13,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import CorralError
-from corral.server import metrics, tasks
+from corral.server import events, metrics, tasks
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
+from corral.server.wakeups import EventWakeups
 from corral.settings import Settings
 from corral.store import Store
 
@@ -26,6 +27,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             *tasks.ROUTES,
+            *events.ROUTES,
             *metrics.ROUTES,
         ],
         exception_handlers={
@@ -36,6 +38,8 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     )
     app.state.store = store
     app.state.settings = settings
+    app.state.tallies = metrics.LogTallies()  # the sums /metrics keeps of the event log
+    app.state.wakeups = EventWakeups(store)  # one source of wake-ups for every SSE stream
     return app
 
 
