@@ -100,7 +100,7 @@ async def _messages(
                     if not await _still_allowed(request):
                         return
                     checked_at = clock.monotonic()
-                await _wait(wake, page)
+                await _wait(wake, page, checked_at + REAUTH_S - clock.monotonic())
         finally:
             relay.cancel()
 
@@ -130,12 +130,13 @@ async def _read(
         return page
 
 
-async def _wait(wake: asyncio.Event, page: EventPage) -> None:
+async def _wait(wake: asyncio.Event, page: EventPage, longest_s: float) -> None:
     """Until the log may hold more: at once after a full page, soon while events wait
-    behind a transaction, else at the next wake-up."""
+    behind a transaction, else at the next wake-up, or after `longest_s` (the next check
+    of the token: a quiet stream checks it too)."""
     if page.pending and len(page.events) >= PAGE_SIZE:
         return
-    with anyio.move_on_after(PENDING_POLL_S if page.pending else None):
+    with anyio.move_on_after(min(PENDING_POLL_S, longest_s) if page.pending else longest_s):
         await wake.wait()
 
 

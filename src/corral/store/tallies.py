@@ -39,8 +39,8 @@ class TallyOps:
                 **stretch(start, horizon),
                 actor=RECONCILER,
                 repairs=list(REPAIRS),
-                wait_bounds=list(WAIT_BOUNDS_S),
-                run_bounds=list(RUN_BOUNDS_S),
+                wait_bounds=[float(b) for b in WAIT_BOUNDS_S],
+                run_bounds=[float(b) for b in RUN_BOUNDS_S],
             )
         tallies = [
             TallyRow(

@@ -338,29 +338,30 @@ LIMIT :limit;
 -- (run.finished), each by its task's queue and kind. A measured event's bucket is the
 -- number of its bounds (:wait_bounds or :run_bounds) below its seconds, NULL where the
 -- claim has no ready_at (made before version 15). One row per group, not per event, so a
--- first read of a long log sends a few rows.
-WITH fresh AS (
+-- first read of a long log sends a few rows. The CTE is materialized: inlined, each
+-- measured event's lookups ran again for its bucket (bench/metrics_scrape.py).
+WITH fresh AS MATERIALIZED (
     SELECT e.name, e.task_id,
            (CASE e.name
-                WHEN 'task.claimed' THEN
-                    (SELECT greatest(0, extract(epoch FROM c.claimed_at - c.ready_at))
-                     FROM claims c WHERE c.token = e.token)
-                WHEN 'run.finished' THEN
-                    (SELECT greatest(0, extract(epoch FROM r.finished_at - r.started_at))
-                     FROM runs r WHERE r.id = e.data ->> 'run_id')
+                WHEN 'task.claimed'
+                    THEN greatest(0, extract(epoch FROM c.claimed_at - c.ready_at))
+                WHEN 'run.finished'
+                    THEN greatest(0, extract(epoch FROM r.finished_at - r.started_at))
             END)::float8 AS seconds
     FROM events e
+    LEFT JOIN claims c ON e.name = 'task.claimed' AND c.token = e.token
+    LEFT JOIN runs r ON e.name = 'run.finished' AND r.id = e.data ->> 'run_id'
     WHERE (e.xid, e.id) > (:after_xid::text::xid8, :after_id::bigint)
       AND e.xid < :horizon_xid::text::xid8
       AND (e.name IN ('task.completed', 'task.failed', 'task.claimed', 'run.finished')
            OR (e.actor = :actor::text AND e.name = ANY(:repairs::text[])))
 )
 SELECT f.name, coalesce(t.queue, '') AS queue, coalesce(t.kind, '') AS kind,
-       CASE WHEN f.seconds IS NOT NULL
-            THEN (SELECT count(*)
-                  FROM unnest(CASE f.name WHEN 'task.claimed' THEN :wait_bounds::float8[]
-                                          ELSE :run_bounds::float8[] END) AS b
-                  WHERE b < f.seconds) END AS bucket,
+       CASE WHEN f.seconds IS NULL THEN NULL
+            WHEN f.name = 'task.claimed'
+                THEN (SELECT count(*) FROM unnest(:wait_bounds::float8[]) AS b WHERE b < f.seconds)
+            ELSE (SELECT count(*) FROM unnest(:run_bounds::float8[]) AS b WHERE b < f.seconds)
+       END AS bucket,
        count(*) AS n, coalesce(sum(f.seconds), 0.0) AS seconds
 FROM fresh f LEFT JOIN tasks t ON t.id = f.task_id
 GROUP BY 1, 2, 3, 4;

@@ -278,28 +278,28 @@ LIMIT :limit;
 -- (run.finished), each by its task's queue and kind. A measured event's bucket is the
 -- number of its bounds (:wait_bounds or :run_bounds) below its seconds, NULL where the
 -- claim has no ready_at (made before version 15). One row per group, not per event, so a
--- first read of a long log sends a few rows.
-WITH fresh AS (
+-- first read of a long log sends a few rows. The CTEs are materialized: inlined, each
+-- measured event's lookups ran again for its bucket (3x slower, bench/metrics_scrape.py).
+WITH fresh AS MATERIALIZED (
     SELECT e.name, e.task_id,
            CASE e.name
-               WHEN 'task.claimed' THEN
-                   (SELECT max(0.0, c.claimed_at - c.ready_at) FROM claims c
-                    WHERE c.token = e.token)
-               WHEN 'run.finished' THEN
-                   (SELECT max(0.0, r.finished_at - r.started_at) FROM runs r
-                    WHERE r.id = json_extract(e.data, '$.run_id'))
+               WHEN 'task.claimed' THEN max(0.0, c.claimed_at - c.ready_at)
+               WHEN 'run.finished' THEN max(0.0, r.finished_at - r.started_at)
            END AS seconds
     FROM events e
+    LEFT JOIN claims c ON e.name = 'task.claimed' AND c.token = e.token
+    LEFT JOIN runs r ON e.name = 'run.finished' AND r.id = json_extract(e.data, '$.run_id')
     WHERE e.id > :after_id AND e.id <= :horizon_id
       AND (e.name IN ('task.completed', 'task.failed', 'task.claimed', 'run.finished')
            OR (e.actor = :actor AND e.name IN (SELECT value FROM json_each(:repairs))))
-)
+),
+wait_bounds (bound) AS MATERIALIZED (SELECT value FROM json_each(:wait_bounds)),
+run_bounds (bound) AS MATERIALIZED (SELECT value FROM json_each(:run_bounds))
 SELECT f.name, coalesce(t.queue, '') AS queue, coalesce(t.kind, '') AS kind,
-       CASE WHEN f.seconds IS NOT NULL
-            THEN (SELECT count(*)
-                  FROM json_each(CASE f.name WHEN 'task.claimed' THEN :wait_bounds
-                                             ELSE :run_bounds END) AS b
-                  WHERE b.value < f.seconds) END AS bucket,
+       CASE WHEN f.seconds IS NULL THEN NULL
+            WHEN f.name = 'task.claimed'
+                THEN (SELECT count(*) FROM wait_bounds WHERE bound < f.seconds)
+            ELSE (SELECT count(*) FROM run_bounds WHERE bound < f.seconds) END AS bucket,
        count(*) AS n, coalesce(sum(f.seconds), 0.0) AS seconds
 FROM fresh f LEFT JOIN tasks t ON t.id = f.task_id
 GROUP BY 1, 2, 3, 4;
