@@ -85,6 +85,7 @@ def test_a_huge_body_is_413_and_unknown_routes_and_tasks_are_404(server: Server)
     assert (404, "task 't-nosuchtask0' not found") == (status, answer["error"])
     assert 422 == server.call("GET", "/api/tasks?status=sleeping", operator)[0]
     assert 422 == server.call("GET", "/api/tasks?limit=0", operator)[0]
+    assert 422 == server.call("GET", "/api/tasks?limit=" + "9" * 5000, operator)[0]
 
 
 ANY_ADDRESS = "0.0.0.0"  # noqa: S104 - the bind this test is about

@@ -124,6 +124,7 @@ def _status(raw: str) -> TaskStatus:
 def _limit(raw: str | None) -> int:
     if raw is None:
         return 1000
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    # The length first: int() refuses strings of thousands of digits with an error of its own.
+    if len(raw) > 5 or not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
         raise InvalidInput("limit", f"a whole number from 1 to {MAX_LIMIT}", raw)
     return int(raw)
