@@ -75,7 +75,9 @@ class EventWakeups:
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
         relay = _Relay(loop, self._wake_all)
-        stop = await run_in_threadpool(self._store.wake_on_events, relay)
+        # On the loop, not in a thread: it only starts the listener's thread (no I/O), and a
+        # cancellation while it ran elsewhere would lose the stop of a listener left running.
+        stop = self._store.wake_on_events(relay)
         poll_s = SQLITE_POLL_S if stop is None else NOTIFIED_POLL_S
         head: EventCursor | None = None
         try:
