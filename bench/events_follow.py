@@ -25,8 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 
 import psutil
 
@@ -38,6 +37,7 @@ from measure import (
     fresh_process_env,
     ms,
     spawned,
+    store_url,
     table,
     temp_dir,
 )
@@ -121,18 +121,6 @@ class Reader:
             if time.monotonic() > deadline or self._proc.poll() is not None:
                 raise RuntimeError(f"read {self.lines} lines of {count} (exit {self._proc.poll()})")
             time.sleep(0.005)
-
-
-@contextmanager
-def store_url(dialect: str, folder: str) -> Iterator[str]:
-    """A fresh store of `dialect`: a file in `folder`, or a scratch database."""
-    if dialect == "sqlite":
-        yield os.path.join(folder, "corral.db")
-        return
-    from pg_peer import scratch_database
-
-    with scratch_database() as url:
-        yield url
 
 
 def write(url: str, folder: str, per_writer: int) -> dict[str, float]:

@@ -142,6 +142,19 @@ def new_store(path: str) -> Store:
     return open_store(path)
 
 
+@contextmanager
+def store_url(dialect: str, folder: str) -> Iterator[str]:
+    """A fresh store of `dialect`: a file in `folder`, or a scratch database on the
+    PostgreSQL server (pg_peer.py), dropped afterwards."""
+    if dialect == "sqlite":
+        yield os.path.join(folder, "corral.db")
+        return
+    from pg_peer import scratch_database
+
+    with scratch_database() as url:
+        yield url
+
+
 def register_worker(store: Store, name: str, *, max_concurrent: int = 1) -> str:
     """Register a worker and send its first heartbeat (so it is idle); its id."""
     beat = register(store, NewWorker(name=name, max_concurrent=max_concurrent))

@@ -35,6 +35,7 @@ SCRIPTS = (
     "runner_outage",
     "agent_stream",
     "limit_park",
+    "metrics_scrape",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -8,6 +8,7 @@ one a schema of its own, tests/conftest.py's `pg_url`).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +40,27 @@ def _free_port() -> int:
 class Server:
     """A store, tokens made with the CLI, and `corral serve` on it."""
 
-    def __init__(self, folder: Path, db: str | None = None) -> None:
+    def __init__(self, folder: Path, db: str | None = None, *, init: bool = True) -> None:
         self.folder = folder
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
         self.env["CORRAL_DB"] = db or str(folder / ".corral" / "corral.db")
-        (folder / ".corral").mkdir()
-        assert 0 == self.corral("init").returncode
+        if init:
+            (folder / ".corral").mkdir()
+            assert 0 == self.corral("init").returncode
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = folder / "serve.log"
+        self.log = folder / f"serve-{self.port}.log"
         self.children: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def db(self) -> str:
+        """The store's URL."""
+        return self.env["CORRAL_DB"]
+
+    def again(self) -> Server:
+        """Another server (not started) on the same store, on a port of its own."""
+        return Server(self.folder, self.db, init=False)
 
     def corral(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -129,12 +141,28 @@ class Server:
         """`call` with `data` as the JSON body."""
         return self.call(method, path, token, json.dumps(data).encode())
 
+    def text(self, path: str, token: str) -> str:
+        """The body of a GET that answers text (/metrics)."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}")
+        request.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http://
+            body: bytes = answer.read()
+            return body.decode()
+
+    def stream(self, path: str, token: str | None, last_event_id: str | None = None) -> EventStream:
+        """An SSE stream of `path`, opened (its status read)."""
+        return EventStream(self.port, path, token, last_event_id)
+
     def stop(self) -> str:
         """Stop the server; what it printed."""
         assert self.proc is not None
         self.proc.terminate()
         self.proc.wait(timeout=20)
         return self.log.read_text()
+
+    def kill(self) -> None:
+        """Kill the server and what the test started beside it."""
+        self.close()
 
     def close(self) -> None:
         """Kill what is still running: the children with their sessions, then the server."""
@@ -146,6 +174,76 @@ class Server:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+@dataclass(frozen=True)
+class Message:
+    """One SSE message: its id (None if it had none) and its data (None: an id alone)."""
+
+    id: str | None
+    data: str | None
+
+
+class EventStream:
+    """An SSE client: one GET, then messages read line by line as the server sends them.
+
+    Comments (`: ping`) are skipped; a message with an `id:` and no data is returned too,
+    as the place a client would resume from. A read waits at most `timeout_s` for a line.
+    """
+
+    def __init__(
+        self,
+        port: int,
+        path: str,
+        token: str | None,
+        last_event_id: str | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+        headers = {"Accept": "text/event-stream"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        self.conn.request("GET", path, headers=headers)
+        self.response = self.conn.getresponse()
+        self.status = self.response.status
+        self.last_id = last_event_id
+
+    def message(self) -> Message | None:
+        """The next message; None once the server ended the stream."""
+        ident: str | None = None
+        data: list[str] = []
+        while True:
+            raw = self.response.readline()
+            if not raw:
+                return None
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if not line:
+                if ident is None and not data:
+                    continue  # a comment's blank line
+                if ident is not None:
+                    self.last_id = ident
+                return Message(ident, "\n".join(data) if data else None)
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "id":
+                ident = value
+            elif field == "data":
+                data.append(value)
+
+    def events(self, n: int) -> list[dict[str, Any]]:
+        """The next `n` events (messages with data), parsed."""
+        found: list[dict[str, Any]] = []
+        while len(found) < n:
+            got = self.message()
+            assert got is not None, f"the stream ended after {len(found)} of {n} events"
+            if got.data is not None:
+                found.append(json.loads(got.data))
+        return found
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 @pytest.fixture

@@ -403,6 +403,7 @@ class StoreMachine(RuleBasedStateMachine):
         claims.release(self.store, task.id, token=task.token, reason="giving it back")
         task.status = TaskStatus.READY
         task.attempts -= 1
+        task.run_after = max(task.run_after, self.now())  # claimable (waiting) from now
         self.let_go(task)
         assert ["task.released"] == self.new_events()
 
@@ -478,6 +479,7 @@ class StoreMachine(RuleBasedStateMachine):
         for task_id in released:
             task = self.tasks[task_id]
             task.status, task.attempts = TaskStatus.READY, task.attempts - 1
+            task.run_after = max(task.run_after, self.now())
             self.let_go(task)
         worker.status = WorkerStatus.OFFLINE
         assert ["task.released"] * len(released) + ["worker.offline"] == self.new_events()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import sys
 from types import FrameType
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.errors import InvalidInput
+from corral.runtime import signals
 
 DEFAULT_PORT = 8787
 # Longer than a remote runner's heartbeat interval, so its connection is kept between beats.
@@ -25,6 +27,7 @@ KEEP_ALIVE_S = 75
 # cannot end their long polls first, so this is what bounds a stop.
 GRACEFUL_S = 5
 MAX_WORKERS = 64
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def cmd_serve(ctx: Context) -> int:
@@ -67,13 +70,14 @@ def cmd_serve(ctx: Context) -> int:
         "timeout_graceful_shutdown": GRACEFUL_S,
     }
     if a.workers > 1:
-        # Each process opens the store itself; they share the port (SO_REUSEPORT-free:
-        # uvicorn's supervisor hands them one socket) and wake each other's waiting claims
+        # Each process opens the store itself; they share one listening socket (made by
+        # uvicorn's supervisor) and wake each other's waiting claims
         # through the store (PostgreSQL NOTIFY, SQLite's commit counter).
         os.environ["CORRAL_DB"] = ctx.db
-        uvicorn.run(
-            "corral.server.app:from_environment", factory=True, workers=a.workers, **options
-        )
+        with signals.handled(_STOP_SIGNALS, _stopped):
+            uvicorn.run(
+                "corral.server.app:from_environment", factory=True, workers=a.workers, **options
+            )
         return 0
     app = create_app(ctx.store, ctx.settings)
 
@@ -85,8 +89,15 @@ def cmd_serve(ctx: Context) -> int:
             app.state.work_signal.stop()
             super().handle_exit(sig, frame)
 
-    Server(uvicorn.Config(app, **options)).run()
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again for
+    # the handler it found: this one ignores it, so a stop is exit 0, as documented.
+    with signals.handled(_STOP_SIGNALS, _stopped):
+        Server(uvicorn.Config(app, **options)).run()
     return 0
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    """The stop signal uvicorn raises again once it has shut down: already handled."""
 
 
 def _loopback(host: str) -> bool:

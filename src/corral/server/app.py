@@ -19,6 +19,7 @@ from starlette.routing import Route
 from corral import filemodes
 from corral.errors import CorralError
 from corral.server import (
+    events,
     heartbeats,
     metrics,
     openapi,
@@ -30,6 +31,7 @@ from corral.server import (
 )
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
+from corral.server.wakeups import EventWakeups
 from corral.server.work_signal import WorkSignal
 from corral.settings import Settings
 from corral.store import Store
@@ -44,6 +46,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *seed_tasks.ROUTES,
             *sessions.ROUTES,
             *heartbeats.ROUTES,
+            *events.ROUTES,
             *metrics.ROUTES,
             *store_calls.ROUTES,
             *run_output.ROUTES,
@@ -60,6 +63,8 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     app.state.store = store
     app.state.settings = settings
     app.state.work_signal = WorkSignal()
+    app.state.tallies = metrics.LogTallies()  # the sums /metrics keeps of the event log
+    app.state.wakeups = EventWakeups(store)  # one source of wake-ups for every SSE stream
     return app
 
 

@@ -86,6 +86,14 @@ SPAWN = {
         "queue": {"type": "string"},
     },
 }
+EVENT_FILTERS = [
+    _query("after", {"type": "string"}, "a cursor, XID-ID, from a page or an event's id"),
+    _query("task", {"type": "string"}),
+    _query("worker", {"type": "string"}),
+    _query("type", {"type": "string"}, "an event name or a prefix such as task."),
+    _query("since", {"type": "string"}, "a duration back from now, such as 10m"),
+    _query("limit", {"type": "integer", "minimum": 1}),
+]
 RUN_OUTPUT = [
     _path("run_id"),
     _path("stream", {"type": "string", "enum": ["transcript", "stderr"]}),
@@ -179,6 +187,18 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "role": Role.VIEWER,
         "summary": "Each slot's heartbeat in seed 001's schema",
         "answers": {"200": _json({"type": "array", "items": {"type": "object"}})},
+    },
+    ("get", "/api/events"): {
+        "role": Role.VIEWER,
+        "summary": "A page of the event log, and the cursor to go on from",
+        "parameters": EVENT_FILTERS,
+        "answers": {"200": _json({"type": "object"})},
+    },
+    ("get", "/api/events/stream"): {
+        "role": Role.VIEWER,
+        "summary": "The events as Server-Sent Events as they commit (Last-Event-ID resumes)",
+        "parameters": EVENT_FILTERS,
+        "answers": {"200": {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
     },
     ("post", "/api/store/{name}"): {
         "role": Role.VIEWER,

@@ -29,6 +29,7 @@ def limit(raw: str | None) -> int:
     """How many to list: 1 to MAX_LIMIT, DEFAULT_LIMIT when not given."""
     if raw is None:
         return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    # The length first: int() refuses strings of thousands of digits with an error of its own.
+    if len(raw) > 5 or not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
         raise InvalidInput("limit", f"a whole number from 1 to {MAX_LIMIT}", quoted(raw))
     return int(raw)

@@ -26,6 +26,7 @@ from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
+from corral.store.tallies import TallyOps
 from corral.store.tasks import TaskOps
 from corral.store.tokens import TokenOps
 from corral.store.workers import WorkerOps
@@ -44,10 +45,11 @@ class Store(
     OrchestratorOps,
     ProviderOps,
     TokenOps,
+    TallyOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
-    batches, workers, repair, runs, queue limits, reviews, messages and the orchestrator
-    row."""
+    batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
+    row and the tallies /metrics reads."""
 
     # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
     long_polls = False

@@ -40,28 +40,37 @@ class EventOps:
     def events_page(self, flt: EventFilter, after: EventCursor | None) -> EventPage:
         """The events matching `flt` after cursor `after`, at most `flt.limit`, in cursor
         order, and the cursor to read from next. Without `after`: the newest `flt.limit`
-        events settled now (oldest first), and the cursor past everything settled."""
-        from corral.model.following import EventPage  # noqa: PLC0415 - followers alone need it
-
+        events settled now (in cursor order), and the cursor past everything settled."""
         with self._driver.read() as tx:
-            horizon, pending = _horizon(tx)
+            horizon, pending = event_horizon(tx)
             if after is None:
                 settled = str(horizon.xid)
                 found = tx.all("list_events", **_filter(flt), after_id=0, before_xid=settled)
-                events = [rows.event(self._driver, r) for r in reversed(found)]
-                return EventPage(events=events, cursor=horizon, pending=pending)
-            found = tx.all(
-                "events_after",
-                **_filter(flt),
-                after_xid=str(after.xid),
-                after_id=after.id,
-                horizon_xid=str(horizon.xid),
-                horizon_id=horizon.id,
-            )
-        events = [rows.event(self._driver, r) for r in found]
+                # The newest by id, put in cursor order: on PostgreSQL a lower id may have
+                # committed later, and a reader resuming after one of them must not skip it.
+                found.sort(key=_cursor_of)
+                return self._page(found, cursor=horizon, pending=pending)
+            found = tx.all("events_after", **_filter(flt), **stretch(after, horizon))
         if len(found) == flt.limit:  # more may follow: go on from the last one read
-            return EventPage(events=events, cursor=_cursor_of(found[-1]), pending=True)
-        return EventPage(events=events, cursor=max(after, horizon), pending=pending)
+            return self._page(found, cursor=_cursor_of(found[-1]), pending=True)
+        return self._page(found, cursor=max(after, horizon), pending=pending)
+
+    def _page(self, found: list[Any], *, cursor: EventCursor, pending: bool) -> EventPage:
+        from corral.model.following import EventPage  # noqa: PLC0415 - followers alone need it
+
+        return EventPage(
+            events=[rows.event(self._driver, r) for r in found],
+            cursor=cursor,
+            cursors=tuple(map(_cursor_of, found)),
+            pending=pending,
+        )
+
+    def events_head(self) -> EventCursor:
+        """The cursor past every event settled now: one cheap read that tells a reader of
+        many streams whether a page may hold anything new (on PostgreSQL it also moves as
+        other transactions end)."""
+        with self._driver.read() as tx:
+            return event_horizon(tx)[0]
 
     def wake_on_events(self, wake: threading.Event) -> Callable[[], None] | None:
         """Set `wake` whenever events are committed (PostgreSQL's NOTIFY); the function
@@ -79,7 +88,17 @@ def _filter(flt: EventFilter) -> dict[str, Any]:
     }
 
 
-def _horizon(tx: Tx) -> tuple[EventCursor, bool]:
+def stretch(after: EventCursor, horizon: EventCursor) -> dict[str, Any]:
+    """The parameters of a read of the log after cursor `after` up to `horizon`."""
+    return {
+        "after_xid": str(after.xid),
+        "after_id": after.id,
+        "horizon_xid": str(horizon.xid),
+        "horizon_id": horizon.id,
+    }
+
+
+def event_horizon(tx: Tx) -> tuple[EventCursor, bool]:
     """The cursor past every settled event, and whether committed events wait beyond it."""
     row = tx.one("event_horizon")
     assert row is not None  # one row, always

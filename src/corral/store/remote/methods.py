@@ -43,6 +43,9 @@ READS = frozenset(
         "usage_by",
         "list_events",
         "events_page",
+        "events_head",
+        "event_tallies",
+        "tasks_with_payload",
         "queue_stats",
         "get_review",
         "branched_tasks",
@@ -104,6 +107,23 @@ OPERATES = frozenset(
         "request_orchestrator_stop",
         "join_orchestrators",
         "beat_member",
+    }
+)
+
+
+# What never travels: a remote store answers these itself (store/remote/client.py), or
+# they exist only beside the database (a token's secret hash stays on the server).
+LOCAL = frozenset(
+    {
+        "migrate",
+        "pending_migrations",
+        "wake_on_work",
+        "wake_on_events",
+        "leader_lock",
+        "stop_waiting",
+        "close",
+        "token_secret_hash",
+        "any_usable_token",
     }
 )
 

@@ -327,11 +327,11 @@ BEGIN
             -- claim order.
             FOREACH v_task IN ARRAY v_claimed LOOP
                 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at,
-                                    lease_expires_at, deadline_at)
+                                    lease_expires_at, deadline_at, ready_at)
                 SELECT t.id, v_worker.id, 'active', p_lease_s, p_now,
                        least(p_now + p_lease_s * interval '1 second',
                              p_now + t.timeout_s * interval '1 second'),
-                       p_now + t.timeout_s * interval '1 second'
+                       p_now + t.timeout_s * interval '1 second', t.run_after
                 FROM tasks t WHERE t.id = v_task
                 RETURNING * INTO v_claim;
                 INSERT INTO events (at, name, task_id, worker_id, token, from_status,
@@ -463,7 +463,8 @@ BEGIN
                 jsonb_build_object('run_after', corral_iso(v_run_after)));
     ELSE
         -- A claim another worker committed meanwhile keeps the task.
-        UPDATE tasks t SET status = 'ready', attempts = t.attempts - 1, updated_at = p_now
+        UPDATE tasks t SET status = 'ready', attempts = t.attempts - 1,
+                           run_after = greatest(t.run_after, p_now), updated_at = p_now
         WHERE t.id = p_report.task_id AND t.status = ANY(p_release)
           AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active');
         INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor,

@@ -140,8 +140,10 @@ WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
 
 -- name: release_task
 -- The caller ended its claim earlier in this transaction; a claim it did not see (another
--- worker's, committed meanwhile) keeps the task.
-UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
+-- worker's, committed meanwhile) keeps the task. Claimable again from now (run_after:
+-- where its next queue wait starts).
+UPDATE tasks SET status = 'ready', attempts = attempts - 1,
+                 run_after = greatest(run_after, :now), updated_at = :now
 WHERE id = :task_id AND status = ANY(:allowed::text[])
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
@@ -309,7 +311,7 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
 
 -- name: list_events
 -- With :before_xid, only events of transactions older than it (a follower's first page).
-SELECT * FROM events
+SELECT *, xid::text AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
   AND (:before_xid::text IS NULL OR xid < :before_xid::text::xid8)
@@ -347,6 +349,42 @@ WHERE (xid, id) > (:after_xid::text::xid8, :after_id::bigint)
   AND /* fragment: event_filter */
 ORDER BY xid, id
 LIMIT :limit;
+
+-- name: event_tallies
+-- What /metrics counts in the log, over the events after the cursor (:after_xid, :after_id)
+-- up to the horizon (as events_after): task.completed and task.failed, the repairs of
+-- :actor (the reconciler) named in :repairs, and the queue wait of each claim
+-- (task.claimed: its claim's claimed_at - ready_at) and the duration of each finished run
+-- (run.finished), each by its task's queue and kind. A measured event's bucket is the
+-- number of its bounds (:wait_bounds or :run_bounds) below its seconds, NULL where the
+-- claim has no ready_at (made before version 15). One row per group, not per event, so a
+-- first read of a long log sends a few rows. The CTE is materialized: inlined, each
+-- measured event's lookups ran again for its bucket (bench/metrics_scrape.py).
+WITH fresh AS MATERIALIZED (
+    SELECT e.name, e.task_id,
+           (CASE e.name
+                WHEN 'task.claimed'
+                    THEN greatest(0, extract(epoch FROM c.claimed_at - c.ready_at))
+                WHEN 'run.finished'
+                    THEN greatest(0, extract(epoch FROM r.finished_at - r.started_at))
+            END)::float8 AS seconds
+    FROM events e
+    LEFT JOIN claims c ON e.name = 'task.claimed' AND c.token = e.token
+    LEFT JOIN runs r ON e.name = 'run.finished' AND r.id = e.data ->> 'run_id'
+    WHERE (e.xid, e.id) > (:after_xid::text::xid8, :after_id::bigint)
+      AND e.xid < :horizon_xid::text::xid8
+      AND (e.name IN ('task.completed', 'task.failed', 'task.claimed', 'run.finished')
+           OR (e.actor = :actor::text AND e.name = ANY(:repairs::text[])))
+)
+SELECT f.name, coalesce(t.queue, '') AS queue, coalesce(t.kind, '') AS kind,
+       CASE WHEN f.seconds IS NULL THEN NULL
+            WHEN f.name = 'task.claimed'
+                THEN (SELECT count(*) FROM unnest(:wait_bounds::float8[]) AS b WHERE b < f.seconds)
+            ELSE (SELECT count(*) FROM unnest(:run_bounds::float8[]) AS b WHERE b < f.seconds)
+       END AS bucket,
+       count(*) AS n, coalesce(sum(round(f.seconds * 1000000)), 0) AS micros
+FROM fresh f LEFT JOIN tasks t ON t.id = f.task_id
+GROUP BY 1, 2, 3, 4;
 
 -- name: start_run
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,

@@ -94,7 +94,10 @@ CREATE TABLE claims (
     lease_expires_at timestamptz      NOT NULL,
     deadline_at      timestamptz,
     renewals         integer          NOT NULL DEFAULT 0,
-    ended_at         timestamptz
+    ended_at         timestamptz,
+    -- When its task became claimable (its run_after as it was claimed): the queue wait
+    -- /metrics reports is claimed_at - ready_at. NULL for claims made before version 15.
+    ready_at         timestamptz
 );
 
 -- At most one active claim per task, enforced by the database.

@@ -113,7 +113,9 @@ UPDATE claims SET status = :status, ended_at = :now
 WHERE token = :token AND status = 'active';
 
 -- name: release_task
-UPDATE tasks SET status = 'ready', attempts = attempts - 1, updated_at = :now
+-- Claimable again from now (run_after: where its next queue wait starts).
+UPDATE tasks SET status = 'ready', attempts = attempts - 1, run_after = max(run_after, :now),
+                 updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 
 -- name: defer_task
@@ -271,7 +273,7 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
   AND (:since_at IS NULL OR at >= :since_at)
 
 -- name: list_events
-SELECT * FROM events
+SELECT *, 0 AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
 ORDER BY id DESC
@@ -288,6 +290,40 @@ WHERE id > :after_id AND id <= :horizon_id
   AND /* fragment: event_filter */
 ORDER BY id
 LIMIT :limit;
+
+-- name: event_tallies
+-- What /metrics counts in the log, over the events after :after_id up to :horizon_id (a
+-- follower's range, as events_after): task.completed and task.failed, the repairs of
+-- :actor (the reconciler) named in :repairs, and the queue wait of each claim
+-- (task.claimed: its claim's claimed_at - ready_at) and the duration of each finished run
+-- (run.finished), each by its task's queue and kind. A measured event's bucket is the
+-- number of its bounds (:wait_bounds or :run_bounds) below its seconds, NULL where the
+-- claim has no ready_at (made before version 15). One row per group, not per event, so a
+-- first read of a long log sends a few rows. The CTEs are materialized: inlined, each
+-- measured event's lookups ran again for its bucket (3x slower, bench/metrics_scrape.py).
+WITH fresh AS MATERIALIZED (
+    SELECT e.name, e.task_id,
+           CASE e.name
+               WHEN 'task.claimed' THEN max(0.0, c.claimed_at - c.ready_at)
+               WHEN 'run.finished' THEN max(0.0, r.finished_at - r.started_at)
+           END AS seconds
+    FROM events e
+    LEFT JOIN claims c ON e.name = 'task.claimed' AND c.token = e.token
+    LEFT JOIN runs r ON e.name = 'run.finished' AND r.id = json_extract(e.data, '$.run_id')
+    WHERE e.id > :after_id AND e.id <= :horizon_id
+      AND (e.name IN ('task.completed', 'task.failed', 'task.claimed', 'run.finished')
+           OR (e.actor = :actor AND e.name IN (SELECT value FROM json_each(:repairs))))
+),
+wait_bounds (bound) AS MATERIALIZED (SELECT value FROM json_each(:wait_bounds)),
+run_bounds (bound) AS MATERIALIZED (SELECT value FROM json_each(:run_bounds))
+SELECT f.name, coalesce(t.queue, '') AS queue, coalesce(t.kind, '') AS kind,
+       CASE WHEN f.seconds IS NULL THEN NULL
+            WHEN f.name = 'task.claimed'
+                THEN (SELECT count(*) FROM wait_bounds WHERE bound < f.seconds)
+            ELSE (SELECT count(*) FROM run_bounds WHERE bound < f.seconds) END AS bucket,
+       count(*) AS n, coalesce(sum(round(f.seconds * 1000000)), 0) AS micros
+FROM fresh f LEFT JOIN tasks t ON t.id = f.task_id
+GROUP BY 1, 2, 3, 4;
 
 -- name: start_run
 INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, prompt, command, cwd,
@@ -599,18 +635,18 @@ GROUP BY d.task_id;
 -- name: insert_claim
 -- insert_claims for one task, :task_id, whose timeout is :timeout_s.
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
+                    deadline_at, ready_at)
 VALUES (:task_id, :worker_id, 'active', :lease_s, :now,
         min(:now + :lease_s, coalesce(:now + :timeout_s, :now + :lease_s)),
-        :now + :timeout_s)
+        :now + :timeout_s, (SELECT run_after FROM tasks WHERE id = :task_id))
 RETURNING *;
 
 -- name: insert_claims
 INSERT INTO claims (task_id, worker_id, status, lease_s, claimed_at, lease_expires_at,
-                    deadline_at)
+                    deadline_at, ready_at)
 SELECT t.id, :worker_id, 'active', :lease_s, :now,
        min(:now + :lease_s, coalesce(:now + t.timeout_s, :now + :lease_s)),
-       :now + t.timeout_s
+       :now + t.timeout_s, t.run_after
 FROM json_each(:task_ids) AS j JOIN tasks t ON t.id = j.value
 RETURNING *;
 

@@ -87,7 +87,10 @@ CREATE TABLE claims (
     lease_expires_at REAL    NOT NULL,
     deadline_at      REAL,
     renewals         INTEGER NOT NULL DEFAULT 0,
-    ended_at         REAL
+    ended_at         REAL,
+    -- When its task became claimable (its run_after as it was claimed): the queue wait
+    -- /metrics reports is claimed_at - ready_at. NULL for claims made before version 15.
+    ready_at         REAL
 );
 
 -- At most one active claim per task, enforced by the database.
