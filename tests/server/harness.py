@@ -74,8 +74,14 @@ class Server:
         raise AssertionError("corral serve did not answer /healthz")
 
     def call(
-        self, method: str, path: str, token: str | None = None, body: bytes | None = None
+        self,
+        method: str,
+        path: str,
+        token: str | None = None,
+        body: bytes | None = None,
+        timeout_s: float = 10,
     ) -> tuple[int, Any]:
+        """(status, the JSON answer, None when it has no body) of one request."""
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}", data=body, method=method
         )
@@ -84,10 +90,10 @@ class Server:
         if body is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - http://
-                return answer.status, json.loads(answer.read())
+            with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 - http://
+                return answer.status, _json(answer.read())
         except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
+            return exc.code, _json(exc.read())
 
     def stop(self) -> str:
         """Stop the server; what it printed."""
@@ -100,6 +106,10 @@ class Server:
     def url(self) -> str:
         """Where remote commands reach it."""
         return f"http://127.0.0.1:{self.port}"
+
+
+def _json(raw: bytes) -> Any:
+    return json.loads(raw) if raw else None
 
 
 @pytest.fixture

@@ -17,8 +17,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from tests.server.harness import CORRAL, Server
@@ -32,21 +30,6 @@ WRITE_ID = (
     " time.sleep(0.2); print('end', t); open(os.environ['OUT'], 'a').write(t + '\\n')"
 )
 TASK = f'{sys.executable} -c "{WRITE_ID}"'
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
-    """A server over each store; its processes killed at the end."""
-    db = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
-    made = Server(tmp_path, db)
-    made.workers: list[subprocess.Popen[bytes]] = []  # type: ignore[misc]
-    try:
-        yield made
-    finally:
-        for proc in [made.proc, *made.workers]:
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 class Hosts:
@@ -426,7 +409,7 @@ def test_no_token_or_database_password_in_any_answer_or_log_line(pg_url, tmp_pat
         said.append(server.stop())
         secrets_ = (
             password,
-            *(t.rsplit("_", 1)[1] for t in (worker_token, operator, revoked, wrong)),
+            *(t.split("_", 2)[2] for t in (worker_token, operator, revoked, wrong)),
         )
         for text in said:
             for secret in secrets_:
