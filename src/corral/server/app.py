@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from corral import filemodes
 from corral.errors import CorralError
-from corral.server import metrics, openapi, run_output, store_calls, tasks
+from corral.server import claims, metrics, openapi, run_output, store_calls, tasks, workers
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
 from corral.server.work_signal import WorkSignal
@@ -32,6 +32,8 @@ def create_app(store: Store, settings: Settings) -> Starlette:
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             *tasks.ROUTES,
+            *workers.ROUTES,
+            *claims.ROUTES,
             *metrics.ROUTES,
             *store_calls.ROUTES,
             *run_output.ROUTES,

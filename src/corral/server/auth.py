@@ -8,9 +8,11 @@ operator; a worker token's queues narrow what it may touch (the routes check the
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from corral.model.tokens import Role, Token
+from corral.server.context import store_of
 from corral.store import Store
 from corral.tokens import authenticate
 
@@ -36,3 +38,11 @@ def require(request: Request, store: Store, role: Role) -> Token:
     if RANK[token.role] < RANK[role]:
         raise Denied(403, f"this needs a {role} token; {token.name!r} is a {token.role} token")
     return token
+
+
+async def admitted(request: Request, role: Role) -> tuple[Store, Token]:
+    """The server's store and the request's token, if its role is `role` or above: `require`
+    on a worker thread (it reads the store), before a route reads the body."""
+    store = store_of(request)
+    token = await run_in_threadpool(require, request, store, role)
+    return store, token
