@@ -1,5 +1,5 @@
-"""Use cases of the claim cycle: claim, claim the next task, exchange, renew, release,
-defer, complete, fail.
+"""Use cases of the claim cycle: claim, claim (or hold) the next task, exchange, renew,
+release, defer, complete, fail.
 
 Plain functions over a `Store`: each decides what policy says (lease length, renewal
 bound, retry backoff) and hands the store one atomic change. Claiming and reporting are
@@ -25,7 +25,7 @@ from corral import documents
 from corral.durations import MAX_SPAN_S
 from corral.errors import CorralError, InvalidInput, Refused, WorkerUnavailable
 from corral.model.actors import OPERATOR
-from corral.model.batches import Action, ClaimAsk, Exchanged, Report, RunStart
+from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
 from corral.model.states import FINISHED_WELL, ClaimStatus
 from corral.settings import Settings
 from corral.store import Store
@@ -95,19 +95,30 @@ def claim_next(
     settings: Settings = DEFAULTS,
 ) -> Claim | None:
     """Pick and claim the best ready task the worker may run, in one step; None if none."""
-    ask = ClaimAsk(
-        limit=1,
-        kinds=kinds,
-        queues=queues,
-        lease_s=_lease_s(lease_s, settings),
-        claims_only=True,
-    )
-    done = store.exchange(worker_id, ask=ask)
+    ask = ClaimAsk(limit=1, kinds=kinds, queues=queues, lease_s=lease_s, claims_only=True)
+    made = _next(store, worker_id, ask, settings).claims
+    return made[0] if made else None
+
+
+def hold_next(
+    store: Store, worker_id: str, ask: ClaimAsk, *, settings: Settings = DEFAULTS
+) -> Held | None:
+    """`claim_next` of `ask`'s kinds and queues, answering the task itself with its lease,
+    read in the claim's own transaction: what a client that keeps no copy of the task
+    needs (the HTTP worker routes); None if there was nothing to claim."""
+    held = _next(store, worker_id, ask._replace(limit=1, claims_only=False), settings).held
+    return held[0] if held else None
+
+
+def _next(store: Store, worker_id: str, ask: ClaimAsk, settings: Settings) -> Exchanged:
+    """The exchange of `ask` alone (its lease filled in); WorkerUnavailable if the worker
+    may take nothing now."""
+    done = store.exchange(worker_id, ask=ask._replace(lease_s=_lease_s(ask.lease_s, settings)))
     if done.refused is not None:
         raise WorkerUnavailable(done.refused)
     if done.full is not None:
         raise WorkerUnavailable(done.full)
-    return done.claims[0] if done.claims else None
+    return done
 
 
 def exchange(

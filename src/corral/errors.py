@@ -44,8 +44,18 @@ class InvalidInput(CorralError):
         self.field = field
         self.expected = expected
         self.got = got
-        shown = "" if got is None else f", got {got!r}"
+        shown = "" if got is None else f", got {_quoted(got)}"
         super().__init__(f"{field}: expected {expected}{shown}")
+
+
+# How much of a bad value an error line quotes: enough to recognise it, however big it was
+# (a name of a megabyte sent to `corral serve` is refused in a line, not a megabyte).
+QUOTED_CHARS = 120
+
+
+def _quoted(got: object) -> str:
+    shown = repr(got)
+    return shown if len(shown) <= QUOTED_CHARS else shown[: QUOTED_CHARS - 3] + "..."
 
 
 class NotFound(InvalidInput):

@@ -1,5 +1,5 @@
 """Use cases of the worker registry: register, heartbeat, drain, deregister, the live ones,
-the ones a name stands for.
+the ones a name stands for, and those that serve a queue.
 
 The store answers with the worker; these functions add what policy says: the heartbeat
 interval the worker should keep, and whether it should drain.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from corral.model.actors import OPERATOR
 from corral.model.states import WATCHED, WorkerStatus
 from corral.settings import Settings
 from corral.store import Store
@@ -66,14 +67,24 @@ def heartbeat(
     return _beat(worker, settings)
 
 
-def drain(store: Store, worker_id: str) -> Worker:
-    """Ask a worker to take no new claims and finish what it holds."""
-    return store.drain_worker(worker_id, actor="operator")
+def drain(store: Store, worker_id: str, *, actor: str = OPERATOR) -> Worker:
+    """Ask a worker to take no new claims and finish what it holds; `actor` asked (an
+    operator, or the worker itself on its way out)."""
+    return store.drain_worker(worker_id, actor=actor)
 
 
 def deregister(store: Store, worker_id: str, *, reason: str = "deregistered") -> Worker:
     """Take a worker offline; its unfinished tasks go back to the queue, attempts uncounted."""
     return store.deregister_worker(worker_id, reason=reason, actor=worker_id)
+
+
+def serving(
+    store: Store, *, statuses: tuple[WorkerStatus, ...] = (), queue: str | None = None
+) -> list[Worker]:
+    """Workers in any of `statuses` (all when none), oldest first; with `queue`, only those
+    that serve it (a worker with no queues serves every queue)."""
+    found = store.list_workers(statuses)
+    return [w for w in found if queue is None or not w.queues or queue in w.queues]
 
 
 def live(store: Store) -> list[Worker]:

@@ -123,8 +123,14 @@ class Server:
         return proc
 
     def call(
-        self, method: str, path: str, token: str | None = None, body: bytes | None = None
+        self,
+        method: str,
+        path: str,
+        token: str | None = None,
+        body: bytes | None = None,
+        timeout_s: float = 10,
     ) -> tuple[int, Any]:
+        """(status, the JSON answer, None when it has no body) of one request."""
         url = f"{self.url}{path}"
         request = urllib.request.Request(url, data=body, method=method)  # noqa: S310 - http://
         if token is not None:
@@ -132,10 +138,10 @@ class Server:
         if body is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - http://
-                return answer.status, json.loads(answer.read())
+            with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310
+                return answer.status, _json(answer.read())
         except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
+            return exc.code, _json(exc.read())
 
     def send(self, method: str, path: str, token: str | None, data: Any) -> tuple[int, Any]:
         """`call` with `data` as the JSON body."""
@@ -168,12 +174,18 @@ class Server:
         """Kill what is still running: the children with their sessions, then the server."""
         for proc in self.children:
             if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
+                try:  # its session, when it has one of its own (spawn), else itself
                     os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    proc.kill()
                 proc.wait(timeout=10)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def _json(raw: bytes) -> Any:
+    return json.loads(raw) if raw else None
 
 
 @dataclass(frozen=True)

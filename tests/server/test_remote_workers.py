@@ -394,7 +394,7 @@ def test_no_token_or_database_password_in_any_answer_or_log_line(pg_url, tmp_pat
         said.append(server.stop())
         secrets_ = (
             password,
-            *(t.rsplit("_", 1)[1] for t in (worker_token, operator, revoked, wrong)),
+            *(t.split("_", 2)[2] for t in (worker_token, operator, revoked, wrong)),
         )
         for text in said:
             for secret in secrets_:

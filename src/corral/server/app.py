@@ -19,6 +19,7 @@ from starlette.routing import Route
 from corral import filemodes
 from corral.errors import CorralError
 from corral.server import (
+    claims,
     events,
     heartbeats,
     metrics,
@@ -28,6 +29,7 @@ from corral.server import (
     sessions,
     store_calls,
     tasks,
+    workers,
 )
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
@@ -47,6 +49,8 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *sessions.ROUTES,
             *heartbeats.ROUTES,
             *events.ROUTES,
+            *workers.ROUTES,
+            *claims.ROUTES,
             *metrics.ROUTES,
             *store_calls.ROUTES,
             *run_output.ROUTES,

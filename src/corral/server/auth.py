@@ -8,9 +8,11 @@ operator; a worker token's queues narrow what it may touch (the routes check the
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from corral.model.tokens import Role, Token
+from corral.server.context import store_of
 from corral.store import Store
 from corral.tokens import authenticate
 
@@ -44,3 +46,11 @@ def within_queues(token: Token, queue: str) -> None:
     if token.role is Role.WORKER and token.queues and queue not in token.queues:
         allowed = ", ".join(token.queues)
         raise Denied(403, f"token {token.name!r} may touch queues {allowed} only, not {queue!r}")
+
+
+async def admitted(request: Request, role: Role) -> tuple[Store, Token]:
+    """The server's store and the request's token, if its role is `role` or above: `require`
+    on a worker thread (it reads the store), before a route reads the body."""
+    store = store_of(request)
+    token = await run_in_threadpool(require, request, store, role)
+    return store, token

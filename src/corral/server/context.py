@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from corral.settings import Settings
 from corral.store import Store
 
 
@@ -11,3 +12,9 @@ def store_of(request: Request) -> Store:
     """The store the server was started on (one for every request, thread-safe)."""
     store: Store = request.app.state.store
     return store
+
+
+def settings_of(request: Request) -> Settings:
+    """The settings the server was started with (the use cases' policies)."""
+    settings: Settings = request.app.state.settings
+    return settings

@@ -16,11 +16,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral import __version__
-from corral.model.states import TaskStatus
+from corral.documents import MAX_INT32, MAX_INT64
+from corral.durations import MAX_SPAN_S
+from corral.model.states import TaskStatus, WorkerStatus
 from corral.model.tokens import Role
 from corral.server.answers import answer
 from corral.server.auth import require
 from corral.server.context import store_of
+from corral.server.long_poll import MAX_WAIT_S
 from corral.store.remote import methods
 
 JSON = "application/json"
@@ -56,6 +59,94 @@ NEW_TASK = {
         "run_after_s": {"type": "number", "minimum": 0},
         "requires_review": {"type": "boolean"},
     },
+}
+
+
+WORKER = {"type": "object", "description": "a worker, as `corral worker list --json` prints it"}
+CLAIM = {"type": "object", "description": "a claim, as `corral claim --json` prints it"}
+NAMES = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 100}}
+REGISTRATION = {
+    "type": "object",
+    "required": ["name"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "queues": NAMES,
+        "kinds": NAMES,
+        "hostname": {"type": "string", "maxLength": 255},
+        "pid": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_INT32},
+        "version": {"type": "string", "maxLength": 100},
+        "max_concurrent": {"type": "integer", "minimum": 1, "maximum": MAX_INT32},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+HEARTBEAT = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "cpu_percent": {"type": ["number", "null"], "minimum": 0, "maximum": 1e6},
+        "rss_bytes": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT64},
+    },
+}
+LEASE_S = {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": MAX_SPAN_S}
+ASK = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "kinds": NAMES,
+        "queues": NAMES,
+        "lease_s": LEASE_S,
+        "wait_s": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S},
+    },
+}
+HELD = {
+    "type": "object",
+    "required": ["task", "token", "lease_expires_at"],
+    "properties": {
+        "task": TASK,
+        "token": {"type": "integer"},
+        "claimed_at": {"type": "string"},
+        "lease_expires_at": {"type": "string"},
+        "deadline_at": {"type": ["string", "null"]},
+    },
+}
+BEAT = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "status": {"type": "string"},
+        "heartbeat_interval_s": {"type": "number"},
+        "drain": {"type": "boolean"},
+    },
+}
+
+
+def _fenced(required: list[str], **fields: dict[str, Any]) -> dict[str, Any]:
+    """A report's body: the claim's fencing token and the report's own fields."""
+    return {
+        "type": "object",
+        "required": ["token", *required],
+        "additionalProperties": False,
+        "properties": {"token": {"type": "integer", "minimum": 1, "maximum": MAX_INT64}, **fields},
+    }
+
+
+REPORTS = {
+    "complete": ("Report success", _fenced([], result={})),
+    "fail": ("Report failure", _fenced(["error"], error={"type": "string"})),
+    "defer": (
+        "Step aside: ready again after delay_s, the attempt not counted",
+        _fenced(
+            ["delay_s"],
+            delay_s={"type": "number", "minimum": 0, "maximum": MAX_SPAN_S},
+            reason={"type": ["string", "null"]},
+        ),
+    ),
+    "release": (
+        "Give the task back (with attempt, the attempt counts)",
+        _fenced([], reason={"type": ["string", "null"]}, attempt={"type": "boolean"}),
+    ),
+    "renew": ("Extend the lease", _fenced([], lease_s=LEASE_S)),
 }
 
 
@@ -236,6 +327,86 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
     },
 }
 
+WORKER_ID = [_path("worker_id")]
+SPECS.update(
+    {
+        ("post", "/api/workers"): {
+            "role": Role.WORKER,
+            "summary": "Register a worker; answers it and the heartbeat interval to keep",
+            "body": REGISTRATION,
+            "answers": {"201": _json({"type": "object"})},
+        },
+        ("get", "/api/workers"): {
+            "role": Role.VIEWER,
+            "summary": "The workers, oldest first",
+            "parameters": [
+                _query("status", {"type": "string", "enum": [str(s) for s in WorkerStatus]}),
+                _query("queue", {"type": "string"}, "only the workers that serve it"),
+            ],
+            "answers": {"200": _json({"type": "array", "items": WORKER})},
+        },
+        ("get", "/api/workers/{worker_id}"): {
+            "role": Role.VIEWER,
+            "summary": "One worker",
+            "parameters": WORKER_ID,
+            "answers": {"200": _json(WORKER), "404": _json(ERROR)},
+        },
+        ("delete", "/api/workers/{worker_id}"): {
+            "role": Role.WORKER,
+            "summary": "Deregister: offline, its unfinished tasks back to the queue",
+            "parameters": WORKER_ID,
+            "answers": {"200": _json(WORKER), "404": _json(ERROR), "409": _json(ERROR)},
+        },
+        ("post", "/api/workers/{worker_id}/heartbeat"): {
+            "role": Role.WORKER,
+            "summary": "The worker lives; answers the interval and whether to drain",
+            "parameters": WORKER_ID,
+            "body": HEARTBEAT,
+            "optional_body": True,
+            "answers": {"200": _json(BEAT), "404": _json(ERROR), "409": _json(ERROR)},
+        },
+        ("post", "/api/workers/{worker_id}/drain"): {
+            "role": Role.WORKER,
+            "summary": "Take no new claims, finish what it holds",
+            "parameters": WORKER_ID,
+            "answers": {"200": _json(WORKER), "404": _json(ERROR), "409": _json(ERROR)},
+        },
+        ("post", "/api/workers/{worker_id}/claim"): {
+            "role": Role.WORKER,
+            "summary": "Claim the next task the worker may run, waiting up to wait_s for one",
+            "parameters": WORKER_ID,
+            "body": ASK,
+            "optional_body": True,
+            "answers": {
+                "200": _json(HELD),
+                "204": {"description": "nothing to claim within wait_s"},
+                "404": _json(ERROR),
+                "409": _json(ERROR),
+            },
+        },
+    }
+)
+
+
+def _report(summary: str, body: dict[str, Any], answered: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": Role.WORKER,
+        "summary": summary + ", under the claim's fencing token",
+        "parameters": [_path("task_id")],
+        "body": body,
+        "answers": {"200": _json(answered), "404": _json(ERROR), "409": _json(ERROR)},
+    }
+
+
+SPECS.update(
+    {
+        ("post", f"/api/tasks/{{task_id}}/{action}"): _report(
+            summary, body, CLAIM if action == "renew" else TASK
+        )
+        for action, (summary, body) in REPORTS.items()
+    }
+)
+
 _ALWAYS = {"401": _json(ERROR), "403": _json(ERROR), "413": _json(ERROR), "422": _json(ERROR)}
 
 
@@ -252,7 +423,8 @@ def document() -> dict[str, Any]:
             operation["security"] = [{"token": []}]
             operation["description"] = f"Needs a {spec['role']} token (or a higher role)."
         if "body" in spec:
-            operation["requestBody"] = {"required": True, **_json(spec["body"])}
+            required = not spec.get("optional_body", False)
+            operation["requestBody"] = {"required": required, **_json(spec["body"])}
         if spec.get("raw_body"):
             operation["requestBody"] = {
                 "required": True,

@@ -27,7 +27,7 @@ from corral.model.tokens import Role, Token
 from corral.server.answers import answer
 from corral.server.auth import Denied, require
 from corral.server.context import store_of
-from corral.server.store_calls import own_worker
+from corral.server.ownership import own_worker
 from corral.store import Store
 from corral.store.location import OUTPUT_SUFFIX, is_inside, runs_dir, shipped_output
 

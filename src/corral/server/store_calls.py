@@ -8,21 +8,19 @@ its compare-and-set and its errors. Nothing here decides state; this module only
 may call what:
 
 - the token's role must reach the operation's (store/remote/methods.py);
-- a worker token acts only for the workers it registered (the server marks each with the
-  token's id in the label OWNER_LABEL), their runs and their claims, and only in its
-  queues: a worker's queues, a claim's ask and a task claimed by id must be among them.
+- a worker token acts only for the workers it registered, their runs and their claims,
+  and only in its queues (ownership.py): a worker's queues, a claim's ask and a task
+  claimed by id must be among them.
 
 An exchange that asks for work and finds none may wait (`wait_s`, at most MAX_WAIT_S) for
-the signal that work is ready (work_signal.py), claiming again each time it moves: the
-long poll of a remote runner. Its answer then says `waited`.
+the signal that work is ready, claiming again each time it moves (long_poll.py): the long
+poll of a remote runner. Its answer then says `waited`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,17 +32,15 @@ from starlette.routing import Route
 from corral.errors import InvalidInput, NotFound
 from corral.model.batches import ClaimAsk, Exchanged, Report
 from corral.model.tokens import Role, Token
-from corral.model.workers import NewWorker
 from corral.server.answers import answer
 from corral.server.auth import Denied, require
 from corral.server.bodies import json_object
 from corral.server.context import store_of
-from corral.server.work_signal import WorkSignal
+from corral.server.long_poll import MAX_WAIT_S, again, signal_of
+from corral.server.ownership import own_claim, own_worker, own_worker_spec, within
 from corral.store import Store
 from corral.store.remote import methods, wire
 
-OWNER_LABEL = "corral.token"
-MAX_WAIT_S = 30.0
 MAX_BODY_BYTES = 4 << 20  # reports carry results; a task, its payload
 _LOCAL_ONLY = frozenset({"open_run"})  # a callable of the runner's, run on its side
 
@@ -64,7 +60,7 @@ async def call(request: Request) -> Response:
     if token.role == Role.WORKER and name in methods.WORKER_OWNS:
         args = await run_in_threadpool(_scoped, store, token, name, args)
     operation = getattr(store, name)
-    signal: WorkSignal = request.app.state.work_signal
+    signal = signal_of(request)
     seen = signal.generation
     result = await run_in_threadpool(lambda: operation(**args))
     if name == "exchange" and wait_s and _found_nothing(result, args):
@@ -139,27 +135,20 @@ async def _long_poll(
     seen: int,
     wait_s: float,
 ) -> Exchanged:
-    """Claim again each time the work signal moves, until something is held or `wait_s`
-    passes, the client goes or the server stops; the first exchange's reports stand."""
-    signal: WorkSignal = request.app.state.work_signal
+    """Claim again each time work may be ready, until something is held or the wait ends;
+    the first exchange's reports stand."""
     ask_only = {"worker_id": args["worker_id"], "ask": args["ask"]}
-    deadline = time.monotonic() + wait_s
-    while not signal.stopping:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        # Look at the client at least once a second: a runner that stopped cut its poll.
-        if not await signal.wait(seen, min(left, 1.0)):
-            if await request.is_disconnected():
-                break
-            continue
-        seen = signal.generation
-        again: Exchanged = await run_in_threadpool(lambda: exchange(**ask_only))
-        if not _found_nothing(again, ask_only):
-            return first._replace(
-                held=again.held, claims=again.claims, refused=again.refused, full=again.full
-            )
-    return first._replace(waited=True)
+
+    def attempt() -> Exchanged | None:
+        tried: Exchanged = exchange(**ask_only)
+        return None if _found_nothing(tried, ask_only) else tried
+
+    found = await again(request, attempt, seen=seen, wait_s=wait_s)
+    if found is None:
+        return first._replace(waited=True)
+    return first._replace(
+        held=found.held, claims=found.claims, refused=found.refused, full=found.full
+    )
 
 
 # ---- what a worker token may touch ------------------------------------------------------
@@ -168,7 +157,7 @@ async def _long_poll(
 def _scoped(store: Store, token: Token, name: str, args: dict[str, Any]) -> dict[str, Any]:
     """`args`, held to what worker token `token` owns; Denied (403) where they reach past it."""
     if name == "register_worker":
-        return {**args, "spec": _own_worker_spec(token, args["spec"])}
+        return {**args, "spec": own_worker_spec(token, args["spec"])}
     if name == "exchange":
         return {**args, **_own_exchange(store, token, args)}
     owned = methods.WORKER_OWNS[name]
@@ -178,22 +167,8 @@ def _scoped(store: Store, token: Token, name: str, args: dict[str, Any]) -> dict
         run = store.get_run(args["run_id"])
         own_worker(store, token, run.worker_id)
     elif owned == "token":
-        claim = store.claim_by_token(args["token"]) if args.get("token") is not None else None
-        if claim is None:
-            raise Denied(403, f"token {token.name!r} acts only under its own workers' live claims")
-        own_worker(store, token, claim.worker_id)
+        own_claim(store, token, args.get("token"))
     return args
-
-
-def _own_worker_spec(token: Token, spec: NewWorker) -> NewWorker:
-    queues = spec.queues or token.queues
-    _within(token, queues)
-    return dataclasses.replace(spec, queues=queues, labels={**spec.labels, OWNER_LABEL: token.id})
-
-
-def own_worker(store: Store, token: Token, worker_id: str | None) -> None:
-    if worker_id is None or store.get_worker(worker_id).labels.get(OWNER_LABEL) != token.id:
-        raise Denied(403, f"token {token.name!r} acts only for workers it registered")
 
 
 def _own_exchange(store: Store, token: Token, args: dict[str, Any]) -> dict[str, Any]:
@@ -217,14 +192,7 @@ def _own_exchange(store: Store, token: Token, args: dict[str, Any]) -> dict[str,
     if ask is None:
         return {"reports": reports}
     if ask.task_id is not None and token.queues:
-        _within(token, (store.get_task(ask.task_id).queue,))
+        within(token, (store.get_task(ask.task_id).queue,))
     queues = ask.queues or token.queues
-    _within(token, queues)
+    within(token, queues)
     return {"reports": reports, "ask": ask._replace(queues=queues)}
-
-
-def _within(token: Token, queues: tuple[str, ...]) -> None:
-    outside = [q for q in queues if token.queues and q not in token.queues]
-    if outside:
-        allowed = ", ".join(token.queues)
-        raise Denied(403, f"token {token.name!r} may use the queues {allowed}; not {outside[0]}")
