@@ -128,7 +128,9 @@ def test_a_killed_run_is_resumed_in_its_session_and_costs_total_over_three_runs(
     (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))  # past start-up
     task = add(pool, "fix it FAKE:limit FAKE:sleep=2", max_attempts=3)
     pool.start("--workers", "1", "--agent", "claude", workers=None)
-    pool.wait(lambda: len(runs_of(pool, task)) == 2 and runs_of(pool, task)[1]["session_id"], 30)
+    # The second run, its agent started (it logged its call): a resumed run records its
+    # session before the agent runs, so the run alone does not say the agent is there yet.
+    pool.wait(lambda: len(runs_of(pool, task)) == 2 and len(invocations(pool)) == 2, 30)
     (agent,) = [p for p in pool.processes() if str(FAKES / "claude") in " ".join(p.cmdline())]
     agent.kill()
     pool.wait(lambda: finished(pool, task), 30)
