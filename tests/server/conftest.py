@@ -97,6 +97,7 @@ class Server:
                 cwd=self.folder,
                 stdout=log,
                 stderr=log,
+                start_new_session=True,  # `--workers N` processes die with it (close)
             )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -179,8 +180,11 @@ class Server:
                 except (ProcessLookupError, PermissionError):
                     proc.kill()
                 proc.wait(timeout=10)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+        if self.proc is not None:
+            # The session, not the process: a `--workers N` server's processes outlive a
+            # SIGKILL of their supervisor.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
 
