@@ -9,13 +9,12 @@ no worktree has it. The fast-forward is git's own, with git's own care for the c
 uncommitted changes the merge does not touch are carried over, and one it would overwrite
 makes git refuse, changing nothing (checking the whole checkout first, as `git status`
 does, cost more than the merge on a large repository: bench/landing.py). A file lock in
-the repository's git directory serializes merges, which all move the same base.
+the repository's git directory (git/repo_lock.py) serializes merges, which all move the
+same base; a merge takes the worktree lock inside it, never the other way round.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +23,8 @@ from corral.git.worktrees import Worktrees
 from corral.model.reviews import MergeStrategy
 from corral.reviews import MergeAttempt
 
+MERGE_LOCK = "corral-merge.lock"
+
 
 class GitBranches:
     """The review flow's and landing's view of one repository."""
@@ -31,7 +32,6 @@ class GitBranches:
     def __init__(self, worktrees: Worktrees) -> None:
         self._trees = worktrees
         self._git = worktrees.git
-        self._lock_path: str | None = None
 
     def head_of(self, branch: str) -> str | None:
         """The tip of local branch `branch`, or None."""
@@ -52,15 +52,8 @@ class GitBranches:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold `corral-merge.lock` in the repository's common git directory."""
-        if self._lock_path is None:
-            common = self._git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
-            self._lock_path = os.path.join(common, "corral-merge.lock")
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with self._trees.lock(MERGE_LOCK).held():
             yield
-        finally:
-            os.close(fd)  # closing releases the flock
 
     def merge(
         self, *, branch: str, base: str, strategy: MergeStrategy, message: str

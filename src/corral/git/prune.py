@@ -7,8 +7,10 @@ first; its branch goes too when it holds nothing the base lacks (a task that run
 gets it back, created afresh from the base, under the same name). Then `git worktree
 prune` forgets worktrees whose folders vanished.
 
-The worktrees are listed before the store is read: a runner records a task's branch
-before git creates the worktree, so a worktree being born is never taken for an orphan.
+The pass holds the repository's worktree lock (git/repo_lock.py) from its listing to its
+last removal, and the worktrees are listed before the store is read: a runner records a
+task's branch before git creates the worktree, so a worktree being born is never taken
+for an orphan.
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ def _repository_above(folder: str) -> str | None:
 def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:
     """Remove the managed worktrees nothing needs; `base_ref` decides what counts as merged
     (without one, every branch is kept)."""
+    with trees.locked():
+        return _prune_listed(store, trees, base_ref=base_ref)
+
+
+def _prune_listed(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:
     listed = trees.trees()
     unfinished = [t for t in store.list_tasks(TaskFilter(limit=100_000)) if t.status not in FINAL]
     needed = {t.branch for t in unfinished if t.branch and _needs_worktree(store, t)}

@@ -10,7 +10,9 @@ Work is never lost by cleanup: a branch is "merged" when `git cherry` finds ever
 patch in the base, or when merging it into the base would change nothing (a squash merge,
 a cherry-pick). Anything else gets `refs/corral/backup/BRANCH/COMMIT` before it goes.
 Planning is separate from creating so that a runner can record the branch in the store
-first: `prune` then never mistakes a worktree being born for an orphan.
+first: `prune` then never mistakes a worktree being born for an orphan. Every change to the
+worktrees and branches, and every listing of them, holds the repository's worktree lock
+(git/repo_lock.py says why).
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from corral import filemodes
 from corral.errors import InvalidInput, Refused
 from corral.git.repo import Git
+from corral.git.repo_lock import RepoLock, repo_lock
 from corral.policies import WorktreePolicy
 
 BACKUP_PREFIX = "refs/corral/backup/"
+WORKTREE_LOCK = "corral-worktrees.lock"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "corral",
     "GIT_AUTHOR_EMAIL": "corral@localhost",
@@ -88,6 +94,7 @@ class Worktrees:
         self.git = git.at(self.root)
         self.config = config
         self.base_dir = os.path.join(self.root, config.base_dir)
+        self._common_dir: str | None = None
 
     @classmethod
     def open(cls, path: str, policy: WorktreePolicy) -> Worktrees:
@@ -99,6 +106,25 @@ class Worktrees:
             raise InvalidInput("repo", "a folder inside a git repository", path)
         config = WorktreeConfig(base_dir=policy.dir, branch_template=policy.branch_template)
         return cls(git, config)
+
+    def common_dir(self) -> str:
+        """The repository's common git directory (its `.git`), where its lock files lie."""
+        if self._common_dir is None:
+            self._common_dir = self.git.out(
+                "rev-parse", "--path-format=absolute", "--git-common-dir"
+            )
+        return self._common_dir
+
+    def lock(self, name: str) -> RepoLock:
+        """The lock file `name` of this repository (git/repo_lock.py)."""
+        return repo_lock(self.common_dir(), name)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the repository's worktree lock: no other corral process or thread adds,
+        removes or lists a worktree, or deletes a branch, meanwhile."""
+        with self.lock(WORKTREE_LOCK).held():
+            yield
 
     def check_policy(self, worker: str) -> None:
         """Refuse, before any task, settings that would fail every task: a branch template
@@ -112,7 +138,7 @@ class Worktrees:
         self._free_branch(branch)
         where = os.path.realpath(self.base_dir)
         root = os.path.realpath(self.root)
-        common = self.git.out("rev-parse", "--path-format=absolute", "--git-common-dir")
+        common = self.common_dir()
         dir_ = self.config.base_dir
         if where == root or not _within(where, root):
             raise InvalidInput("worktree.dir", f"a folder inside the repository {root}", dir_)
@@ -193,12 +219,13 @@ class Worktrees:
         """Make the planned worktree; returns the commit it starts at."""
         if not plan.reuse:
             self._make_base_dir()
-            if plan.existing_branch:
-                self.git.out("worktree", "add", "--quiet", plan.path, plan.branch)
-            else:
-                self.git.out(
-                    "worktree", "add", "--quiet", "-b", plan.branch, plan.path, plan.base_ref
-                )
+            with self.locked():
+                if plan.existing_branch:
+                    self.git.out("worktree", "add", "--quiet", plan.path, plan.branch)
+                else:
+                    self.git.out(
+                        "worktree", "add", "--quiet", "-b", plan.branch, plan.path, plan.base_ref
+                    )
         return self.git.at(plan.path).out("rev-parse", "HEAD")
 
     def _make_base_dir(self) -> None:
@@ -212,12 +239,13 @@ class Worktrees:
 
     def remove(self, path: str) -> str | None:
         """Remove the worktree at `path`; a backup ref of its uncommitted work, if it had any."""
-        if not os.path.isdir(path):
-            self.git.out("worktree", "prune")
-            return None
-        backup = self._save_uncommitted(path)
-        self.git.out("worktree", "remove", "--force", "--force", path)
-        return backup
+        with self.locked():
+            if not os.path.isdir(path):
+                self.git.out("worktree", "prune")
+                return None
+            backup = self._save_uncommitted(path)
+            self.git.out("worktree", "remove", "--force", "--force", path)
+            return backup
 
     def _save_uncommitted(self, path: str) -> str | None:
         """Commit everything in the worktree (untracked files too) to a backup ref, through a
@@ -272,7 +300,8 @@ class Worktrees:
         if not self.is_merged(branch, base):
             backup = f"{BACKUP_PREFIX}{branch}/{head[:12]}"
             self.git.out("update-ref", backup, head)
-        self.git.out("branch", "--quiet", "-D", branch)
+        with self.locked():  # git reads every worktree's entry to refuse a checked-out branch
+            self.git.out("branch", "--quiet", "-D", branch)
         return backup
 
     # -- listing ------------------------------------------------------------------------------
@@ -280,7 +309,9 @@ class Worktrees:
     def trees(self, *, everywhere: bool = False) -> list[Worktree]:
         """The worktrees under the base directory (every worktree with `everywhere`)."""
         found: list[Worktree] = []
-        for block in self.git.out("worktree", "list", "--porcelain").split("\n\n"):
+        with self.locked():
+            listed = self.git.out("worktree", "list", "--porcelain")
+        for block in listed.split("\n\n"):
             fields = dict(_field(line) for line in block.splitlines() if line)
             path = fields.get("worktree")
             if not path or "bare" in fields:
@@ -305,4 +336,5 @@ class Worktrees:
 
     def prune_git(self) -> None:
         """`git worktree prune`: forget worktrees whose folders are gone."""
-        self.git.out("worktree", "prune")
+        with self.locked():
+            self.git.out("worktree", "prune")
