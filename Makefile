@@ -32,8 +32,12 @@ check: setup
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The suite mostly waits on processes, servers and git: more processes than cores pay.
+# Each test has its own store, schema, ports and tmux server, so they run side by side.
+TEST_PROCESSES ?= 4
+
 test: check
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_PROCESSES)
 
 bench: setup
 	@# huey and procrastinate are installed only for the benchmarks that compare against them.

@@ -111,7 +111,10 @@ def _processes_of_run(run_id: str) -> list[psutil.Process]:
 
 def _kill_run_processes(run_id: str) -> None:
     for proc in _processes_of_run(run_id):
-        proc.kill()
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            continue  # ended between the scan and the kill
 
 
 @pytest.fixture

@@ -43,7 +43,9 @@ class Tmux:
         self.wait = wait
         self.socket = f"corral-test-{secrets.token_hex(4)}"
         self.exit_file = folder / "watch.exit"
-        self.env = env
+        # curses takes COLUMNS and LINES over the terminal's size; pytest-xdist exports
+        # its own terminal's: the session's size must be the window's.
+        self.env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
 
     def tmux(self, *args: str) -> str:
         """Run a tmux command against this server; what it printed."""

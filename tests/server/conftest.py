@@ -144,6 +144,23 @@ class Server:
         except urllib.error.HTTPError as exc:
             return exc.code, _json(exc.read())
 
+    def declare_huge(
+        self, path: str, token: str, length: int = 2 << 20, method: str = "POST"
+    ) -> int:
+        """The status a request gets that declares a `length`-byte body and sends none of it:
+        a server that refuses it before reading it answers at once (sending the body
+        too would race the server's close, and the client could see a reset instead)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.putrequest(method, path)
+            conn.putheader("Authorization", f"Bearer {token}")
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(length))
+            conn.endheaders()
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
     def send(self, method: str, path: str, token: str | None, data: Any) -> tuple[int, Any]:
         """`call` with `data` as the JSON body."""
         return self.call(method, path, token, json.dumps(data).encode())

@@ -379,6 +379,12 @@ BAD_PATHS = [
     ("DELETE", "/api/workers/w-" + "x" * 500, 404, None),
     ("POST", "/api/tasks/t-%00/complete", 404, None),
     ("POST", "/api/tasks/{t}/finish", 404, None),
+    ("GET", "/api/tasks/t-%00", 404, None),
+    ("GET", "/api/tasks/t-%00?view=seed001", 404, None),
+    ("PATCH", "/api/tasks/t-%00", 404, None),
+    ("DELETE", "/api/sessions/t-%00", 404, None),
+    ("GET", "/api/runs/r-%00/output/transcript", 404, None),
+    ("POST", "/api/runs/r-%00/output/transcript", 404, None),
 ]
 
 
@@ -411,9 +417,8 @@ def test_bad_and_hostile_input_is_a_one_line_error_naming_the_field_and_writes_n
         assert (status, field) == (got, answer.get("field")), (method, path, body, answer)
         assert "\n" not in answer["error"] and "Traceback" not in answer["error"]
         assert len(answer["error"]) < 400, answer["error"]
-    huge = b'{"name": "' + b"x" * (2 << 20) + b'"}'
     for path in ("/api/workers", f"/api/workers/{wid}/claim", f"/api/tasks/{task_id}/complete"):
-        assert 413 == served.call("POST", path, operator, huge)[0]
+        assert 413 == served.declare_huge(path, operator)
     after = (
         served.corral("list", "--json").stdout,
         served.corral("worker", "list", "--json").stdout,

@@ -28,6 +28,7 @@ from corral.server.answers import answer
 from corral.server.auth import Denied, require
 from corral.server.context import store_of
 from corral.server.ownership import own_worker
+from corral.server.paths import path_id
 from corral.store import Store
 from corral.store.location import OUTPUT_SUFFIX, is_inside, runs_dir, shipped_output
 
@@ -93,7 +94,7 @@ def _read(request: Request) -> bytes:
 
 def _target(request: Request) -> tuple[str, str, int]:
     """(run id, stream, offset) of the request; InvalidInput naming what is not one."""
-    run_id, stream = request.path_params["run_id"], request.path_params["stream"]
+    run_id, stream = path_id(request, "run_id", "run"), request.path_params["stream"]
     if stream not in OUTPUT_SUFFIX:
         raise InvalidInput("stream", "transcript or stderr", stream)
     raw = request.query_params.get("offset", "0")

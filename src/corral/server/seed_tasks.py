@@ -33,6 +33,7 @@ from corral.server.answers import answer
 from corral.server.auth import require, within_queues
 from corral.server.bodies import fields, json_object, quoted
 from corral.server.context import store_of
+from corral.server.paths import path_id
 
 VIEW = "seed001"
 PATCH_FIELDS: dict[str, tuple[type, ...]] = {
@@ -72,7 +73,7 @@ async def patch_task(request: Request) -> Response:
 
 def _patch(request: Request, token: Token, body: dict[str, Any]) -> Response:
     store = store_of(request)
-    task_id = request.path_params["task_id"]
+    task_id = path_id(request, "task_id", "task")
     found = fields(body, PATCH_FIELDS)
     status = board_status(quoted(found.get("status")))
     claim_token = found.get("claimToken")

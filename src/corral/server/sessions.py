@@ -26,6 +26,7 @@ from corral.server.answers import answer
 from corral.server.auth import require
 from corral.server.bodies import fields, json_object
 from corral.server.context import store_of
+from corral.server.paths import path_id
 
 # The seed's spawn body; `queue` is corral's (default `default`).
 SPAWN_FIELDS: dict[str, tuple[type, ...]] = {
@@ -82,7 +83,7 @@ def kill(request: Request) -> Response:
     """Cancel the session; the session as it is then."""
     store = store_of(request)
     require(request, store, Role.OPERATOR)
-    killed = sessions.kill(store, request.path_params["session_id"])
+    killed = sessions.kill(store, path_id(request, "session_id", "session"))
     return answer(session_view(killed[0]))
 
 

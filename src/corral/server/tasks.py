@@ -24,6 +24,7 @@ from corral.server.answers import answer
 from corral.server.auth import require
 from corral.server.bodies import fields, json_object
 from corral.server.context import store_of
+from corral.server.paths import path_id
 from corral.tasks import enqueue
 
 # The fields of POST /api/tasks and the JSON type each must have (bool is not an int here).
@@ -66,7 +67,7 @@ def get_task(request: Request) -> Response:
     store = store_of(request)
     require(request, store, Role.VIEWER)
     seed = seed_tasks.view_of(request.query_params.get("view"))
-    return answer(seed_tasks.shape(store.get_task(request.path_params["task_id"]), seed))
+    return answer(seed_tasks.shape(store.get_task(path_id(request, "task_id", "task")), seed))
 
 
 async def add_task(request: Request) -> Response:
