@@ -131,6 +131,7 @@ class WorkerOptions:
     worktree: bool
     base: str
     keep_worktrees: bool
+    require: tuple[str, ...]  # NAME or NAME>=VERSION (model/tools.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

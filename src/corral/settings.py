@@ -291,6 +291,7 @@ class Settings:
     pool_worktree: bool = _default("pool_worktree")
     pool_base: str = _default("pool_base")
     pool_keep_worktrees: bool = _default("pool_keep_worktrees")
+    pool_require: tuple[str, ...] = _default("pool_require")
     restart_delay_s: float = float(_default("restart_delay_s"))
     max_restart_delay_s: float = float(_default("max_restart_delay_s"))
     max_restarts: int = int(_default("max_restarts"))

@@ -58,6 +58,7 @@ from corral.runtime.pool.task_lines import TaskLines
 from corral.runtime.pool.upkeep import Upkeep
 from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
+from corral.runtime.worker.tools import log_tools
 from corral.settings import Settings
 from corral.store import Store
 from corral.store.remote import TOKEN_ENV
@@ -109,6 +110,7 @@ class Orchestrator:
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")
+        log_tools(self._log, checked.tools)
         self._wake = threading.Event()
         self._stop_grace_s: float | None = None
         self._lines_out = task_lines  # where a line per task started and ended goes
