@@ -154,6 +154,8 @@ class WorktreePolicy:
     review_stale_after_s: float
     land: str = "merge"  # LAND_MODES: what a runner does with a finished task's branch
     land_command: str = ""  # with land = "command": the command that gets the branch
+    verify: str = ""  # a command that must pass in the worktree after a successful run
+    verify_timeout_s: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

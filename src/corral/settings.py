@@ -180,6 +180,16 @@ SPEC: dict[str, Spec] = {
         "text",
         "with land = command: run in the worktree, told the branch, base and task",
     ),
+    "worktree_verify": Spec(
+        "worktree.verify",
+        "",
+        None,
+        "text",
+        "command that must pass in the worktree after the agent, before done or landing",
+    ),
+    "worktree_verify_timeout_s": Spec(
+        "worktree.verify_timeout", 1800, POSITIVE_S, "s", "how long worktree.verify may run"
+    ),
     "review_queues": Spec(
         "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
     ),
@@ -310,6 +320,8 @@ class Settings:
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
+    worktree_verify: str = str(_default("worktree_verify"))
+    worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     agents_resume: bool = _default("agents_resume")
     agents_park_s: float = float(_default("agents_park_s"))
     notify_command: str = str(_default("notify_command"))
@@ -418,6 +430,8 @@ class Settings:
             review_stale_after_s=self.review_stale_after_s,
             land=self.worktree_land,
             land_command=self.worktree_land_command,
+            verify=self.worktree_verify,
+            verify_timeout_s=self.worktree_verify_timeout_s,
         )
 
     def source_of(self, name: str) -> str:

@@ -148,6 +148,7 @@ def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[W
     for key, line in (
         ("worktree.setup", policy.setup),
         ("worktree.land_command", policy.land_command),
+        ("worktree.verify", policy.verify),
     ):
         try:
             shlex.split(line)
