@@ -60,6 +60,7 @@ COMMAND_MODULES = {
     "orchestrator": "orchestrator_cmds",
     "status": "orchestrator_cmds",
     "db": "db_cmds",
+    "doctor": "doctor_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
 GROUPS = {

@@ -69,7 +69,33 @@ def _version_of(name: str, path: str, *, needed: bool) -> tuple[int, ...] | None
     """The version `NAME --version` says; when a minimum is `needed`, ToolUnavailable if
     it says none (or does not answer)."""
     try:
-        # S603: the user's own tool, named in their settings, asked only its version.
+        answer = version_answer(path)
+    except OSError as exc:
+        raise ToolUnavailable(f"required tool {name}: cannot run it: {exc.strerror}") from None
+    if answer is TIMED_OUT:
+        raise ToolUnavailable(
+            f"required tool {name}: `{name} --version` did not answer within "
+            f"{VERSION_TIMEOUT_S:g} s"
+        )
+    status, text = answer
+    version = version_in(text) if status == 0 else None
+    if version is None and needed:
+        raise ToolUnavailable(
+            f"required tool {name}: cannot read its version from `{name} --version` "
+            f"(exit status {status})"
+        )
+    return version
+
+
+TIMED_OUT = (-1, "")
+
+
+def version_answer(path: str) -> tuple[int, str]:
+    """(exit status, answer) of `PATH --version`: its stdout, else its stderr (some tools
+    answer there), cut to ANSWER_CHARS; TIMED_OUT after VERSION_TIMEOUT_S. OSError when
+    it cannot be run."""
+    try:
+        # S603: a program on PATH the user named, asked only its version.
         proc = subprocess.run(  # noqa: S603
             [path, "--version"],
             stdin=subprocess.DEVNULL,
@@ -78,17 +104,6 @@ def _version_of(name: str, path: str, *, needed: bool) -> tuple[int, ...] | None
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ToolUnavailable(
-            f"required tool {name}: `{name} --version` did not answer within "
-            f"{VERSION_TIMEOUT_S:g} s"
-        ) from None
-    except OSError as exc:
-        raise ToolUnavailable(f"required tool {name}: cannot run it: {exc.strerror}") from None
+        return TIMED_OUT
     answer = (proc.stdout or proc.stderr)[:ANSWER_CHARS].decode("utf-8", "replace")
-    version = version_in(answer) if proc.returncode == 0 else None
-    if version is None and needed:
-        raise ToolUnavailable(
-            f"required tool {name}: cannot read its version from `{name} --version` "
-            f"(exit status {proc.returncode})"
-        )
-    return version
+    return proc.returncode, answer
