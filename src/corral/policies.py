@@ -155,6 +155,7 @@ class WorktreePolicy:
     land: str = "merge"  # LAND_MODES: what a runner does with a finished task's branch
     land_command: str = ""  # with land = "command": the command that gets the branch
     verify: str = ""  # a command that must pass in the worktree after a successful run
+    require_rebase: bool = False  # approve only branches on top of their base
     verify_timeout_s: float = 1800.0
 
 

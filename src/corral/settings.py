@@ -214,6 +214,13 @@ SPEC: dict[str, Spec] = {
         "text",
         "run on task.failed, task.waiting, review requested, provider.parked (event on stdin)",
     ),
+    "review_require_rebase": Spec(
+        "worktree.require_rebase",
+        False,
+        None,
+        "flag",
+        "approve only branches on top of their base; changes requested say to rebase",
+    ),
     "review_stale_after_s": Spec(
         "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
     ),
@@ -327,6 +334,7 @@ class Settings:
     notify_command: str = str(_default("notify_command"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
     review_queues: tuple[str, ...] = _default("review_queues")
+    review_require_rebase: bool = _default("review_require_rebase")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     # Where each value came from ("default" when absent); not part of equality.
@@ -428,6 +436,7 @@ class Settings:
             setup=self.worktree_setup,
             merge_strategy=self.merge_strategy,
             review_stale_after_s=self.review_stale_after_s,
+            require_rebase=self.review_require_rebase,
             land=self.worktree_land,
             land_command=self.worktree_land_command,
             verify=self.worktree_verify,

@@ -52,6 +52,12 @@ def in_worktree(job: CommandJob, entered: Entered, task: Task) -> CommandJob:
     if entered.changes_note:
         note = entered.changes_note.replace("$", "$$")
         template += "\nChanges requested by the reviewer:\n" + note + "\n"
+    if entered.rebase_onto:
+        base = entered.rebase_onto.replace("$", "$$")
+        template += (
+            f"\nOnly a branch on top of {base} can be approved: rebase onto it "
+            f"(`git rebase {base}`) before you finish.\n"
+        )
     verify_note = prompt_note(task)
     if verify_note:
         template += verify_note.replace("$", "$$")
