@@ -207,6 +207,16 @@ SPEC: dict[str, Spec] = {
         "s",
         "how long a usage limit parks its provider when the agent does not say when it resets",
     ),
+    "status_file": Spec(
+        "status.file",
+        "",
+        None,
+        "text",
+        "a JSON file of every slot's heartbeat (seed 001's schema) the orchestrator keeps",
+    ),
+    "status_interval_s": Spec(
+        "status.interval", 1.0, POSITIVE_S, "s", "how often the status file is brought up to date"
+    ),
     "notify_command": Spec(
         "notify.command",
         "",
@@ -332,6 +342,8 @@ class Settings:
     agents_resume: bool = _default("agents_resume")
     agents_park_s: float = float(_default("agents_park_s"))
     notify_command: str = str(_default("notify_command"))
+    status_file: str = str(_default("status_file"))
+    status_interval_s: float = float(_default("status_interval_s"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
     review_queues: tuple[str, ...] = _default("review_queues")
     review_require_rebase: bool = _default("review_require_rebase")

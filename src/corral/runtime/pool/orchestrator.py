@@ -53,6 +53,7 @@ from corral.runtime.pool.notify import Notifier, notify_argv
 from corral.runtime.pool.outage import Outage
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
+from corral.runtime.pool.status_file import StatusFile
 from corral.runtime.pool.supervisor import Supervisor
 from corral.runtime.pool.task_lines import TaskLines
 from corral.runtime.pool.upkeep import Upkeep
@@ -209,11 +210,12 @@ class Orchestrator:
         self.supervisor.start()
         lines = self._start_task_lines()
         notifier = self._start_notifier()
+        status = self._start_status_file()
         self._guarded(self._role.start)
         held = self._loop()
         if held:
             self._stop_pool()
-        for service in (lines, notifier):
+        for service in (lines, notifier, status):
             if service is not None:
                 service.stop()
         self._guarded(lambda: self._role.leave(stopped=held))
@@ -237,6 +239,13 @@ class Orchestrator:
             env={k: v for k, v in self._env.items() if k != PROVIDER_ENV_VARIABLE},
             log=self._log,
         )
+
+    def _start_status_file(self) -> StatusFile | None:
+        path = self._settings.status_file
+        if not path:
+            return None
+        interval_s = self._settings.status_interval_s
+        return StatusFile(self._store, path, interval_s=interval_s, log=self._log)
 
     def _loop(self) -> bool:
         """Until a stop is asked; False if another orchestrator took the row meanwhile."""
