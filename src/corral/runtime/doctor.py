@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from corral import filemodes
+from corral import fastpaths, filemodes
 from corral.errors import CorralError
 from corral.git.repo import require_git
 from corral.model.tools import shown, version_in
@@ -95,7 +95,8 @@ def _git() -> Check:
 
 def _platform() -> Check:
     """Linux's fast paths for watching and ending a task's processes, or the fallbacks."""
-    if hasattr(os, "pidfd_open") and os.path.isdir(f"/proc/{os.getpid()}/task"):
+    fast = hasattr(os, "pidfd_open") and fastpaths.fd_listing() and fastpaths.subreaper_allowed()
+    if fast:
         detail = f"{sys.platform}: pidfd and /proc in use"
         return Check(name="platform", status=OK, detail=detail)
     detail = f"{sys.platform}: portable fallbacks (psutil, polling) in use"
