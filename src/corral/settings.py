@@ -100,6 +100,30 @@ SPEC: dict[str, Spec] = {
     "reconcile_interval_s": Spec(
         "reconcile.interval", 60, 1, "s", "how often the orchestrator repairs orphaned work"
     ),
+    "retention_finished_after_s": Spec(
+        "retention.finished_after",
+        None,
+        POSITIVE_S,
+        "s",
+        "finished tasks unchanged this long are deleted, with their runs (default: kept)",
+    ),
+    "retention_events_after_s": Spec(
+        "retention.events_after",
+        None,
+        POSITIVE_S,
+        "s",
+        "events older than this are deleted (default: kept)",
+    ),
+    "retention_workers_after_s": Spec(
+        "retention.workers_offline_after",
+        604800,
+        POSITIVE_S,
+        "s",
+        "dead or offline workers silent this long, named by no claim or run, are deleted",
+    ),
+    "retention_interval_s": Spec(
+        "retention.interval", 3600, 1, "s", "how often the leading orchestrator prunes"
+    ),
     "pool_workers": Spec(
         "pool.workers", 1, 1, "count", "worker processes the orchestrator keeps running"
     ),
@@ -290,6 +314,10 @@ class Settings:
     retry_max_s: float = float(_default("retry_max_s"))
     retry_jitter: float = float(_default("retry_jitter"))
     reconcile_interval_s: float = float(_default("reconcile_interval_s"))
+    retention_finished_after_s: float | None = _default("retention_finished_after_s")
+    retention_events_after_s: float | None = _default("retention_events_after_s")
+    retention_workers_after_s: float | None = _default("retention_workers_after_s")
+    retention_interval_s: float = float(_default("retention_interval_s"))
     pool_workers: int = int(_default("pool_workers"))
     # The worker options (corral.worker_options), in its order; a test holds them to it.
     pool_exec: str = _default("pool_exec")

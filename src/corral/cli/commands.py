@@ -61,6 +61,7 @@ COMMAND_MODULES = {
     "status": "orchestrator_cmds",
     "db": "db_cmds",
     "doctor": "doctor_cmds",
+    "prune": "prune_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
 GROUPS = {

@@ -24,6 +24,7 @@ from corral.store.providers import ProviderOps
 from corral.store.queries import migration_files
 from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
+from corral.store.retention import RetentionOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
 from corral.store.tallies import TallyOps
@@ -46,6 +47,7 @@ class Store(
     ProviderOps,
     TokenOps,
     TallyOps,
+    RetentionOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator

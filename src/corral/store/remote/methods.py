@@ -112,9 +112,17 @@ OPERATES = frozenset(
 
 
 # What never travels: a remote store answers these itself (store/remote/client.py), or
-# they exist only beside the database (a token's secret hash stays on the server).
+# they exist only beside the database (a token's secret hash stays on the server;
+# retention deletes runs' files, which lie on the store's host).
 LOCAL = frozenset(
     {
+        "prunable_tasks",
+        "count_prunable",
+        "delete_tasks",
+        "event_boundary",
+        "delete_events_before",
+        "prunable_workers",
+        "delete_workers",
         "migrate",
         "pending_migrations",
         "wake_on_work",

@@ -227,6 +227,9 @@ CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NUL
 -- The rate limit counts the claims started in the last minute.
 CREATE INDEX claims_by_start ON claims (claimed_at);
 
+-- Retention deletes finished tasks; the check that no claim still names one reads this.
+CREATE INDEX claims_by_task ON claims (task_id);
+
 -- The room left in a queue with a max_ready limit, counted after locking its limits row:
 -- enqueues into one limited queue take turns, and each counts the tasks the previous one
 -- committed (a function, because only a later statement sees what a lock waited for).

@@ -932,3 +932,82 @@ SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
+
+-- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
+-- first (a dependent finishes after what it depends on, so it goes in an earlier batch),
+-- none that a task still kept depends on.
+-- name: prunable_tasks
+SELECT t.id FROM tasks t
+WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cutoff
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks u ON u.id = d.task_id
+                  WHERE d.depends_on = t.id
+                    AND (u.status NOT IN (SELECT value FROM json_each(:final))
+                         OR u.updated_at >= :cutoff))
+ORDER BY t.updated_at DESC
+LIMIT :limit;
+
+-- name: count_prunable_tasks
+SELECT count(*) AS n FROM tasks
+WHERE status IN (SELECT value FROM json_each(:final)) AND updated_at < :cutoff;
+
+-- The claims of those tasks, read before the batch's write (a finished task claims no more).
+-- name: prunable_claims
+SELECT token FROM claims WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- The batch's compare-and-set: still finished, still unchanged since before :cutoff.
+-- name: still_prunable
+SELECT id FROM tasks
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND status IN (SELECT value FROM json_each(:final)) AND updated_at < :cutoff;
+
+-- name: dependents_of
+SELECT task_id, depends_on FROM task_deps
+WHERE depends_on IN (SELECT value FROM json_each(:ids));
+
+-- name: run_files_of
+SELECT id, transcript_path, stderr_path FROM runs
+WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_runs_of
+DELETE FROM runs WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_claims_of
+DELETE FROM claims
+WHERE token IN (SELECT value FROM json_each(:tokens))
+  AND task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_reviews_of
+DELETE FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_dependencies_of
+DELETE FROM task_deps WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_tasks
+DELETE FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- The first event at or after :cutoff (read before the deletes: a scan of the older ones).
+-- name: first_event_kept
+SELECT id FROM events WHERE at >= :cutoff ORDER BY id LIMIT 1;
+
+-- name: last_event_id
+SELECT coalesce(max(id), 0) AS id FROM events;
+
+-- Events by id, the log's order: the oldest :limit before id :boundary.
+-- name: delete_events_before
+DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id < :boundary ORDER BY id LIMIT :limit);
+
+-- name: count_old_events
+SELECT count(*) AS n FROM events WHERE at < :cutoff;
+
+-- Workers gone (dead, offline) and silent since before :cutoff that no claim or run names
+-- (read before the deletes: a gone worker never claims again).
+-- name: prunable_workers
+SELECT w.id FROM workers w
+WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id)
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id);
+
+-- name: delete_workers
+DELETE FROM workers
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND status IN ('dead', 'offline') AND last_heartbeat_at < :cutoff;

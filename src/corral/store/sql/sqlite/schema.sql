@@ -191,6 +191,9 @@ CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NUL
 -- The rate limit counts the claims started in the last minute.
 CREATE INDEX claims_by_start ON claims (claimed_at);
 
+-- Retention deletes finished tasks; the check that no claim still names one reads this.
+CREATE INDEX claims_by_task ON claims (task_id);
+
 -- A task with its active claim (if any) and its dependencies, as every read wants it.
 CREATE VIEW task_view AS
 SELECT t.*,
