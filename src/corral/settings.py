@@ -100,6 +100,23 @@ SPEC: dict[str, Spec] = {
     "reconcile_interval_s": Spec(
         "reconcile.interval", 60, 1, "s", "how often the orchestrator repairs orphaned work"
     ),
+    "scheduler_interval_s": Spec(
+        "scheduler.interval",
+        5,
+        0.05,
+        "s",
+        "how often the leading orchestrator fires due schedules (apart from reconcile)",
+    ),
+    "scheduler_batch_size": Spec(
+        "scheduler.batch_size", 100, 1, "count", "due schedules one scheduler pass reads at a time"
+    ),
+    "scheduler_max_fires": Spec(
+        "scheduler.max_fires",
+        1000,
+        1,
+        "count",
+        "fires one scheduler pass makes at most; the rest wait for the next pass",
+    ),
     "pool_workers": Spec(
         "pool.workers", 1, 1, "count", "worker processes the orchestrator keeps running"
     ),
@@ -263,6 +280,9 @@ class Settings:
     retry_max_s: float = float(_default("retry_max_s"))
     retry_jitter: float = float(_default("retry_jitter"))
     reconcile_interval_s: float = float(_default("reconcile_interval_s"))
+    scheduler_interval_s: float = float(_default("scheduler_interval_s"))
+    scheduler_batch_size: int = int(_default("scheduler_batch_size"))
+    scheduler_max_fires: int = int(_default("scheduler_max_fires"))
     pool_workers: int = int(_default("pool_workers"))
     # The worker options (corral.worker_options), in its order; a test holds them to it.
     pool_exec: str = _default("pool_exec")

@@ -834,3 +834,75 @@ SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
+
+-- Schedules (store/schedules.py). A schedule is read with its last fire's task's status.
+
+-- fragment: schedule_columns
+SELECT s.*, t.status AS last_task_status FROM schedules s LEFT JOIN tasks t ON t.id = s.last_task_id
+
+-- name: insert_schedule
+INSERT INTO schedules (id, cron, timezone, template, overlap, max_catchup, catchup_window_s,
+                       next_fire_at, created_at, updated_at)
+VALUES (:schedule_id, :cron, :timezone, :template, :overlap, :max_catchup,
+        :catchup_window_s::float8, :next_fire_at::timestamptz, :now, :now)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: get_schedule
+/* fragment: schedule_columns */ WHERE s.id = :schedule_id;
+
+-- name: list_schedules
+/* fragment: schedule_columns */ ORDER BY s.id;
+
+-- name: due_schedules
+-- Walks schedules_due from the oldest due time: its cost is the due schedules', whatever
+-- the number of schedules or of past fires.
+/* fragment: schedule_columns */
+WHERE NOT s.paused AND s.next_fire_at <= :now
+ORDER BY s.next_fire_at
+LIMIT :limit;
+
+-- name: lock_schedule
+SELECT * FROM schedules WHERE id = :schedule_id FOR UPDATE;
+
+-- name: advance_schedule
+-- The compare-and-set of a scheduler pass: applied only if no other pass handled the
+-- schedule since this one read it (a pass that waited on the row lock re-reads it).
+UPDATE schedules
+SET next_fire_at = :next_fire_at::timestamptz,
+    last_fire_at = coalesce(:last_fire_at::timestamptz, last_fire_at), updated_at = :now
+WHERE id = :schedule_id AND next_fire_at = :seen_next_fire_at AND NOT paused
+RETURNING *;
+
+-- name: insert_fire
+-- A fire happens once: a key already taken inserts nothing, and returns no row.
+INSERT INTO schedule_fires (key, schedule_id, fire_at, outcome, task_id, note, recorded_at)
+VALUES (:key, :schedule_id, :fire_at, :outcome, :task_id::text, :note::text, :now)
+ON CONFLICT (key) DO NOTHING
+RETURNING key;
+
+-- name: set_last_task
+UPDATE schedules SET last_task_id = :task_id, updated_at = :now WHERE id = :schedule_id;
+
+-- name: pause_schedule
+UPDATE schedules SET paused = true, pause_note = :note::text, updated_at = :now
+WHERE id = :schedule_id AND NOT paused;
+
+-- name: resume_schedule
+UPDATE schedules
+SET paused = false, pause_note = NULL,
+    next_fire_at = coalesce(:next_fire_at::timestamptz, next_fire_at), updated_at = :now
+WHERE id = :schedule_id AND paused;
+
+-- name: delete_schedule
+DELETE FROM schedules WHERE id = :schedule_id;
+
+-- name: delete_schedule_fires
+DELETE FROM schedule_fires WHERE schedule_id = :schedule_id;
+
+-- name: schedule_fires
+SELECT f.*, t.status AS task_status
+FROM schedule_fires f LEFT JOIN tasks t ON t.id = f.task_id
+WHERE f.schedule_id = :schedule_id
+ORDER BY f.fire_at DESC
+LIMIT :limit;
