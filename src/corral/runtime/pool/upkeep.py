@@ -1,6 +1,7 @@
-"""An orchestrator's upkeep of its store and host: reconcile passes and clean-ups.
+"""An orchestrator's upkeep of its store and host: reconcile and scheduler passes, clean-ups.
 
-The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles: `reconcile_once`
+The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles and fires the due
+schedules (corral.schedules.fire_due, every scheduler_interval_s): `reconcile_once`
 repairs what dead workers and expired leases left in the store, and the next beat of the
 state row records the pass (`reconciled`). Every orchestrator, leader or standby, cleans
 up its own host after the dead: processes that outlived their run, workers' temporary
@@ -17,7 +18,7 @@ import os
 import random
 from datetime import datetime
 
-from corral import reconcile
+from corral import reconcile, schedules
 from corral.clock import Clock
 from corral.errors import CorralError, StoreError
 from corral.git.prune import prune_if_managed
@@ -55,6 +56,12 @@ class Upkeep:
             event(self._log, "reconcile.repaired", **counts)
         self.reconciled = True  # the next beat records the pass
         self.clean_up()
+
+    def fire_schedules(self) -> None:
+        """One scheduler pass: the fires of the schedules that are due (logged)."""
+        report = schedules.fire_due(self._store, settings=self._settings)
+        if report.created or report.skipped or report.missed:
+            event(self._log, "schedules.fired", **report.to_dict())
 
     def clean_up(self) -> None:
         """What finished runs and dead workers left on this host: processes, temporary
