@@ -195,24 +195,26 @@ def plan_fires(schedule: Schedule, now: datetime) -> FirePlan:
     """The fires a pass at `now` makes for a due schedule (module docstring)."""
     assert schedule.next_fire_at is not None  # a due schedule has a next time
     where = cron.zone(schedule.timezone)
-    oldest = schedule.next_fire_at
-    lower, reason = oldest, f"more than max_catchup ({schedule.max_catchup}) were due"
+    oldest = lower = schedule.next_fire_at
     window = schedule.catchup_window_s
+    reasons = []
     if window is not None and oldest < now - timedelta(seconds=window):
         lower = now - timedelta(seconds=window)
-        reason = f"older than the catch-up window ({format_duration(window)})"
+        reasons.append(f"older than the catch-up window ({format_duration(window)})")
     fires: list[datetime] = []
     newest_missed = None
     for at in cron.times_until(schedule.cron, where, now):
         if at < oldest:
             break
         if at < lower or len(fires) == schedule.max_catchup:
+            if at >= lower:
+                reasons.insert(0, f"more than max_catchup ({schedule.max_catchup}) were due")
             newest_missed = at
             break
         fires.append(at)
     missed = None
     if newest_missed is not None:
-        missed = Missed(first_at=oldest, last_at=newest_missed, reason=reason)
+        missed = Missed(first_at=oldest, last_at=newest_missed, reason="; ".join(reasons))
     return FirePlan(
         schedule_id=schedule.id,
         seen_next_fire_at=oldest,
