@@ -192,7 +192,7 @@ def test_backfill_twice_makes_each_fire_once(store: Store, settings: Settings) -
 def test_backfill_refuses_an_empty_or_huge_range(store: Store, settings: Settings) -> None:
     """`to` before `from`, or more than 10,000 fires: refused, nothing made."""
     _add(store, settings, cron="* * * * * *")
-    with pytest.raises(InvalidInput, match="^to: "):
+    with pytest.raises(InvalidInput, match=r"^to: "):
         backfill(store, "s", after=START, until=START - timedelta(1), settings=settings)
     with pytest.raises(InvalidInput, match="at most 10000 fires"):
         backfill(store, "s", after=START, until=START + timedelta(days=1), settings=settings)
