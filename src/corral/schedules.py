@@ -141,9 +141,10 @@ def _fire(
     )
 
 
-def fire_due(store: Store, *, settings: Settings = DEFAULTS) -> PassReport:
+def fire_due(store: Store, *, settings: Settings = DEFAULTS, actor: str = SCHEDULER) -> PassReport:
     """One scheduler pass: read due schedules a batch at a time, plan each, apply each
-    batch in one transaction, until none is due or `scheduler_max_fires` were planned."""
+    batch in one transaction, until none is due or `scheduler_max_fires` were planned;
+    `actor` is who the fires' events name (the orchestrator's scheduler, or `reconcile`)."""
     created = skipped = missed = planned = 0
     batch = settings.scheduler_batch_size
     while planned < settings.scheduler_max_fires:
@@ -160,7 +161,7 @@ def fire_due(store: Store, *, settings: Settings = DEFAULTS) -> PassReport:
             plans,
             max_attempts=settings.max_attempts,
             retry_base_s=settings.retry_base_s,
-            actor=SCHEDULER,
+            actor=actor,
         )
         created += sum(f.outcome is FireOutcome.CREATED for f in fires)
         skipped += sum(f.outcome is FireOutcome.SKIPPED for f in fires)

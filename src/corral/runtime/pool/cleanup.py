@@ -49,7 +49,7 @@ def reconcile_and_clean_up(
     """One pass, then the clean-up: worktrees in `repo` (default: the repository above the
     current folder, if it has corral worktrees) and the store `db`'s temporary folders."""
     reconciled = reconcile.reconcile_once(store, settings=settings)
-    fired = schedules.fire_due(store, settings=settings)
+    fired = schedules.fire_due(store, settings=settings, actor="reconcile")
     # After the pass: tasks of dead workers no longer hold worktrees.
     pruned = (
         prune_in(store, repo, settings.worktree)
