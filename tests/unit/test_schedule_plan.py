@@ -99,6 +99,7 @@ def test_overlap_decides_by_the_previous_fires_task(overlap, previous, makes):
         ({"max_catchup": 0}, "max_catchup"),
         ({"catchup_window_s": 0.5}, "catchup_window"),
         ({"id": "has space"}, "id"),
+        ({"id": "a:b"}, "id"),
         ({"timezone": "Nowhere/Else"}, "timezone"),
     ],
 )

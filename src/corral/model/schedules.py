@@ -77,6 +77,8 @@ class NewSchedule:
 
     def __post_init__(self) -> None:
         check_name("id", self.id)
+        if ":" in self.id:  # the fire keys `schedule:{id}:{time}` are read by their prefix
+            raise InvalidInput("id", "a name without ':'", self.id)
         cron.check(self.cron, self.timezone)
         unknown = set(self.template) - set(TEMPLATE_FIELDS)
         if unknown:

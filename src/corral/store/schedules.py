@@ -14,12 +14,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from corral import errors
-from corral.ids import TASK_PREFIX, new_id
 from corral.model.states import TaskStatus
 from corral.store import journal
 from corral.store.driver import Driver, Json, Row, Tx
-from corral.store.queues import check_room
-from corral.store.tasks import insert_task
+from corral.store.fire_batch import FireBatch
 
 if TYPE_CHECKING:  # read only by the schedule commands and the scheduler
     from corral.model.schedules import FirePlan, NewSchedule, Schedule, ScheduleFire
@@ -70,7 +68,7 @@ class ScheduleOps:
     def schedule_fires(self, schedule_id: str, limit: int) -> list[ScheduleFire]:
         """The newest `limit` fires of a schedule, newest first, with their tasks' status."""
         with self._driver.read() as tx:
-            found = tx.all("schedule_fires", schedule_id=schedule_id, limit=limit)
+            found = tx.all("schedule_fires", **_key_range(schedule_id), limit=limit)
         return [_fire(self._driver, row) for row in found]
 
     def apply_fire_plans(
@@ -79,32 +77,18 @@ class ScheduleOps:
         """Apply a scheduler pass's plans in one transaction; a plan whose schedule another
         pass handled meanwhile (its next_fire_at moved, or it was paused) is left out. The
         fires recorded, oldest first per schedule."""
-        recorded: list[ScheduleFire] = []
+        by_id = {plan.schedule_id: plan for plan in plans}
         with self._driver.write() as tx:
-            for plan in plans:
-                row = tx.one(
-                    "advance_schedule",
-                    schedule_id=plan.schedule_id,
-                    seen_next_fire_at=plan.seen_next_fire_at,
-                    next_fire_at=plan.next_fire_at,
-                    last_fire_at=plan.fires[-1] if plan.fires else None,
-                )
-                if row is None:
-                    continue
+            advanced = tx.all("advance_schedules", plans=Json([_cas(p) for p in plans]))
+            batch = FireBatch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
+            for row in advanced:  # a schedule missing here was handled by another pass
                 schedule = _schedule(self._driver, row)
+                plan = by_id[schedule.id]
                 if plan.missed is not None:
-                    missed = plan.missed
-                    _record(
-                        tx,
-                        schedule.id,
-                        missed.last_at,
-                        outcome="missed",
-                        task_id=None,
-                        note=missed.note,
-                    )
-                firing = _Firing(tx, schedule, max_attempts, retry_base_s, actor, overlap=True)
-                recorded += [f for at in plan.fires if (f := firing.fire(at)) is not None]
-        return recorded
+                    batch.miss(schedule, plan.missed)
+                for at in plan.fires:
+                    batch.fire(schedule, at, overlap=True)
+            return batch.write()
 
     def fire_schedule(
         self,
@@ -118,15 +102,11 @@ class ScheduleOps:
         """Fire `schedule_id` at each of `fire_times` (trigger, backfill) whatever its
         overlap policy; a time already fired is left as it was. The fires made."""
         with self._driver.write() as tx:
-            firing = _Firing(
-                tx,
-                _schedule(self._driver, _locked(tx, schedule_id)),
-                max_attempts,
-                retry_base_s,
-                actor,
-                overlap=False,
-            )
-            return [f for at in fire_times if (f := firing.fire(at)) is not None]
+            schedule = _schedule(self._driver, _locked(tx, schedule_id))
+            batch = FireBatch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
+            for at in fire_times:
+                batch.fire(schedule, at, overlap=False)
+            return batch.write()
 
     def pause_schedule(self, schedule_id: str, *, note: str | None, actor: str) -> Schedule:
         """Stop firing `schedule_id` until resumed; Refused if it is paused already."""
@@ -148,12 +128,15 @@ class ScheduleOps:
             old = _locked(tx, schedule_id)
             if not tx.run("resume_schedule", schedule_id=schedule_id, next_fire_at=skip_to):
                 raise errors.Refused(f"schedule {schedule_id!r} is not paused")
-            stopped_at = old["next_fire_at"]
-            if skip_to is not None and stopped_at is not None:
-                first = self._driver.instant(stopped_at)
-                if first < tx.now:
-                    note = f"not caught up: {first.isoformat()} to now, resumed with --skip-missed"
-                    _record(tx, schedule_id, tx.now, outcome="missed", task_id=None, note=note)
+            schedule = _schedule(self._driver, old)
+            first = schedule.next_fire_at
+            if skip_to is not None and first is not None and first < tx.now:
+                from corral.model.schedules import Missed
+
+                skipped = Missed(first_at=first, last_at=tx.now, reason="resumed --skip-missed")
+                batch = FireBatch(tx, max_attempts=1, retry_base_s=0, actor=actor)
+                batch.miss(schedule, skipped)
+                batch.write()
             journal.record(tx, "schedule.resumed", actor=actor, data={"schedule_id": schedule_id})
         return self.get_schedule(schedule_id)
 
@@ -161,7 +144,7 @@ class ScheduleOps:
         """Delete a schedule and its fire records; the tasks it made stay."""
         with self._driver.write() as tx:
             _locked(tx, schedule_id)
-            tx.run("delete_schedule_fires", schedule_id=schedule_id)
+            tx.run("delete_schedule_fires", **_key_range(schedule_id))
             tx.run("delete_schedule", schedule_id=schedule_id)
             journal.record(tx, "schedule.removed", actor=actor, data={"schedule_id": schedule_id})
 
@@ -174,106 +157,21 @@ def _locked(tx: Tx, schedule_id: str) -> Row:
     return row
 
 
-class _Firing:
-    """Fires of one schedule inside one transaction; remembers its last task."""
-
-    def __init__(
-        self,
-        tx: Tx,
-        schedule: Schedule,
-        max_attempts: int,
-        retry_base_s: float,
-        actor: str,
-        *,
-        overlap: bool,
-    ) -> None:
-        self._tx, self._schedule, self._actor = tx, schedule, actor
-        self._max_attempts, self._retry_base_s = max_attempts, retry_base_s
-        self._overlap = overlap
-        self._last_task_id = schedule.last_task_id
-
-    def fire(self, at: datetime) -> ScheduleFire | None:
-        """Fire at `at`: the fire recorded, or None if it fired before."""
-        from corral.model.schedules import FireOutcome, ScheduleFire
-
-        refusal = self._refusal()
-        task_id = None if refusal else new_id(TASK_PREFIX)
-        outcome = FireOutcome.SKIPPED if refusal else FireOutcome.CREATED
-        key = _record(
-            self._tx, self._schedule.id, at, outcome=outcome, task_id=task_id, note=refusal
-        )
-        if key is None:
-            return None
-        if task_id is not None:
-            self._create(task_id, at)
-        return ScheduleFire(
-            key=key,
-            schedule_id=self._schedule.id,
-            fire_at=at,
-            outcome=outcome,
-            task_id=task_id,
-            task_status=TaskStatus.READY if task_id else None,
-            note=refusal,
-            recorded_at=self._tx.now,
-        )
-
-    def _refusal(self) -> str | None:
-        from corral.model.schedules import overlap_refusal
-
-        if self._overlap and self._last_task_id is not None:
-            tx = self._tx
-            found = tx.all("task_statuses", ids=[self._last_task_id])
-            previous = TaskStatus(found[0]["status"]) if found else None
-            refusal = overlap_refusal(self._schedule.overlap, previous)
-            if refusal is not None:
-                return refusal
-        try:
-            check_room(self._tx, self._schedule.template.get("queue", "default"))
-        except errors.LimitReached as exc:
-            return exc.message
-        return None
-
-    def _create(self, task_id: str, at: datetime) -> None:
-        spec = self._schedule.task(at)
-        insert_task(
-            self._tx,
-            spec,
-            task_id=task_id,
-            status=TaskStatus.READY,
-            max_attempts=self._max_attempts,
-            retry_base_s=self._retry_base_s,
-        )
-        tx = self._tx
-        tx.send("set_last_task", schedule_id=self._schedule.id, task_id=task_id)
-        self._last_task_id = task_id
-        data = {"schedule_id": self._schedule.id, "fire_at": at.isoformat()}
-        journal.record(
-            self._tx,
-            "task.created",
-            actor=self._actor,
-            task_id=task_id,
-            to_status=TaskStatus.READY,
-            data=data,
-        )
+def _key_range(schedule_id: str) -> dict[str, str]:
+    """The keys of a schedule's fires: `schedule:{id}:` and on, up to the next prefix (`;`
+    follows `:`); ids hold no `:`, so no other schedule's keys fall in between."""
+    return {"first_key": f"schedule:{schedule_id}:", "past_key": f"schedule:{schedule_id};"}
 
 
-def _record(
-    tx: Tx, schedule_id: str, at: datetime, *, outcome: str, task_id: str | None, note: str | None
-) -> str | None:
-    """Insert the fire record of `at`; its key, or None if the key was taken."""
-    from corral.model.cron import fire_key
-
-    key = fire_key(schedule_id, at)
-    row = tx.one(
-        "insert_fire",
-        key=key,
-        schedule_id=schedule_id,
-        fire_at=at,
-        outcome=outcome,
-        task_id=task_id,
-        note=note,
-    )
-    return None if row is None else key
+def _cas(plan: FirePlan) -> dict[str, float | str | None]:
+    """A plan as `advance_schedules` takes it: instants in seconds since the epoch."""
+    last = plan.fires[-1] if plan.fires else None
+    return {
+        "schedule_id": plan.schedule_id,
+        "seen": plan.seen_next_fire_at.timestamp(),
+        "next_fire_at": None if plan.next_fire_at is None else plan.next_fire_at.timestamp(),
+        "last_fire_at": None if last is None else last.timestamp(),
+    }
 
 
 def _schedule(driver: Driver, row: Row) -> Schedule:

@@ -19,33 +19,6 @@ if TYPE_CHECKING:
     from corral.model.workers import Worker
 
 
-def insert_task(
-    tx: Tx, spec: NewTask, *, task_id: str, status: str, max_attempts: int, retry_base_s: float
-) -> None:
-    """Insert the task row of `spec` (its dependencies are the caller's); `max_attempts` and
-    `retry_base_s` are the defaults for what `spec` leaves unset."""
-    tx.run(
-        "insert_task",
-        id=task_id,
-        title=spec.title,
-        description=spec.description,
-        queue=spec.queue,
-        kind=spec.kind,
-        priority=spec.priority,
-        status=status,
-        payload=Json(spec.payload),
-        labels=Json(spec.labels),
-        assignee=spec.assignee,
-        parent_id=spec.parent_id,
-        max_attempts=spec.max_attempts or max_attempts,
-        retry_base_s=spec.retry_base_s if spec.retry_base_s is not None else retry_base_s,
-        timeout_s=spec.timeout_s,
-        run_after_s=spec.run_after_s,
-        run_at=spec.run_at,
-        requires_review=spec.requires_review,
-    )
-
-
 class TaskOps:
     """Enqueue and query tasks; cancel and retry them."""
 
@@ -57,13 +30,25 @@ class TaskOps:
             check_room(tx, spec.queue)
             status = self._initial_status(tx, spec)
             task_id = new_id(TASK_PREFIX)
-            insert_task(
-                tx,
-                spec,
-                task_id=task_id,
+            tx.run(
+                "insert_task",
+                id=task_id,
+                title=spec.title,
+                description=spec.description,
+                queue=spec.queue,
+                kind=spec.kind,
+                priority=spec.priority,
                 status=status,
-                max_attempts=max_attempts,
-                retry_base_s=retry_base_s,
+                payload=Json(spec.payload),
+                labels=Json(spec.labels),
+                assignee=spec.assignee,
+                parent_id=spec.parent_id,
+                max_attempts=spec.max_attempts or max_attempts,
+                retry_base_s=spec.retry_base_s if spec.retry_base_s is not None else retry_base_s,
+                timeout_s=spec.timeout_s,
+                run_after_s=spec.run_after_s,
+                run_at=spec.run_at,
+                requires_review=spec.requires_review,
             )
             for dependency in spec.depends_on:
                 tx.run("insert_dependency", task_id=task_id, depends_on=dependency)

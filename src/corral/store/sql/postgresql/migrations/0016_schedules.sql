@@ -21,8 +21,10 @@ CREATE TABLE schedules (
 
 CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE NOT paused;
 
+-- A schedule's fires are read by key range: `schedule:{id}:` then the time, in RFC 3339
+-- UTC, which sorts as time does; a pass inserts into this one index only.
 CREATE TABLE schedule_fires (
-    key         text        PRIMARY KEY,
+    key         text        COLLATE "C" PRIMARY KEY,  -- byte order: ranges by prefix
     schedule_id text        NOT NULL,
     fire_at     timestamptz NOT NULL,
     outcome     text        NOT NULL CHECK (outcome IN ('created', 'skipped', 'missed')),
@@ -30,5 +32,3 @@ CREATE TABLE schedule_fires (
     note        text,
     recorded_at timestamptz NOT NULL
 );
-
-CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, fire_at);

@@ -21,6 +21,8 @@ CREATE TABLE schedules (
 
 CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE paused = 0;
 
+-- A schedule's fires are read by key range: `schedule:{id}:` then the time, in RFC 3339
+-- UTC, which sorts as time does; a pass inserts into this one index only.
 CREATE TABLE schedule_fires (
     key         TEXT PRIMARY KEY,
     schedule_id TEXT NOT NULL,
@@ -30,5 +32,3 @@ CREATE TABLE schedule_fires (
     note        TEXT,
     recorded_at REAL NOT NULL
 ) WITHOUT ROWID;
-
-CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, fire_at);
