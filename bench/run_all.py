@@ -36,6 +36,7 @@ SCRIPTS = (
     "agent_stream",
     "limit_park",
     "metrics_scrape",
+    "schedule_pass",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -21,7 +21,7 @@ ADD = ("schedule", "add", "nightly", "--title", "Update dependencies", "--kind",
 @pytest.mark.parametrize(
     ("flags", "line"),
     [
-        (("--cron", "0 0 0 31 2 *"), "cron: expected a valid day-of-month field"),
+        (("--cron", "0 0 0 31 2 *"), "cron: expected an expression that fires"),
         (("--cron", "0 60 * * * *"), "cron: expected a valid minute field"),
         (("--cron", "not cron at all"), "cron: expected six fields"),
         (("--cron", "0 0 * * *"), "cron: expected six fields"),

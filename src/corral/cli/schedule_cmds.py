@@ -16,6 +16,7 @@ from corral.cli.context import Context
 from corral.cli.render import table
 from corral.durations import parse_instant
 from corral.errors import InvalidInput
+from corral.model import cron
 from corral.model.schedules import NewSchedule, Overlap, Schedule, ScheduleFire
 
 ID = Arg("id", metavar="ID")
@@ -122,8 +123,14 @@ def cmd_preview(ctx: Context) -> int:
     count = parsing.whole("count", a.count, minimum=1, maximum=10_000) or 10
     times = schedules.preview(expr, zone, after=after, count=count, schedule_id=schedule_id)
     data = [{"fire_at": at.isoformat(), "key": key} for at, key in times]
-    ctx.emit(data, "\n".join(f"{_when(at)}  {key or ''}".rstrip() for at, key in times))
+    ctx.emit(data, "\n".join(_preview_line(at, key, zone) for at, key in times))
     return 0
+
+
+def _preview_line(at: datetime, key: str | None, zone: str) -> str:
+    """`2030-03-31 01:00:00Z  03:00:00 Europe/Paris  schedule:ID:...` (local time if not UTC)."""
+    local = "" if zone == "UTC" else f"{at.astimezone(cron.zone(zone)):%H:%M:%S} {zone}  "
+    return f"{_when(at)}  {local}{key or ''}".rstrip()
 
 
 def cmd_pause(ctx: Context) -> int:

@@ -31,6 +31,7 @@ from corral.errors import InvalidInput
 
 FIELDS = 6
 EXPECTED = "six fields: second minute hour day-of-month month day-of-week"
+NEVER = "an expression that fires (its day-of-month never comes in its months)"
 
 
 def zone(name: str) -> tzinfo:
@@ -53,9 +54,19 @@ def check(expr: str, zone_name: str = "UTC") -> None:
     try:
         CronSim(expr, datetime(2000, 1, 1, tzinfo=UTC))
     except CronSimError as exc:  # "Bad day-of-month": the field it names
+        if _parses(" ".join([*fields[:4], "*", fields[5]])):  # a day no month given has
+            raise InvalidInput("cron", NEVER, expr) from None
         raise InvalidInput("cron", f"a valid {_field(exc)}", expr) from None
     if next(times_after(expr, where, datetime(2000, 1, 1, tzinfo=UTC)), None) is None:
-        raise InvalidInput("cron", "an expression that fires at least once in 50 years", expr)
+        raise InvalidInput("cron", NEVER, expr)
+
+
+def _parses(expr: str) -> bool:
+    try:
+        CronSim(expr, datetime(2000, 1, 1, tzinfo=UTC))
+    except CronSimError:
+        return False
+    return True
 
 
 def _field(exc: CronSimError) -> str:
