@@ -17,10 +17,10 @@ from corral import errors
 from corral.model.states import TaskStatus
 from corral.store import journal
 from corral.store.driver import Driver, Json, Row, Tx
-from corral.store.fire_batch import FireBatch
 
 if TYPE_CHECKING:  # read only by the schedule commands and the scheduler
     from corral.model.schedules import FirePlan, NewSchedule, Schedule, ScheduleFire
+    from corral.store.fire_batch import FireBatch
 
 
 class ScheduleOps:
@@ -80,7 +80,7 @@ class ScheduleOps:
         by_id = {plan.schedule_id: plan for plan in plans}
         with self._driver.write() as tx:
             advanced = tx.all("advance_schedules", plans=Json([_cas(p) for p in plans]))
-            batch = FireBatch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
+            batch = _batch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
             for row in advanced:  # a schedule missing here was handled by another pass
                 schedule = _schedule(self._driver, row)
                 plan = by_id[schedule.id]
@@ -103,7 +103,7 @@ class ScheduleOps:
         overlap policy; a time already fired is left as it was. The fires made."""
         with self._driver.write() as tx:
             schedule = _schedule(self._driver, _locked(tx, schedule_id))
-            batch = FireBatch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
+            batch = _batch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
             for at in fire_times:
                 batch.fire(schedule, at, overlap=False)
             return batch.write()
@@ -134,7 +134,7 @@ class ScheduleOps:
                 from corral.model.schedules import Missed
 
                 skipped = Missed(first_at=first, last_at=tx.now, reason="resumed --skip-missed")
-                batch = FireBatch(tx, max_attempts=1, retry_base_s=0, actor=actor)
+                batch = _batch(tx, max_attempts=1, retry_base_s=0, actor=actor)
                 batch.miss(schedule, skipped)
                 batch.write()
             journal.record(tx, "schedule.resumed", actor=actor, data={"schedule_id": schedule_id})
@@ -147,6 +147,14 @@ class ScheduleOps:
             tx.run("delete_schedule_fires", **_key_range(schedule_id))
             tx.run("delete_schedule", schedule_id=schedule_id)
             journal.record(tx, "schedule.removed", actor=actor, data={"schedule_id": schedule_id})
+
+
+def _batch(tx: Tx, *, max_attempts: int, retry_base_s: float, actor: str) -> FireBatch:
+    """A batch of fires in `tx` (its module, and its record, load only where fires are made:
+    every command imports this one)."""
+    from corral.store.fire_batch import FireBatch
+
+    return FireBatch(tx, max_attempts=max_attempts, retry_base_s=retry_base_s, actor=actor)
 
 
 def _locked(tx: Tx, schedule_id: str) -> Row:
