@@ -214,20 +214,45 @@ def test_trigger_fires_now_outside_the_cron_once_a_second(
     assert FireOutcome.CREATED == trigger(store, "s", settings=settings).outcome
 
 
+@pytest.mark.parametrize(
+    ("zone_name", "cron", "start", "expected"),
+    [
+        # Spring in Paris: 02:30 does not exist on 03-31; it fires once, at the gap's end.
+        (
+            "Europe/Paris",
+            "0 30 2 * * *",
+            datetime(2030, 3, 29, 12, tzinfo=UTC),
+            ["03-30 02:30", "03-31 03:00", "04-01 02:30"],
+        ),
+        # Autumn in New York: 01:30 happens twice on 11-03; it fires once, the first time.
+        (
+            "America/New_York",
+            "0 30 1 * * *",
+            datetime(2030, 11, 1, 12, tzinfo=UTC),
+            ["11-02 01:30", "11-03 01:30", "11-04 01:30"],
+        ),
+    ],
+)
 def test_fires_over_a_dst_change_follow_the_wall_clock(
-    store: Store, settings: Settings, clock: FakeClock
+    store: Store,
+    settings: Settings,
+    clock: FakeClock,
+    zone_name: str,
+    cron: str,
+    start: datetime,
+    expected: list[str],
 ) -> None:
-    """02:30 Europe/Paris daily over the spring change: 02:30, then 03:00 (the gap's end)
-    once, then 02:30 again."""
-    clock.advance((datetime(2030, 3, 29, 12, tzinfo=UTC) - START).total_seconds())
-    _add(store, settings, cron="0 30 2 * * *", timezone="Europe/Paris", overlap=Overlap.ALLOW)
+    """A daily local time, passes every 12 hours over a change: one fire a day, the gap's at
+    its end, the repeat's at its first occurrence."""
+    clock.advance((start - START).total_seconds())
+    _add(store, settings, cron=cron, timezone=zone_name, overlap=Overlap.ALLOW)
     for _ in range(6):
         clock.advance(12 * 3600)
         fire_due(store, settings=settings)
-    local = [at.astimezone(zone("Europe/Paris")) for at in _created(store)]
-    assert ["03-30 02:30", "03-31 03:00", "04-01 02:30"] == [
-        at.strftime("%m-%d %H:%M") for at in local
-    ]
+    local = [at.astimezone(zone(zone_name)) for at in _created(store)]
+    assert expected == [at.strftime("%m-%d %H:%M") for at in local]
+    first_repeat = [at for at in local if at.strftime("%m-%d") == "11-03"]
+    assert all(at.fold == 0 and at.utcoffset() == timedelta(hours=-4) for at in first_repeat)
 
 
 def test_a_pass_makes_at_most_max_fires_and_leaves_the_rest_for_the_next(
