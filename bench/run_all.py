@@ -37,6 +37,7 @@ SCRIPTS = (
     "limit_park",
     "metrics_scrape",
     "retention_claims",
+    "schedule_pass",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -124,6 +124,23 @@ SPEC: dict[str, Spec] = {
     "retention_interval_s": Spec(
         "retention.interval", 3600, 1, "s", "how often the leading orchestrator prunes"
     ),
+    "scheduler_interval_s": Spec(
+        "scheduler.interval",
+        5,
+        0.05,
+        "s",
+        "how often the leading orchestrator fires due schedules (apart from reconcile)",
+    ),
+    "scheduler_batch_size": Spec(
+        "scheduler.batch_size", 100, 1, "count", "due schedules one scheduler pass reads at a time"
+    ),
+    "scheduler_max_fires": Spec(
+        "scheduler.max_fires",
+        1000,
+        1,
+        "count",
+        "fires one scheduler pass makes at most; the rest wait for the next pass",
+    ),
     "pool_workers": Spec(
         "pool.workers", 1, 1, "count", "worker processes the orchestrator keeps running"
     ),
@@ -318,6 +335,9 @@ class Settings:
     retention_events_after_s: float | None = _default("retention_events_after_s")
     retention_workers_after_s: float | None = _default("retention_workers_after_s")
     retention_interval_s: float = float(_default("retention_interval_s"))
+    scheduler_interval_s: float = float(_default("scheduler_interval_s"))
+    scheduler_batch_size: int = int(_default("scheduler_batch_size"))
+    scheduler_max_fires: int = int(_default("scheduler_max_fires"))
     pool_workers: int = int(_default("pool_workers"))
     # The worker options (corral.worker_options), in its order; a test holds them to it.
     pool_exec: str = _default("pool_exec")

@@ -27,6 +27,7 @@ from corral.store.recovery import RecoveryOps
 from corral.store.retention import RetentionOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
+from corral.store.schedules import ScheduleOps
 from corral.store.tallies import TallyOps
 from corral.store.tasks import TaskOps
 from corral.store.tokens import TokenOps
@@ -44,6 +45,7 @@ class Store(
     ReviewOps,
     MessageOps,
     OrchestratorOps,
+    ScheduleOps,
     ProviderOps,
     TokenOps,
     TallyOps,
@@ -51,7 +53,7 @@ class Store(
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
-    row and the tallies /metrics reads."""
+    row, schedules and the tallies /metrics reads."""
 
     # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
     long_polls = False

@@ -55,6 +55,10 @@ READS = frozenset(
         "list_orchestrators",
         "provider_states",
         "reconcile_snapshot",
+        "get_schedule",
+        "list_schedules",
+        "due_schedules",
+        "schedule_fires",
     }
 )
 
@@ -107,6 +111,12 @@ OPERATES = frozenset(
         "request_orchestrator_stop",
         "join_orchestrators",
         "beat_member",
+        "add_schedule",
+        "apply_fire_plans",
+        "fire_schedule",
+        "pause_schedule",
+        "resume_schedule",
+        "remove_schedule",
     }
 )
 
