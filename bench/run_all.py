@@ -36,6 +36,10 @@ SCRIPTS = (
     "agent_stream",
     "limit_park",
     "metrics_scrape",
+    "serve_throughput",
+    "serve_handover",
+    "serve_idle",
+    "serve_startup",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 
