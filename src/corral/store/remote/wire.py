@@ -40,7 +40,11 @@ from typing import Any
 from corral import errors
 from corral.errors import CorralError, InvalidInput
 
-Convert = Callable[[Any, str], Any]  # (value, its path for errors) -> the converted value
+# Where a value sits in a document, for errors: text, or (its parent's path, its key or
+# index), spelled out (`_text`) only when an error names it: a record's every field would
+# otherwise build a string that nothing reads.
+Path = str | tuple[Any, str | int]
+Convert = Callable[[Any, Path], Any]  # (value, its path for errors) -> the converted value
 TYPE_TAG = "type"
 _ARRAYS = (list, tuple, cabc.Sequence, frozenset, set)
 _MAPS = (dict, cabc.Mapping)
@@ -144,15 +148,24 @@ def _is(tp: Any, base: type) -> bool:
     return isinstance(tp, type) and issubclass(tp, base)
 
 
-def _fail(path: str, tp: Any, got: Any) -> InvalidInput:
+def _fail(path: Path, tp: Any, got: Any) -> InvalidInput:
     shown = got if isinstance(got, (int, float, bool)) or got is None else type(got).__name__
-    return InvalidInput(path or "value", _expected(tp), shown)
+    return InvalidInput(_text(path) or "value", _expected(tp), shown)
 
 
-def _at(path: str, part: str | int) -> str:
+def _at(path: Path, part: str | int) -> Path:
+    return (path, part)
+
+
+def _text(path: Path) -> str:
+    """`path` as errors name it: `reports[0].token`."""
+    if isinstance(path, str):
+        return path
+    parent, part = path
+    above = _text(parent)
     if isinstance(part, int):
-        return f"{path}[{part}]"
-    return f"{path}.{part}" if path else part
+        return f"{above}[{part}]"
+    return f"{above}.{part}" if above else part
 
 
 # ---- encoding ------------------------------------------------------------------------
@@ -189,11 +202,11 @@ def _encoder_of_form(origin: Any, args: tuple[Any, ...], tp: Any) -> Convert:
     raise TypeError(f"no JSON form for {tp!r}")
 
 
-def _same(value: Any, path: str) -> Any:
+def _same(value: Any, path: Path) -> Any:
     return value
 
 
-def _encode_error(value: Any, path: str) -> Any:
+def _encode_error(value: Any, path: Path) -> Any:
     return {"error": type(value).__name__, "message": value.message, **error_details(value)}
 
 
@@ -213,13 +226,13 @@ def _encode_union(args: tuple[Any, ...]) -> Convert:
         (a, _encode_record(a, tag=True) if tagged and _records(a) else _encoder(a)) for a in args
     ]
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if value is None:
             return None
         for tp, enc in choices:
             if _instance(value, tp):
                 return enc(value, path)
-        raise TypeError(f"{path}: {type(value).__name__} is none of {args}")
+        raise TypeError(f"{_text(path)}: {type(value).__name__} is none of {args}")
 
     return convert
 
@@ -252,7 +265,7 @@ def _encode_record(tp: type, *, tag: bool) -> Convert:
     fields = [(name, _encoder(kind)) for name, kind in _fields(tp).items()]
     name = tp.__name__
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         data = {field: enc(getattr(value, field), path) for field, enc in fields}
         if tag:
             data[TYPE_TAG] = name
@@ -304,7 +317,7 @@ def _decoder_of_form(origin: Any, args: tuple[Any, ...], tp: Any) -> Convert:
 
 
 def _checked(tp: Any, ok: Callable[[Any], bool]) -> Convert:
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if not ok(value):
             raise _fail(path, tp, value)
         return value
@@ -312,13 +325,13 @@ def _checked(tp: Any, ok: Callable[[Any], bool]) -> Convert:
     return convert
 
 
-def _decode_float(value: Any, path: str) -> Any:
+def _decode_float(value: Any, path: Path) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(path, float, value)
     return float(value)
 
 
-def _decode_instant(value: Any, path: str) -> Any:
+def _decode_instant(value: Any, path: Path) -> Any:
     if isinstance(value, str):
         try:
             instant = dt.datetime.fromisoformat(value)
@@ -341,7 +354,7 @@ _SIMPLE: dict[Any, Convert] = {
 
 
 def _decode_enum(tp: type[enum.Enum]) -> Convert:
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         try:
             return tp(value)
         except (ValueError, TypeError):
@@ -350,7 +363,7 @@ def _decode_enum(tp: type[enum.Enum]) -> Convert:
     return convert
 
 
-def _decode_error(value: Any, path: str) -> Any:
+def _decode_error(value: Any, path: Path) -> Any:
     if not isinstance(value, dict) or not isinstance(value.get("message"), str):
         raise _fail(path, CorralError, value)
     return error_of(value.get("error"), value["message"], value)
@@ -392,7 +405,7 @@ def _decode_union(args: tuple[Any, ...]) -> Convert:
     tagged = len(by_tag) > 1
     others = [_decoder(a) for a in members if not (tagged and _records(a))]
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if value is None and nullable:
             return None
         if tagged and isinstance(value, dict) and value.get(TYPE_TAG) in by_tag:
@@ -406,7 +419,9 @@ def _decode_union(args: tuple[Any, ...]) -> Convert:
                 first = first or exc
         if first is not None and len(others) == 1:
             raise first
-        raise InvalidInput(path or "value", "one of " + ", ".join(_expected(a) for a in members))
+        raise InvalidInput(
+            _text(path) or "value", "one of " + ", ".join(_expected(a) for a in members)
+        )
 
     return convert
 
@@ -419,12 +434,12 @@ def _decode_array(origin: Any, args: tuple[Any, ...]) -> Convert:
         origin, tuple
     )
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if not isinstance(value, list):
-            raise InvalidInput(path or "value", "an array", type(value).__name__)
+            raise InvalidInput(_text(path) or "value", "an array", type(value).__name__)
         if fixed:
             if len(value) != len(items):
-                raise InvalidInput(path or "value", f"an array of {len(items)}", len(value))
+                raise InvalidInput(_text(path) or "value", f"an array of {len(items)}", len(value))
             return tuple(
                 dec(x, _at(path, i)) for i, (dec, x) in enumerate(zip(items, value, strict=True))
             )
@@ -437,9 +452,9 @@ def _decode_map(args: tuple[Any, ...]) -> Convert:
     key = _decoder(args[0]) if args else _same
     value = _decoder(args[1]) if args else _same
 
-    def convert(data: Any, path: str) -> Any:
+    def convert(data: Any, path: Path) -> Any:
         if not isinstance(data, dict):
-            raise InvalidInput(path or "value", "an object", type(data).__name__)
+            raise InvalidInput(_text(path) or "value", "an object", type(data).__name__)
         return {key(k, path): value(v, _at(path, k)) for k, v in data.items()}
 
     return convert
@@ -449,22 +464,24 @@ def _decode_record(tp: type) -> Convert:
     fields = {name: _decoder(kind) for name, kind in _fields(tp).items()}
     required = _required(tp)
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if not isinstance(value, dict):
             raise _fail(path, tp, value)
         for name in value:
             if name not in fields:
-                raise InvalidInput(_at(path, str(name)), "one of the fields " + ", ".join(fields))
+                raise InvalidInput(
+                    _text(_at(path, str(name))), "one of the fields " + ", ".join(fields)
+                )
         for name in required:
             if name not in value:
-                raise InvalidInput(_at(path, name), "a value: the field is required")
+                raise InvalidInput(_text(_at(path, name)), "a value: the field is required")
         kwargs = {name: fields[name](v, _at(path, name)) for name, v in value.items()}
         try:
             return tp(**kwargs)
         except InvalidInput as exc:
-            raise InvalidInput(_at(path, exc.field), exc.expected, exc.got) from None
+            raise InvalidInput(_text(_at(path, exc.field)), exc.expected, exc.got) from None
         except (TypeError, ValueError) as exc:
-            raise InvalidInput(path or "value", f"a valid {tp.__name__}", str(exc)) from None
+            raise InvalidInput(_text(path) or "value", f"a valid {tp.__name__}", str(exc)) from None
 
     return convert
 
