@@ -16,6 +16,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -200,6 +201,14 @@ def _template(conn: sqlite3.Connection, sql: str, task_id: str, key: str) -> dic
 def _insert(table: str, row: dict[str, Any]) -> str:
     """An INSERT of every column in `row`, by name (the names come from the schema)."""
     return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def fresh_process_env(db: str) -> dict[str, str]:

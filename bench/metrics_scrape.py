@@ -24,7 +24,6 @@ every task, each scrape).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sqlite3
 import subprocess
@@ -46,6 +45,7 @@ from measure import (
     Spread,
     Verdicts,
     banner,
+    free_port,
     fresh_process_env,
     ms,
     register_worker,
@@ -348,15 +348,6 @@ def measure(dialect: str, runs: int, samples: int, port: int) -> dict[str, Any]:
         "floor": Spread.of(floor),
         "parts": parts,
     }
-
-
-def free_port() -> int:
-    import socket
-
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def main() -> int:

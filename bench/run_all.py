@@ -38,6 +38,10 @@ SCRIPTS = (
     "metrics_scrape",
     "retention_claims",
     "schedule_pass",
+    "serve_throughput",
+    "serve_handover",
+    "serve_idle",
+    "serve_startup",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

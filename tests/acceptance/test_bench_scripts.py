@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-LIBRARIES = ("measure", "pg_peer", "pool_harness")  # shared by the scripts, not run on their own
+# Shared by the scripts, not run on their own.
+LIBRARIES = ("measure", "pg_peer", "pool_harness", "serve_harness")
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.stem not in LIBRARIES)
 
 

@@ -271,7 +271,8 @@ def test_bad_patches_are_one_line_errors_naming_the_field_and_write_nothing(
         got, error = served.call("PATCH", f"/api/tasks/{task_id}", slot, body)
         assert (status, field) == (got, error.get("field")), (body[:60], error)
         assert "\n" not in error["error"] and len(error["error"]) < 300, error
-    assert 413 == served.declare_huge(f"/api/tasks/{task_id}", slot, method="PATCH")
+    huge = b'{"status": "done", "metadata": "' + b"x" * (2 << 20) + b'"}'
+    assert 413 == served.call("PATCH", f"/api/tasks/{task_id}", slot, huge)[0]
     with served.store() as store:
         assert before == (store.get_task(task_id), len(store.list_events(EventFilter(limit=1000))))
     status, error = _patch(served, "t-nosuchtask0", slot, {"status": "done"})

@@ -417,8 +417,9 @@ def test_bad_and_hostile_input_is_a_one_line_error_naming_the_field_and_writes_n
         assert (status, field) == (got, answer.get("field")), (method, path, body, answer)
         assert "\n" not in answer["error"] and "Traceback" not in answer["error"]
         assert len(answer["error"]) < 400, answer["error"]
+    huge = b'{"name": "' + b"x" * (2 << 20) + b'"}'
     for path in ("/api/workers", f"/api/workers/{wid}/claim", f"/api/tasks/{task_id}/complete"):
-        assert 413 == served.declare_huge(path, operator)
+        assert 413 == served.call("POST", path, operator, huge)[0]
     after = (
         served.corral("list", "--json").stdout,
         served.corral("worker", "list", "--json").stdout,

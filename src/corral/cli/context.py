@@ -48,6 +48,7 @@ NOT_SETTINGS = frozenset(
     {
         "CORRAL_DB",
         "CORRAL_CLAIM_TOKEN",
+        "CORRAL_TOKEN",  # a remote store's (store/remote): every remote command has it
         "CORRAL_LOG_LEVEL",
         "CORRAL_TASK_ID",
         "CORRAL_WORKER_ID",

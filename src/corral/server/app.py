@@ -44,6 +44,8 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
+            # First: every call of a remote store and runner; Starlette tries routes in order.
+            *store_calls.ROUTES,
             *tasks.ROUTES,
             *seed_tasks.ROUTES,
             *sessions.ROUTES,
@@ -52,7 +54,6 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *workers.ROUTES,
             *claims.ROUTES,
             *metrics.ROUTES,
-            *store_calls.ROUTES,
             *run_output.ROUTES,
             *openapi.ROUTES,
         ],

@@ -6,6 +6,11 @@ in the label OWNER_LABEL. Through them it reaches their claims (named by fencing
 and their runs. A token with queues registers workers for those queues only and claims
 nothing outside them. Each refusal is Denied (403) before anything is written.
 
+Which token registered a worker is read from the store once per worker and kept: the
+label is written when the worker registers and never changes (no statement updates a
+worker's labels, none deletes a worker), so a runner's every call does not pay a read
+for it. The lookup still fails as before (NotFound) for a worker that does not exist.
+
 `own_*` and `within` are for worker tokens only; `acting_for` and `acting_under` hold a
 worker token and let an operator's (which is held to nothing) through.
 """
@@ -21,6 +26,9 @@ from corral.server.auth import Denied
 from corral.store import Store
 
 OWNER_LABEL = "corral.token"
+OWNERS_KEPT = 10_000  # workers whose owner is kept; past it, forgotten all at once
+
+_owners: dict[tuple[str, str], str | None] = {}  # (store URL, worker id) -> its token's id
 
 
 def own_worker_spec(token: Token, spec: NewWorker) -> NewWorker:
@@ -33,8 +41,19 @@ def own_worker_spec(token: Token, spec: NewWorker) -> NewWorker:
 
 def own_worker(store: Store, token: Token, worker_id: str | None) -> None:
     """Denied unless worker `worker_id` was registered with `token` (NotFound if none)."""
-    if worker_id is None or store.get_worker(worker_id).labels.get(OWNER_LABEL) != token.id:
+    if worker_id is None or _owner(store, worker_id) != token.id:
         raise Denied(403, f"token {token.name!r} acts only for workers it registered")
+
+
+def _owner(store: Store, worker_id: str) -> str | None:
+    """The id of the token that registered worker `worker_id` (None: registered without
+    one); NotFound if there is no such worker."""
+    key = (store.url, worker_id)
+    if key not in _owners:
+        if len(_owners) >= OWNERS_KEPT:
+            _owners.clear()
+        _owners[key] = store.get_worker(worker_id).labels.get(OWNER_LABEL)
+    return _owners[key]
 
 
 def own_claim(store: Store, token: Token, fencing_token: int | None) -> Claim:

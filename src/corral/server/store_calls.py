@@ -54,23 +54,31 @@ async def call(request: Request) -> Response:
     body = await json_object(request, MAX_BODY_BYTES)
     wait_s = _wait(body.pop("wait_s", 0.0), name)
     store = store_of(request)
-    token = await run_in_threadpool(require, request, store, role)
-    types = _types(name)
-    args = _arguments(name, body, types)
-    if token.role == Role.WORKER and name in methods.WORKER_OWNS:
-        args = await run_in_threadpool(_scoped, store, token, name, args)
-    operation = getattr(store, name)
     signal = signal_of(request)
     seen = signal.generation
-    result = await run_in_threadpool(lambda: operation(**args))
-    if name == "exchange" and wait_s and _found_nothing(result, args):
-        result = await _long_poll(request, operation, args, first=result, seen=seen, wait_s=wait_s)
-    if name not in methods.READS:
+    result, args = await run_in_threadpool(_admitted_call, request, store, role, name, body)
+    if _may_free_work(name, args):
         signal.notify()
-    return answer({"result": wire.encode(result, types["return"])})
+    if name == "exchange" and wait_s and _found_nothing(result, args):
+        operation = getattr(store, name)
+        result = await _long_poll(request, operation, args, first=result, seen=seen, wait_s=wait_s)
+    return answer({"result": wire.encode(result, _types(name)["return"])})
 
 
 ROUTES = [Route("/api/store/{name}", call, methods=["POST"])]
+
+
+def _admitted_call(
+    request: Request, store: Store, role: Role, name: str, body: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The request's token checked, its arguments decoded and held to what the token owns,
+    and the operation run: its result and the arguments it ran with. One trip to a worker
+    thread for all of it (each trip costs the event loop more than a short read does)."""
+    token = require(request, store, role)
+    args = _arguments(name, body, _types(name))
+    if token.role == Role.WORKER and name in methods.WORKER_OWNS:
+        args = _scoped(store, token, name, args)
+    return getattr(store, name)(**args), args
 
 
 def _wait(value: Any, name: str) -> float:
@@ -111,6 +119,14 @@ def _arguments(name: str, body: dict[str, Any], types: dict[str, Any]) -> dict[s
         if key not in args and parameter.default is inspect.Parameter.empty:
             raise InvalidInput(key, "a value: the argument is required")
     return args
+
+
+def _may_free_work(name: str, args: dict[str, Any]) -> bool:
+    """Whether operation `name` may have made a task claimable: the waiting claims are
+    woken only then (methods.FREES_NO_WORK)."""
+    if name == "exchange":
+        return bool(args.get("reports"))
+    return name not in methods.READS and name not in methods.FREES_NO_WORK
 
 
 def _found_nothing(result: Exchanged, args: dict[str, Any]) -> bool:

@@ -6,9 +6,13 @@ its time is up, then claims again. The generation moves on
 - at once, after every write this server makes (`notify`, called by the routes);
 - on PostgreSQL, when the store NOTIFYs that a task became ready, whoever wrote it
   (another `corral serve`, a local runner, `corral add` on the database's host);
-- on SQLite, which notifies no one, when the database's `data_version` changes: one
-  thread reads that counter every COMMIT_POLL_S on a connection of its own, a few
-  microseconds a read, whatever the number of waiting workers.
+- on SQLite, which notifies no one, when the database's `data_version` changes and the
+  event log's head moved with it: one thread reads that counter every COMMIT_POLL_S on a
+  connection of its own, a few microseconds a read, whatever the number of waiting
+  workers, and only while a claim waits (a busy server's runners never wait; the first
+  read after a pause compares with the last before it, so no commit goes unseen). Every
+  change that can make a task claimable writes an event in its transaction; a commit that
+  wrote none (a heartbeat, a run's progress) wakes no one.
 
 A waiter reads the generation before it claims and waits only if it is unchanged, so a
 task made ready between its claim and its wait is never missed.
@@ -19,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from typing import Any
 
+from corral.errors import StoreError
 from corral.store import Store
 
 COMMIT_POLL_S = 0.005
@@ -33,6 +39,7 @@ class WorkSignal:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters: set[asyncio.Future[None]] = set()
         self._stop = threading.Event()
+        self._watched = threading.Event()  # a claim waits: the SQLite poll runs
         self._threads: list[threading.Thread] = []
         self._unlisten: Callable[[], None] | None = None
 
@@ -46,11 +53,12 @@ class WorkSignal:
         elif store.dialect == "sqlite":
             from corral.store.sqlite import commit_counter  # noqa: PLC0415
 
-            self._spawn(self._poll, commit_counter(store.url))
+            self._spawn(self._poll, commit_counter(store.url), store.events_head)
 
     def stop(self) -> None:
         """Stop watching, and wake every waiter (the server is going)."""
         self._stop.set()
+        self._watched.set()
         if self._unlisten is not None:
             self._unlisten()
         for thread in self._threads:
@@ -62,20 +70,23 @@ class WorkSignal:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._bump)
 
-    async def wait(self, seen: int, timeout_s: float) -> bool:
-        """Wait until the generation is past `seen` (True) or `timeout_s` passes (False)."""
+    async def wait(
+        self, seen: int, timeout_s: float, *, until: asyncio.Future[Any] | None = None
+    ) -> bool:
+        """Wait until the generation is past `seen` (True), or `timeout_s` passes or `until`
+        is done first (False)."""
         if self.generation != seen or self._stop.is_set():
             return True
         assert self._loop is not None
         future: asyncio.Future[None] = self._loop.create_future()
         self._waiters.add(future)
+        self._watched.set()
         try:
-            await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            return False
+            waited = {future} if until is None else {future, until}
+            await asyncio.wait(waited, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._waiters.discard(future)
-        return True
+        return future.done()
 
     @property
     def stopping(self) -> bool:
@@ -101,11 +112,33 @@ class WorkSignal:
                 wake.clear()
                 self.notify()
 
-    def _poll(self, counter: Callable[[], int | None]) -> None:
-        """SQLite: a change of the database's commit counter moves the generation on."""
-        last = counter()
+    def _poll(self, counter: Callable[[], int | None], head: Callable[[], object]) -> None:
+        """SQLite: a commit (the counter changed) that moved the event log's head moves the
+        generation on; a head that cannot be read counts as moved."""
+        last, last_head = counter(), _read(head)
         while not self._stop.wait(COMMIT_POLL_S):
+            self._until_watched()
             now = counter()
-            if now != last:
-                last = now
+            if now == last:
+                continue
+            last, now_head = now, _read(head)
+            if now_head is None or now_head != last_head:
+                last_head = now_head
                 self.notify()
+
+    def _until_watched(self) -> None:
+        """Return at once while a claim waits; otherwise when one starts to (or at stop).
+        The set of waiters is the event loop's: its length is read whole, under the GIL."""
+        if self._waiters:
+            return
+        self._watched.clear()
+        if not self._waiters:  # a waiter that came before the clear has set it again
+            self._watched.wait()
+
+
+def _read(head: Callable[[], object]) -> object | None:
+    """The event log's head, or None while the store cannot be read."""
+    try:
+        return head()
+    except StoreError:
+        return None

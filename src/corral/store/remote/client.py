@@ -242,10 +242,19 @@ class RemoteStore(Store):
                 )
             else:
                 conn = http.client.HTTPConnection(self._host, self._port, timeout=TIMEOUT_S)
+            conn._create_connection = _connect  # type: ignore[attr-defined]  # http.client's seam
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
         return conn
+
+
+def _connect(address: tuple[str, int], *args: Any) -> socket.socket:
+    """socket.create_connection, an ASCII host passed as bytes: getaddrinfo encodes a str
+    host with the idna codec, whose first import costs every remote command about 5 ms."""
+    host, port = address
+    named: Any = host.encode("ascii") if host.isascii() else host
+    return socket.create_connection((named, port), *args)
 
 
 def _quoted(part: str) -> str:

@@ -85,6 +85,31 @@ WORKER_OWNS = {
     "ack_message": None,
 }
 
+# Writes after which no task can have become claimable that was not before: a worker's
+# beat or its run's records, messages, tokens, an orchestrator's beats. The server does not
+# wake its waiting claims for them (the heartbeats of 200 idle runners would otherwise wake
+# every waiting claim 20 times a second, each to find nothing). An exchange wakes them only
+# when it reported something (a claim alone only takes work).
+FREES_NO_WORK = frozenset(
+    {
+        "register_worker",
+        "heartbeat",
+        "set_run_start",
+        "set_run_paths",
+        "launch_run",
+        "mark_waiting",
+        "record_agent_run",
+        "record_progress",
+        "record_branch",
+        "send_message",
+        "ack_message",
+        "create_token",
+        "revoke_token",
+        "beat_orchestrator",
+        "beat_member",
+    }
+)
+
 # Everything else an operator may do: add, cancel, review, drain, configure, reconcile,
 # run an orchestrator, manage tokens.
 OPERATES = frozenset(

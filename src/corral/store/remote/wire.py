@@ -29,7 +29,9 @@ import enum
 import functools
 import importlib
 import inspect
+import re
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Callable
@@ -38,7 +40,11 @@ from typing import Any
 from corral import errors
 from corral.errors import CorralError, InvalidInput
 
-Convert = Callable[[Any, str], Any]  # (value, its path for errors) -> the converted value
+# Where a value sits in a document, for errors: text, or (its parent's path, its key or
+# index), spelled out (`_text`) only when an error names it: a record's every field would
+# otherwise build a string that nothing reads.
+Path = str | tuple[Any, str | int]
+Convert = Callable[[Any, Path], Any]  # (value, its path for errors) -> the converted value
 TYPE_TAG = "type"
 _ARRAYS = (list, tuple, cabc.Sequence, frozenset, set)
 _MAPS = (dict, cabc.Mapping)
@@ -54,28 +60,60 @@ def decode(data: Any, tp: Any, path: str) -> Any:
     return _decoder(tp)(data, path)
 
 
+# A module's `if TYPE_CHECKING:` block (corral writes them at the top level): its lines.
+_TYPE_CHECKING_BLOCK = re.compile(r"^if (?:typing\.)?TYPE_CHECKING:.*\n((?:[ \t]+.*\n|\n)+)", re.M)
+
+
+class _Scope(cabc.Mapping[str, Any]):
+    """The names a module's annotations use: its globals, then what it imports only for type
+    checking (which corral keeps out of run-time imports to start commands fast), each
+    imported when an annotation first names it. A remote command resolves the types of
+    one or two operations: importing every module the store's annotations name cost it
+    about 20 ms."""
+
+    def __init__(self, module_name: str) -> None:
+        self._globals = vars(sys.modules[module_name])
+        self._deferred = _deferred_imports(module_name)
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._globals:
+            return self._globals[name]
+        if name in self._deferred:
+            module, attribute = self._deferred[name]
+            return getattr(importlib.import_module(module), attribute)
+        if name == "datetime":
+            return dt.datetime
+        raise KeyError(name)
+
+    def __iter__(self) -> cabc.Iterator[str]:
+        return iter({**self._deferred, **self._globals})
+
+    def __len__(self) -> int:
+        return len({**self._deferred, **self._globals})
+
+
+def _deferred_imports(module_name: str) -> dict[str, tuple[str, str]]:
+    """name -> (module, attribute) of each `from M import A [as name]` in the module's
+    `if TYPE_CHECKING:` blocks, read from its source (those blocks alone are parsed)."""
+    found: dict[str, tuple[str, str]] = {}
+    source = inspect.getsource(sys.modules[module_name])
+    for block in _TYPE_CHECKING_BLOCK.finditer(source):
+        for statement in ast.parse(textwrap.dedent(block.group(1))).body:
+            if isinstance(statement, ast.ImportFrom) and statement.module:
+                for alias in statement.names:
+                    found[alias.asname or alias.name] = (statement.module, alias.name)
+    return found
+
+
 @functools.cache
-def _scope(module_name: str) -> dict[str, Any]:
-    """The names `module_name`'s annotations use: its globals and what it imports only for
-    type checking (`if TYPE_CHECKING:` blocks, read from its source), which corral keeps
-    out of run-time imports to start commands fast."""
-    module = sys.modules[module_name]
-    scope: dict[str, Any] = {"datetime": dt.datetime}
-    for node in ast.walk(ast.parse(inspect.getsource(module))):
-        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
-            for statement in node.body:
-                if isinstance(statement, ast.ImportFrom) and statement.module:
-                    source = importlib.import_module(statement.module)
-                    for alias in statement.names:
-                        scope[alias.asname or alias.name] = getattr(source, alias.name)
-    scope.update(vars(module))
-    return scope
+def _scope(module_name: str) -> _Scope:
+    return _Scope(module_name)
 
 
 def hints(obj: Any) -> dict[str, Any]:
     """The resolved annotations of a function or record."""
-    scope = _scope(obj.__module__)
-    return typing.get_type_hints(obj, globalns=scope, localns=scope)
+    module = sys.modules[obj.__module__]
+    return typing.get_type_hints(obj, globalns=vars(module), localns=_scope(obj.__module__))
 
 
 def _records(tp: Any) -> bool:
@@ -110,15 +148,24 @@ def _is(tp: Any, base: type) -> bool:
     return isinstance(tp, type) and issubclass(tp, base)
 
 
-def _fail(path: str, tp: Any, got: Any) -> InvalidInput:
+def _fail(path: Path, tp: Any, got: Any) -> InvalidInput:
     shown = got if isinstance(got, (int, float, bool)) or got is None else type(got).__name__
-    return InvalidInput(path or "value", _expected(tp), shown)
+    return InvalidInput(_text(path) or "value", _expected(tp), shown)
 
 
-def _at(path: str, part: str | int) -> str:
+def _at(path: Path, part: str | int) -> Path:
+    return (path, part)
+
+
+def _text(path: Path) -> str:
+    """`path` as errors name it: `reports[0].token`."""
+    if isinstance(path, str):
+        return path
+    parent, part = path
+    above = _text(parent)
     if isinstance(part, int):
-        return f"{path}[{part}]"
-    return f"{path}.{part}" if path else part
+        return f"{above}[{part}]"
+    return f"{above}.{part}" if above else part
 
 
 # ---- encoding ------------------------------------------------------------------------
@@ -155,11 +202,11 @@ def _encoder_of_form(origin: Any, args: tuple[Any, ...], tp: Any) -> Convert:
     raise TypeError(f"no JSON form for {tp!r}")
 
 
-def _same(value: Any, path: str) -> Any:
+def _same(value: Any, path: Path) -> Any:
     return value
 
 
-def _encode_error(value: Any, path: str) -> Any:
+def _encode_error(value: Any, path: Path) -> Any:
     return {"error": type(value).__name__, "message": value.message, **error_details(value)}
 
 
@@ -179,13 +226,13 @@ def _encode_union(args: tuple[Any, ...]) -> Convert:
         (a, _encode_record(a, tag=True) if tagged and _records(a) else _encoder(a)) for a in args
     ]
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if value is None:
             return None
         for tp, enc in choices:
             if _instance(value, tp):
                 return enc(value, path)
-        raise TypeError(f"{path}: {type(value).__name__} is none of {args}")
+        raise TypeError(f"{_text(path)}: {type(value).__name__} is none of {args}")
 
     return convert
 
@@ -218,7 +265,7 @@ def _encode_record(tp: type, *, tag: bool) -> Convert:
     fields = [(name, _encoder(kind)) for name, kind in _fields(tp).items()]
     name = tp.__name__
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         data = {field: enc(getattr(value, field), path) for field, enc in fields}
         if tag:
             data[TYPE_TAG] = name
@@ -270,7 +317,7 @@ def _decoder_of_form(origin: Any, args: tuple[Any, ...], tp: Any) -> Convert:
 
 
 def _checked(tp: Any, ok: Callable[[Any], bool]) -> Convert:
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if not ok(value):
             raise _fail(path, tp, value)
         return value
@@ -278,13 +325,13 @@ def _checked(tp: Any, ok: Callable[[Any], bool]) -> Convert:
     return convert
 
 
-def _decode_float(value: Any, path: str) -> Any:
+def _decode_float(value: Any, path: Path) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(path, float, value)
     return float(value)
 
 
-def _decode_instant(value: Any, path: str) -> Any:
+def _decode_instant(value: Any, path: Path) -> Any:
     if isinstance(value, str):
         try:
             instant = dt.datetime.fromisoformat(value)
@@ -307,7 +354,7 @@ _SIMPLE: dict[Any, Convert] = {
 
 
 def _decode_enum(tp: type[enum.Enum]) -> Convert:
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         try:
             return tp(value)
         except (ValueError, TypeError):
@@ -316,7 +363,7 @@ def _decode_enum(tp: type[enum.Enum]) -> Convert:
     return convert
 
 
-def _decode_error(value: Any, path: str) -> Any:
+def _decode_error(value: Any, path: Path) -> Any:
     if not isinstance(value, dict) or not isinstance(value.get("message"), str):
         raise _fail(path, CorralError, value)
     return error_of(value.get("error"), value["message"], value)
@@ -358,7 +405,7 @@ def _decode_union(args: tuple[Any, ...]) -> Convert:
     tagged = len(by_tag) > 1
     others = [_decoder(a) for a in members if not (tagged and _records(a))]
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if value is None and nullable:
             return None
         if tagged and isinstance(value, dict) and value.get(TYPE_TAG) in by_tag:
@@ -372,7 +419,9 @@ def _decode_union(args: tuple[Any, ...]) -> Convert:
                 first = first or exc
         if first is not None and len(others) == 1:
             raise first
-        raise InvalidInput(path or "value", "one of " + ", ".join(_expected(a) for a in members))
+        raise InvalidInput(
+            _text(path) or "value", "one of " + ", ".join(_expected(a) for a in members)
+        )
 
     return convert
 
@@ -385,12 +434,12 @@ def _decode_array(origin: Any, args: tuple[Any, ...]) -> Convert:
         origin, tuple
     )
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if not isinstance(value, list):
-            raise InvalidInput(path or "value", "an array", type(value).__name__)
+            raise InvalidInput(_text(path) or "value", "an array", type(value).__name__)
         if fixed:
             if len(value) != len(items):
-                raise InvalidInput(path or "value", f"an array of {len(items)}", len(value))
+                raise InvalidInput(_text(path) or "value", f"an array of {len(items)}", len(value))
             return tuple(
                 dec(x, _at(path, i)) for i, (dec, x) in enumerate(zip(items, value, strict=True))
             )
@@ -403,9 +452,9 @@ def _decode_map(args: tuple[Any, ...]) -> Convert:
     key = _decoder(args[0]) if args else _same
     value = _decoder(args[1]) if args else _same
 
-    def convert(data: Any, path: str) -> Any:
+    def convert(data: Any, path: Path) -> Any:
         if not isinstance(data, dict):
-            raise InvalidInput(path or "value", "an object", type(data).__name__)
+            raise InvalidInput(_text(path) or "value", "an object", type(data).__name__)
         return {key(k, path): value(v, _at(path, k)) for k, v in data.items()}
 
     return convert
@@ -415,22 +464,24 @@ def _decode_record(tp: type) -> Convert:
     fields = {name: _decoder(kind) for name, kind in _fields(tp).items()}
     required = _required(tp)
 
-    def convert(value: Any, path: str) -> Any:
+    def convert(value: Any, path: Path) -> Any:
         if not isinstance(value, dict):
             raise _fail(path, tp, value)
         for name in value:
             if name not in fields:
-                raise InvalidInput(_at(path, str(name)), "one of the fields " + ", ".join(fields))
+                raise InvalidInput(
+                    _text(_at(path, str(name))), "one of the fields " + ", ".join(fields)
+                )
         for name in required:
             if name not in value:
-                raise InvalidInput(_at(path, name), "a value: the field is required")
+                raise InvalidInput(_text(_at(path, name)), "a value: the field is required")
         kwargs = {name: fields[name](v, _at(path, name)) for name, v in value.items()}
         try:
             return tp(**kwargs)
         except InvalidInput as exc:
-            raise InvalidInput(_at(path, exc.field), exc.expected, exc.got) from None
+            raise InvalidInput(_text(_at(path, exc.field)), exc.expected, exc.got) from None
         except (TypeError, ValueError) as exc:
-            raise InvalidInput(path or "value", f"a valid {tp.__name__}", str(exc)) from None
+            raise InvalidInput(_text(path) or "value", f"a valid {tp.__name__}", str(exc)) from None
 
     return convert
 
