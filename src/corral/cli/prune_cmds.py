@@ -6,6 +6,7 @@ from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.errors import InvalidInput
+from corral.store import is_http_url
 
 
 def cmd_prune(ctx: Context) -> int:
@@ -13,7 +14,7 @@ def cmd_prune(ctx: Context) -> int:
     from corral import retention  # noqa: PLC0415 - prune alone
 
     a = ctx.args
-    if ctx.db.startswith(("http://", "https://")):
+    if is_http_url(ctx.db):
         raise InvalidInput(
             "db", "a local store: prune runs on the store's host, where the runs' files are", ctx.db
         )

@@ -117,6 +117,11 @@ class Store(
         self.close()
 
 
+def is_http_url(url: str) -> bool:
+    """True for the `http(s)://` URL of a store behind `corral serve`."""
+    return url.startswith(("http://", "https://"))
+
+
 def is_postgres_url(url: str) -> bool:
     """True for a `postgresql://` (or `postgres://`) URL."""
     return url.startswith(("postgresql://", "postgres://"))
@@ -131,7 +136,7 @@ def open_store(
     clock unless a test injects one. An `http(s)://` store is a `corral serve`'s, reached
     with `token` (default: CORRAL_TOKEN).
     """
-    if url.startswith(("http://", "https://")):
+    if is_http_url(url):
         from corral.store.remote.client import RemoteStore
 
         return RemoteStore(url, token)

@@ -62,7 +62,7 @@ from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
 from corral.runtime.worker.tools import log_tools
 from corral.settings import Settings
-from corral.store import Store
+from corral.store import Store, is_http_url
 from corral.store.remote import TOKEN_ENV
 from corral.store.urls import safe_url
 from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
@@ -164,7 +164,7 @@ class Orchestrator:
         env, self._withheld = self._settings.env.split(os.environ)
         env["CORRAL_DB"] = self._place.db
         token = os.environ.get(TOKEN_ENV)
-        if token and self._place.db.startswith(("http://", "https://")):
+        if token and is_http_url(self._place.db):
             env[TOKEN_ENV] = token  # corral's own workers reach the same server with it
         if self._provider_env:  # resolved here: the workers' environment lacks `${VAR}`s
             env[PROVIDER_ENV_VARIABLE] = json.dumps(self._provider_env)

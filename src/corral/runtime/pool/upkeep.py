@@ -28,7 +28,7 @@ from corral.logs import event
 from corral.runtime.pool import leftovers
 from corral.runtime.worker.tmp import prune_tmp
 from corral.settings import Settings
-from corral.store import Store
+from corral.store import Store, is_http_url
 
 
 class Upkeep:
@@ -62,7 +62,10 @@ class Upkeep:
         self._retain()
 
     def _retain(self) -> None:
-        """A retention pass, when one is due."""
+        """A retention pass, when one is due; never through `corral serve` (the runs'
+        files are on the store's host: its own orchestrator or `corral prune` there)."""
+        if is_http_url(self._store.url):
+            return
         now = self._clock.monotonic()
         if (
             self._retained_at is not None
