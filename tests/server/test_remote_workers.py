@@ -223,6 +223,23 @@ def test_a_waiting_remote_runner_takes_new_work_at_once_and_stops_at_once(served
     assert time.monotonic() - stopped < 10
 
 
+def test_a_waiting_runner_takes_a_delayed_task_when_its_time_comes(served):
+    """A task added with `--run-after 2s` while a runner long-polls is claimed when the two
+    seconds are up, though nothing is written then: the server's timer for the soonest
+    `run_after` wakes the waiting claim, not the end of its 30 s poll."""
+    worker_token, operator = served.token("worker"), served.token("operator")
+    served.start()
+    runner = start_worker(served, worker_token, "w", "--exec", "true")
+    wait_for(lambda: "idle" in served.corral("worker", "list").stdout, what="the runner idle")
+    time.sleep(0.5)  # it is inside a long poll now
+    added = time.monotonic()
+    task = remote(served, operator, "add", "later", "--run-after", "2s").stdout.strip()
+    wait_for(lambda: statuses(served).get(task) == "done", 25, "the delayed task done")
+    assert 2 <= time.monotonic() - added < 10
+    runner.send_signal(signal.SIGTERM)
+    assert 0 == runner.wait(timeout=20)
+
+
 def test_worker_tokens_are_held_to_their_queues_and_their_own_claims(served):
     """A worker token for queue `code` cannot register for `docs`, cannot claim a `docs`
     task, cannot complete another worker's claim; a viewer cannot add. Each refusal is

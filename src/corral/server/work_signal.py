@@ -12,7 +12,11 @@ its time is up, then claims again. The generation moves on
   workers, and only while a claim waits (a busy server's runners never wait; the first
   read after a pause compares with the last before it, so no commit goes unseen). Every
   change that can make a task claimable writes an event in its transaction; a commit that
-  wrote none (a heartbeat, a run's progress) wakes no one.
+  wrote none (a heartbeat, a run's progress) wakes no one;
+- on either store, when the soonest ready task waiting for its `run_after` (a delay, a
+  retry's backoff, a deferral) comes due, which no write marks: one thread reads that
+  time (`next_run_after`) while a claim waits, again whenever the generation moves, and
+  sleeps until it (at most DUE_CHECK_S, so a clock that jumps is caught up with).
 
 A waiter reads the generation before it claims and waits only if it is unchanged, so a
 task made ready between its claim and its wait is never missed.
@@ -29,6 +33,7 @@ from corral.errors import StoreError
 from corral.store import Store
 
 COMMIT_POLL_S = 0.005
+DUE_CHECK_S = 30.0
 
 
 class WorkSignal:
@@ -42,6 +47,7 @@ class WorkSignal:
         self._watched = threading.Event()  # a claim waits: the SQLite poll runs
         self._threads: list[threading.Thread] = []
         self._unlisten: Callable[[], None] | None = None
+        self._moved = threading.Event()  # the generation moved: the due time is read again
 
     def start(self, store: Store) -> None:
         """Begin watching `store` from the running event loop's thread."""
@@ -54,11 +60,13 @@ class WorkSignal:
             from corral.store.sqlite import commit_counter  # noqa: PLC0415
 
             self._spawn(self._poll, commit_counter(store.url), store.events_head)
+        self._spawn(self._due, store)
 
     def stop(self) -> None:
         """Stop watching, and wake every waiter (the server is going)."""
         self._stop.set()
         self._watched.set()
+        self._moved.set()
         if self._unlisten is not None:
             self._unlisten()
         for thread in self._threads:
@@ -95,6 +103,7 @@ class WorkSignal:
 
     def _bump(self) -> None:
         self.generation += 1
+        self._moved.set()
         waiters, self._waiters = self._waiters, set()
         for future in waiters:
             if not future.done():
@@ -125,6 +134,21 @@ class WorkSignal:
             if now_head is None or now_head != last_head:
                 last_head = now_head
                 self.notify()
+
+    def _due(self, store: Store) -> None:
+        """Any store: the generation moves on when a waiting task's `run_after` passes."""
+        while not self._stop.is_set():
+            self._until_watched()
+            self._moved.clear()
+            try:
+                due, now = store.next_run_after(), store.now()
+            except StoreError:
+                due, now = None, None
+            wait_s = DUE_CHECK_S
+            if due is not None and now is not None:
+                wait_s = min(DUE_CHECK_S, max(0.0, (due - now).total_seconds()))
+            if not self._moved.wait(wait_s) and due is not None and not self._stop.is_set():
+                self.notify()  # its time came with no write: the waiting claims try again
 
     def _until_watched(self) -> None:
         """Return at once while a claim waits; otherwise when one starts to (or at stop).

@@ -15,6 +15,8 @@ from corral.store.lookups import read_task, task_in
 from corral.store.queues import check_room
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from corral.model.tasks import NewTask, Task, TaskFilter
     from corral.model.workers import Worker
 
@@ -103,6 +105,15 @@ class TaskOps:
         """How many tasks are in each status (statuses with none are left out)."""
         with self._driver.read() as tx:
             return {row["status"]: row["n"] for row in tx.all("count_tasks_by_status")}
+
+    def next_run_after(self) -> datetime | None:
+        """When the soonest ready task waiting for its `run_after` (a delay, a retry's
+        backoff, a deferral) comes due, or None: no write marks that moment, so a server
+        holding claims sets a timer for it."""
+        with self._driver.read() as tx:
+            found = tx.one("next_run_after")
+        at = None if found is None else found["at"]
+        return None if at is None else self._driver.instant(at)
 
     def task_gauges(self) -> list[tuple[str, str, str, int]]:
         """(queue, kind, status, how many tasks) for each combination that has any."""

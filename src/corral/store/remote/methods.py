@@ -44,6 +44,7 @@ READS = frozenset(
         "list_events",
         "events_page",
         "events_head",
+        "next_run_after",
         "event_tallies",
         "tasks_with_payload",
         "queue_stats",

@@ -1100,3 +1100,6 @@ FROM schedule_fires f LEFT JOIN tasks t ON t.id = f.task_id
 WHERE f.key >= :first_key AND f.key < :past_key
 ORDER BY f.key DESC
 LIMIT :limit;
+
+-- name: next_run_after
+SELECT min(run_after) AS at FROM tasks WHERE status = 'ready' AND run_after > :now;
