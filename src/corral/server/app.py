@@ -20,6 +20,7 @@ from corral import filemodes
 from corral.errors import CorralError
 from corral.server import (
     claims,
+    dashboard,
     events,
     heartbeats,
     metrics,
@@ -55,6 +56,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *store_calls.ROUTES,
             *run_output.ROUTES,
             *openapi.ROUTES,
+            *dashboard.ROUTES,
         ],
         lifespan=_lifespan,
         exception_handlers={

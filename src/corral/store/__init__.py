@@ -27,6 +27,7 @@ from corral.store.recovery import RecoveryOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
 from corral.store.tallies import TallyOps
+from corral.store.task_pages import TaskPageOps
 from corral.store.tasks import TaskOps
 from corral.store.tokens import TokenOps
 from corral.store.workers import WorkerOps
@@ -34,6 +35,7 @@ from corral.store.workers import WorkerOps
 
 class Store(
     TaskOps,
+    TaskPageOps,
     EventOps,
     ClaimOps,
     WorkerOps,
@@ -49,7 +51,7 @@ class Store(
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
-    row and the tallies /metrics reads."""
+    row, the tallies /metrics reads and the dashboard's pages of tasks."""
 
     # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
     long_polls = False

@@ -932,3 +932,47 @@ SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
+
+-- fragment: task_page_filters
+-- The dashboard's filters of the task list (task_page_*); each is off when NULL.
+(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kind IS NULL OR kind = :kind)
+  AND (:assignee IS NULL OR assignee = :assignee)
+  AND (:label_path IS NULL OR json_extract(labels, :label_path) = :label_value)
+  AND (:pattern IS NULL OR title LIKE :pattern ESCAPE '\' OR description LIKE :pattern ESCAPE '\'
+       OR payload LIKE :pattern ESCAPE '\')
+
+-- name: task_page_newest
+-- A page of the dashboard's task list, newest first, after the cursor :after_seq (none:
+-- the first page): a keyset read on seq, as fast for the thousandth page as the first.
+-- :pattern is a LIKE pattern ('%text%', its % and _ escaped with \).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR seq < :after_seq)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_page_oldest
+-- task_page_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR seq > :after_seq)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_page_priority
+-- task_page_newest in claim order (priority, highest first, then oldest), after the
+-- cursor (:after_priority, :after_seq).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: count_task_page
+-- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_page_filters */
+LIMIT :cap) AS matched;

@@ -1,0 +1,53 @@
+"""The overview (`/`): the fleet at a glance, live.
+
+Tasks by status and by queue, runs per minute over the last hour (charts.py), workers by
+status, providers parked, reviews waiting, and the reconciler's last pass. Each figure
+is read through the use case or store read the CLI's `status` uses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from corral import reviews, usage
+from corral.model.states import TaskStatus
+from corral.server.context import settings_of, store_of
+from corral.server.dashboard import charts
+from corral.server.dashboard.guards import page
+from corral.server.dashboard.pages import render
+from corral.server.dashboard.visitors import Visitor
+
+
+def overview(request: Request, visitor: Visitor) -> Response:
+    """The overview page."""
+    store, settings = store_of(request), settings_of(request)
+    by_queue: dict[str, Counter[str]] = defaultdict(Counter)
+    for queue, _kind, status, n in store.task_gauges():
+        by_queue[queue][status] += n
+    by_status: Counter[str] = Counter()
+    for counts in by_queue.values():
+        by_status.update(counts)
+    minutes = charts.runs_per_minute(store)
+    workers = Counter(str(w.status) for w in store.list_workers())
+    return render(
+        request,
+        visitor,
+        "overview.html",
+        statuses=list(TaskStatus),
+        by_status=by_status,
+        by_queue=sorted(by_queue.items()),
+        chart=charts.svg(minutes),
+        totals=minutes.totals,
+        workers=sorted(workers.items()),
+        parked=[p for p in usage.provider_states(store) if p.parked],
+        waiting=reviews.pending(store, stale_after_s=settings.review_stale_after_s),
+        orchestrator=store.get_orchestrator(),
+        now=store.now(),
+    )
+
+
+ROUTES = [Route("/", page(overview), methods=["GET"])]

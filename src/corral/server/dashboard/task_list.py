@@ -1,0 +1,116 @@
+"""The tasks page: filter, search, sort and page through tasks; act on many at once.
+
+GET  /tasks?status=&queue=&kind=&assignee=&label=&q=&sort=&after=&limit=
+POST /tasks/bulk   action=retry|cancel, and either the ids of the selected rows (`id`,
+                   repeated) or scope=matching: every task the filters match, at most
+                   BULK_LIMIT, after a confirmation page that shows how many
+
+A bulk action calls the use case of one task (`corral retry`, `corral cancel`) for each
+task, each its own transaction: a task the state machine refuses (a retry of a running
+task) is counted as skipped and the others go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from corral import tasks
+from corral.errors import CorralError, InvalidInput
+from corral.model.states import TaskStatus
+from corral.model.task_pages import PageKey, TaskQuery, TaskSort
+from corral.server.context import store_of
+from corral.server.dashboard.forms import Form, one
+from corral.server.dashboard.guards import page, write
+from corral.server.dashboard.pages import redirect, render
+from corral.server.dashboard.task_filters import PAGE_SIZES, filter_pairs, link, task_query
+from corral.server.dashboard.visitors import Visitor
+from corral.store import Store
+
+BULK_LIMIT = 10_000  # the most tasks one bulk action touches (Oban Web's is 1,000)
+ACTIONS = {"retry": tasks.retry, "cancel": tasks.cancel}
+
+
+def task_list(request: Request, visitor: Visitor) -> Response:
+    """A page of the tasks the query string's filters match."""
+    query = task_query({k: request.query_params.getlist(k) for k in request.query_params})
+    found = store_of(request).task_page(query)
+    return render(
+        request,
+        visitor,
+        "tasks.html",
+        query=query,
+        tasks=found.tasks,
+        statuses=list(TaskStatus),
+        sorts=list(TaskSort),
+        page_sizes=PAGE_SIZES,
+        hidden=filter_pairs(query),
+        first_url=link(query),
+        next_url=None if found.next is None else link(query, after=str(found.next)),
+        here=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+    )
+
+
+def bulk(request: Request, visitor: Visitor, form: Form) -> Response:
+    """Retry or cancel the selected tasks, or (confirmed) every task the filters match."""
+    action = one(form, "action")
+    if action not in ACTIONS:
+        raise InvalidInput("action", "retry or cancel", action)
+    store, query = store_of(request), task_query(form)
+    back = link(query)
+    if one(form, "scope") != "matching":
+        ids = form.get("id", [])
+        if not ids:
+            return redirect(request, back, "Select tasks first, or act on all that match.")
+        return _apply(request, store, action, ids, back)
+    count = store.count_task_page(query, cap=BULK_LIMIT + 1)
+    if one(form, "confirm") != str(count):
+        return render(
+            request,
+            visitor,
+            "confirm.html",
+            action=action,
+            count=count,
+            limit=BULK_LIMIT,
+            hidden=filter_pairs(query),
+            back=back,
+        )
+    return _apply(request, store, action, _matching(store, query), back)
+
+
+def _matching(store: Store, query: TaskQuery) -> list[str]:
+    """The ids of the tasks `query` matches, oldest first, at most BULK_LIMIT."""
+    ids: list[str] = []
+    after: PageKey | None = None
+    while len(ids) < BULK_LIMIT:
+        found = store.task_page(replace(query, sort=TaskSort.OLDEST, after=after, limit=500))
+        ids.extend(t.id for t in found.tasks)
+        if found.next is None:
+            break
+        after = found.next
+    return ids[:BULK_LIMIT]
+
+
+def _apply(request: Request, store: Store, action: str, ids: list[str], back: str) -> Response:
+    done, skipped = 0, 0
+    for task_id in dict.fromkeys(ids):
+        try:
+            ACTIONS[action](store, task_id)
+            done += 1
+        except CorralError:
+            skipped += 1
+    request.app.state.work_signal.notify()  # retried tasks are ready: wake waiting claims
+    verb = {"retry": "Retried", "cancel": "Cancelled"}[action]
+    note = f"{verb} {done} task{'s' if done != 1 else ''}"
+    if skipped:
+        note += f"; {skipped} skipped (their state does not allow it)"
+    return redirect(request, back, note + ".")
+
+
+ROUTES = [
+    Route("/tasks", page(task_list), methods=["GET"]),
+    Route("/tasks/bulk", write(bulk), methods=["POST"]),
+]
