@@ -1,4 +1,4 @@
-"""Store operations of the dashboard's task list: a keyset page, and a bounded count.
+"""Store reads of the dashboard's task pages: a keyset page, a bounded count, dependents.
 
 Each sort has its own named query (task_page_newest, _oldest, _priority), so each reads
 its index in order from the cursor and stops at the page's end; the filters are the same
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from corral.model.states import TaskStatus
 from corral.model.task_pages import PageKey, TaskPage, TaskQuery, TaskSort
 from corral.store import rows
 from corral.store.driver import Driver, Row, Tx
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class TaskPageOps:
-    """Pages of tasks by filters, sort and cursor; how many tasks the filters match."""
+    """Pages of tasks by filters, sort and cursor; how many tasks the filters match; the
+    tasks that wait on one."""
 
     _driver: Driver
 
@@ -44,6 +46,12 @@ class TaskPageOps:
         with self._driver.read() as tx:
             row = tx.one("count_task_page", cap=cap, **_filters(query, self._driver.dialect))
             return int(row["n"]) if row else 0
+
+    def task_dependents(self, task_id: str, limit: int = 200) -> list[tuple[str, str, TaskStatus]]:
+        """(id, title, status) of the tasks that depend on `task_id`, oldest first."""
+        with self._driver.read() as tx:
+            found = tx.all("task_dependents", task_id=task_id, limit=limit)
+            return [(r["id"], r["title"], TaskStatus(r["status"])) for r in found]
 
 
 def _page_rows(tx: Tx, sort: TaskSort, params: dict[str, Any]) -> list[Row]:

@@ -19,7 +19,7 @@ import os
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from corral.server.dashboard import live, login, overview, task_list
+from corral.server.dashboard import live, login, overview, task_detail, task_list
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 
@@ -28,5 +28,6 @@ ROUTES: list[BaseRoute] = [
     *login.ROUTES,
     *live.ROUTES,
     *task_list.ROUTES,
+    *task_detail.ROUTES,
     Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
 ]

@@ -878,3 +878,10 @@ LIMIT :limit;
 SELECT count(*) AS n FROM (SELECT 1 FROM task_view
 WHERE /* fragment: task_page_filters */
 LIMIT :cap) AS matched;
+
+-- name: task_dependents
+-- The tasks that wait on :task_id (the task page's "blocking"), oldest first.
+SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
+WHERE d.depends_on = :task_id
+ORDER BY t.seq
+LIMIT :limit;
