@@ -74,7 +74,7 @@ def test_request_changes_sends_the_task_back_with_its_note(repo_server, open_pag
     page.get_by_label("Changes to ask for").fill("use longer names")
     page.get_by_role("button", name="Request changes").click()
     expect(page.get_by_role("status")).to_contain_text("Changes requested")
-    expect(page.locator("#task-live .status").first).to_have_text("ready")
+    expect(page.locator("#live .status").first).to_have_text("ready")
     with server.store() as store:
         assert "use longer names" == store.get_review(task_id).changes_note
 

@@ -19,7 +19,16 @@ import os
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from corral.server.dashboard import live, login, overview, task_detail, task_list
+from corral.server.dashboard import (
+    events_page,
+    live,
+    login,
+    overview,
+    queues_page,
+    task_detail,
+    task_list,
+    workers_page,
+)
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 
@@ -29,5 +38,8 @@ ROUTES: list[BaseRoute] = [
     *live.ROUTES,
     *task_list.ROUTES,
     *task_detail.ROUTES,
+    *workers_page.ROUTES,
+    *queues_page.ROUTES,
+    *events_page.ROUTES,
     Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
 ]

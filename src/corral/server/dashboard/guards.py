@@ -3,6 +3,7 @@
     page(view)    GET: the visitor (any role; none: the login form), then `view` renders
     write(action) POST: the visitor, the CSRF token and origin (csrf.py), an operator's
                   role, then `action` calls its use case and redirects (303) back
+    routes(...)   a page and its writes, as a module's ROUTES
 
 A write is refused (403) before its use case runs, whatever the page showed, so a viewer
 who forges a form changes nothing. A use case's refusal (a task that is not failed, a
@@ -16,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from corral.errors import CorralError
 from corral.server.auth import Denied
@@ -65,6 +67,14 @@ def write(action: Action) -> Endpoint:
         return response
 
     return endpoint
+
+
+def routes(path: str, view: View, actions: dict[str, Action]) -> list[BaseRoute]:
+    """The page `view` at `path` (GET) and each write of `actions` at its own path (POST)."""
+    return [
+        Route(path, page(view), methods=["GET"]),
+        *(Route(where, write(action), methods=["POST"]) for where, action in actions.items()),
+    ]
 
 
 def _refusal(request: Request, exc: Exception) -> Response:

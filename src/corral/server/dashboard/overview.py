@@ -37,6 +37,7 @@ def overview(request: Request, visitor: Visitor) -> Response:
         request,
         visitor,
         "overview.html",
+        live="/live?limit=0",
         statuses=list(TaskStatus),
         by_status=by_status,
         by_queue=sorted(by_queue.items()),

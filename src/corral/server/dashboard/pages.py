@@ -56,13 +56,22 @@ _env.filters["when"] = lambda t: "" if t is None else t.strftime("%Y-%m-%d %H:%M
 
 
 def render(
-    request: Request, visitor: Visitor, template: str, status: int = 200, **context: Any
+    request: Request,
+    visitor: Visitor,
+    template: str,
+    status: int = 200,
+    *,
+    live: str | None = None,
+    **context: Any,
 ) -> Response:
-    """Template `template` as the page of `request` for `visitor`, with its headers."""
+    """Template `template` as the page of `request` for `visitor`, with its headers. With
+    `live` (a /live URL), the page listens to that stream and its live region follows it."""
     html = _env.get_template(template).render(
         visitor=visitor,
         csrf=csrf.token_of(request),
         path=request.url.path,
+        here=here(request),
+        live=live,
         notice=request.cookies.get(NOTICE_COOKIE),
         **context,
     )
@@ -76,7 +85,12 @@ def render(
 def render_bare(request: Request, template: str, status: int = 200, **context: Any) -> Response:
     """A page without a visitor (the login form, an error before one is known)."""
     html = _env.get_template(template).render(
-        csrf=csrf.token_of(request), path=request.url.path, notice=None, **context
+        csrf=csrf.token_of(request),
+        path=request.url.path,
+        here=here(request),
+        live=None,
+        notice=None,
+        **context,
     )
     response = HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
     csrf.remember(request, response)
@@ -105,7 +119,11 @@ def local(to: str) -> str:
     return to
 
 
+def here(request: Request) -> str:
+    """The path and query of `request`: where a live region fetches itself again."""
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
 def login_url(request: Request) -> str:
     """The login form, coming back to `request`'s page after."""
-    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return "/login?next=" + quote(here, safe="")
+    return "/login?next=" + quote(here(request), safe="")

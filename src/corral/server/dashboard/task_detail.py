@@ -18,7 +18,6 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from corral import reviews, tasks, usage
 from corral.errors import CorralError, NotFound
@@ -29,7 +28,7 @@ from corral.reviews import Branches
 from corral.server.context import settings_of, store_of
 from corral.server.dashboard import transcripts
 from corral.server.dashboard.forms import Form, one
-from corral.server.dashboard.guards import page, write
+from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.visitors import Visitor
 from corral.server.paths import path_id
@@ -51,6 +50,7 @@ def task_page(request: Request, visitor: Visitor) -> Response:
         request,
         visitor,
         "task.html",
+        live=f"/live?limit=0&task={task.id}",
         task=task,
         blocked_by=store.dependency_statuses(task.id),
         blocking=store.task_dependents(task.id),
@@ -160,11 +160,17 @@ def merge(request: Request, visitor: Visitor, form: Form) -> Response:
     return redirect(request, _back(task_id), note)
 
 
-ROUTES = [
-    Route("/tasks/{task_id}", page(task_page), methods=["GET"]),
-    Route("/tasks/{task_id}/retry", write(retry), methods=["POST"]),
-    Route("/tasks/{task_id}/cancel", write(cancel), methods=["POST"]),
-    Route("/tasks/{task_id}/approve", write(approve), methods=["POST"]),
-    Route("/tasks/{task_id}/request-changes", write(request_changes), methods=["POST"]),
-    Route("/tasks/{task_id}/merge", write(merge), methods=["POST"]),
-]
+ROUTES = routes(
+    "/tasks/{task_id}",
+    task_page,
+    {
+        f"/tasks/{{task_id}}/{name}": action
+        for name, action in (
+            ("retry", retry),
+            ("cancel", cancel),
+            ("approve", approve),
+            ("request-changes", request_changes),
+            ("merge", merge),
+        )
+    },
+)

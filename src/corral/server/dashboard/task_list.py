@@ -16,7 +16,6 @@ from dataclasses import replace
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from corral import tasks
 from corral.errors import CorralError, InvalidInput
@@ -24,12 +23,13 @@ from corral.model.states import TaskStatus
 from corral.model.task_pages import PageKey, TaskQuery, TaskSort
 from corral.server.context import store_of
 from corral.server.dashboard.forms import Form, one
-from corral.server.dashboard.guards import page, write
+from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.task_filters import PAGE_SIZES, filter_pairs, link, task_query
 from corral.server.dashboard.visitors import Visitor
 from corral.store import Store
 
+LIVE = "/live?limit=0"  # every event: any may change a row
 BULK_LIMIT = 10_000  # the most tasks one bulk action touches (Oban Web's is 1,000)
 ACTIONS = {"retry": tasks.retry, "cancel": tasks.cancel}
 
@@ -50,7 +50,7 @@ def task_list(request: Request, visitor: Visitor) -> Response:
         hidden=filter_pairs(query),
         first_url=link(query),
         next_url=None if found.next is None else link(query, after=str(found.next)),
-        here=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
+        live=LIVE,
     )
 
 
@@ -110,7 +110,4 @@ def _apply(request: Request, store: Store, action: str, ids: list[str], back: st
     return redirect(request, back, note + ".")
 
 
-ROUTES = [
-    Route("/tasks", page(task_list), methods=["GET"]),
-    Route("/tasks/bulk", write(bulk), methods=["POST"]),
-]
+ROUTES = routes("/tasks", task_list, {"/tasks/bulk": bulk})
