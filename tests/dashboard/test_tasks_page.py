@@ -10,24 +10,42 @@ import urllib.request
 from playwright.sync_api import expect
 from tests.dashboard.conftest import failed_task, shoot
 
+from corral import workers
+from corral.claims import claim, complete
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
+from corral.model.workers import NewWorker
 from corral.tasks import enqueue
 
 
-def test_loopback_without_tokens_opens_every_page_with_its_headers(server, open_page):
-    """With no token, the loopback sees the overview, served with a CSP and no inline script."""
+def test_loopback_without_tokens_opens_the_overview_with_its_headers(server, open_page):
+    """With no token, the loopback sees the overview (light and dark), served with a CSP
+    and no inline script."""
     server.start()
     with server.store() as store:
-        enqueue(store, NewTask(title="a first task", queue="code"))
+        _some_work(store)
     page = open_page(server.url + "/")
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     expect(page.get_by_role("link", name="code")).to_be_visible()
+    expect(page.locator("svg.chart rect.finished")).not_to_have_count(0)
     answer = page.request.get(server.url + "/tasks")
     assert "script-src 'self'" in answer.headers["content-security-policy"]
     assert "unsafe-inline" not in answer.headers["content-security-policy"]
     assert "<script>" not in answer.text()
     shoot(page, "overview")
+    shoot(open_page(server.url + "/", scheme="dark"), "overview-dark")
+
+
+def _some_work(store) -> None:
+    """Tasks in three queues, some done, one failed, one running: an overview to look at."""
+    worker = workers.register(store, NewWorker(name="agent-1")).worker
+    for i in range(9):
+        task = enqueue(store, NewTask(title=f"task {i}", queue=("code", "docs", "tests")[i % 3]))
+        if i < 5:
+            held = claim(store, task.id, worker.id)
+            complete(store, task.id, token=held.token)
+    claim(store, enqueue(store, NewTask(title="refactor the parser", queue="code")).id, worker.id)
+    failed_task(store, "flaky integration test")
 
 
 def test_a_script_title_renders_as_text(server, open_page):

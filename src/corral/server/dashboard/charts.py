@@ -1,5 +1,6 @@
 """The overview's chart, drawn on the server as SVG: runs started, finished and failed
-per minute over the last hour.
+per minute over the last hour (a run starts with its claim: `task.claimed`; it finishes
+with `task.completed` or fails with `task.failed`, retries included).
 
 No script draws it, so it shows without JavaScript and under the CSP; its colours are
 classes of the stylesheet (light and dark). Each minute is a group of three bars with a
@@ -18,7 +19,7 @@ from corral.model.events import EventFilter
 from corral.store import Store
 
 MINUTES = 60
-SERIES = {"run.started": "started", "task.completed": "finished", "task.failed": "failed"}
+SERIES = {"task.claimed": "started", "task.completed": "finished", "task.failed": "failed"}
 MAX_EVENTS = 50_000  # the most an hour's chart reads; a busier hour shows its newest
 WIDTH, HEIGHT, BAR = 720, 140, 3
 
