@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from corral.errors import InvalidInput, InvalidTransition
 from corral.model.states import TaskStatus
 from corral.model.task_pages import TaskQuery, TaskSort
 from corral.model.tasks import NewTask
-from corral.tasks import cancel, enqueue
+from corral.tasks import cancel, enqueue, reprioritise
 
 
 def _titles(store, query):
@@ -52,3 +55,14 @@ def test_pages_of_each_sort_hold_every_task_once(store):
         assert titles == seen
     assert 8 == store.count_task_page(TaskQuery(), cap=100)
     assert 5 == store.count_task_page(TaskQuery(), cap=5)
+
+
+def test_reprioritise_refuses_a_finished_task_and_a_number_out_of_range(store):
+    """A cancelled task keeps its priority (InvalidTransition); 2**31 is bad input."""
+    task = enqueue(store, NewTask(title="t"))
+    assert 5 == reprioritise(store, task.id, 5).priority
+    with pytest.raises(InvalidInput):
+        reprioritise(store, task.id, 2**31)
+    cancel(store, task.id)
+    with pytest.raises(InvalidTransition):
+        reprioritise(store, task.id, 1)

@@ -12,6 +12,7 @@ from tests.dashboard.conftest import failed_task, shoot
 
 from corral import workers
 from corral.claims import claim, complete
+from corral.model.events import EventFilter
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker
@@ -161,3 +162,21 @@ def _cross_site_post(url: str, token: str) -> int:
             return int(answer.status)
     except urllib.error.HTTPError as exc:
         return exc.code
+
+
+def test_reprioritise_the_selected_tasks(server, open_page):
+    """Set priority on two selected tasks changes theirs and writes task.reprioritised."""
+    server.start()
+    with server.store() as store:
+        picked = [enqueue(store, NewTask(title=f"pick {i}")).id for i in range(2)]
+        other = enqueue(store, NewTask(title="leave")).id
+    page = open_page(server.url + "/tasks")
+    for i in range(2):
+        page.get_by_label(f"Select pick {i}").check()
+    page.get_by_label("Priority", exact=True).fill("7")
+    page.get_by_role("button", name="Set priority").click()
+    expect(page.get_by_role("status")).to_contain_text("Re-prioritised 2 tasks")
+    with server.store() as store:
+        assert [7, 7, 0] == [store.get_task(t).priority for t in [*picked, other]]
+        (event,) = store.list_events(EventFilter(task_id=picked[0], names=("task.reprioritised",)))
+        assert {"from": 0, "to": 7} == event.data

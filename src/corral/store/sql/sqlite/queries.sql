@@ -174,6 +174,11 @@ SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = 
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING status;
 
+-- name: set_task_priority
+-- A new priority for a task that is not final; its place in the claim order follows.
+UPDATE tasks SET priority = :priority, updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
                      status, registered_at, last_heartbeat_at, pid_started_at, provider)
