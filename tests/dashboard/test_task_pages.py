@@ -18,6 +18,17 @@ def _titles(store, query):
     return [t.title for t in store.task_page(query).tasks]
 
 
+def _every_page(store, query):
+    """The titles of every page of `query`, each read after the cursor of the one before."""
+    seen = []
+    while True:
+        page = store.task_page(query)
+        seen += [t.title for t in page.tasks]
+        if page.next is None:
+            return seen
+        query = replace(query, after=page.next)
+
+
 def test_each_filter_narrows_the_page(store):
     """Status, queue, kind, assignee, label and text (title, description, payload) filter."""
     enqueue(store, NewTask(title="alpha", queue="q1", kind="k1", assignee="ann"))
@@ -45,14 +56,7 @@ def test_pages_of_each_sort_hold_every_task_once(store):
         TaskSort.PRIORITY: ["t2", "t5", "t1", "t4", "t7", "t0", "t3", "t6"],
     }
     for sort, titles in expected.items():
-        query, seen = TaskQuery(sort=sort, limit=3), []
-        while True:
-            page = store.task_page(query)
-            seen += [t.title for t in page.tasks]
-            if page.next is None:
-                break
-            query = replace(query, after=page.next)
-        assert titles == seen
+        assert titles == _every_page(store, TaskQuery(sort=sort, limit=3))
     assert 8 == store.count_task_page(TaskQuery(), cap=100)
     assert 5 == store.count_task_page(TaskQuery(), cap=5)
 
@@ -66,3 +70,12 @@ def test_reprioritise_refuses_a_finished_task_and_a_number_out_of_range(store):
     cancel(store, task.id)
     with pytest.raises(InvalidTransition):
         reprioritise(store, task.id, 1)
+
+
+def test_pages_in_priority_order_of_one_status(store):
+    """The priority sort of one status (its own query) pages through that status only."""
+    for i in range(7):
+        enqueue(store, NewTask(title=f"t{i}", priority=i % 3))
+    cancel(store, enqueue(store, NewTask(title="gone", priority=9)).id)
+    query = TaskQuery(statuses=(TaskStatus.READY,), sort=TaskSort.PRIORITY, limit=2)
+    assert ["t2", "t5", "t1", "t4", "t0", "t3", "t6"] == _every_page(store, query)

@@ -1,4 +1,5 @@
-"""Store reads of the dashboard's task pages: a keyset page, a bounded count, dependents.
+"""Store reads of the dashboard's pages: a keyset page of tasks, a bounded count, a task's
+dependents and timeline, and the overview's events per minute.
 
 Each sort has its own named query (task_page_newest, _oldest, _priority), so each reads
 its index in order from the cursor and stops at the page's end; the filters are the same
@@ -9,6 +10,7 @@ matches are frequent.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral.model.states import TaskStatus
@@ -17,6 +19,8 @@ from corral.store import rows
 from corral.store.driver import Driver, Row, Tx
 
 if TYPE_CHECKING:
+    from corral.model.events import Event
+
     pass
 
 
@@ -53,10 +57,27 @@ class TaskPageOps:
             found = tx.all("task_dependents", task_id=task_id, limit=limit)
             return [(r["id"], r["title"], TaskStatus(r["status"])) for r in found]
 
+    def task_timeline(self, task_id: str, limit: int) -> list[Event]:
+        """The newest `limit` events of task `task_id`, newest first."""
+        with self._driver.read() as tx:
+            found = tx.all("task_timeline", task_id=task_id, limit=limit)
+            return [rows.event(self._driver, r) for r in found]
+
+    def events_per_minute(
+        self, names: tuple[str, ...], since_at: datetime
+    ) -> list[tuple[str, int, int]]:
+        """(name, minute, how many) of the events of `names` written since `since_at`,
+        minute 0 being the one that starts at `since_at`."""
+        with self._driver.read() as tx:
+            found = tx.all("events_per_minute", names=list(names), since_at=since_at)
+            return [(r["name"], int(r["minute"]), int(r["n"])) for r in found]
+
 
 def _page_rows(tx: Tx, sort: TaskSort, params: dict[str, Any]) -> list[Row]:
     if sort is TaskSort.OLDEST:
         return tx.all("task_page_oldest", **params)
+    if sort is TaskSort.PRIORITY and params["statuses"] and len(params["statuses"]) == 1:
+        return tx.all("task_page_priority_of_status", status=params["statuses"][0], **params)
     if sort is TaskSort.PRIORITY:
         return tx.all("task_page_priority", **params)
     return tx.all("task_page_newest", **params)

@@ -162,10 +162,15 @@ class TaskOps:
 
     def set_task_priority(self, task_id: str, priority: int, *, actor: str) -> Task:
         """Give a task that is not final a new priority (its claim order follows)."""
-        allowed = ALLOWED_FROM["reprioritise"]
         with self._driver.write() as tx:
             was = task_in(tx, self._driver, task_id)
-            if not tx.run("set_task_priority", task_id=task_id, priority=priority, allowed=allowed):
+            changed = tx.run(
+                "set_task_priority",
+                task_id=task_id,
+                priority=priority,
+                allowed=ALLOWED_FROM["reprioritise"],
+            )
+            if not changed:
                 raise errors.InvalidTransition(task_id, "reprioritise", was.status)
             change = {"from": was.priority, "to": priority}
             journal.record(tx, "task.reprioritised", actor=actor, task_id=task_id, data=change)

@@ -15,12 +15,10 @@ from datetime import datetime, timedelta
 
 from markupsafe import Markup, escape
 
-from corral.model.events import EventFilter
 from corral.store import Store
 
 MINUTES = 60
 SERIES = {"task.claimed": "started", "task.completed": "finished", "task.failed": "failed"}
-MAX_EVENTS = 50_000  # the most an hour's chart reads; a busier hour shows its newest
 WIDTH, HEIGHT, BAR = 720, 140, 3
 
 
@@ -41,15 +39,13 @@ class Minutes:
 
 
 def runs_per_minute(store: Store) -> Minutes:
-    """The last hour's events of each series, counted by minute."""
+    """The last hour's events of each series, counted by minute (by the store)."""
     now = store.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
     start_at = now - timedelta(minutes=MINUTES)
-    flt = EventFilter(names=tuple(SERIES), since_at=start_at, limit=MAX_EVENTS)
     counts: list[Counter[str]] = [Counter() for _ in range(MINUTES)]
-    for event in store.list_events(flt):
-        index = int((event.at - start_at).total_seconds() // 60)
-        if 0 <= index < MINUTES:
-            counts[index][SERIES[event.name]] += 1
+    for name, minute, n in store.events_per_minute(tuple(SERIES), start_at):
+        if 0 <= minute < MINUTES:
+            counts[minute][SERIES[name]] += n
     return Minutes(start_at=start_at, counts=counts)
 
 

@@ -21,7 +21,6 @@ from starlette.responses import Response
 
 from corral import reviews, tasks, usage
 from corral.errors import CorralError, NotFound
-from corral.model.events import EventFilter
 from corral.model.reviews import MergeStrategy
 from corral.model.runs import Run
 from corral.reviews import Branches
@@ -54,7 +53,7 @@ def task_page(request: Request, visitor: Visitor) -> Response:
         task=task,
         blocked_by=store.dependency_statuses(task.id),
         blocking=store.task_dependents(task.id),
-        events=store.list_events(EventFilter(task_id=task.id, limit=TIMELINE)),
+        events=store.task_timeline(task.id, TIMELINE),
         runs=runs,
         totals=usage.task_totals(store, task.id),
         run=chosen,

@@ -129,6 +129,8 @@ LOCAL = frozenset(
         "task_page",
         "count_task_page",
         "task_dependents",
+        "task_timeline",
+        "events_per_minute",
     }
 )
 

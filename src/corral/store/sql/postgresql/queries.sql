@@ -878,6 +878,16 @@ WHERE /* fragment: task_page_filters */
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
+-- name: task_page_priority_of_status
+-- task_page_priority of the tasks of one status, :status: read in the claim order's
+-- index (tasks_claim_order), not sorted after a scan.
+SELECT * FROM task_view
+WHERE status = :status::text AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority < :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq > :after_seq::bigint))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
 -- name: count_task_page
 -- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
 SELECT count(*) AS n FROM (SELECT 1 FROM task_view
@@ -890,3 +900,18 @@ SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
 WHERE d.depends_on = :task_id
 ORDER BY t.seq
 LIMIT :limit;
+
+-- name: task_timeline
+-- The newest :limit events of task :task_id, newest first (events_by_task).
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE task_id = :task_id
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_per_minute
+-- How many events of each of :names were written in each minute from :since_at on (the
+-- overview's chart), by events_by_name_at.
+SELECT name, floor(extract(epoch FROM at - :since_at::timestamptz) / 60)::int AS minute, count(*) AS n
+FROM events
+WHERE name = ANY(:names::text[]) AND at >= :since_at::timestamptz
+GROUP BY name, minute;

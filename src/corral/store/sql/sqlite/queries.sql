@@ -976,6 +976,16 @@ WHERE /* fragment: task_page_filters */
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
+-- name: task_page_priority_of_status
+-- task_page_priority of the tasks of one status, :status: read in the claim order's
+-- index (tasks_claim_order), not sorted after a scan.
+SELECT * FROM task_view
+WHERE status = :status AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
 -- name: count_task_page
 -- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
 SELECT count(*) AS n FROM (SELECT 1 FROM task_view
@@ -988,3 +998,18 @@ SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
 WHERE d.depends_on = :task_id
 ORDER BY t.seq
 LIMIT :limit;
+
+-- name: task_timeline
+-- The newest :limit events of task :task_id, newest first (events_by_task).
+SELECT *, 0 AS cursor_xid FROM events
+WHERE task_id = :task_id
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_per_minute
+-- How many events of each of :names were written in each minute from :since_at on (the
+-- overview's chart), by events_by_name_at.
+SELECT name, CAST((at - :since_at) / 60 AS INTEGER) AS minute, count(*) AS n
+FROM events
+WHERE name IN (SELECT value FROM json_each(:names)) AND at >= :since_at
+GROUP BY name, minute;
