@@ -36,6 +36,8 @@ SCRIPTS = (
     "agent_stream",
     "limit_park",
     "metrics_scrape",
+    "dashboard_pages",
+    "dashboard_live",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 
