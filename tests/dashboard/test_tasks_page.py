@@ -10,7 +10,7 @@ import urllib.request
 from playwright.sync_api import expect
 from tests.dashboard.conftest import failed_task, shoot
 
-from corral import workers
+from corral import queues, usage, workers
 from corral.claims import claim, complete
 from corral.model.events import EventFilter
 from corral.model.states import TaskStatus
@@ -29,6 +29,7 @@ def test_loopback_without_tokens_opens_the_overview_with_its_headers(server, ope
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     expect(page.get_by_role("link", name="code")).to_be_visible()
     expect(page.locator("svg.chart rect.finished")).not_to_have_count(0)
+    expect(page.get_by_text("Repairs in the last hour: none.")).to_be_visible()
     answer = page.request.get(server.url + "/tasks")
     assert "script-src 'self'" in answer.headers["content-security-policy"]
     assert "unsafe-inline" not in answer.headers["content-security-policy"]
@@ -131,13 +132,20 @@ def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, o
     server.start()
     with server.store() as store:
         broken = failed_task(store, "broken")
+        usage.set_provider(store, "claude-work", max_running=1)
+        queues.set_queue_limits(store, "default", {"max_running": 2})
+        workers.register(store, NewWorker(name="busy-bee"))
     page = open_page(server.url + "/tasks")
     expect(page.get_by_role("heading", name="Sign in to corral")).to_be_visible()
     page.get_by_label("API token").fill(viewer)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("link", name="broken")).to_be_visible()
-    assert 0 == page.get_by_role("button", name="Retry").count()
     assert 0 == page.get_by_role("checkbox").count()
+    for path in ("/tasks", f"/tasks/{broken}", "/workers", "/queues", "/events", "/"):
+        page.goto(server.url + path)
+        shown = page.get_by_role("button").all_inner_texts()
+        assert [] == [b for b in shown if b not in ("Sign out", "Filter")], path
+    page.goto(server.url + "/tasks")
     token = page.locator("input[name=csrf]").first.get_attribute("value")
     form = {"csrf": token, "action": "retry", "id": broken}
     assert 403 == page.request.post(server.url + "/tasks/bulk", form=form).status

@@ -1,13 +1,14 @@
 """The overview (`/`): the fleet at a glance, live.
 
 Tasks by status and by queue, runs per minute over the last hour (charts.py), workers by
-status, providers parked, reviews waiting, and the reconciler's last pass. Each figure
-is read through the use case or store read the CLI's `status` uses.
+status, providers parked, reviews waiting, and the reconciler's last pass and its repairs
+over the last hour. Each figure is read through a use case or a store read.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from datetime import timedelta
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,6 +21,18 @@ from corral.server.dashboard import charts
 from corral.server.dashboard.guards import page
 from corral.server.dashboard.pages import render
 from corral.server.dashboard.visitors import Visitor
+from corral.store import Store
+
+# The reconciler's repairs (docs/state-machines.md, Events), counted over the last hour.
+REPAIRS = (
+    "task.lease_expired",
+    "task.crashed",
+    "task.orphan_recovered",
+    "claim.closed",
+    "worker.stale",
+    "worker.dead",
+    "worker.status_fixed",
+)
 
 
 def overview(request: Request, visitor: Visitor) -> Response:
@@ -47,8 +60,18 @@ def overview(request: Request, visitor: Visitor) -> Response:
         parked=[p for p in usage.provider_states(store) if p.parked],
         waiting=reviews.pending(store, stale_after_s=settings.review_stale_after_s),
         orchestrator=store.get_orchestrator(),
+        repairs=_repairs(store),
         now=store.now(),
     )
+
+
+def _repairs(store: Store) -> list[tuple[str, int]]:
+    """How many of each repair the reconciler made in the last hour, the most first."""
+    since_at = store.now() - timedelta(hours=1)
+    found: Counter[str] = Counter()
+    for name, _minute, n in store.events_per_minute(REPAIRS, since_at):
+        found[name] += n
+    return found.most_common()
 
 
 ROUTES = [Route("/", page(overview), methods=["GET"])]
