@@ -40,8 +40,10 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def open_page(browser: object) -> Iterator[object]:
-    """A function that opens a fresh browser page (own cookies) on a URL."""
+    """A function that opens a fresh browser page (own cookies) on a URL; at the end, no
+    page may have logged a refusal of the Content-Security-Policy."""
     contexts: list[object] = []
+    refused: list[str] = []
 
     def opened(url: str, scheme: str = "light") -> object:
         context = browser.new_context(  # type: ignore[attr-defined]
@@ -51,12 +53,20 @@ def open_page(browser: object) -> Iterator[object]:
         page = context.new_page()
         page.set_default_timeout(10_000)
         page.on("dialog", _no_dialog)
+        page.on("console", lambda message: _note_refusal(message, refused))
         page.goto(url)
         return page
 
     yield opened
     for context in contexts:
         context.close()  # type: ignore[attr-defined]
+    assert [] == refused
+
+
+def _note_refusal(message: object, refused: list[str]) -> None:
+    text = message.text  # type: ignore[attr-defined]
+    if "Content Security Policy" in text:
+        refused.append(text)
 
 
 def _no_dialog(dialog: object) -> None:
