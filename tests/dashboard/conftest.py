@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-from tests.server.conftest import server  # noqa: F401 - its fixture, reused here
+from tests.server.conftest import served, server  # noqa: F401 - its fixtures, reused here
 
 from corral import Store, workers
 from corral.claims import claim, fail

@@ -126,8 +126,9 @@ def test_a_new_task_appears_live(server, open_page):
 
 
 def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, open_page):
-    """A viewer signs in, sees no Retry/Cancel or checkboxes, and a POST is 403 with or
-    without a CSRF token; an operator's POST without the token is 403 too."""
+    """A viewer signs in and sees no write control on any page; its POST is 403 even with
+    the page's CSRF token. An operator's POST without the token, without an Origin, or
+    from another site is 403 too, and the same POST from the page goes through."""
     viewer, operator = server.token("viewer"), server.token("operator")
     server.start()
     with server.store() as store:
@@ -148,15 +149,25 @@ def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, o
     page.goto(server.url + "/tasks")
     token = page.locator("input[name=csrf]").first.get_attribute("value")
     form = {"csrf": token, "action": "retry", "id": broken}
-    assert 403 == page.request.post(server.url + "/tasks/bulk", form=form).status
+    same_site = {"Origin": server.url}
+    assert 403 == page.request.post(server.url + "/tasks/bulk", form=form, headers=same_site).status
     operator_page = open_page(server.url + "/login")
     operator_page.get_by_label("API token").fill(operator)
     operator_page.get_by_role("button", name="Sign in").click()
+    expect(operator_page.get_by_role("heading", name="Overview")).to_be_visible()
+    post = operator_page.request.post
     no_token = {"action": "retry", "id": broken}
-    assert 403 == operator_page.request.post(server.url + "/tasks/bulk", form=no_token).status
+    assert 403 == post(server.url + "/tasks/bulk", form=no_token, headers=same_site).status
+    token = operator_page.locator("input[name=csrf]").first.get_attribute("value")
+    form = {"csrf": token, "action": "retry", "id": broken}
+    assert 403 == post(server.url + "/tasks/bulk", form=form, max_redirects=0).status  # no Origin
     assert 403 == _cross_site_post(server.url, operator)
     with server.store() as store:
         assert TaskStatus.FAILED == store.get_task(broken).status
+    done = post(server.url + "/tasks/bulk", form=form, headers=same_site, max_redirects=0)
+    assert 303 == done.status  # the same write, from the page: the refusals were the checks'
+    with server.store() as store:
+        assert TaskStatus.READY == store.get_task(broken).status
 
 
 def _cross_site_post(url: str, token: str) -> int:

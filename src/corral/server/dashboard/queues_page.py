@@ -19,6 +19,7 @@ from corral.server.dashboard.forms import Form, one
 from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.visitors import Visitor
+from corral.server.paths import path_id
 
 LIMITS = ("max_ready", "max_running", "rate")
 
@@ -38,7 +39,7 @@ def queues_page(request: Request, visitor: Visitor) -> Response:
 
 def set_limits(request: Request, visitor: Visitor, form: Form) -> Response:
     """Set the queue's three limits as the form gives them."""
-    queue = request.path_params["queue"]
+    queue = path_id(request, "queue", "queue")
     changes = {name: _number(name, one(form, name)) for name in LIMITS}
     queues.set_queue_limits(store_of(request), queue, changes)
     return redirect(request, "/queues", f"Limits of {queue} saved.")
@@ -55,13 +56,15 @@ def _number(name: str, raw: str) -> float | None:
 
 def pause(request: Request, visitor: Visitor, form: Form) -> Response:
     """Pause the provider account: its agents claim nothing until resumed."""
-    state = usage.set_provider(store_of(request), request.path_params["name"], paused=True)
+    state = usage.set_provider(store_of(request), path_id(request, "name", "provider"), paused=True)
     return redirect(request, "/queues", f"Paused {state.name}.")
 
 
 def resume(request: Request, visitor: Visitor, form: Form) -> Response:
     """Resume the provider account (a usage-limit park ends too)."""
-    state = usage.set_provider(store_of(request), request.path_params["name"], paused=False)
+    state = usage.set_provider(
+        store_of(request), path_id(request, "name", "provider"), paused=False
+    )
     return redirect(request, "/queues", f"Resumed {state.name}.")
 
 
@@ -70,7 +73,7 @@ def cap(request: Request, visitor: Visitor, form: Form) -> Response:
     raw = one(form, "max_running").strip()
     if raw and not raw.isdigit():
         raise InvalidInput("max_running", "a whole number, or nothing for no cap", raw[:20])
-    name = request.path_params["name"]
+    name = path_id(request, "name", "provider")
     state = usage.set_provider(store_of(request), name, max_running=int(raw) if raw else None)
     return redirect(request, "/queues", f"Cap of {state.name} saved.")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlencode
 
+from corral import documents
 from corral.errors import InvalidInput
 from corral.model.task_pages import TaskQuery, TaskSort, parse_page_key
 from corral.model.tasks import check_name
@@ -30,8 +31,10 @@ def task_query(fields: Mapping[str, Sequence[str]]) -> TaskQuery:
         return values[0] if values else None
 
     text = first("q")
-    if text is not None and len(text) > MAX_TEXT:
-        raise InvalidInput("q", f"a search of at most {MAX_TEXT} characters")
+    if text is not None:
+        if len(text) > MAX_TEXT:
+            raise InvalidInput("q", f"a search of at most {MAX_TEXT} characters")
+        documents.check_text("q", text)  # no NUL: a store could not compare it
     for name in ("queue", "kind", "assignee"):
         if (value := first(name)) is not None:
             check_name(name, value)
@@ -56,6 +59,7 @@ def _label(raw: str | None) -> tuple[str, str] | None:
     if not sep or not key:
         raise InvalidInput("label", "KEY=VALUE", raw[:80])
     check_name("label", key)
+    documents.check_text("label", value)
     return key, value
 
 
