@@ -38,6 +38,8 @@ SCRIPTS = (
     "metrics_scrape",
     "dashboard_pages",
     "dashboard_live",
+    "retention_claims",
+    "schedule_pass",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

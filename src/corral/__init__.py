@@ -57,6 +57,7 @@ _HOMES = {
     "corral.model.events": ["Event", "EventFilter"],
     "corral.model.queues": ["QueueStat"],
     "corral.model.runs": ["NewRun", "Run", "RunOutcome"],
+    "corral.model.schedules": ["NewSchedule", "Overlap", "Schedule", "ScheduleFire"],
     "corral.model.states": ["ClaimStatus", "TaskStatus", "WorkerStatus"],
     "corral.model.tasks": ["NewTask", "Task", "TaskFilter"],
     "corral.model.workers": ["NewWorker", "Worker"],
@@ -64,6 +65,7 @@ _HOMES = {
     "corral.queues": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
     "corral.reconcile": ["ReconcileReport", "reconcile_once"],
     "corral.runtime.worker.api": ["run_worker"],
+    "corral.schedules": ["add_schedule", "fire_due"],
     "corral.settings": ["Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
     "corral.tasks": ["cancel", "enqueue", "retry"],
@@ -117,6 +119,10 @@ if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
     from corral.model.runs import NewRun as NewRun
     from corral.model.runs import Run as Run
     from corral.model.runs import RunOutcome as RunOutcome
+    from corral.model.schedules import NewSchedule as NewSchedule
+    from corral.model.schedules import Overlap as Overlap
+    from corral.model.schedules import Schedule as Schedule
+    from corral.model.schedules import ScheduleFire as ScheduleFire
     from corral.model.states import ClaimStatus as ClaimStatus
     from corral.model.states import TaskStatus as TaskStatus
     from corral.model.states import WorkerStatus as WorkerStatus
@@ -132,6 +138,8 @@ if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
     from corral.reconcile import ReconcileReport as ReconcileReport
     from corral.reconcile import reconcile_once as reconcile_once
     from corral.runtime.worker.api import run_worker as run_worker
+    from corral.schedules import add_schedule as add_schedule
+    from corral.schedules import fire_due as fire_due
     from corral.settings import Settings as Settings
     from corral.settings import load_settings as load_settings
     from corral.store import Store as Store

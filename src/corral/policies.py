@@ -131,6 +131,7 @@ class WorkerOptions:
     worktree: bool
     base: str
     keep_worktrees: bool
+    require: tuple[str, ...]  # NAME or NAME>=VERSION (model/tools.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +154,9 @@ class WorktreePolicy:
     review_stale_after_s: float
     land: str = "merge"  # LAND_MODES: what a runner does with a finished task's branch
     land_command: str = ""  # with land = "command": the command that gets the branch
+    verify: str = ""  # a command that must pass in the worktree after a successful run
+    require_rebase: bool = False  # approve only branches on top of their base
+    verify_timeout_s: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

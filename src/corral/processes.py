@@ -17,7 +17,8 @@ a process is signalled only if, at that moment,
   given), or its environment, as it started, holds `CORRAL_WORKER_NAME` set to the
   worker's name (how a bash loop registered with `corral worker register` opts in).
 The signal goes through a pidfd opened before the checks, so a pid reused between the
-check and the signal cannot receive it.
+check and the signal cannot receive it (without pidfds, corral.fastpaths: through psutil,
+which checks the start time again just before it signals).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import signal
 from contextlib import suppress
 
 import psutil
+
+from corral import fastpaths
 
 #: The environment variable that marks a process as the worker of that name.
 WORKER_MARK_ENV = "CORRAL_WORKER_NAME"
@@ -111,18 +114,23 @@ def signal_if_corral(
     """Send `sig` to `pid` if it is provably corral's process (`is_corral_process`); False
     if it is not (or has gone), and then nothing was sent."""
     try:
-        fd = os.pidfd_open(pid)
-    except OSError:  # gone (or pidfds unavailable: then nothing is proven either)
+        fd = fastpaths.pidfd_open(pid)
+        # Without pidfds, psutil's handle checks the start time before it signals.
+        handle = psutil.Process(pid) if fd is None else None
+    except (OSError, psutil.NoSuchProcess):  # gone
         return False
     try:
         proven = is_corral_process(
             pid, role=role, name=name, started_s=started_s, registered_at_s=registered_at_s
         )
-        if proven:
+        if proven and fd is not None:
             signal.pidfd_send_signal(fd, sig)
+        elif proven and handle is not None:
+            handle.send_signal(sig)
         return proven
-    except ProcessLookupError:
+    except (ProcessLookupError, psutil.NoSuchProcess):
         return False
     finally:
-        with suppress(OSError):
-            os.close(fd)
+        if fd is not None:
+            with suppress(OSError):
+                os.close(fd)

@@ -52,6 +52,11 @@ class Branches(Protocol):
         """`git diff BASE...BRANCH`: every change, as a patch."""
         ...
 
+    def is_on_top(self, branch: str, base: str) -> bool:
+        """Whether `branch` holds every commit of `base` (it was rebased onto it, or
+        started from its current tip)."""
+        ...
+
     def locked(self) -> AbstractContextManager[None]:
         """The repository's merge lock."""
         ...
@@ -137,13 +142,28 @@ def submit(
 
 
 def approve(
-    store: Store, task_id: str, *, branches: BranchesFactory, note: str | None = None
+    store: Store,
+    task_id: str,
+    *,
+    branches: BranchesFactory,
+    note: str | None = None,
+    require_rebase: bool = False,
 ) -> Task:
-    """in_review -> approved at the branch's current head, which `merge` will insist on."""
+    """in_review -> approved at the branch's current head, which `merge` will insist on;
+    with `require_rebase` (`[worktree] require_rebase`), only a branch on top of its base."""
     task = store.get_task(task_id)
     if task.status is not TaskStatus.IN_REVIEW:
         raise Refused(f"cannot approve task {task_id}: it is {task.status}, not in_review")
-    commit = _head(branches(), task) if task.branch else None
+    commit = None
+    if task.branch:
+        repo = branches()
+        commit = _head(repo, task)
+        base = store.get_review(task_id).base_ref
+        if require_rebase and base and not repo.is_on_top(task.branch, base):
+            raise Refused(
+                f"cannot approve task {task_id}: branch {task.branch} is not on top of {base} "
+                f"(require_rebase): request changes so that it is rebased"
+            )
     return store.approve(task_id, commit=commit, note=note, actor=OPERATOR)
 
 

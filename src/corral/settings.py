@@ -100,6 +100,47 @@ SPEC: dict[str, Spec] = {
     "reconcile_interval_s": Spec(
         "reconcile.interval", 60, 1, "s", "how often the orchestrator repairs orphaned work"
     ),
+    "retention_finished_after_s": Spec(
+        "retention.finished_after",
+        None,
+        POSITIVE_S,
+        "s",
+        "finished tasks unchanged this long are deleted, with their runs (default: kept)",
+    ),
+    "retention_events_after_s": Spec(
+        "retention.events_after",
+        None,
+        POSITIVE_S,
+        "s",
+        "events older than this are deleted (default: kept)",
+    ),
+    "retention_workers_after_s": Spec(
+        "retention.workers_offline_after",
+        604800,
+        POSITIVE_S,
+        "s",
+        "dead or offline workers silent this long, named by no claim or run, are deleted",
+    ),
+    "retention_interval_s": Spec(
+        "retention.interval", 3600, 1, "s", "how often the leading orchestrator prunes"
+    ),
+    "scheduler_interval_s": Spec(
+        "scheduler.interval",
+        5,
+        0.05,
+        "s",
+        "how often the leading orchestrator fires due schedules (apart from reconcile)",
+    ),
+    "scheduler_batch_size": Spec(
+        "scheduler.batch_size", 100, 1, "count", "due schedules one scheduler pass reads at a time"
+    ),
+    "scheduler_max_fires": Spec(
+        "scheduler.max_fires",
+        1000,
+        1,
+        "count",
+        "fires one scheduler pass makes at most; the rest wait for the next pass",
+    ),
     "pool_workers": Spec(
         "pool.workers", 1, 1, "count", "worker processes the orchestrator keeps running"
     ),
@@ -180,6 +221,16 @@ SPEC: dict[str, Spec] = {
         "text",
         "with land = command: run in the worktree, told the branch, base and task",
     ),
+    "worktree_verify": Spec(
+        "worktree.verify",
+        "",
+        None,
+        "text",
+        "command that must pass in the worktree after the agent, before done or landing",
+    ),
+    "worktree_verify_timeout_s": Spec(
+        "worktree.verify_timeout", 1800, POSITIVE_S, "s", "how long worktree.verify may run"
+    ),
     "review_queues": Spec(
         "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
     ),
@@ -197,12 +248,29 @@ SPEC: dict[str, Spec] = {
         "s",
         "how long a usage limit parks its provider when the agent does not say when it resets",
     ),
+    "status_file": Spec(
+        "status.file",
+        "",
+        None,
+        "text",
+        "a JSON file of every slot's heartbeat (seed 001's schema) the orchestrator keeps",
+    ),
+    "status_interval_s": Spec(
+        "status.interval", 1.0, POSITIVE_S, "s", "how often the status file is brought up to date"
+    ),
     "notify_command": Spec(
         "notify.command",
         "",
         None,
         "text",
         "run on task.failed, task.waiting, review requested, provider.parked (event on stdin)",
+    ),
+    "review_require_rebase": Spec(
+        "worktree.require_rebase",
+        False,
+        None,
+        "flag",
+        "approve only branches on top of their base; changes requested say to rebase",
     ),
     "review_stale_after_s": Spec(
         "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
@@ -263,6 +331,13 @@ class Settings:
     retry_max_s: float = float(_default("retry_max_s"))
     retry_jitter: float = float(_default("retry_jitter"))
     reconcile_interval_s: float = float(_default("reconcile_interval_s"))
+    retention_finished_after_s: float | None = _default("retention_finished_after_s")
+    retention_events_after_s: float | None = _default("retention_events_after_s")
+    retention_workers_after_s: float | None = _default("retention_workers_after_s")
+    retention_interval_s: float = float(_default("retention_interval_s"))
+    scheduler_interval_s: float = float(_default("scheduler_interval_s"))
+    scheduler_batch_size: int = int(_default("scheduler_batch_size"))
+    scheduler_max_fires: int = int(_default("scheduler_max_fires"))
     pool_workers: int = int(_default("pool_workers"))
     # The worker options (corral.worker_options), in its order; a test holds them to it.
     pool_exec: str = _default("pool_exec")
@@ -291,6 +366,7 @@ class Settings:
     pool_worktree: bool = _default("pool_worktree")
     pool_base: str = _default("pool_base")
     pool_keep_worktrees: bool = _default("pool_keep_worktrees")
+    pool_require: tuple[str, ...] = _default("pool_require")
     restart_delay_s: float = float(_default("restart_delay_s"))
     max_restart_delay_s: float = float(_default("max_restart_delay_s"))
     max_restarts: int = int(_default("max_restarts"))
@@ -309,11 +385,16 @@ class Settings:
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
+    worktree_verify: str = str(_default("worktree_verify"))
+    worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     agents_resume: bool = _default("agents_resume")
     agents_park_s: float = float(_default("agents_park_s"))
     notify_command: str = str(_default("notify_command"))
+    status_file: str = str(_default("status_file"))
+    status_interval_s: float = float(_default("status_interval_s"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
     review_queues: tuple[str, ...] = _default("review_queues")
+    review_require_rebase: bool = _default("review_require_rebase")
     queues: Mapping[str, QueueLimits] = field(default_factory=dict)
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     # Where each value came from ("default" when absent); not part of equality.
@@ -415,8 +496,11 @@ class Settings:
             setup=self.worktree_setup,
             merge_strategy=self.merge_strategy,
             review_stale_after_s=self.review_stale_after_s,
+            require_rebase=self.review_require_rebase,
             land=self.worktree_land,
             land_command=self.worktree_land_command,
+            verify=self.worktree_verify,
+            verify_timeout_s=self.worktree_verify_timeout_s,
         )
 
     def source_of(self, name: str) -> str:

@@ -105,4 +105,6 @@ OPTIONS: tuple[Option, ...] = (
            "branch worktrees start from (default worktree.base, or HEAD's)", "BRANCH"),
     Option("keep_worktrees", "keep_worktrees", "--keep-worktrees", "flag", False, None,
            "keep each task's worktree after it ends"),
+    Option("require", "require", "--require", "list", (), None,
+           "a program it needs on PATH, NAME or NAME>=VERSION, repeatable", "TOOL"),
 )  # fmt: skip

@@ -243,3 +243,37 @@ def test_a_repo_that_is_not_one_is_exit_2(cli, tmp_path):
     for path in (tmp_path, tmp_path / "missing"):
         listed = cli("worktree", "list", "--repo", str(path))
         assert (2, 1) == (listed.code, len(listed.err.splitlines()))
+
+
+REBASING_AGENT = """#!/bin/sh
+# Commit work; when the prompt says approval needs a rebase, rebase onto the base first.
+cat > "$OBS/$CORRAL_TASK_ID.prompt"
+if grep -q "git rebase $CORRAL_BASE_REF" "$OBS/$CORRAL_TASK_ID.prompt"; then
+    git rebase --quiet "$CORRAL_BASE_REF" || exit 1
+fi
+echo "work" >> work.txt
+git add work.txt && git commit --quiet -m "work on $CORRAL_TASK_ID"
+"""
+
+
+def test_require_rebase_refuses_a_branch_behind_its_base_until_it_is_rebased(cli, repo, tmp_path):
+    """The base moves while the task waits in review: approve refuses (exit 1, one line);
+    the changes-requested run is told to rebase, does, and is approved and merged."""
+    script, obs = agent_script(tmp_path, REBASING_AGENT)
+    rebase = {"CORRAL_REVIEW_REQUIRE_REBASE": "true"}
+    task = cli("add", "edit", "--review").out.strip()
+    assert 0 == _start(cli, repo, (script, obs), "w1", env=rebase).code
+    (repo / "other.txt").write_text("meanwhile on main\n")
+    git(repo, "add", "other.txt")
+    git(repo, "commit", "--quiet", "-m", "main moves on")
+    refused = cli("approve", task, "--repo", str(repo), env=rebase)
+    assert (1, 1) == (refused.code, len(refused.err.splitlines())), refused.err
+    assert f"branch corral/w1/{task} is not on top of main (require_rebase)" in refused.err
+    assert 0 == cli("approve", task, "--repo", str(repo)).code  # without it: approved as is
+    assert 0 == cli("request-changes", task, "--note", "tidy up").code
+    assert 0 == _start(cli, repo, (script, obs), "w2", env=rebase).code
+    assert "(`git rebase main`)" in (obs / f"{task}.prompt").read_text()
+    assert 0 == cli("approve", task, "--repo", str(repo), env=rebase).code
+    assert 0 == cli("merge", task, "--repo", str(repo)).code
+    assert "meanwhile on main\n" == (repo / "other.txt").read_text()
+    assert 2 == len((repo / "work.txt").read_text().splitlines())

@@ -348,3 +348,10 @@ def private_server() -> Iterator[PrivateServer]:
     finally:
         server.ctl("-m", "immediate", "stop", check=False)  # it may be stopped already
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_pool(request: pytest.FixtureRequest) -> Pool:
+    """The orchestrator harness on each store."""
+    pool: Pool = request.getfixturevalue("pool" if request.param == "sqlite" else "pg_pool")
+    return pool

@@ -8,8 +8,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from corral import NewTask, TaskStatus, enqueue, load_settings
 
 # An agent as careless as real ones: it writes its file and commits everything with
@@ -24,12 +22,6 @@ git commit --quiet -m "$CORRAL_TASK_ID writes $file"
 """
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
 GIT_ENV |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def any_pool(request: pytest.FixtureRequest) -> Any:
-    """The orchestrator harness (runtime/conftest.py) on each store."""
-    return request.getfixturevalue("pool" if request.param == "sqlite" else "pg_pool")
 
 
 def git(folder: Path, *args: str) -> str:

@@ -28,12 +28,6 @@ case "$(cat "$out.args" "$out.stdin")" in *slow*) sleep 30 ;; esac
 """
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def any_pool(request: pytest.FixtureRequest) -> Any:
-    """The orchestrator harness (runtime/conftest.py) on each store."""
-    return request.getfixturevalue("pool" if request.param == "sqlite" else "pg_pool")
-
-
 def _recorder(pool: Any) -> Path:
     (pool.folder / "out").mkdir()
     pool.env["OUT_DIR"] = str(pool.folder / "out")

@@ -384,6 +384,19 @@ def test_a_python_execute_that_raises_fails_its_task_and_the_runner_goes_on(h: H
     assert [good] == [t.id for t in done]
 
 
+def test_the_python_api_records_its_version_and_labels_and_refuses_bad_ones(h: Harness) -> None:
+    h.add()
+    code = corral.run_worker(
+        lambda t, c: None, db=h.db, once=True, version="9.1", labels={"gpu": "a100"}
+    )
+    assert 0 == code
+    (worker,) = h.store.list_workers()
+    assert ("9.1", {"gpu": "a100"}) == (worker.version, worker.labels)
+    for bad in ({"gpu": 1}, ["gpu=a100"], {"": "x"}):
+        with pytest.raises(corral.InvalidInput, match=r"^labels: expected a dict of text keys"):
+            corral.run_worker(lambda t, c: None, db=h.db, once=True, labels=bad)  # type: ignore[arg-type]
+
+
 def test_the_python_api_runs_in_a_plain_interpreter(h: Harness) -> None:
     """`from corral import run_worker` in a fresh process drains a task and exits 0."""
     task_id = h.add()

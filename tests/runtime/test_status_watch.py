@@ -94,12 +94,6 @@ class Tmux:
         )
 
 
-@pytest.fixture(params=["pool", "pg_pool"])
-def any_pool(request: pytest.FixtureRequest) -> object:
-    """The pool fixture on each store."""
-    return request.getfixturevalue(request.param)
-
-
 @pytest.fixture
 def tmux(tmp_path: Path, any_pool: object) -> Iterator[Tmux]:
     """A private tmux server whose sessions see the pool's store."""

@@ -60,6 +60,9 @@ COMMAND_MODULES = {
     "orchestrator": "orchestrator_cmds",
     "status": "orchestrator_cmds",
     "db": "db_cmds",
+    "doctor": "doctor_cmds",
+    "prune": "prune_cmds",
+    "schedule": "schedule_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
 GROUPS = {
@@ -75,6 +78,7 @@ GROUPS = {
     "msg": "worker and orchestrator inboxes",
     "orchestrator": "the pool and its reconciler",
     "db": "the store's schema: status, migrate",
+    "schedule": "cron schedules that create tasks",
 }
 
 

@@ -57,6 +57,7 @@ NOT_SETTINGS = frozenset(
         "CORRAL_BRANCH",
         "CORRAL_BASE_REF",
         "CORRAL_REVIEW_NOTE",
+        "CORRAL_PORTABLE",
     }
 )
 

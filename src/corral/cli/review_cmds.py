@@ -78,7 +78,13 @@ def cmd_approve(ctx: Context) -> int:
     """Approve a task in review at its branch's current head; `--merge` merges it too."""
     a = ctx.args
     strategy = strategy_of(ctx) if a.merge else None
-    task = reviews.approve(ctx.store, a.id, branches=branches_of(ctx), note=a.note)
+    task = reviews.approve(
+        ctx.store,
+        a.id,
+        branches=branches_of(ctx),
+        note=a.note,
+        require_rebase=ctx.settings.review_require_rebase,
+    )
     if strategy is None:
         ctx.emit(task.to_dict(), f"{task.id} {task.status}")
         return 0

@@ -21,6 +21,7 @@ from corral.runtime.worker.agent_runs import AgentSetup
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.runner import PythonJob, Runner, RunnerConfig
 from corral.runtime.worker.tmp import make_tmp, remove_tmp
+from corral.runtime.worker.tools import log_tools
 from corral.settings import Settings
 from corral.store.location import path_component, runs_dir
 from corral.store.urls import password_of
@@ -55,6 +56,7 @@ def start_worker(ctx: Context) -> int:
         provider=checked.provider,
     )
     log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
+    log_tools(log, checked.tools)
     worktrees = _worktrees(ctx, options, checked) if checked.worktrees is not None else None
     if checked.function is not None:
         job = PythonJob(execute=checked.function)

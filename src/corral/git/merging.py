@@ -41,6 +41,11 @@ class GitBranches:
         """Whether the base has every change of the branch (git/worktrees.py says how)."""
         return self._trees.is_merged(branch, base)
 
+    def is_on_top(self, branch: str, base: str) -> bool:
+        """Whether the base's tip is an ancestor of the branch (`git merge-base
+        --is-ancestor`): merging it adds only the branch's own commits."""
+        return self._git.ok("merge-base", "--is-ancestor", f"refs/heads/{base}", branch)
+
     def backups_of(self, branch: str) -> list[str]:
         """The backup refs written of `branch` before it was deleted with unmerged work."""
         return [ref for ref, _ in self._trees.backups(f"{branch}/")]

@@ -44,6 +44,7 @@ class Entered:
     base_ref: str
     base_commit: str
     changes_note: str | None = None  # what the reviewer asked for, when changes were requested
+    rebase_onto: str | None = None  # with require_rebase, after changes were requested
 
     def env(self) -> dict[str, str]:
         """What the task's command learns of its worktree from its environment."""
@@ -81,6 +82,7 @@ class TaskWorktrees:
         self._landing = TaskLanding(store, trees, policy, log)
         self._store, self._trees, self._worker = store, trees, worker_name
         self._base, self._keep, self._log = base_ref, keep, log
+        self._require_rebase = policy.require_rebase
         # An agent that resumes its session needs the same folder again: a task that will
         # run again keeps its worktree (and the work left in it).
         self._kept = KEPT_FOR_REVIEW | (WILL_RUN_AGAIN if keep_unfinished else frozenset())
@@ -107,6 +109,7 @@ class TaskWorktrees:
             base_ref=base,
             base_commit=self._trees.git.out("rev-parse", base),
             changes_note=review.changes_note,
+            rebase_onto=base if self._require_rebase and review.changes_note else None,
         )
         with self._lock:
             self._entered[task.id] = entered

@@ -105,4 +105,8 @@ EVENT_NAMES = (
     "provider.parked",
     "token.created",
     "token.revoked",
+    "schedule.added",
+    "schedule.paused",
+    "schedule.resumed",
+    "schedule.removed",
 )

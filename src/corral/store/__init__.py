@@ -24,8 +24,10 @@ from corral.store.providers import ProviderOps
 from corral.store.queries import migration_files
 from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
+from corral.store.retention import RetentionOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
+from corral.store.schedules import ScheduleOps
 from corral.store.tallies import TallyOps
 from corral.store.task_pages import TaskPageOps
 from corral.store.tasks import TaskOps
@@ -45,13 +47,15 @@ class Store(
     ReviewOps,
     MessageOps,
     OrchestratorOps,
+    ScheduleOps,
     ProviderOps,
     TokenOps,
     TallyOps,
+    RetentionOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
-    row, the tallies /metrics reads and the dashboard's pages of tasks."""
+    row, schedules, the tallies /metrics reads and the dashboard's pages of tasks."""
 
     # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
     long_polls = False

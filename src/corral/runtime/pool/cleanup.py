@@ -1,6 +1,9 @@
-"""`corral reconcile`: one reconcile pass over the store, then the clean-up of this host.
+"""`corral reconcile`: one reconcile pass over the store, one scheduler pass, then the
+clean-up of this host.
 
-The pass (corral.reconcile) repairs the store; what it frees is cleaned here afterwards:
+The reconcile pass (corral.reconcile) repairs the store; the scheduler pass
+(corral.schedules.fire_due) fires the schedules that are due, safe beside a running
+orchestrator's, since a fire's key makes it once; what the repair frees is cleaned here afterwards:
 the worktrees of tasks that no live claim or review needs any more (git.prune), and the
 temporary folders of runners that are gone (runtime.worker.tmp). The orchestrator's loop
 does the same after each of its passes, and ends leftover processes too.
@@ -12,26 +15,28 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from corral import reconcile
+from corral import reconcile, schedules
 from corral.git.prune import PruneReport, prune_if_managed, prune_in
 from corral.reconcile import ReconcileReport
 from corral.runtime.worker.tmp import prune_tmp
+from corral.schedules import PassReport
 from corral.settings import Settings
 from corral.store import Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CleanupReport:
-    """What the pass repaired, the worktrees pruned (None: no repository was looked at),
-    and the temporary folders removed."""
+    """What the pass repaired, the fires the scheduler pass made, the worktrees pruned
+    (None: no repository was looked at), and the temporary folders removed."""
 
     reconciled: ReconcileReport
+    fired: PassReport
     pruned: PruneReport | None
     tmp_dirs_removed: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `reconcile --json`: counts (docs/cli.md)."""
-        counts = self.reconciled.to_dict()
+        counts = {**self.reconciled.to_dict(), **self.fired.to_dict()}
         if self.pruned is not None:
             counts["worktrees_removed"] = len(self.pruned.removed)
         counts["tmp_dirs_removed"] = len(self.tmp_dirs_removed)
@@ -44,6 +49,7 @@ def reconcile_and_clean_up(
     """One pass, then the clean-up: worktrees in `repo` (default: the repository above the
     current folder, if it has corral worktrees) and the store `db`'s temporary folders."""
     reconciled = reconcile.reconcile_once(store, settings=settings)
+    fired = schedules.fire_due(store, settings=settings, actor="reconcile")
     # After the pass: tasks of dead workers no longer hold worktrees.
     pruned = (
         prune_in(store, repo, settings.worktree)
@@ -51,5 +57,5 @@ def reconcile_and_clean_up(
         else prune_if_managed(store, os.getcwd(), settings.worktree)
     )
     return CleanupReport(
-        reconciled=reconciled, pruned=pruned, tmp_dirs_removed=tuple(prune_tmp(db))
+        reconciled=reconciled, fired=fired, pruned=pruned, tmp_dirs_removed=tuple(prune_tmp(db))
     )

@@ -9,7 +9,8 @@ member row for a member, which then leads once the lock is ours.
     take ─► adopt / spawn the pool ─► the role starts (leading: a pass at once) ─► running
       ─► loop: wait (on the clock) for an exit, a signal or the next due time (every.py);
                tick the pool; every reconcile_interval_s the role's interval (reconcile,
-               or try to lead); beat the role's rows every heartbeat, and after a change
+               or try to lead); every scheduler_interval_s, if leading, a scheduler pass
+               (corral.schedules); beat the role's rows every heartbeat, and after a change
       ─► SIGTERM/SIGINT (or `orchestrator stop`): stopping; workers get SIGTERM and finish
          their task within the stop timeout, then SIGQUIT, then SIGKILL; a leader keeps
          reconciling meanwhile ─► stopped, exit 0
@@ -53,11 +54,13 @@ from corral.runtime.pool.notify import Notifier, notify_argv
 from corral.runtime.pool.outage import Outage
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
+from corral.runtime.pool.status_file import StatusFile
 from corral.runtime.pool.supervisor import Supervisor
 from corral.runtime.pool.task_lines import TaskLines
 from corral.runtime.pool.upkeep import Upkeep
 from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
+from corral.runtime.worker.tools import log_tools
 from corral.settings import Settings
 from corral.store import Store
 from corral.store.remote import TOKEN_ENV
@@ -109,6 +112,7 @@ class Orchestrator:
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")
+        log_tools(self._log, checked.tools)
         self._wake = threading.Event()
         self._stop_grace_s: float | None = None
         self._lines_out = task_lines  # where a line per task started and ended goes
@@ -177,6 +181,7 @@ class Orchestrator:
             "workers": s.pool.workers,
             **worker_process.options_in_force(s.pool.options),
             "reconcile_interval_s": s.reconcile_interval_s,
+            "scheduler_interval_s": s.scheduler_interval_s,
             "heartbeat_interval_s": s.heartbeat_interval_s,
             "restart_delay_s": s.restart_delay_s,
             "max_restart_delay_s": s.max_restart_delay_s,
@@ -207,11 +212,12 @@ class Orchestrator:
         self.supervisor.start()
         lines = self._start_task_lines()
         notifier = self._start_notifier()
+        status = self._start_status_file()
         self._guarded(self._role.start)
         held = self._loop()
         if held:
             self._stop_pool()
-        for service in (lines, notifier):
+        for service in (lines, notifier, status):
             if service is not None:
                 service.stop()
         self._guarded(lambda: self._role.leave(stopped=held))
@@ -236,6 +242,13 @@ class Orchestrator:
             log=self._log,
         )
 
+    def _start_status_file(self) -> StatusFile | None:
+        path = self._settings.status_file
+        if not path:
+            return None
+        interval_s = self._settings.status_interval_s
+        return StatusFile(self._store, path, interval_s=interval_s, log=self._log)
+
     def _loop(self) -> bool:
         """Until a stop is asked; False if another orchestrator took the row meanwhile."""
         s = self._settings
@@ -246,13 +259,21 @@ class Orchestrator:
             first_s=s.reconcile_interval_s,
         )
         beats = Every(self._beat_interval_s, self._beat, clock=self._clock, first_s=0.0)
+        fires = Every(
+            s.scheduler_interval_s,
+            lambda: self._guarded(self._fire_schedules),
+            clock=self._clock,
+            first_s=s.scheduler_interval_s,
+        )
         while self._stop_grace_s is None:
             # While the store is out only beats probe it: a pass must not run before the
             # beat that ends the outage has told the passes to forgive its silence.
             out = self._outage.ongoing
-            self._wait_until(beats.due_at, *(() if out else (reconciles.due_at,)))
+            self._wait_until(beats.due_at, *(() if out else (reconciles.due_at, fires.due_at)))
             changed = self.supervisor.tick()
             if not out and reconciles.run_if_due() is False:  # the store is out: probe soon
+                beats.bring_forward(self._outage.retry_s())
+            if not self._outage.ongoing and fires.run_if_due() is False:
                 beats.bring_forward(self._outage.retry_s())
             if beats.run_if_due(force=changed or self._upkeep.reconciled) is False:
                 return False
@@ -260,6 +281,12 @@ class Orchestrator:
                 self._store_back = False
                 reconciles.bring_forward(0.0)
         return True
+
+    def _fire_schedules(self) -> None:
+        """A scheduler pass, if this orchestrator leads (a standby's fires would be made
+        once all the same, by their keys, but would only cost the store)."""
+        if self._role.leading:
+            self._upkeep.fire_schedules()
 
     def _guarded(self, call: Callable[[], object]) -> bool:
         """`call()`; False if the store could not be reached (the outage noted)."""

@@ -1,10 +1,13 @@
-"""An orchestrator's upkeep of its store and host: reconcile passes and clean-ups.
+"""An orchestrator's upkeep of its store and host: reconcile and scheduler passes, clean-ups.
 
-The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles: `reconcile_once`
+The leader (SQLite's sole holder, or PostgreSQL's leader) reconciles and fires the due
+schedules (corral.schedules.fire_due, every scheduler_interval_s): `reconcile_once`
 repairs what dead workers and expired leases left in the store, and the next beat of the
-state row records the pass (`reconciled`). Every orchestrator, leader or standby, cleans
-up its own host after the dead: processes that outlived their run, workers' temporary
-directories, and orphaned worktrees of the repository it runs in. Both raise StoreError
+state row records the pass (`reconciled`). Every `retention.interval` its pass also
+prunes what `[retention]` says is old enough (corral/retention.py: the runs' files it
+removes are this host's). Every orchestrator, leader or standby, cleans up its own host
+after the dead: processes that outlived their run, workers' temporary directories, and
+orphaned worktrees of the repository it runs in. Both raise StoreError
 when the store cannot be reached: the orchestrator's loop notes the outage (outage.py)
 and runs the interval again as soon as the store is back; from then on, the passes do
 not hold the outage's silence against workers and leases (`store_back`).
@@ -17,7 +20,7 @@ import os
 import random
 from datetime import datetime
 
-from corral import reconcile
+from corral import reconcile, retention, schedules
 from corral.clock import Clock
 from corral.errors import CorralError, StoreError
 from corral.git.prune import prune_if_managed
@@ -39,6 +42,7 @@ class Upkeep:
         self._rng = random.Random()
         self._back_at: datetime | None = None  # the store's time at the end of the last outage
         self.reconciled = False  # a pass ran since the last beat of the state row
+        self._retained_at: float | None = None  # monotonic time of the last retention pass
 
     def store_back(self) -> None:
         """The store is reachable again after an outage: the passes from now on do not hold
@@ -55,6 +59,33 @@ class Upkeep:
             event(self._log, "reconcile.repaired", **counts)
         self.reconciled = True  # the next beat records the pass
         self.clean_up()
+        self._retain()
+
+    def _retain(self) -> None:
+        """A retention pass, when one is due."""
+        now = self._clock.monotonic()
+        if (
+            self._retained_at is not None
+            and now - self._retained_at < self._settings.retention_interval_s
+        ):
+            return
+        self._retained_at = now
+        s = self._settings
+        ages = retention.Ages(
+            finished_s=s.retention_finished_after_s,
+            events_s=s.retention_events_after_s,
+            workers_s=s.retention_workers_after_s,
+        )
+        pruned = retention.prune(self._store, ages)
+        if pruned.total:
+            counts = {k: v for k, v in pruned.to_dict().items() if v and k != "dry_run"}
+            event(self._log, "retention.pruned", **counts)
+
+    def fire_schedules(self) -> None:
+        """One scheduler pass: the fires of the schedules that are due (logged)."""
+        report = schedules.fire_due(self._store, settings=self._settings)
+        if report.created or report.skipped or report.missed:
+            event(self._log, "schedules.fired", **report.to_dict())
 
     def clean_up(self) -> None:
         """What finished runs and dead workers left on this host: processes, temporary

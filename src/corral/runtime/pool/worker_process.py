@@ -15,7 +15,9 @@
   copy-and-truncate (`rotate_log`): the worker's appends then land at the new end.
 - Exits are seen at once, without polling: a thread waits on each child (`waitpid`, which
   also reaps it: no zombies) or, for a worker adopted from a dead orchestrator (not our
-  child), on a pidfd. Each exit is handed to `on_exit(pid, exit_code or None)`.
+  child), on a pidfd. Each exit is handed to `on_exit(pid, exit_code or None)`. Where
+  there are no pidfds (corral.fastpaths), an adopted worker is polled, and signals go
+  through psutil, which checks the process's start time first, so a reused pid is spared.
 """
 
 from __future__ import annotations
@@ -27,38 +29,48 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from corral import filemodes
+import psutil
+
+from corral import fastpaths, filemodes
 from corral.policies import PoolSpec, WorkerOptions
 from corral.store.location import path_component
 from corral.worker_options import OPTIONS, Option
 
 OnExit = Callable[[int, int | None], None]
+WATCH_POLL_S = 0.05  # without pidfds: how often an adopted worker is looked at
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Process:
-    """A watched worker process; `pidfd` names it safely for signals (never a reused pid)."""
+    """A watched worker process; `pidfd` names it safely for signals (never a reused pid),
+    or, without pidfds, `handle` does (psutil checks its start time before a signal)."""
 
     pid: int
-    pidfd: int
+    pidfd: int | None
+    handle: psutil.Process | None = None
 
     def signal(self, sig: int) -> bool:
         """Send `sig`; False if the process has ended."""
         try:
-            signal.pidfd_send_signal(self.pidfd, sig)
-        except ProcessLookupError:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            elif self.handle is not None:
+                self.handle.send_signal(sig)
+        except (ProcessLookupError, psutil.NoSuchProcess):
             return False
         return True
 
     def close(self) -> None:
         """Release the pidfd, once the exit has been handled."""
-        with suppress(OSError):
-            os.close(self.pidfd)
+        if self.pidfd is not None:
+            with suppress(OSError):
+                os.close(self.pidfd)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,11 +136,13 @@ def spawn(
             env=dict(env),
             start_new_session=True,
         )
-    pidfd = os.pidfd_open(proc.pid)  # before the reaper runs: the pid cannot be reused yet
+    # Before the reaper runs: the pid cannot be reused yet.
+    pidfd = fastpaths.pidfd_open(proc.pid)
+    handle = None if pidfd is not None else psutil.Process(proc.pid)
     threading.Thread(
         target=_reap, args=(proc, on_exit), name=f"corral-reap-{proc.pid}", daemon=True
     ).start()
-    return Process(pid=proc.pid, pidfd=pidfd)
+    return Process(pid=proc.pid, pidfd=pidfd, handle=handle)
 
 
 def _reap(proc: subprocess.Popen[bytes], on_exit: OnExit) -> None:
@@ -139,20 +153,26 @@ def watch(pid: int, on_exit: OnExit, *, proven: Callable[[], bool]) -> Process |
     """Watch a process that is not our child (adopted); None if it is gone already, or if
     `proven()`, asked once the pidfd names the process, says it is not the worker."""
     try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
+        fd = fastpaths.pidfd_open(pid)
+        handle = psutil.Process(pid) if fd is None else None
+    except (ProcessLookupError, psutil.NoSuchProcess):
         return None
     if not proven():
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
         return None
     threading.Thread(
-        target=_wait_pidfd, args=(pid, fd, on_exit), name=f"corral-watch-{pid}", daemon=True
+        target=_wait_exit, args=(pid, fd, handle, on_exit), name=f"corral-watch-{pid}", daemon=True
     ).start()
-    return Process(pid=pid, pidfd=fd)
+    return Process(pid=pid, pidfd=fd, handle=handle)
 
 
-def _wait_pidfd(pid: int, fd: int, on_exit: OnExit) -> None:
-    select.select([fd], [], [])  # readable once the process has exited
+def _wait_exit(pid: int, fd: int | None, handle: psutil.Process | None, on_exit: OnExit) -> None:
+    if fd is not None:
+        select.select([fd], [], [])  # readable once the process has exited
+    elif handle is not None:
+        while handle.is_running() and handle.status() != psutil.STATUS_ZOMBIE:
+            time.sleep(WATCH_POLL_S)  # no pidfd to wait on: the portable poll
     on_exit(pid, None)  # not our child: its exit code belongs to its parent (init)
 
 

@@ -33,6 +33,8 @@ def run_worker(
     lease_s: float | None = None,
     shutdown_timeout_s: float = 300.0,
     batch: int = 1,
+    version: str = "",
+    labels: dict[str, str] | None = None,
 ) -> int:
     """Run a worker whose tasks are `execute(task, ctx)` calls; returns the exit code.
 
@@ -41,10 +43,18 @@ def run_worker(
     It stops on
     SIGTERM or SIGINT (from the main thread), when drained, or after `max_tasks` / `once`.
     `batch` > 1 lets it claim up to that many tasks at once and report them together
-    (docs/workers.md, "Batches"); 1 claims one task at a time.
+    (docs/workers.md, "Batches"); 1 claims one task at a time. `version` and `labels` are
+    recorded on the worker (`worker list`), as `worker start --version --label` records them.
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InvalidInput("batch", "a whole number of at least 1", batch)
+    if not isinstance(version, str):
+        raise InvalidInput("version", "text", version)
+    given = labels or {}
+    if not isinstance(given, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) for k, v in given.items()
+    ):
+        raise InvalidInput("labels", "a dict of text keys to text values", labels)
     found = resolve_db(db, os.environ, os.getcwd())
     if found is None:
         raise StoreError("no corral store found: pass db=, set CORRAL_DB, or run `corral init`")
@@ -59,6 +69,8 @@ def run_worker(
         lease_s=lease_s,
         shutdown_timeout_s=shutdown_timeout_s,
         batch=batch,
+        version=version,
+        labels=dict(given),
     )
     job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
     with open_store(found, token=token) as store:

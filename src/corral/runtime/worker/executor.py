@@ -43,7 +43,7 @@ from dataclasses import dataclass
 # psutil ships no type information; its stubs (types-psutil) are not a dependency.
 import psutil
 
-from corral import filemodes
+from corral import fastpaths, filemodes
 from corral.clock import Clock
 from corral.runtime.worker import proctree, spawn
 from corral.runtime.worker.outcome import Ending
@@ -248,8 +248,8 @@ def _supervise(
 def _pidfd(pid: int) -> int | None:
     """A pidfd for the child (Linux 5.3+), readable once it exits; None where there is none."""
     try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
+        return fastpaths.pidfd_open(pid)
+    except ProcessLookupError:
         return None
 
 

@@ -6,7 +6,8 @@ row or spawns a slot, so that a pool refuses at start, with exit 2 and one line,
 slots would refuse at theirs (instead of restarting them in a loop, or letting them
 claim tasks only to fail them). Values were parsed already (units, bounds: settings);
 here they meet the world: the exec on PATH, the function importable, the folders and the
-repository there, the branch names git accepts.
+repository there, the branch names git accepts, and the tools it requires (exit 3 when
+one is missing or too old: tools.py).
 
 It returns what it resolved, so `worker start` builds its runner from the same values
 and never checks twice.
@@ -30,8 +31,10 @@ from corral.model.agents import AgentProfile
 from corral.model.labels import parse_labels
 from corral.model.providers import check_provider
 from corral.model.tasks import check_names
+from corral.model.tools import parse_requirement
 from corral.policies import WorkerOptions, WorktreePolicy
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
+from corral.runtime.worker.tools import FoundTool, find_tools
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +49,7 @@ class Checked:
     base_ref: str  # --worktree: the branch or commit task branches start from
     agent: AgentProfile | None = None  # --agent: its programs absolute paths
     provider: str | None = None  # --provider, else the agent's own account
+    tools: tuple[FoundTool, ...] = ()  # --require, found
 
 
 def check(
@@ -70,17 +74,21 @@ def check(
     if o.workdir and not os.path.isdir(o.workdir):
         raise InvalidInput("workdir", "an existing folder", o.workdir)
     template = load_template(o.prompt_template) if o.prompt_template else DEFAULT_TEMPLATE
+    required = tuple(parse_requirement("require", spec) for spec in o.require)
     worktrees, base = _worktrees(o, worker, policy) if o.worktree else (None, "")
     provider = o.provider or (agent.provider if agent is not None else None)
+    labels = parse_labels("label", o.labels)
+    provider = None if provider is None else check_provider(provider)
     return Checked(
         argv=agent.command if agent is not None else _argv(o.exec) if o.exec else (),
         function=None if o.exec or agent is not None else _function(o.call),
-        labels=parse_labels("label", o.labels),
+        labels=labels,
         template=template,
         worktrees=worktrees,
         base_ref=base,
         agent=agent,
-        provider=None if provider is None else check_provider(provider),
+        provider=provider,
+        tools=find_tools(required),  # last: every input refused (exit 2) before the world
     )
 
 
@@ -140,6 +148,7 @@ def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[W
     for key, line in (
         ("worktree.setup", policy.setup),
         ("worktree.land_command", policy.land_command),
+        ("worktree.verify", policy.verify),
     ):
         try:
             shlex.split(line)

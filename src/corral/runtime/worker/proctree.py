@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from corral import fastpaths
 from corral.clock import Clock
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -36,8 +37,10 @@ _state: dict[str, bool] = {}
 def available() -> bool:
     """Make this process a child subreaper (once); whether that and /proc children work."""
     if "on" not in _state:
-        _state["on"] = _become_subreaper() and os.path.exists(
-            f"/proc/{os.getpid()}/task/{os.getpid()}/children"
+        _state["on"] = (
+            fastpaths.subreaper_allowed()
+            and _become_subreaper()
+            and os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
         )
     return _state["on"]
 

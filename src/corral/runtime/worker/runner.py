@@ -51,6 +51,7 @@ from corral.runtime.worker.jobs import Job
 from corral.runtime.worker.python_job import PythonJob
 from corral.runtime.worker.slots import Budget, SlotLoop
 from corral.runtime.worker.stopping import Stopping
+from corral.runtime.worker.verify_step import VerifyStep
 from corral.runtime.worker.worktree_job import WorktreeJob
 from corral.settings import Settings
 from corral.store import Store
@@ -61,6 +62,16 @@ if TYPE_CHECKING:
 # RunnerConfig and PythonJob are imported from here by the CLI and by callers of old.
 __all__ = ["PythonJob", "Runner", "RunnerConfig"]
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _in_worktrees(job: Job, worktrees: TaskWorktrees, settings: Settings) -> WorktreeJob:
+    """The command job `job` run in task worktrees, with the verify step configured."""
+    command = cast(CommandJob, job)
+    policy = settings.worktree
+    verify = VerifyStep.of(
+        policy.verify, timeout_s=policy.verify_timeout_s, grace_s=command.grace_s
+    )
+    return WorktreeJob(job=command, worktrees=worktrees, verify=verify)
 
 
 class Runner:
@@ -81,11 +92,7 @@ class Runner:
         self._store, self._config, self._settings = store, config, settings
         # `worktrees` is how the CLI says --worktree (which it allows with --exec only): the
         # same as passing WorktreeJob(job=job, worktrees=worktrees).
-        self._job = (
-            job
-            if worktrees is None
-            else WorktreeJob(job=cast(CommandJob, job), worktrees=worktrees)
-        )
+        self._job = job if worktrees is None else _in_worktrees(job, worktrees, settings)
         self._clock = clock or SystemClock()
         self._rng = rng or random.Random()
         self._log = log or logger("corral.worker")

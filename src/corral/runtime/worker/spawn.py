@@ -26,13 +26,13 @@ import subprocess
 from contextlib import suppress
 from dataclasses import dataclass
 
+from corral import fastpaths
 from corral.errors import CorralError, InvalidInput
 
 # Dispositions `subprocess` restores for a child (restore_signals); Python ignores both.
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
-_FDS = "/proc/self/fd"
 # posix_spawn where the open descriptors can be listed (Linux): see _inheritable.
-_SPAWN_ON = os.path.isdir(_FDS)
+_FDS = fastpaths.fd_listing()
 
 
 class CommandNotFound(CorralError):
@@ -67,30 +67,32 @@ def start(
     if not os.path.isdir(cwd):
         raise InvalidInput("cwd", "an existing directory", cwd)
     try:
-        if _SPAWN_ON and cwd == os.getcwd():
-            return _posix_spawn(argv, env, stdio)
+        if _FDS is not None and cwd == os.getcwd():
+            return _posix_spawn(argv, env, stdio, _FDS)
         return _popen(argv, env, cwd, stdio)
     except OSError as exc:
         raise _spawn_error(argv, cwd, exc) from exc
 
 
-def _posix_spawn(argv: tuple[str, ...], env: dict[str, str], stdio: tuple[int, int, int]) -> Child:
+def _posix_spawn(
+    argv: tuple[str, ...], env: dict[str, str], stdio: tuple[int, int, int], listing: str
+) -> Child:
     actions: list[tuple[int, ...]] = [
         (os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)
     ]
-    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable()]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable(listing)]
     pid = os.posix_spawnp(
         argv[0], argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
     )
     return Child(pid)
 
 
-def _inheritable() -> list[int]:
+def _inheritable(listing: str) -> list[int]:
     """Descriptors above stderr that a child would inherit (not close-on-exec): those the
     runner itself inherited from whatever started it, as a rule. Popen closes every
     descriptor in the child; posix_spawn closes these."""
     found = []
-    for name in os.listdir(_FDS):
+    for name in os.listdir(listing):
         with suppress(OSError):  # the listing's own descriptor, closed by now
             if int(name) > 2 and os.get_inheritable(int(name)):
                 found.append(int(name))

@@ -7,15 +7,17 @@ The same command job (command_job.py), with the worktree around each run
              run under the claim's write lock
     perform  enter the task's worktree (made, or reused after changes were requested)
              ─► prepare the command there ─► record where the run really runs, and the
-             commit it starts from ─► run it ─► the commit it ends at, in its report;
-             after a success, its branch landed as `worktree.land` says, while the claim is
-             held (a land conflict fails the run)
+             commit it starts from ─► run it ─► after a success, the verify step, if
+             configured (verify_step.py: its failure fails the run) ─► the commit it ends
+             at, in its report; after a success, its branch landed as `worktree.land`
+             says, while the claim is held (a land conflict fails the run)
     close    after the report was applied, so that a task now in review keeps its
              worktree: leave it (removed unless kept)
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from corral.git.task_worktrees import Entered, TaskWorktrees
@@ -25,6 +27,7 @@ from corral.runtime.worker.command_job import CommandJob, CommandRuns, prepare
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.outcome import Done
+from corral.runtime.worker.verify_step import VerifyStep, prompt_note
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,20 +36,31 @@ class WorktreeJob:
 
     job: CommandJob
     worktrees: TaskWorktrees
+    verify: VerifyStep | None = None
 
     def begin(self, place: Workplace) -> WorktreeRuns:
         """This job's runs for the worker `place` describes (jobs.Job)."""
         return WorktreeRuns(self, place)
 
 
-def in_worktree(job: CommandJob, entered: Entered) -> CommandJob:
+def in_worktree(job: CommandJob, entered: Entered, task: Task) -> CommandJob:
     """The job as it runs in a task's worktree: there, told where it is, and, after changes
-    were requested, with the reviewer's note in its prompt."""
+    were requested, with the reviewer's note in its prompt; after a verify step failed its
+    last attempt, with that failure."""
     template = job.template
+    # `$` would start a placeholder in the template: the notes are text, not templates.
     if entered.changes_note:
-        # `$` would start a placeholder in the template: the note is text, not a template.
         note = entered.changes_note.replace("$", "$$")
         template += "\nChanges requested by the reviewer:\n" + note + "\n"
+    if entered.rebase_onto:
+        base = entered.rebase_onto.replace("$", "$$")
+        template += (
+            f"\nOnly a branch on top of {base} can be approved: rebase onto it "
+            f"(`git rebase {base}`) before you finish.\n"
+        )
+    verify_note = prompt_note(task)
+    if verify_note:
+        template += verify_note.replace("$", "$$")
     env = {**job.extra_env, **entered.env()}
     return replace(
         job,
@@ -62,6 +76,7 @@ class WorktreeRuns:
 
     def __init__(self, job: WorktreeJob, place: Workplace) -> None:
         self._job, self._trees, self._place = job.job, job.worktrees, place
+        self._verify = job.verify
         self._commands = CommandRuns(job.job, place)
         self.start = self._commands.start
 
@@ -73,7 +88,7 @@ class WorktreeRuns:
         """Enter the task's worktree, run the command there; the commit it ended at."""
         place, task, run_id = self._place, held.task, held.opened_run()
         entered = self._trees.enter(task, held.token, place.worker_id)
-        job = in_worktree(self._job, entered)
+        job = in_worktree(self._job, entered, task)
         prepared = prepare(
             job,
             task,
@@ -86,6 +101,17 @@ class WorktreeRuns:
             prepared = self._commands.resumed(job, held, prepared)
         place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.base_commit))
         done = self._commands.run(job, run_id, prepared, stop)
+        if self._verify is not None:
+            done = self._verify.after(
+                done,
+                task=task,
+                run_id=run_id,
+                workdir=entered.path,
+                env=entered.env(),
+                output_base=os.path.splitext(prepared.spec.transcript_path)[0],
+                clock=place.clock,
+                stop=stop,
+            )
         head = self._trees.final_commit(task.id)
         error = self._trees.land(task, held.token, head) if done.success else None
         if error is not None:

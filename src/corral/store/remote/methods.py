@@ -55,6 +55,10 @@ READS = frozenset(
         "list_orchestrators",
         "provider_states",
         "reconcile_snapshot",
+        "get_schedule",
+        "list_schedules",
+        "due_schedules",
+        "schedule_fires",
     }
 )
 
@@ -108,14 +112,28 @@ OPERATES = frozenset(
         "request_orchestrator_stop",
         "join_orchestrators",
         "beat_member",
+        "add_schedule",
+        "apply_fire_plans",
+        "fire_schedule",
+        "pause_schedule",
+        "resume_schedule",
+        "remove_schedule",
     }
 )
 
 
 # What never travels: a remote store answers these itself (store/remote/client.py), or
-# they exist only beside the database (a token's secret hash stays on the server).
+# they exist only beside the database (a token's secret hash stays on the server;
+# retention deletes runs' files, which lie on the store's host).
 LOCAL = frozenset(
     {
+        "prunable_tasks",
+        "count_prunable",
+        "delete_tasks",
+        "event_boundary",
+        "delete_events_before",
+        "prunable_workers",
+        "delete_workers",
         "migrate",
         "pending_migrations",
         "wake_on_work",

@@ -915,3 +915,173 @@ SELECT name, floor(extract(epoch FROM at - :since_at::timestamptz) / 60)::int AS
 FROM events
 WHERE name = ANY(:names::text[]) AND at >= :since_at::timestamptz
 GROUP BY name, minute;
+
+-- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
+-- first (a dependent finishes after what it depends on, so it goes in an earlier batch),
+-- none that a task still kept depends on.
+-- name: prunable_tasks
+SELECT t.id FROM tasks t
+WHERE t.status = ANY(:final::text[]) AND t.updated_at < :cutoff::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks u ON u.id = d.task_id
+                  WHERE d.depends_on = t.id
+                    AND (u.status <> ALL(:final::text[]) OR u.updated_at >= :cutoff::timestamptz))
+ORDER BY t.updated_at DESC
+LIMIT :limit;
+
+-- name: count_prunable_tasks
+SELECT count(*) AS n FROM tasks
+WHERE status = ANY(:final::text[]) AND updated_at < :cutoff::timestamptz;
+
+-- The claims of those tasks, read before the batch's write (a finished task claims no more).
+-- name: prunable_claims
+SELECT token FROM claims WHERE task_id = ANY(:ids::text[]);
+
+-- The batch's compare-and-set: still finished, still unchanged since before :cutoff.
+-- name: still_prunable
+SELECT id FROM tasks
+WHERE id = ANY(:ids::text[]) AND status = ANY(:final::text[])
+  AND updated_at < :cutoff::timestamptz
+FOR UPDATE;
+
+-- name: dependents_of
+SELECT task_id, depends_on FROM task_deps WHERE depends_on = ANY(:ids::text[]);
+
+-- name: run_files_of
+SELECT id, transcript_path, stderr_path FROM runs WHERE task_id = ANY(:ids::text[]);
+
+-- name: delete_runs_of
+DELETE FROM runs WHERE task_id = ANY(:ids::text[]);
+
+-- name: delete_claims_of
+DELETE FROM claims WHERE token = ANY(:tokens::bigint[]) AND task_id = ANY(:ids::text[]);
+
+-- name: delete_reviews_of
+DELETE FROM reviews WHERE task_id = ANY(:ids::text[]);
+
+-- name: delete_dependencies_of
+DELETE FROM task_deps WHERE task_id = ANY(:ids::text[]);
+
+-- name: delete_tasks
+DELETE FROM tasks WHERE id = ANY(:ids::text[]);
+
+-- The first event at or after :cutoff (read before the deletes: a scan of the older ones).
+-- name: first_event_kept
+SELECT id FROM events WHERE at >= :cutoff::timestamptz ORDER BY id LIMIT 1;
+
+-- name: last_event_id
+SELECT coalesce(max(id), 0) AS id FROM events;
+
+-- Events by id, the log's order: the oldest :limit before id :boundary.
+-- name: delete_events_before
+DELETE FROM events
+WHERE id IN (SELECT id FROM events WHERE id < :boundary ORDER BY id LIMIT :limit);
+
+-- name: count_old_events
+SELECT count(*) AS n FROM events WHERE at < :cutoff::timestamptz;
+
+-- Workers gone (dead, offline) and silent since before :cutoff that no claim or run names
+-- (read before the deletes: a gone worker never claims again).
+-- name: prunable_workers
+SELECT w.id FROM workers w
+WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id)
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id);
+
+-- name: delete_workers
+DELETE FROM workers
+WHERE id = ANY(:ids::text[]) AND status IN ('dead', 'offline')
+  AND last_heartbeat_at < :cutoff::timestamptz;
+
+-- Schedules (store/schedules.py). A schedule is read with its last fire's task's status.
+
+-- fragment: schedule_columns
+SELECT s.*, t.status AS last_task_status FROM schedules s LEFT JOIN tasks t ON t.id = s.last_task_id
+
+-- name: insert_schedule
+INSERT INTO schedules (id, cron, timezone, template, overlap, max_catchup, catchup_window_s,
+                       next_fire_at, created_at, updated_at)
+VALUES (:schedule_id, :cron, :timezone, :template, :overlap, :max_catchup,
+        :catchup_window_s::float8, :next_fire_at::timestamptz, :now, :now)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: get_schedule
+/* fragment: schedule_columns */ WHERE s.id = :schedule_id;
+
+-- name: list_schedules
+/* fragment: schedule_columns */ ORDER BY s.id;
+
+-- name: due_schedules
+-- Walks schedules_due from the oldest due time: its cost is the due schedules', whatever
+-- the number of schedules or of past fires.
+/* fragment: schedule_columns */
+WHERE NOT s.paused AND s.next_fire_at <= :now
+ORDER BY s.next_fire_at
+LIMIT :limit;
+
+-- name: lock_schedule
+SELECT * FROM schedules WHERE id = :schedule_id FOR UPDATE;
+
+-- name: advance_schedules
+-- The compare-and-set of a scheduler pass, for a batch of schedules at once (:plans, a JSON
+-- array; instants in seconds since the epoch): a schedule is moved on only if no other
+-- pass handled it since this one read it (one that waited on the row lock re-reads it),
+-- and comes back with its last task's status.
+UPDATE schedules s
+SET next_fire_at = to_timestamp((p ->> 'next_fire_at')::float8),
+    last_fire_at = coalesce(to_timestamp((p ->> 'last_fire_at')::float8), s.last_fire_at),
+    updated_at = :now
+FROM jsonb_array_elements(:plans::jsonb) AS p
+WHERE s.id = p ->> 'schedule_id' AND s.next_fire_at = to_timestamp((p ->> 'seen')::float8)
+  AND NOT s.paused
+RETURNING s.*, (SELECT status FROM tasks t WHERE t.id = s.last_task_id) AS last_task_status;
+
+-- name: insert_fires
+-- A fire happens once: a key already taken inserts nothing and is not returned. :fires is
+-- a JSON array (fire_at in seconds since the epoch).
+INSERT INTO schedule_fires (key, schedule_id, fire_at, outcome, task_id, note, recorded_at)
+SELECT f ->> 'key', f ->> 'schedule_id', to_timestamp((f ->> 'fire_at')::float8),
+       f ->> 'outcome', f ->> 'task_id', f ->> 'note', :now
+FROM jsonb_array_elements(:fires::jsonb) AS f
+ON CONFLICT (key) DO NOTHING
+RETURNING key;
+
+-- name: insert_fired_tasks
+-- The tasks of many fires, one statement (Tx.send_rows: :rows, a JSON array): ready now.
+INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
+                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at)
+SELECT r ->> 'id', r ->> 'title', r ->> 'description', r ->> 'queue', r ->> 'kind',
+       (r ->> 'priority')::integer, 'ready', r -> 'payload', r -> 'labels',
+       (r ->> 'max_attempts')::integer, (r ->> 'retry_base_s')::float8, :now,
+       (r ->> 'requires_review')::boolean, :now, :now
+FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(r, n)
+ORDER BY n;
+
+-- name: set_last_tasks
+-- Each schedule's newest task, one statement (Tx.send_rows: :rows, a JSON array).
+UPDATE schedules s SET last_task_id = r ->> 'task_id', updated_at = :now
+FROM jsonb_array_elements(:rows::jsonb) AS r
+WHERE s.id = r ->> 'schedule_id';
+
+-- name: pause_schedule
+UPDATE schedules SET paused = true, pause_note = :note::text, updated_at = :now
+WHERE id = :schedule_id AND NOT paused;
+
+-- name: resume_schedule
+UPDATE schedules
+SET paused = false, pause_note = NULL,
+    next_fire_at = coalesce(:next_fire_at::timestamptz, next_fire_at), updated_at = :now
+WHERE id = :schedule_id AND paused;
+
+-- name: delete_schedule
+DELETE FROM schedules WHERE id = :schedule_id;
+
+-- name: delete_schedule_fires
+DELETE FROM schedule_fires WHERE key >= :first_key AND key < :past_key;
+
+-- name: schedule_fires
+SELECT f.*, t.status AS task_status
+FROM schedule_fires f LEFT JOIN tasks t ON t.id = f.task_id
+WHERE f.key >= :first_key AND f.key < :past_key
+ORDER BY f.key DESC
+LIMIT :limit;

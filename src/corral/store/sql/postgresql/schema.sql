@@ -228,6 +228,9 @@ CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NUL
 -- The rate limit counts the claims started in the last minute.
 CREATE INDEX claims_by_start ON claims (claimed_at);
 
+-- Retention deletes finished tasks; the check that no claim still names one reads this.
+CREATE INDEX claims_by_task ON claims (task_id);
+
 -- The room left in a queue with a max_ready limit, counted after locking its limits row:
 -- enqueues into one limited queue take turns, and each counts the tasks the previous one
 -- committed (a function, because only a later statement sees what a lock waited for).
@@ -427,4 +430,37 @@ CREATE TABLE tokens (
     created_at   timestamptz NOT NULL,
     expires_at   timestamptz,
     revoked_at   timestamptz
+);
+
+-- Cron schedules (model/schedules.py): due ones are found by next_fire_at alone
+-- (schedules_due); a fire happens once because its key is unique.
+CREATE TABLE schedules (
+    id               text             PRIMARY KEY,
+    cron             text             NOT NULL,
+    timezone         text             NOT NULL,
+    template         jsonb            NOT NULL,  -- the fields of the task each fire creates
+    overlap          text             NOT NULL CHECK (overlap IN ('skip', 'buffer-one', 'allow')),
+    max_catchup      integer          NOT NULL CHECK (max_catchup > 0),
+    catchup_window_s double precision,
+    paused           boolean          NOT NULL DEFAULT false,
+    pause_note       text,
+    next_fire_at     timestamptz,
+    last_fire_at     timestamptz,
+    last_task_id     text,
+    created_at       timestamptz      NOT NULL,
+    updated_at       timestamptz      NOT NULL
+);
+
+CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE NOT paused;
+
+-- A schedule's fires are read by key range: `schedule:{id}:` then the time, in RFC 3339
+-- UTC, which sorts as time does; a pass inserts into this one index only.
+CREATE TABLE schedule_fires (
+    key         text        COLLATE "C" PRIMARY KEY,  -- byte order: ranges by prefix
+    schedule_id text        NOT NULL,
+    fire_at     timestamptz NOT NULL,
+    outcome     text        NOT NULL CHECK (outcome IN ('created', 'skipped', 'missed')),
+    task_id     text,
+    note        text,
+    recorded_at timestamptz NOT NULL
 );

@@ -1013,3 +1013,171 @@ SELECT name, CAST((at - :since_at) / 60 AS INTEGER) AS minute, count(*) AS n
 FROM events
 WHERE name IN (SELECT value FROM json_each(:names)) AND at >= :since_at
 GROUP BY name, minute;
+
+-- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
+-- first (a dependent finishes after what it depends on, so it goes in an earlier batch),
+-- none that a task still kept depends on.
+-- name: prunable_tasks
+SELECT t.id FROM tasks t
+WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cutoff
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks u ON u.id = d.task_id
+                  WHERE d.depends_on = t.id
+                    AND (u.status NOT IN (SELECT value FROM json_each(:final))
+                         OR u.updated_at >= :cutoff))
+ORDER BY t.updated_at DESC
+LIMIT :limit;
+
+-- name: count_prunable_tasks
+SELECT count(*) AS n FROM tasks
+WHERE status IN (SELECT value FROM json_each(:final)) AND updated_at < :cutoff;
+
+-- The claims of those tasks, read before the batch's write (a finished task claims no more).
+-- name: prunable_claims
+SELECT token FROM claims WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- The batch's compare-and-set: still finished, still unchanged since before :cutoff.
+-- name: still_prunable
+SELECT id FROM tasks
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND status IN (SELECT value FROM json_each(:final)) AND updated_at < :cutoff;
+
+-- name: dependents_of
+SELECT task_id, depends_on FROM task_deps
+WHERE depends_on IN (SELECT value FROM json_each(:ids));
+
+-- name: run_files_of
+SELECT id, transcript_path, stderr_path FROM runs
+WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_runs_of
+DELETE FROM runs WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_claims_of
+DELETE FROM claims
+WHERE token IN (SELECT value FROM json_each(:tokens))
+  AND task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_reviews_of
+DELETE FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_dependencies_of
+DELETE FROM task_deps WHERE task_id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_tasks
+DELETE FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- The first event at or after :cutoff (read before the deletes: a scan of the older ones).
+-- name: first_event_kept
+SELECT id FROM events WHERE at >= :cutoff ORDER BY id LIMIT 1;
+
+-- name: last_event_id
+SELECT coalesce(max(id), 0) AS id FROM events;
+
+-- Events by id, the log's order: the oldest :limit before id :boundary.
+-- name: delete_events_before
+DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id < :boundary ORDER BY id LIMIT :limit);
+
+-- name: count_old_events
+SELECT count(*) AS n FROM events WHERE at < :cutoff;
+
+-- Workers gone (dead, offline) and silent since before :cutoff that no claim or run names
+-- (read before the deletes: a gone worker never claims again).
+-- name: prunable_workers
+SELECT w.id FROM workers w
+WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id)
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id);
+
+-- name: delete_workers
+DELETE FROM workers
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND status IN ('dead', 'offline') AND last_heartbeat_at < :cutoff;
+
+-- Schedules (store/schedules.py). A schedule is read with its last fire's task's status.
+
+-- fragment: schedule_columns
+SELECT s.*, t.status AS last_task_status FROM schedules s LEFT JOIN tasks t ON t.id = s.last_task_id
+
+-- name: insert_schedule
+INSERT INTO schedules (id, cron, timezone, template, overlap, max_catchup, catchup_window_s,
+                       next_fire_at, created_at, updated_at)
+VALUES (:schedule_id, :cron, :timezone, :template, :overlap, :max_catchup, :catchup_window_s,
+        :next_fire_at, :now, :now)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: get_schedule
+/* fragment: schedule_columns */ WHERE s.id = :schedule_id;
+
+-- name: list_schedules
+/* fragment: schedule_columns */ ORDER BY s.id;
+
+-- name: due_schedules
+-- Walks schedules_due from the oldest due time: its cost is the due schedules', whatever
+-- the number of schedules or of past fires.
+/* fragment: schedule_columns */
+WHERE s.paused = 0 AND s.next_fire_at <= :now
+ORDER BY s.next_fire_at
+LIMIT :limit;
+
+-- name: lock_schedule
+SELECT * FROM schedules WHERE id = :schedule_id;
+
+-- name: advance_schedules
+-- The compare-and-set of a scheduler pass, for a batch of schedules at once (:plans, a JSON
+-- array; instants in seconds since the epoch): a schedule is moved on only if no other
+-- pass handled it since this one read it, and comes back with its last task's status.
+UPDATE schedules
+SET next_fire_at = p.next_at, last_fire_at = coalesce(p.last_at, schedules.last_fire_at),
+    updated_at = :now
+FROM (SELECT value ->> '$.schedule_id' AS plan_id, value ->> '$.seen' AS seen_at,
+             value ->> '$.next_fire_at' AS next_at, value ->> '$.last_fire_at' AS last_at
+      FROM json_each(:plans)) AS p
+WHERE schedules.id = p.plan_id AND schedules.next_fire_at = p.seen_at AND schedules.paused = 0
+RETURNING id, cron, timezone, template, overlap, max_catchup, catchup_window_s, paused,
+          pause_note, next_fire_at, last_fire_at, last_task_id, created_at, updated_at,
+          (SELECT status FROM tasks t WHERE t.id = last_task_id) AS last_task_status;
+
+-- name: insert_fires
+-- A fire happens once: a key already taken inserts nothing and is not returned. :fires is
+-- a JSON array (fire_at in seconds since the epoch).
+INSERT INTO schedule_fires (key, schedule_id, fire_at, outcome, task_id, note, recorded_at)
+SELECT value ->> '$.key', value ->> '$.schedule_id', value ->> '$.fire_at', value ->> '$.outcome',
+       value ->> '$.task_id', value ->> '$.note', :now
+FROM json_each(:fires) WHERE true
+ON CONFLICT (key) DO NOTHING
+RETURNING key;
+
+-- name: insert_fired_tasks
+-- The task of one fire, run once per row (Tx.send_rows: executemany): ready now.
+INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
+                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at)
+VALUES (:id, :title, :description, :queue, :kind, :priority, 'ready', :payload, :labels,
+        :max_attempts, :retry_base_s, :now, :requires_review, :now, :now);
+
+-- name: set_last_tasks
+-- Each schedule's newest task, run once per row (Tx.send_rows: executemany).
+UPDATE schedules SET last_task_id = :task_id, updated_at = :now WHERE id = :schedule_id;
+
+-- name: pause_schedule
+UPDATE schedules SET paused = 1, pause_note = :note, updated_at = :now
+WHERE id = :schedule_id AND paused = 0;
+
+-- name: resume_schedule
+UPDATE schedules
+SET paused = 0, pause_note = NULL, next_fire_at = coalesce(:next_fire_at, next_fire_at),
+    updated_at = :now
+WHERE id = :schedule_id AND paused = 1;
+
+-- name: delete_schedule
+DELETE FROM schedules WHERE id = :schedule_id;
+
+-- name: delete_schedule_fires
+DELETE FROM schedule_fires WHERE key >= :first_key AND key < :past_key;
+
+-- name: schedule_fires
+SELECT f.*, t.status AS task_status
+FROM schedule_fires f LEFT JOIN tasks t ON t.id = f.task_id
+WHERE f.key >= :first_key AND f.key < :past_key
+ORDER BY f.key DESC
+LIMIT :limit;

@@ -193,6 +193,9 @@ CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NUL
 -- The rate limit counts the claims started in the last minute.
 CREATE INDEX claims_by_start ON claims (claimed_at);
 
+-- Retention deletes finished tasks; the check that no claim still names one reads this.
+CREATE INDEX claims_by_task ON claims (task_id);
+
 -- A task with its active claim (if any) and its dependencies, as every read wants it.
 CREATE VIEW task_view AS
 SELECT t.*,
@@ -300,3 +303,36 @@ CREATE TABLE tokens (
     expires_at   REAL,
     revoked_at   REAL
 );
+
+-- Cron schedules (model/schedules.py): due ones are found by next_fire_at alone
+-- (schedules_due); a fire happens once because its key is unique.
+CREATE TABLE schedules (
+    id               TEXT    PRIMARY KEY,
+    cron             TEXT    NOT NULL,
+    timezone         TEXT    NOT NULL,
+    template         TEXT    NOT NULL,  -- the fields of the task each fire creates (JSON)
+    overlap          TEXT    NOT NULL CHECK (overlap IN ('skip', 'buffer-one', 'allow')),
+    max_catchup      INTEGER NOT NULL CHECK (max_catchup > 0),
+    catchup_window_s REAL,
+    paused           INTEGER NOT NULL DEFAULT 0,
+    pause_note       TEXT,
+    next_fire_at     REAL,
+    last_fire_at     REAL,
+    last_task_id     TEXT,
+    created_at       REAL    NOT NULL,
+    updated_at       REAL    NOT NULL
+);
+
+CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE paused = 0;
+
+-- A schedule's fires are read by key range: `schedule:{id}:` then the time, in RFC 3339
+-- UTC, which sorts as time does; a pass inserts into this one index only.
+CREATE TABLE schedule_fires (
+    key         TEXT PRIMARY KEY,
+    schedule_id TEXT NOT NULL,
+    fire_at     REAL NOT NULL,
+    outcome     TEXT NOT NULL CHECK (outcome IN ('created', 'skipped', 'missed')),
+    task_id     TEXT,
+    note        TEXT,
+    recorded_at REAL NOT NULL
+) WITHOUT ROWID;

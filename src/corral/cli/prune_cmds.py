@@ -1,0 +1,56 @@
+"""`corral prune`: delete what is old enough (corral/retention.py), or count it."""
+
+from __future__ import annotations
+
+from corral.cli import parsing
+from corral.cli.commands import Arg, Command
+from corral.cli.context import Context
+from corral.errors import InvalidInput
+
+
+def cmd_prune(ctx: Context) -> int:
+    """One retention pass with the ages given, else those of `[retention]`; its counts."""
+    from corral import retention  # noqa: PLC0415 - prune alone
+
+    a = ctx.args
+    if ctx.db.startswith(("http://", "https://")):
+        raise InvalidInput(
+            "db", "a local store: prune runs on the store's host, where the runs' files are", ctx.db
+        )
+    s = ctx.settings
+    ages = retention.Ages(
+        finished_s=_age("finished_older_than", a.finished_older_than, s.retention_finished_after_s),
+        events_s=_age("events_older_than", a.events_older_than, s.retention_events_after_s),
+        workers_s=_age("workers_offline_older_than", a.workers_offline_older_than,
+                       s.retention_workers_after_s),
+    )  # fmt: skip
+    pruned = retention.prune(ctx.store, ages, dry_run=a.dry_run)
+    verb = "would delete" if pruned.dry_run else "deleted"
+    line = f"{verb} {pruned.tasks} tasks"
+    if not pruned.dry_run:
+        line += f" ({pruned.runs} runs, {pruned.files} files)"
+    ctx.emit(pruned.to_dict(), f"{line}, {pruned.events} events, {pruned.workers} workers")
+    return 0
+
+
+def _age(field: str, raw: str | None, configured: float | None) -> float | None:
+    """The flag's duration, else the setting's; `0` keeps that kind of row."""
+    given = parsing.duration(field, raw)
+    value = configured if given is None else given
+    return value or None
+
+
+COMMANDS = (
+    Command(
+        "prune",
+        cmd_prune,
+        "delete finished tasks, events and gone workers older than given",
+        Arg("--finished-older-than", metavar="DURATION",
+            help="finished tasks unchanged this long (default retention.finished_after; 0 keeps)"),
+        Arg("--events-older-than", metavar="DURATION",
+            help="events this old (default retention.events_after; 0 keeps)"),
+        Arg("--workers-offline-older-than", metavar="DURATION",
+            help="dead or offline workers silent this long (default 7d; 0 keeps)"),
+        Arg("--dry-run", action="store_true", help="count, delete nothing"),
+    ),
+)  # fmt: skip

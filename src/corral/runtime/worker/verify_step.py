@@ -1,0 +1,104 @@
+"""The verify step (`[worktree] verify`, seed 003 FR-058/059): a command that must pass in
+the task's worktree after its agent exited 0, before the task is done, submitted or landed.
+
+It runs as the agent's command does (executor.py: its own session, its whole process tree
+ended on stop or timeout), in the worktree, with the worktree's variables and the task's
+id, its output in two files beside the run's own (`RUN.verify.out`, `RUN.verify.err`).
+A failure fails the run with the tail of that output as its error; the task's next
+attempt finds the error on the task and its prompt carries it (`prompt_note`), so the
+agent sees what broke. A stop (shutdown, lost claim) stops the run as a stopped command
+does: its task goes back, not failed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, replace
+
+from corral.clock import Clock
+from corral.model.tasks import Task
+from corral.runtime.worker.executor import CommandSpec, run_command
+from corral.runtime.worker.jobs import Stop
+from corral.runtime.worker.outcome import Done, Ending
+
+PREFIX = "verify failed"  # how a run's error says the verify step failed it
+TAIL_CHARS = 3000  # of the verify step's output, in the run's error and the next prompt
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyStep:
+    """The verify command of a worktree job."""
+
+    argv: tuple[str, ...]
+    timeout_s: float
+    grace_s: float
+
+    @classmethod
+    def of(cls, line: str, *, timeout_s: float, grace_s: float) -> VerifyStep | None:
+        """The step `[worktree] verify` configures (checked by preflight), or None."""
+        argv = tuple(shlex.split(line))
+        return cls(argv=argv, timeout_s=timeout_s, grace_s=grace_s) if argv else None
+
+    def after(
+        self,
+        done: Done,
+        *,
+        task: Task,
+        run_id: str,
+        workdir: str,
+        env: dict[str, str],
+        output_base: str,
+        clock: Clock,
+        stop: Stop,
+    ) -> Done:
+        """`done` as the step leaves it: unchanged when it passes (or the run did not
+        succeed), failed or stopped when it does not pass."""
+        if not done.success:
+            return done
+        out, err = f"{output_base}.verify.out", f"{output_base}.verify.err"
+        spec = CommandSpec(
+            argv=self.argv,
+            stdin_text=None,
+            env={**os.environ, **env, "CORRAL_TASK_ID": task.id},
+            cwd=workdir,
+            transcript_path=out,
+            stderr_path=err,
+            run_id=run_id,
+            timeout_s=self.timeout_s,
+            grace_s=self.grace_s,
+        )
+        result = run_command(spec, clock=clock, stop=stop)
+        if result.ending is Ending.STOPPED:
+            stopped = result.stop_reason
+            return replace(done, ending=Ending.STOPPED, success=False, stop_reason=stopped)
+        command = shlex.join(self.argv)
+        if result.ending is Ending.TIMEOUT:
+            why = f"{PREFIX}: `{command}` did not finish within {self.timeout_s:g} s"
+        elif result.exit_code != 0:
+            why = f"{PREFIX}: `{command}` exited with status {result.exit_code}"
+        else:
+            return done
+        tail = _tail(out, err)
+        return replace(done, success=False, error=f"{why}\n{tail}" if tail else why)
+
+
+def prompt_note(task: Task) -> str | None:
+    """What the prompt of a task whose last attempt failed its verify step adds."""
+    error = task.last_error
+    if task.attempts < 1 or error is None or not error.startswith(PREFIX):
+        return None
+    return "\nThe previous attempt's work failed the verify step:\n" + error + "\n"
+
+
+def _tail(*paths: str) -> str:
+    """The end of the verify step's output: its stdout's, then its stderr's."""
+    texts = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - TAIL_CHARS))
+                texts.append(handle.read().decode("utf-8", "replace").strip())
+        except OSError:
+            continue
+    return "\n".join(t for t in texts if t)[-TAIL_CHARS:]

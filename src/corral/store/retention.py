@@ -1,0 +1,127 @@
+"""Store operations of retention (corral/retention.py): what is old enough to delete, and
+its deletion in bounded batches.
+
+Each batch is one write transaction that holds the store's write lock briefly: the
+candidates are read first, in read transactions that block no one (the scans are
+there), and each batch's write re-checks them as its compare-and-set: a task deleted is
+still finished and unchanged since before the cutoff, and no task that stays depends on
+it; a worker deleted is still gone and silent. So a task retried between the read and
+the write, or a worker that came back, is left alone. A task goes with its runs, claims,
+review and dependency rows; its events stay until they are old enough themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from corral.model.states import FINAL
+from corral.store.driver import Driver
+
+_FINAL = sorted(str(s) for s in FINAL)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeletedTasks:
+    """What one batch deleted: tasks, and the runs (id, transcript, stderr) whose output
+    files are now to be removed."""
+
+    tasks: int
+    runs: tuple[tuple[str, str | None, str | None], ...]
+
+
+class RetentionOps:
+    """Find and delete what is old enough."""
+
+    _driver: Driver
+
+    def prunable_tasks(self, cutoff: datetime, limit: int) -> list[str]:
+        """Up to `limit` finished tasks last changed before `cutoff` that no kept task
+        depends on, newest first."""
+        with self._driver.read() as tx:
+            rows = tx.all("prunable_tasks", final=_FINAL, cutoff=cutoff, limit=limit)
+        return [str(r["id"]) for r in rows]
+
+    def count_prunable(self, *, tasks_before: datetime | None, events_before: datetime | None,
+                       workers_before: datetime | None) -> dict[str, int]:  # fmt: skip
+        """How many finished tasks, events and gone workers are older than each cutoff
+        (None: not counted); what a dry run reports."""
+        counts = {"tasks": 0, "events": 0, "workers": 0}
+        with self._driver.read() as tx:
+            if tasks_before is not None:
+                found = tx.one("count_prunable_tasks", final=_FINAL, cutoff=tasks_before)
+                counts["tasks"] = int(found["n"]) if found else 0
+            if events_before is not None:
+                found = tx.one("count_old_events", cutoff=events_before)
+                counts["events"] = int(found["n"]) if found else 0
+            if workers_before is not None:
+                counts["workers"] = len(tx.all("prunable_workers", cutoff=workers_before))
+        return counts
+
+    def delete_tasks(self, task_ids: list[str], cutoff: datetime) -> DeletedTasks:
+        """Delete those of `task_ids` still finished and unchanged since before `cutoff`
+        that no task staying depends on, with their runs, claims, reviews and dependency
+        rows, in one transaction."""
+        with self._driver.read() as tx:
+            tokens = [int(r["token"]) for r in tx.all("prunable_claims", ids=task_ids)]
+        with self._driver.write() as tx:
+            kept = {
+                str(r["id"])
+                for r in tx.all("still_prunable", ids=task_ids, final=_FINAL, cutoff=cutoff)
+            }
+            dependents = [
+                (str(r["task_id"]), str(r["depends_on"]))
+                for r in tx.all("dependents_of", ids=sorted(kept))
+            ]
+            going = _without_kept_dependents(kept, dependents)
+            if not going:
+                return DeletedTasks(tasks=0, runs=())
+            ids = sorted(going)
+            runs = tuple(
+                (str(r["id"]), r["transcript_path"], r["stderr_path"])
+                for r in tx.all("run_files_of", ids=ids)
+            )
+            tx.run("delete_runs_of", ids=ids)
+            tx.run("delete_claims_of", ids=ids, tokens=tokens)
+            tx.run("delete_reviews_of", ids=ids)
+            tx.run("delete_dependencies_of", ids=ids)
+            deleted = tx.run("delete_tasks", ids=ids)
+        return DeletedTasks(tasks=deleted, runs=runs)
+
+    def event_boundary(self, cutoff: datetime) -> int:
+        """The id of the first event to keep: every event before it is older than `cutoff`
+        (ids follow the log's order)."""
+        with self._driver.read() as tx:
+            first = tx.one("first_event_kept", cutoff=cutoff)
+            if first is not None:
+                return int(first["id"])
+            last = tx.one("last_event_id")
+            return (int(last["id"]) if last else 0) + 1
+
+    def delete_events_before(self, boundary: int, limit: int) -> int:
+        """Delete up to `limit` of the oldest events with an id below `boundary`."""
+        with self._driver.write() as tx:
+            return tx.run("delete_events_before", boundary=boundary, limit=limit)
+
+    def prunable_workers(self, cutoff: datetime) -> list[str]:
+        """Workers dead or offline, silent since before `cutoff`, that no claim or run names."""
+        with self._driver.read() as tx:
+            return [str(r["id"]) for r in tx.all("prunable_workers", cutoff=cutoff)]
+
+    def delete_workers(self, worker_ids: list[str], cutoff: datetime) -> int:
+        """Delete those of `worker_ids` still gone and silent since before `cutoff`."""
+        with self._driver.write() as tx:
+            return tx.run("delete_workers", ids=worker_ids, cutoff=cutoff)
+
+
+def _without_kept_dependents(going: set[str], dependents: list[tuple[str, str]]) -> set[str]:
+    """`going` less every task a staying task depends on, until none is left out."""
+    going = set(going)
+    changed = True
+    while changed:
+        changed = False
+        for dependent, dependency in dependents:
+            if dependency in going and dependent not in going:
+                going.discard(dependency)
+                changed = True
+    return going
