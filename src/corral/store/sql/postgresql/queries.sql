@@ -879,8 +879,8 @@ ORDER BY priority DESC, seq
 LIMIT :limit;
 
 -- name: task_page_priority_of_status
--- task_page_priority of the tasks of one status, :status: read in the claim order's
--- index (tasks_claim_order), not sorted after a scan.
+-- task_page_priority of the tasks of one status, :status: for ready tasks, read in the
+-- claim order's partial index (tasks_ready_order) rather than sorted after a scan.
 SELECT * FROM task_view
 WHERE status = :status::text AND /* fragment: task_page_filters */
   AND (:after_seq::bigint IS NULL OR priority < :after_priority::bigint
