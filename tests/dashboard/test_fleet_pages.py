@@ -10,9 +10,11 @@ from tests.dashboard.conftest import shoot
 from corral import queues, usage, workers
 from corral.claims import claim
 from corral.errors import CorralError
+from corral.model.schedules import NewSchedule
 from corral.model.states import WorkerStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker
+from corral.schedules import add_schedule
 from corral.tasks import enqueue
 
 
@@ -71,3 +73,24 @@ def test_events_filter_and_arrive_live(server, open_page):
     assert 0 == server.corral("cancel", first.id).returncode
     expect(page.get_by_role("cell", name="task.cancelled")).to_be_visible()
     shoot(page, "events")
+
+
+def test_schedules_show_next_fires_and_pause_and_trigger(server, open_page):
+    """A schedule shows its next fire times; Trigger now makes its task, Pause pauses it."""
+    server.start()
+    with server.store() as store:
+        add_schedule(
+            store, NewSchedule(id="nightly", cron="0 0 3 * * *", template={"title": "sweep"})
+        )
+    page = open_page(server.url + "/schedules")
+    expect(page.get_by_role("rowheader", name="nightly")).to_be_visible()
+    page.get_by_role("button", name="Trigger nightly now").click()
+    expect(page.get_by_role("status")).to_contain_text("Triggered nightly")
+    page.get_by_role("button", name="Pause nightly").click()
+    expect(page.get_by_role("status")).to_contain_text("Paused nightly")
+    expect(page.get_by_role("button", name="Resume nightly")).to_be_visible()
+    shoot(page, "schedules")
+    with server.store() as store:
+        schedule = store.get_schedule("nightly")
+        assert schedule.paused
+        assert "sweep" == store.get_task(schedule.last_task_id).title

@@ -34,6 +34,8 @@ BAD_POSTS = [
     ("/queues/a%00/limits", {"rate": "1"}, 404),
     ("/queues/code/limits", {"rate": "-1"}, 422),
     ("/providers/p%00/pause", {}, 404),
+    ("/schedules/s%00/pause", {}, 404),
+    ("/schedules/nosuch/trigger", {}, 404),
     ("/providers/p1/cap", {"max_running": "many"}, 422),
     ("/tasks/{task}/cancel", {"note": "a\x00b"}, 422),
 ]

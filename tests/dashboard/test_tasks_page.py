@@ -142,7 +142,7 @@ def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, o
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("link", name="broken")).to_be_visible()
     assert 0 == page.get_by_role("checkbox").count()
-    for path in ("/tasks", f"/tasks/{broken}", "/workers", "/queues", "/events", "/"):
+    for path in ("/tasks", f"/tasks/{broken}", "/workers", "/queues", "/schedules", "/events", "/"):
         page.goto(server.url + path)
         shown = page.get_by_role("button").all_inner_texts()
         assert [] == [b for b in shown if b not in ("Sign out", "Filter")], path

@@ -3,7 +3,8 @@
 Server-rendered HTML (Jinja2, autoescaped) that reads without JavaScript; htmx and its
 SSE extension (vendored under static/vendor, with their licences) refresh the live parts
 of a page as the event stream says something changed. Each page is a module of its own
-(overview, task_list, task_detail, workers_page, queues_page, events_page); each write
+(overview, task_list, task_detail, workers_page, queues_page, schedules_page,
+events_page); each write
 is a form that calls the use case the API and the CLI call, after the checks of
 guards.py (session, CSRF, an operator's role). Jinja2 is imported only here.
 
@@ -25,6 +26,7 @@ from corral.server.dashboard import (
     login,
     overview,
     queues_page,
+    schedules_page,
     task_detail,
     task_list,
     workers_page,
@@ -40,6 +42,7 @@ ROUTES: list[BaseRoute] = [
     *task_detail.ROUTES,
     *workers_page.ROUTES,
     *queues_page.ROUTES,
+    *schedules_page.ROUTES,
     *events_page.ROUTES,
     Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
 ]
