@@ -2,14 +2,16 @@
 one (issue 18: p95 under 100 ms with 100,000 tasks and 1,000,000 events; the ratio to
 1,000 tasks under 2).
 
-For each size, a SQLite store gets --tasks ready tasks (bench/measure.py's bulk_load: the
-rows `enqueue` writes, copied) and EVENTS_PER_TASK events each (the task.created event,
-copied), then `corral serve` starts on it and each page is loaded --samples times over
-HTTP on loopback (urllib; the loopback is open: no token exists). The time is the
-client's, from request to the last byte: the server's time plus a loopback round trip.
-The small store is the floor, measured in the same run.
+For each store and size, the store gets --tasks ready tasks (the rows `enqueue` writes,
+copied: bench/measure.py's bulk_load on SQLite, pg_peer.py's copy_task on a scratch
+PostgreSQL database) and EVENTS_PER_TASK events each (the task.created event, copied),
+then `corral serve` starts on it and each page is loaded --samples times over HTTP on
+loopback (urllib; the loopback is open: no token exists). The time is the client's, from
+request to the last byte: the server's time plus a loopback round trip. The small store
+is the floor, measured in the same run.
 
     .venv/bin/python bench/dashboard_pages.py [--tasks 100000] [--samples 50]
+                                              [--stores sqlite postgresql]
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ import sys
 import time
 import urllib.request
 
+import psycopg
+
 import measure
+from corral import NewTask, open_store
+from corral.tasks import enqueue
 
 CORRAL = os.path.join(measure.VENV_BIN, "corral")
 FLOOR_TASKS = 1000
@@ -43,7 +49,32 @@ def _pages(task_id: str) -> dict[str, str]:
     }
 
 
-def _seed(path: str, count: int) -> str:
+def _seed(url: str, count: int) -> str:
+    """`count` tasks and EVENTS_PER_TASK events each; the id of a task in the middle."""
+    if "://" not in url:
+        return _seed_sqlite(url, count)
+    from pg_peer import copy_task
+
+    with open_store(url) as store:
+        first = enqueue(store, NewTask(title="bench task")).id
+    copy_task(url, first, count, analyze="")
+    with psycopg.connect(url, autocommit=True) as conn:
+        named = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'"
+            " AND column_name NOT IN ('id', 'xid', 'task_id') ORDER BY ordinal_position"
+        ).fetchall()
+        listed = ", ".join(name for (name,) in named)
+        from_event = ", ".join(f"e.{name}" for (name,) in named)
+        conn.execute(
+            f"INSERT INTO events ({listed}, task_id) SELECT {from_event}, t.id "
+            "FROM events e, tasks t, generate_series(2, %s) AS k WHERE e.task_id = %s",
+            (EVENTS_PER_TASK, first),
+        )
+        conn.execute(b"ANALYZE")
+    return f"t-bench{count // 2}"
+
+
+def _seed_sqlite(path: str, count: int) -> str:
     """`count` tasks and EVENTS_PER_TASK events each; the id of a task in the middle."""
     ids = measure.bulk_load(path, count, priorities=5)
     conn = sqlite3.connect(path, isolation_level=None)
@@ -74,12 +105,11 @@ def _times(url: str, samples: int) -> measure.Spread:
     return measure.Spread.of(found)
 
 
-def _measure(folder: str, count: int, samples: int) -> dict[str, measure.Spread]:
-    path = os.path.join(folder, f"corral-{count}.db")
-    task_id = _seed(path, count)
+def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
+    task_id = _seed(url, count)
     port = 8600 + count % 97
     argv = [CORRAL, "serve", "--port", str(port)]
-    env = measure.fresh_process_env(path)
+    env = measure.fresh_process_env(url)
     with measure.spawned(
         argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     ) as proc:
@@ -102,45 +132,42 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"])
     args = parser.parse_args()
     measure.banner(
         "dashboard pages", f"{args.tasks} tasks vs {FLOOR_TASKS}, {args.samples} loads each"
     )
-    with measure.temp_dir("dashboard") as folder:
-        floor = _measure(folder, FLOOR_TASKS, args.samples)
-        big = _measure(folder, args.tasks, args.samples)
     verdicts = measure.Verdicts("dashboard pages")
+    for dialect in args.stores:
+        with measure.temp_dir("dashboard") as folder:
+            for part in ("floor", "big"):
+                os.makedirs(os.path.join(folder, part))
+            with measure.store_url(dialect, os.path.join(folder, "floor")) as url:
+                floor = _measure(url, FLOOR_TASKS, args.samples)
+            with measure.store_url(dialect, os.path.join(folder, "big")) as url:
+                big = _measure(url, args.tasks, args.samples)
+        _report(dialect, args.tasks, floor, big, verdicts)
+    return verdicts.finish()
+
+
+def _report(
+    dialect: str,
+    tasks: int,
+    floor: dict[str, measure.Spread],
+    big: dict[str, measure.Spread],
+    verdicts: measure.Verdicts,
+) -> None:
     rows = []
     for name, spread in big.items():
         ratio = spread.p95_s / floor[name].p95_s
-        rows.append(
-            [
-                name,
-                measure.ms(floor[name].p50_s),
-                measure.ms(floor[name].p95_s),
-                measure.ms(spread.p50_s),
-                measure.ms(spread.p95_s),
-                f"{ratio:.2f}",
-            ]
-        )
-        verdicts.check(
-            f"{name}: p95 < {measure.ms(P95_S)}", measure.ms(spread.p95_s), spread.p95_s < P95_S
-        )
-        verdicts.check(f"{name}: ratio < {RATIO}", f"{ratio:.2f}", ratio < RATIO)
-    print(
-        measure.table(
-            [
-                "page",
-                f"p50 {FLOOR_TASKS}",
-                f"p95 {FLOOR_TASKS}",
-                f"p50 {args.tasks}",
-                f"p95 {args.tasks}",
-                "ratio p95",
-            ],
-            rows,
-        )
-    )
-    return verdicts.finish()
+        times = [floor[name].p50_s, floor[name].p95_s, spread.p50_s, spread.p95_s]
+        rows.append([name, *map(measure.ms, times), f"{ratio:.2f}"])
+        target = f"{dialect}, {name}: p95 < {measure.ms(P95_S)}"
+        verdicts.check(target, measure.ms(spread.p95_s), spread.p95_s < P95_S)
+        verdicts.check(f"{dialect}, {name}: ratio < {RATIO}", f"{ratio:.2f}", ratio < RATIO)
+    sizes = [f"p50 {FLOOR_TASKS}", f"p95 {FLOOR_TASKS}", f"p50 {tasks}", f"p95 {tasks}"]
+    print(f"\n{dialect}")
+    print(measure.table(["page", *sizes, "ratio p95"], rows))
 
 
 if __name__ == "__main__":
