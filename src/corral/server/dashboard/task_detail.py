@@ -1,7 +1,8 @@
 """The task page: one task's fields, dependencies, timeline, runs, transcript and review.
 
 GET  /tasks/{id}?run=RUN&before=OFFSET   the page; `run` picks the transcript (default:
-                                         the newest run), `before` an earlier window of it
+                                         the newest run), `before` an earlier window of it;
+                                         `part=transcript`: the transcript alone (no git)
 POST /tasks/{id}/retry | cancel          corral retry / cancel
 POST /tasks/{id}/approve                 corral approve (pins the branch's head)
 POST /tasks/{id}/request-changes         corral request-changes, with the form's `note`
@@ -45,6 +46,17 @@ def task_page(request: Request, visitor: Visitor) -> Response:
     task = store.get_task(path_id(request, "task_id", "task"))
     runs = store.list_runs(task_id=task.id, limit=RUNS)
     chosen = _chosen_run(runs, request.query_params.get("run"))
+    window = _window(store, chosen, request.query_params.get("before"))
+    if request.query_params.get("part") == "transcript":  # a live refresh of it alone
+        return render(
+            request,
+            visitor,
+            "transcript.html",
+            task=task,
+            run=chosen,
+            window=window,
+            request_before=request.query_params.get("before"),
+        )
     return render(
         request,
         visitor,
@@ -57,7 +69,7 @@ def task_page(request: Request, visitor: Visitor) -> Response:
         runs=runs,
         totals=usage.task_totals(store, task.id),
         run=chosen,
-        window=_window(store, chosen, request.query_params.get("before")),
+        window=window,
         review=_review(request, task.id) if task.branch else None,
         review_states=reviews.PENDING,
         request_before=request.query_params.get("before"),
