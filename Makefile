@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test check bench clean
+.PHONY: setup run test check bench screenshots clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,10 @@ TEST_PROCESSES ?= 4
 
 test: check
 	$(VENV)/bin/pytest -n $(TEST_PROCESSES)
+
+# The pictures of docs/dashboard.md, taken by the dashboard's own browser tests.
+screenshots: setup
+	CORRAL_SCREENSHOTS=docs/images $(VENV)/bin/pytest -q tests/dashboard
 
 bench: setup
 	@# huey and procrastinate are installed only for the benchmarks that compare against them.

@@ -36,6 +36,8 @@ SCRIPTS = (
     "agent_stream",
     "limit_park",
     "metrics_scrape",
+    "dashboard_pages",
+    "dashboard_live",
     "retention_claims",
     "schedule_pass",
     "serve_throughput",

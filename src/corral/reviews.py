@@ -48,6 +48,10 @@ class Branches(Protocol):
         """`git diff --stat BASE...BRANCH`."""
         ...
 
+    def diff(self, base: str, branch: str) -> str:
+        """`git diff BASE...BRANCH`: every change, as a patch."""
+        ...
+
     def is_on_top(self, branch: str, base: str) -> bool:
         """Whether `branch` holds every commit of `base` (it was rebased onto it, or
         started from its current tip)."""
@@ -105,11 +109,13 @@ class PendingReview:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewDetail:
-    """One task's review as `review show` shows it; `diff_stat` is None without a branch."""
+    """One task's review as `review show` shows it; `diff_stat` is None without a branch.
+    `diff`, the whole patch, is read only when asked for (the dashboard shows it)."""
 
     task: Task
     review: Review
     diff_stat: str | None
+    diff: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `review show --json` (docs/cli.md)."""
@@ -253,17 +259,20 @@ def pending(store: Store, *, stale_after_s: float) -> list[PendingReview]:
     ]
 
 
-def show(store: Store, task_id: str, branches: BranchesFactory) -> ReviewDetail:
-    """Task `task_id`'s review, with the diff stat of its branch (git is opened only then)."""
+def show(
+    store: Store, task_id: str, branches: BranchesFactory, *, full_diff: bool = False
+) -> ReviewDetail:
+    """Task `task_id`'s review, with the diff stat of its branch (git is opened only then),
+    and with `full_diff` the whole patch too."""
     task = store.get_task(task_id)
     review = store.get_review(task.id)
-    return ReviewDetail(task=task, review=review, diff_stat=_diff_stat(task, review, branches))
-
-
-def _diff_stat(task: Task, review: Review, branches: BranchesFactory) -> str | None:
-    """The branch's diff stat against its base, or None when it has no branch or base."""
     if not task.branch or not review.base_ref:
-        return None
+        return ReviewDetail(task=task, review=review, diff_stat=None)
     repo = branches()
     _head(repo, task)
-    return repo.diff_stat(review.base_ref, task.branch)
+    return ReviewDetail(
+        task=task,
+        review=review,
+        diff_stat=repo.diff_stat(review.base_ref, task.branch),
+        diff=repo.diff(review.base_ref, task.branch) if full_diff else None,
+    )

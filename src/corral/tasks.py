@@ -1,4 +1,4 @@
-"""Use cases of tasks outside their claims: enqueue, cancel, retry.
+"""Use cases of tasks outside their claims: enqueue, cancel, retry, reprioritise.
 
 Plain functions over a `Store`; the claim cycle (claim, renew, release, defer, complete,
 fail) is corral.claims. Task records and the state machine are in corral.model.
@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from corral import documents
+from corral.documents import MAX_INT32
 from corral.model.actors import OPERATOR
 from corral.settings import Settings
 from corral.store import Store
@@ -42,3 +44,10 @@ def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
 def retry(store: Store, task_id: str) -> Task:
     """Put a failed or cancelled task back in the queue with a fresh attempt budget."""
     return store.retry(task_id, actor=OPERATOR)
+
+
+def reprioritise(store: Store, task_id: str, priority: int) -> Task:
+    """Give a task that has not finished a new priority: claims take higher ones first."""
+    return store.set_task_priority(
+        task_id, documents.whole("priority", priority, -MAX_INT32 - 1), actor=OPERATOR
+    )

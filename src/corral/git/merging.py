@@ -54,6 +54,10 @@ class GitBranches:
         """What the branch changes since it left the base."""
         return self._git.out("diff", "--stat", f"{base}...{branch}")
 
+    def diff(self, base: str, branch: str) -> str:
+        """Every change of the branch since it left the base, as a patch."""
+        return self._git.out("diff", f"{base}...{branch}")
+
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold `corral-merge.lock` in the repository's common git directory."""

@@ -81,6 +81,7 @@ EVENT_NAMES = (
     "task.waiting",
     "task.cancelled",
     "task.retried",
+    "task.reprioritised",
     "task.branch_recorded",
     "task.submitted",
     "task.approved",

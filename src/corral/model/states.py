@@ -75,6 +75,7 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "unblock": frozenset({TaskStatus.BLOCKED}),
     "cancel": frozenset(set(TaskStatus) - FINAL),
     "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
+    "reprioritise": frozenset(set(TaskStatus) - FINAL),
     # The review flow (corral.reviews): the branch is handed in, approved at a pinned
     # commit, merged; changes requested or a merge conflict send it back to work.
     "submit": frozenset({TaskStatus.RUNNING}),

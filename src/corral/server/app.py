@@ -20,6 +20,7 @@ from corral import filemodes
 from corral.errors import CorralError
 from corral.server import (
     claims,
+    dashboard,
     events,
     heartbeats,
     metrics,
@@ -56,6 +57,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *metrics.ROUTES,
             *run_output.ROUTES,
             *openapi.ROUTES,
+            *dashboard.ROUTES,
         ],
         lifespan=_lifespan,
         exception_handlers={

@@ -77,19 +77,27 @@ def _read(request: Request) -> bytes:
     store = store_of(request)
     require(request, store, Role.VIEWER)
     run_id, stream, offset = _target(request)
-    run = store.get_run(run_id)
-    path = shipped_output(store.url, run_id, stream)
-    if not os.path.exists(path):
-        recorded = run.transcript_path if stream == "transcript" else run.stderr_path
-        if recorded is None or not is_inside(recorded, runs_dir(store.url)):
-            raise NotFound(f"{stream} of run", run_id)
-        path = recorded
+    path = output_path(store, run_id, stream)
     try:
         with open(path, "rb") as handle:
             handle.seek(offset, os.SEEK_SET)
             return handle.read(CHUNK_BYTES)
     except FileNotFoundError:
         raise NotFound(f"{stream} of run", run_id) from None
+
+
+def output_path(store: Store, run_id: str, stream: str) -> str:
+    """Where the server reads run `run_id`'s `stream` from: its copy of a remote run's
+    output, else the file the run record names if it lies in the server's runs folder;
+    NotFound otherwise (the dashboard's transcripts read it too)."""
+    run = store.get_run(run_id)
+    path = shipped_output(store.url, run_id, stream)
+    if os.path.exists(path):
+        return path
+    recorded = run.transcript_path if stream == "transcript" else run.stderr_path
+    if recorded is None or not is_inside(recorded, runs_dir(store.url)):
+        raise NotFound(f"{stream} of run", run_id)
+    return recorded
 
 
 def _target(request: Request) -> tuple[str, str, int]:

@@ -29,6 +29,7 @@ from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
 from corral.store.schedules import ScheduleOps
 from corral.store.tallies import TallyOps
+from corral.store.task_pages import TaskPageOps
 from corral.store.tasks import TaskOps
 from corral.store.tokens import TokenOps
 from corral.store.workers import WorkerOps
@@ -36,6 +37,7 @@ from corral.store.workers import WorkerOps
 
 class Store(
     TaskOps,
+    TaskPageOps,
     EventOps,
     ClaimOps,
     WorkerOps,
@@ -53,7 +55,7 @@ class Store(
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
-    row, schedules and the tallies /metrics reads."""
+    row, schedules, the tallies /metrics reads and the dashboard's pages of tasks."""
 
     # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
     long_polls = False

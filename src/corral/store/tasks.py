@@ -171,6 +171,22 @@ class TaskOps:
             )
         return read_task(self._driver, task_id)
 
+    def set_task_priority(self, task_id: str, priority: int, *, actor: str) -> Task:
+        """Give a task that is not final a new priority (its claim order follows)."""
+        with self._driver.write() as tx:
+            was = task_in(tx, self._driver, task_id)
+            changed = tx.run(
+                "set_task_priority",
+                task_id=task_id,
+                priority=priority,
+                allowed=ALLOWED_FROM["reprioritise"],
+            )
+            if not changed:
+                raise errors.InvalidTransition(task_id, "reprioritise", was.status)
+            change = {"from": was.priority, "to": priority}
+            journal.record(tx, "task.reprioritised", actor=actor, task_id=task_id, data=change)
+        return read_task(self._driver, task_id)
+
     def retry(self, task_id: str, *, actor: str) -> Task:
         """Return a failed or cancelled task to the queue with a fresh attempt budget."""
         with self._driver.write() as tx:

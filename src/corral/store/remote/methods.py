@@ -118,6 +118,7 @@ OPERATES = frozenset(
         "enqueue",
         "cancel",
         "retry",
+        "set_task_priority",
         "drain_worker",
         "start_run",
         "finish_run",
@@ -168,6 +169,12 @@ LOCAL = frozenset(
         "close",
         "token_secret_hash",
         "any_usable_token",
+        # The dashboard's reads: it runs in `corral serve`, beside the store.
+        "task_page",
+        "count_task_page",
+        "task_dependents",
+        "task_timeline",
+        "events_per_minute",
     }
 )
 

@@ -202,6 +202,11 @@ SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = 
 WHERE id = :task_id AND status = ANY(:allowed::text[])
 RETURNING status;
 
+-- name: set_task_priority
+-- A new priority for a task that is not final; its place in the claim order follows.
+UPDATE tasks SET priority = :priority, updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
                      status, registered_at, last_heartbeat_at, pid_started_at, provider)
@@ -834,6 +839,82 @@ SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
+
+-- fragment: task_page_filters
+-- The dashboard's filters of the task list (task_page_*); each is off when NULL.
+(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queue = :queue::text)
+  AND (:kind::text IS NULL OR kind = :kind::text)
+  AND (:assignee::text IS NULL OR assignee = :assignee::text)
+  AND (:label_key::text IS NULL OR labels ->> :label_key::text = :label_value::text)
+  AND (:pattern::text IS NULL OR title ILIKE :pattern::text OR description ILIKE :pattern::text
+       OR payload::text ILIKE :pattern::text)
+
+-- name: task_page_newest
+-- A page of the dashboard's task list, newest first, after the cursor :after_seq (none:
+-- the first page): a keyset read on seq, as fast for the thousandth page as the first.
+-- :pattern is a LIKE pattern ('%text%', its % and _ escaped with \).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR seq < :after_seq::bigint)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_page_oldest
+-- task_page_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_page_priority
+-- task_page_newest in claim order (priority, highest first, then oldest), after the
+-- cursor (:after_priority, :after_seq).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority < :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq > :after_seq::bigint))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: task_page_priority_of_status
+-- task_page_priority of the tasks of one status, :status: for ready tasks, read in the
+-- claim order's partial index (tasks_ready_order) rather than sorted after a scan.
+SELECT * FROM task_view
+WHERE status = :status::text AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority < :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq > :after_seq::bigint))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: count_task_page
+-- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_page_filters */
+LIMIT :cap) AS matched;
+
+-- name: task_dependents
+-- The tasks that wait on :task_id (the task page's "blocking"), oldest first.
+SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
+WHERE d.depends_on = :task_id
+ORDER BY t.seq
+LIMIT :limit;
+
+-- name: task_timeline
+-- The newest :limit events of task :task_id, newest first (events_by_task).
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE task_id = :task_id
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_per_minute
+-- How many events of each of :names were written in each minute from :since_at on (the
+-- overview's chart), by events_by_name_at.
+SELECT name, floor(extract(epoch FROM at - :since_at::timestamptz) / 60)::int AS minute, count(*) AS n
+FROM events
+WHERE name = ANY(:names::text[]) AND at >= :since_at::timestamptz
+GROUP BY name, minute;
 
 -- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
 -- first (a dependent finishes after what it depends on, so it goes in an earlier batch),

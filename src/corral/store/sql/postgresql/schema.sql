@@ -124,6 +124,7 @@ CREATE TABLE events (
 CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
 CREATE INDEX events_by_worker ON events (worker_id, id) WHERE worker_id IS NOT NULL;
 CREATE INDEX events_by_xid ON events (xid, id);
+CREATE INDEX events_by_name_at ON events (name, at);
 
 -- A task with its active claim (if any) and its dependencies, as every read wants it.
 CREATE VIEW task_view AS

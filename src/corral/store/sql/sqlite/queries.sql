@@ -174,6 +174,11 @@ SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = 
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING status;
 
+-- name: set_task_priority
+-- A new priority for a task that is not final; its place in the claim order follows.
+UPDATE tasks SET priority = :priority, updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
 -- name: insert_worker
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
                      status, registered_at, last_heartbeat_at, pid_started_at, provider)
@@ -932,6 +937,82 @@ SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
+
+-- fragment: task_page_filters
+-- The dashboard's filters of the task list (task_page_*); each is off when NULL.
+(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kind IS NULL OR kind = :kind)
+  AND (:assignee IS NULL OR assignee = :assignee)
+  AND (:label_path IS NULL OR json_extract(labels, :label_path) = :label_value)
+  AND (:pattern IS NULL OR title LIKE :pattern ESCAPE '\' OR description LIKE :pattern ESCAPE '\'
+       OR payload LIKE :pattern ESCAPE '\')
+
+-- name: task_page_newest
+-- A page of the dashboard's task list, newest first, after the cursor :after_seq (none:
+-- the first page): a keyset read on seq, as fast for the thousandth page as the first.
+-- :pattern is a LIKE pattern ('%text%', its % and _ escaped with \).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR seq < :after_seq)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_page_oldest
+-- task_page_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR seq > :after_seq)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_page_priority
+-- task_page_newest in claim order (priority, highest first, then oldest), after the
+-- cursor (:after_priority, :after_seq).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: task_page_priority_of_status
+-- task_page_priority of the tasks of one status, :status: read in the claim order's
+-- index (tasks_claim_order), not sorted after a scan.
+SELECT * FROM task_view
+WHERE status = :status AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: count_task_page
+-- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_page_filters */
+LIMIT :cap) AS matched;
+
+-- name: task_dependents
+-- The tasks that wait on :task_id (the task page's "blocking"), oldest first.
+SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
+WHERE d.depends_on = :task_id
+ORDER BY t.seq
+LIMIT :limit;
+
+-- name: task_timeline
+-- The newest :limit events of task :task_id, newest first (events_by_task).
+SELECT *, 0 AS cursor_xid FROM events
+WHERE task_id = :task_id
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_per_minute
+-- How many events of each of :names were written in each minute from :since_at on (the
+-- overview's chart), by events_by_name_at.
+SELECT name, CAST((at - :since_at) / 60 AS INTEGER) AS minute, count(*) AS n
+FROM events
+WHERE name IN (SELECT value FROM json_each(:names)) AND at >= :since_at
+GROUP BY name, minute;
 
 -- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
 -- first (a dependent finishes after what it depends on, so it goes in an earlier batch),

@@ -110,6 +110,8 @@ CREATE TABLE events (
     reason      TEXT,
     data        TEXT
 );
+CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
+CREATE INDEX events_by_name_at ON events (name, at);
 
 -- One row per attempt at a task: what ran, where, and how it ended. `outcome` and
 -- `finished_at` are set together, once; after that the row never changes (the trigger

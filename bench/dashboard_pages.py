@@ -1,0 +1,174 @@
+"""Request time of the dashboard's pages on a big store, against the same pages on a small
+one (issue 18: p95 under 100 ms with 100,000 tasks and 1,000,000 events; the ratio to
+1,000 tasks under 2).
+
+For each store and size, the store gets --tasks ready tasks (the rows `enqueue` writes,
+copied: bench/measure.py's bulk_load on SQLite, pg_peer.py's copy_task on a scratch
+PostgreSQL database) and EVENTS_PER_TASK events each (the task.created event, copied),
+then `corral serve` starts on it and each page is loaded --samples times over HTTP on
+loopback (urllib; the loopback is open: no token exists). The time is the client's, from
+request to the last byte: the server's time plus a loopback round trip. The small store
+is the floor, measured in the same run.
+
+    .venv/bin/python bench/dashboard_pages.py [--tasks 100000] [--samples 50]
+                                              [--stores sqlite postgresql]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+
+import psycopg
+
+import measure
+from corral import NewTask, open_store
+from corral.tasks import enqueue
+
+CORRAL = os.path.join(measure.VENV_BIN, "corral")
+FLOOR_TASKS = 1000
+EVENTS_PER_TASK = 10
+P95_S = 0.100
+RATIO = 2.0
+
+
+def _pages(task_id: str) -> dict[str, str]:
+    return {
+        "overview": "/",
+        "tasks": "/tasks",
+        "tasks, by priority, ready": "/tasks?status=ready&sort=priority",
+        "tasks, a later page": "/tasks?sort=oldest&after=0.50000",
+        "tasks, text search": "/tasks?q=no+such+words",
+        "task": f"/tasks/{task_id}",
+        "events": "/events",
+    }
+
+
+def _seed(url: str, count: int) -> str:
+    """`count` tasks and EVENTS_PER_TASK events each; the id of a task in the middle."""
+    if "://" not in url:
+        return _seed_sqlite(url, count)
+    from pg_peer import copy_task
+
+    with open_store(url) as store:
+        first = enqueue(store, NewTask(title="bench task")).id
+    copy_task(url, first, count, analyze="")
+    with psycopg.connect(url, autocommit=True) as conn:
+        named = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'"
+            " AND column_name NOT IN ('id', 'xid', 'task_id') ORDER BY ordinal_position"
+        ).fetchall()
+        listed = ", ".join(name for (name,) in named)
+        from_event = ", ".join(f"e.{name}" for (name,) in named)
+        conn.execute(
+            f"INSERT INTO events ({listed}, task_id) SELECT {from_event}, t.id "
+            "FROM events e, tasks t, generate_series(2, %s) AS k WHERE e.task_id = %s",
+            (EVENTS_PER_TASK, first),
+        )
+        conn.execute(b"ANALYZE")
+    return f"t-bench{count // 2}"
+
+
+def _seed_sqlite(path: str, count: int) -> str:
+    """`count` tasks and EVENTS_PER_TASK events each; the id of a task in the middle."""
+    ids = measure.bulk_load(path, count, priorities=5)
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(events)") if r[1] != "id"]
+        listed = ", ".join(columns)
+        conn.execute("BEGIN IMMEDIATE")
+        (top,) = conn.execute("SELECT max(id) FROM events").fetchone()
+        for _ in range(EVENTS_PER_TASK - 1):  # copies of the first events only, not of copies
+            conn.execute(
+                f"INSERT INTO events ({listed}) SELECT {listed} FROM events "
+                "WHERE name = 'task.created' AND id <= ?",
+                (top,),
+            )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return ids[len(ids) // 2]
+
+
+def _times(url: str, samples: int) -> measure.Spread:
+    found = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 - http://
+            answer.read()
+        found.append(time.perf_counter() - start)
+    return measure.Spread.of(found)
+
+
+def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
+    task_id = _seed(url, count)
+    port = 8600 + count % 97
+    argv = [CORRAL, "serve", "--port", str(port)]
+    env = measure.fresh_process_env(url)
+    with measure.spawned(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1).read()  # noqa: S310
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        found = {name: _times(base + page, samples) for name, page in _pages(task_id).items()}
+        measure.stop_gently(proc)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"])
+    args = parser.parse_args()
+    measure.banner(
+        "dashboard pages", f"{args.tasks} tasks vs {FLOOR_TASKS}, {args.samples} loads each"
+    )
+    verdicts = measure.Verdicts("dashboard pages")
+    for dialect in args.stores:
+        with measure.temp_dir("dashboard") as folder:
+            for part in ("floor", "big"):
+                os.makedirs(os.path.join(folder, part))
+            with measure.store_url(dialect, os.path.join(folder, "floor")) as url:
+                floor = _measure(url, FLOOR_TASKS, args.samples)
+            with measure.store_url(dialect, os.path.join(folder, "big")) as url:
+                big = _measure(url, args.tasks, args.samples)
+        _report(dialect, args.tasks, floor, big, verdicts)
+    return verdicts.finish()
+
+
+def _report(
+    dialect: str,
+    tasks: int,
+    floor: dict[str, measure.Spread],
+    big: dict[str, measure.Spread],
+    verdicts: measure.Verdicts,
+) -> None:
+    rows = []
+    for name, spread in big.items():
+        ratio = spread.p95_s / floor[name].p95_s
+        times = [floor[name].p50_s, floor[name].p95_s, spread.p50_s, spread.p95_s]
+        rows.append([name, *map(measure.ms, times), f"{ratio:.2f}"])
+        target = f"{dialect}, {name}: p95 < {measure.ms(P95_S)}"
+        verdicts.check(target, measure.ms(spread.p95_s), spread.p95_s < P95_S)
+        verdicts.check(f"{dialect}, {name}: ratio < {RATIO}", f"{ratio:.2f}", ratio < RATIO)
+    sizes = [f"p50 {FLOOR_TASKS}", f"p95 {FLOOR_TASKS}", f"p50 {tasks}", f"p95 {tasks}"]
+    print(f"\n{dialect}")
+    print(measure.table(["page", *sizes, "ratio p95"], rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Who is looking at the dashboard: the token of the session cookie, or the loopback.
+
+A browser cannot send `Authorization` on a link or an EventSource, so the dashboard's
+login form takes a token and keeps it in a cookie (HttpOnly: no script reads it;
+SameSite=Strict: no other site's page sends it; Secure over HTTPS). Every request
+authenticates it again (`corral.tokens.authenticate`), so a revoked or expired token ends
+its sessions at once. As long as no token exists the server listens on loopback only
+(serve_cmds.py), and a request from the loopback is let in as an operator without one,
+as `corral` on the same host would be.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from corral.model.tokens import Role, Token
+from corral.server.auth import RANK
+from corral.server.context import store_of
+from corral.tokens import authenticate
+
+SESSION_COOKIE = "corral_session"
+LOOPBACK_NAME = "loopback"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Visitor:
+    """Who asks, as the dashboard knows them: a token, or the loopback (no token exists)."""
+
+    token: Token | None
+    presented: str | None = None  # the token as the cookie holds it
+
+    @property
+    def name(self) -> str:
+        """The token's name, or `loopback`."""
+        return LOOPBACK_NAME if self.token is None else self.token.name
+
+    @property
+    def role(self) -> Role:
+        """The token's role; the loopback is an operator, as `corral` on this host is."""
+        return Role.OPERATOR if self.token is None else self.token.role
+
+    @property
+    def may_write(self) -> bool:
+        """Whether the pages show this visitor write controls (an operator's)."""
+        return RANK[self.role] >= RANK[Role.OPERATOR]
+
+
+class LoginNeeded(Exception):
+    """The request has no usable session: the browser is sent to the login form."""
+
+
+class NotAllowed(Exception):
+    """The visitor's role is below what the request needs (403)."""
+
+
+def visitor_of(request: Request, role: Role = Role.VIEWER) -> Visitor:
+    """The visitor of `request` if their role is `role` or above; LoginNeeded when there
+    is no usable session, NotAllowed when the role is too low. Reads the store."""
+    found = _visitor(request)
+    if found is None:
+        raise LoginNeeded
+    if RANK[found.role] < RANK[role]:
+        raise NotAllowed(f"this needs a {role} token; {found.name!r} is a {found.role} token")
+    return found
+
+
+def _visitor(request: Request) -> Visitor | None:
+    store = store_of(request)
+    presented = request.cookies.get(SESSION_COOKIE, "")
+    token = authenticate(store, presented) if presented else None
+    if token is not None:
+        return Visitor(token=token, presented=presented)
+    if _from_loopback(request) and not store.any_usable_token():
+        return Visitor(token=None)
+    return None
+
+
+def _from_loopback(request: Request) -> bool:
+    client = request.client
+    if client is None:
+        return False
+    try:
+        return ipaddress.ip_address(client.host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,94 @@
+"""Fixtures of the dashboard's tests: `corral serve` as a real process on loopback
+(tests/server/conftest.py's Server), and Debian's chromium driven by Playwright.
+
+Chromium is the system's (`apt-get install chromium`, .ci/run does it); Playwright's own
+browsers are never downloaded. Without it the tests skip, except under CI=true, where
+they fail. With CORRAL_SCREENSHOTS=DIR set (`make screenshots`), `shoot` saves each
+page's picture there: docs/dashboard.md shows them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from tests.server.conftest import served, server  # noqa: F401 - its fixtures, reused here
+
+from corral import Store, workers
+from corral.claims import claim, fail
+from corral.model.workers import NewWorker
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """One headless chromium for the whole run."""
+    if not os.path.exists(CHROMIUM) or shutil.which("chromium") is None:
+        if os.environ.get("CI") == "true":
+            raise AssertionError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def open_page(browser: object) -> Iterator[object]:
+    """A function that opens a fresh browser page (own cookies) on a URL; at the end, no
+    page may have logged a refusal of the Content-Security-Policy."""
+    contexts: list[object] = []
+    refused: list[str] = []
+
+    def opened(url: str, scheme: str = "light") -> object:
+        context = browser.new_context(  # type: ignore[attr-defined]
+            viewport={"width": 1280, "height": 860}, color_scheme=scheme
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.on("dialog", _no_dialog)
+        page.on("console", lambda message: _note_refusal(message, refused))
+        page.goto(url)
+        return page
+
+    yield opened
+    for context in contexts:
+        context.close()  # type: ignore[attr-defined]
+    assert [] == refused
+
+
+def _note_refusal(message: object, refused: list[str]) -> None:
+    text = message.text  # type: ignore[attr-defined]
+    if "Content Security Policy" in text:
+        refused.append(text)
+
+
+def _no_dialog(dialog: object) -> None:
+    raise AssertionError(f"a page opened a dialog: {dialog.message}")  # type: ignore[attr-defined]
+
+
+def shoot(page: object, name: str) -> None:
+    """Save the page's picture as NAME.png in $CORRAL_SCREENSHOTS, when it is set."""
+    folder = os.environ.get("CORRAL_SCREENSHOTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        page.screenshot(path=os.path.join(folder, f"dashboard-{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def failed_task(store: Store, title: str, error: str = "it broke") -> str:
+    """A task that ran once and failed for good; its id."""
+    from corral.model.tasks import NewTask
+    from corral.tasks import enqueue
+
+    task = enqueue(store, NewTask(title=title, max_attempts=1))
+    worker = workers.register(store, NewWorker(name=f"w-{task.id}")).worker
+    held = claim(store, task.id, worker.id)
+    fail(store, task.id, token=held.token, error=error)
+    workers.deregister(store, worker.id)
+    return task.id

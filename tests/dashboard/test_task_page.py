@@ -1,0 +1,114 @@
+"""The task page in a real browser: a review approved and merged onto a real repository,
+changes requested, a transcript that grows while the page is open, escapes made inert."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from playwright.sync_api import expect
+from tests.conftest import run_under
+from tests.dashboard.conftest import shoot
+from tests.git.conftest import GIT_ENV, claim_into_worktree, git
+
+from corral import workers
+from corral.claims import claim
+from corral.git import worktrees
+from corral.model.states import TaskStatus
+from corral.model.tasks import NewTask
+from corral.model.workers import NewWorker
+from corral.reviews import submit
+from corral.settings import Settings
+from corral.store.location import runs_dir
+from corral.tasks import enqueue
+
+
+@pytest.fixture
+def repo_server(server, monkeypatch):
+    """The server's folder as a git repository on `main`, the store ignored by git."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    server.env.update(GIT_ENV)
+    root = server.folder
+    git(root, "init", "--quiet", "-b", "main")
+    (root / ".git" / "info" / "exclude").write_text(".corral/\n*.log\n")
+    (root / "README").write_text("hello\n")
+    git(root, "add", "README")
+    git(root, "commit", "--quiet", "-m", "initial")
+    return server
+
+
+def _in_review(server, title: str, files: dict[str, str]) -> str:
+    with server.store() as store:
+        task = enqueue(store, NewTask(title=title, requires_review=True))
+        trees = worktrees.Worktrees.open(str(server.folder), Settings().worktree)
+        held, _ = claim_into_worktree(store, Settings(), trees, task.id, f"w{task.id}", files)
+        submit(store, task.id, token=held.token, note="please look")
+    return task.id
+
+
+def test_approve_and_merge_a_review_lands_its_branch(repo_server, open_page):
+    """The page shows the diff; Approve then Merge land the branch's commit on main."""
+    server = repo_server
+    task_id = _in_review(server, "add greeting", {"greeting.txt": "hi <there>\n"})
+    server.start()
+    page = open_page(f"{server.url}/tasks/{task_id}")
+    expect(page.get_by_label("Diff against the base")).to_contain_text("+hi <there>")
+    shoot(page, "review")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("status")).to_contain_text("Approved")
+    page.get_by_role("button", name="Merge").click()
+    expect(page.get_by_role("status")).to_contain_text("Merged")
+    assert "hi <there>\n" == git(server.folder, "show", "main:greeting.txt") + "\n"
+    with server.store() as store:
+        assert TaskStatus.DONE == store.get_task(task_id).status
+
+
+def test_request_changes_sends_the_task_back_with_its_note(repo_server, open_page):
+    """Request changes with a note: the task is ready again on its branch, the note kept."""
+    server = repo_server
+    task_id = _in_review(server, "rename things", {"names.txt": "a\n"})
+    server.start()
+    page = open_page(f"{server.url}/tasks/{task_id}")
+    page.get_by_label("Changes to ask for").fill("use longer names")
+    page.get_by_role("button", name="Request changes").click()
+    expect(page.get_by_role("status")).to_contain_text("Changes requested")
+    expect(page.locator("#live .status").first).to_have_text("ready")
+    with server.store() as store:
+        assert "use longer names" == store.get_review(task_id).changes_note
+
+
+def test_a_running_transcript_grows_on_the_page_and_escapes_stay_inert(server, open_page):
+    """Lines appended to a running run's transcript appear without a reload: stream-json
+    turns folded, ANSI colours as classes, a script in the output shown as text."""
+    server.start()
+    with server.store() as store:
+        task = enqueue(store, NewTask(title="long job"))
+        worker = workers.register(store, NewWorker(name="w")).worker
+        held = claim(store, task.id, worker.id)
+        transcript = os.path.join(runs_dir(server.db), "r-test.jsonl")
+        os.makedirs(os.path.dirname(transcript), exist_ok=True)
+        with open(transcript, "w") as out:
+            out.write("\x1b[1;31mred alert\x1b[0m \x1b]0;title\x07<script>alert(1)</script>\n")
+        store.start_run(run_under(held, transcript_path=transcript, stderr_path=None))
+    page = open_page(f"{server.url}/tasks/{task.id}")
+    red = page.locator("#transcript .ansi-bold.ansi-fg-1")
+    expect(red).to_have_text("red alert")
+    expect(page.locator("#transcript")).to_contain_text("<script>alert(1)</script>")
+    assert "\x1b" not in page.locator("#transcript").inner_text()
+    assert 0 == page.locator("#transcript script").count()
+    turn = {
+        "type": "assistant",
+        "message": {
+            "content": [
+                {"type": "text", "text": "I will list the files"},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}},
+            ]
+        },
+    }
+    with open(transcript, "a") as out:
+        out.write(json.dumps(turn) + "\n")
+    expect(page.get_by_role("heading", name="Tool call: Bash")).to_be_visible()
+    expect(page.locator("#transcript")).to_contain_text("I will list the files")
+    shoot(page, "task")

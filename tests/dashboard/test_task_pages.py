@@ -1,0 +1,81 @@
+"""The store's pages of the task list (the dashboard's), on SQLite and PostgreSQL: each
+filter, each sort, and the keyset cursor that goes on after the last row shown."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from corral.errors import InvalidInput, InvalidTransition
+from corral.model.states import TaskStatus
+from corral.model.task_pages import TaskQuery, TaskSort
+from corral.model.tasks import NewTask
+from corral.tasks import cancel, enqueue, reprioritise
+
+
+def _titles(store, query):
+    return [t.title for t in store.task_page(query).tasks]
+
+
+def _every_page(store, query):
+    """The titles of every page of `query`, each read after the cursor of the one before."""
+    seen = []
+    while True:
+        page = store.task_page(query)
+        seen += [t.title for t in page.tasks]
+        if page.next is None:
+            return seen
+        query = replace(query, after=page.next)
+
+
+def test_each_filter_narrows_the_page(store):
+    """Status, queue, kind, assignee, label and text (title, description, payload) filter."""
+    enqueue(store, NewTask(title="alpha", queue="q1", kind="k1", assignee="ann"))
+    enqueue(store, NewTask(title="beta", description="has 100%_done", labels={"team": "red"}))
+    enqueue(store, NewTask(title="gamma", payload={"ticket": "XY-42"}))
+    cancel(store, enqueue(store, NewTask(title="delta")).id)
+    assert ["alpha"] == _titles(store, TaskQuery(queue="q1"))
+    assert ["alpha"] == _titles(store, TaskQuery(kind="k1"))
+    assert ["alpha"] == _titles(store, TaskQuery(assignee="ann"))
+    assert ["beta"] == _titles(store, TaskQuery(label=("team", "red")))
+    assert [] == _titles(store, TaskQuery(label=("team", "blue")))
+    assert ["gamma"] == _titles(store, TaskQuery(text="xy-42"))
+    assert ["beta"] == _titles(store, TaskQuery(text="100%_"))
+    assert [] == _titles(store, TaskQuery(text="100%x"))  # % and _ are matched literally
+    assert ["delta"] == _titles(store, TaskQuery(statuses=(TaskStatus.CANCELLED,)))
+
+
+def test_pages_of_each_sort_hold_every_task_once(store):
+    """Newest, oldest and priority order, read 3 at a time, list all 8 tasks in order."""
+    for i in range(8):
+        enqueue(store, NewTask(title=f"t{i}", priority=i % 3))
+    expected = {
+        TaskSort.NEWEST: [f"t{i}" for i in reversed(range(8))],
+        TaskSort.OLDEST: [f"t{i}" for i in range(8)],
+        TaskSort.PRIORITY: ["t2", "t5", "t1", "t4", "t7", "t0", "t3", "t6"],
+    }
+    for sort, titles in expected.items():
+        assert titles == _every_page(store, TaskQuery(sort=sort, limit=3))
+    assert 8 == store.count_task_page(TaskQuery(), cap=100)
+    assert 5 == store.count_task_page(TaskQuery(), cap=5)
+
+
+def test_reprioritise_refuses_a_finished_task_and_a_number_out_of_range(store):
+    """A cancelled task keeps its priority (InvalidTransition); 2**31 is bad input."""
+    task = enqueue(store, NewTask(title="t"))
+    assert 5 == reprioritise(store, task.id, 5).priority
+    with pytest.raises(InvalidInput):
+        reprioritise(store, task.id, 2**31)
+    cancel(store, task.id)
+    with pytest.raises(InvalidTransition):
+        reprioritise(store, task.id, 1)
+
+
+def test_pages_in_priority_order_of_one_status(store):
+    """The priority sort of one status (its own query) pages through that status only."""
+    for i in range(7):
+        enqueue(store, NewTask(title=f"t{i}", priority=i % 3))
+    cancel(store, enqueue(store, NewTask(title="gone", priority=9)).id)
+    query = TaskQuery(statuses=(TaskStatus.READY,), sort=TaskSort.PRIORITY, limit=2)
+    assert ["t2", "t5", "t1", "t4", "t0", "t3", "t6"] == _every_page(store, query)
