@@ -98,6 +98,13 @@ def test_the_transition_table() -> None:
         "request_changes": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
         "merge": {TaskStatus.APPROVED},
         "land": {TaskStatus.DONE},
+        "reprioritise": {
+            TaskStatus.BLOCKED,
+            TaskStatus.READY,
+            TaskStatus.RUNNING,
+            TaskStatus.IN_REVIEW,
+            TaskStatus.APPROVED,
+        },
     } == {action: set(states) for action, states in ALLOWED_FROM.items()}
 
 
