@@ -21,8 +21,6 @@ from corral.store.driver import Driver, Row, Tx
 if TYPE_CHECKING:
     from corral.model.events import Event
 
-    pass
-
 
 class TaskPageOps:
     """Pages of tasks by filters, sort and cursor; how many tasks the filters match; the
