@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.runtime.conftest import wait_until
+from tests.runtime.conftest import freeze_outside_a_write, wait_until
 from tests.runtime.test_runner import Harness
 
 import corral
@@ -42,7 +42,7 @@ def test_a_runner_declared_dead_before_its_command_started_never_starts_it(h: Ha
     agent = h.script("agent.sh", f"touch {started}\n")
     runner = h.start("--exec", agent, "--worktree", "--workdir", str(h.tmp))
     wait_until(setting_up.exists, 20)
-    runner.send_signal(signal.SIGSTOP)
+    freeze_outside_a_write(runner, h.db)
     settings = corral.Settings(heartbeat_interval_s=0.2, retry_base_s=0)
     try:
         wait_until(lambda: corral.reconcile_once(h.store, settings=settings).workers_dead == 1, 10)

@@ -8,6 +8,7 @@ store at the same instant instead of one after another as they finish starting u
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -355,3 +356,24 @@ def any_pool(request: pytest.FixtureRequest) -> Pool:
     """The orchestrator harness on each store."""
     pool: Pool = request.getfixturevalue("pool" if request.param == "sqlite" else "pg_pool")
     return pool
+
+
+def freeze_outside_a_write(runner: subprocess.Popen[bytes], db: str) -> None:
+    """SIGSTOP the runner at a moment it holds no write of the store: a runner frozen in the
+    middle of one would keep the store's write queue (its `.lock` flock) from every other
+    writer, this test's reconcile pass too, until it is thawed."""
+    frozen = psutil.Process(runner.pid)
+    fd = os.open(db + ".lock", os.O_RDWR)
+    try:
+        while True:
+            runner.send_signal(signal.SIGSTOP)
+            wait_until(lambda: frozen.status() == psutil.STATUS_STOPPED, 10)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                runner.send_signal(signal.SIGCONT)  # frozen inside a write: try again
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return
+    finally:
+        os.close(fd)

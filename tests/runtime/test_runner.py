@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 from tests.conftest import CORRAL
-from tests.runtime.conftest import wait_until
+from tests.runtime.conftest import freeze_outside_a_write, wait_until
 
 import corral
 from corral import EventFilter, NewTask, Store, TaskFilter, TaskStatus, open_store
@@ -574,7 +574,7 @@ def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
     # Launched, not only claimed: frozen before its launch, the run would rightly end as
     # lease_lost ("not started"), not killed.
     wait_until(lambda: h.store.get_run(run.id).last_progress_at is not None, 10)
-    runner.send_signal(signal.SIGSTOP)
+    freeze_outside_a_write(runner, h.db)
     settings = corral.Settings(heartbeat_interval_s=0.2)
     try:
         wait_until(

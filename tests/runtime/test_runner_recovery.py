@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.runtime.conftest import wait_until
+from tests.runtime.conftest import freeze_outside_a_write, wait_until
 from tests.runtime.test_runner import Harness, _kill_run_processes
 
 import corral
@@ -125,7 +125,10 @@ def test_a_task_its_agent_completed_keeps_a_done_run_when_its_runner_then_dies(
         "--exec", h.script("agent.sh", 'corral done "$CORRAL_TASK_ID" >/dev/null\nsleep 300\n')
     )
     wait_until(lambda: h.task(task_id).status is TaskStatus.DONE, 10)
-    runner.send_signal(signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+    if how == "killed":
+        runner.send_signal(signal.SIGKILL)
+    else:
+        freeze_outside_a_write(runner, h.db)
     settings = corral.Settings(heartbeat_interval_s=0.2)
     try:
         wait_until(lambda: corral.reconcile_once(h.store, settings=settings).workers_dead == 1, 10)
