@@ -58,11 +58,18 @@ def marked(run_id: str) -> list[psutil.Process]:
     return found
 
 
+# The test process's children from before each run id's test (a browser test's driver that
+# a process of the suite keeps alive): not the run's to leave.
+_CHILDREN_BEFORE: dict[str, set[int]] = {}
+
+
 @pytest.fixture
 def run_id() -> Iterator[str]:
     """A fresh run id; whatever still carries it at teardown is killed."""
     ident = f"test-{uuid.uuid4().hex}"
+    _CHILDREN_BEFORE[ident] = {p.pid for p in psutil.Process().children()}
     yield ident
+    _CHILDREN_BEFORE.pop(ident, None)
     for proc in marked(ident):
         proc.send_signal(signal.SIGKILL)
 
@@ -105,7 +112,8 @@ def running(pid: int) -> bool:
 def assert_nothing_left(run_id: str) -> None:
     """No process of the run survives and the test process has no child left, zombie or not."""
     assert [] == marked(run_id)
-    assert [] == psutil.Process().children()
+    before = _CHILDREN_BEFORE.get(run_id, set())
+    assert [] == [p for p in psutil.Process().children() if p.pid not in before]
 
 
 def test_exit_zero_captures_stdout_to_the_transcript(make_spec, run_id, tmp_path):
