@@ -94,6 +94,12 @@ def task_detail(task: Task) -> str:
     return key_values({key: data[key] for key in order})
 
 
+def children(tasks: list[Task]) -> str:
+    """`children:` then one line per child: its id, status and title."""
+    lines = [f"  {t.id}  {t.status:<10} {one_line(t.title)}" for t in tasks]
+    return "\n".join(["children:", *lines])
+
+
 def key_values(data: dict[str, object]) -> str:
     """`key:  value` lines for the fields that are set; lists, dicts and booleans as JSON.
     A text of several lines keeps them, each further line indented under the first, so

@@ -68,6 +68,7 @@ class EventFilter:
 EVENT_NAMES = (
     "task.created",
     "task.unblocked",
+    "task.blocked",
     "task.claimed",
     "task.renewed",
     "task.released",

@@ -46,6 +46,7 @@ WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+  AND (:parent_id::text IS NULL OR parent_id = :parent_id::text)
 ORDER BY seq
 LIMIT :limit;
 
@@ -57,6 +58,7 @@ WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+  AND (:parent_id::text IS NULL OR parent_id = :parent_id::text)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -179,6 +181,61 @@ WHERE status = ANY(:allowed::text[])
 RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
                WHERE d.task_id = tasks.id
                  AND d.depends_on = ANY(:task_ids::text[])) AS unblocked_by;
+
+-- name: lock_parent
+-- The parent of a task being added, locked before anything else the enqueue reads: a
+-- claim (SKIP LOCKED) passes it by, and two children added at once take turns.
+SELECT id, status FROM tasks WHERE id = :task_id
+FOR UPDATE;
+
+-- name: parent_standing
+-- How many ancestors :task_id has (0 for a task with no parent), and how many children.
+WITH RECURSIVE up(id, depth) AS (
+    SELECT parent_id, 1 FROM tasks WHERE id = :task_id AND parent_id IS NOT NULL
+    UNION ALL
+    SELECT t.parent_id, up.depth + 1 FROM tasks t JOIN up ON t.id = up.id
+    WHERE t.parent_id IS NOT NULL AND up.depth < :max_depth
+)
+SELECT (SELECT coalesce(max(depth), 0) FROM up) AS depth,
+       (SELECT count(*) FROM tasks WHERE parent_id = :task_id) AS children;
+
+-- name: dependency_reaches
+-- Whether :task_id is among :ids or what they depend on, however far down: a new edge
+-- from :task_id to a task that reaches it would close a circle.
+WITH RECURSIVE reach(id) AS (
+    SELECT unnest(:ids::text[])
+    UNION
+    SELECT d.depends_on FROM task_deps d JOIN reach r ON d.task_id = r.id
+)
+SELECT EXISTS (SELECT 1 FROM reach WHERE id = :task_id) AS found;
+
+-- name: block_parent
+-- A parent that has not started waits for the child just added.
+UPDATE tasks SET status = 'blocked', updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: unfinished_descendants
+-- Every unfinished task below :task_id, deepest first: cancel's cascade locks children
+-- before their parents, the order a completing child takes (itself, then its waiting parent).
+WITH RECURSIVE down(id, status, depth) AS (
+    SELECT id, status, 1 FROM tasks WHERE parent_id = :task_id
+    UNION ALL
+    SELECT t.id, t.status, down.depth + 1 FROM tasks t JOIN down ON t.parent_id = down.id
+    WHERE down.depth < :max_depth
+)
+SELECT id FROM down WHERE down.status = ANY(:allowed::text[])
+ORDER BY depth DESC, id;
+
+-- name: release_parent
+-- A cancelled child no longer holds its parent back.
+DELETE FROM task_deps WHERE task_id = :parent_id AND depends_on = :task_id;
+
+-- name: unblock_task
+-- :task_id, blocked, becomes ready when nothing it depends on is left undone.
+UPDATE tasks SET status = 'ready', run_after = greatest(run_after, :now), updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                  WHERE d.task_id = tasks.id AND p.status != 'done');
 
 -- name: cancel_task
 -- The caller ended the claim it read with the task. A claim committed while get_task

@@ -26,6 +26,7 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
+  AND (:parent_id IS NULL OR parent_id = :parent_id)
 ORDER BY seq
 LIMIT :limit;
 
@@ -37,6 +38,7 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
+  AND (:parent_id IS NULL OR parent_id = :parent_id)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -158,6 +160,60 @@ WHERE status IN (SELECT value FROM json_each(:allowed))
 RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
                WHERE d.task_id = tasks.id
                  AND d.depends_on IN (SELECT value FROM json_each(:task_ids))) AS unblocked_by;
+
+-- name: lock_parent
+-- The parent of a task being added, locked before anything else the enqueue reads: a
+-- claim (SKIP LOCKED) passes it by, and two children added at once take turns.
+SELECT id, status FROM tasks WHERE id = :task_id;
+
+-- name: parent_standing
+-- How many ancestors :task_id has (0 for a task with no parent), and how many children.
+WITH RECURSIVE up(id, depth) AS (
+    SELECT parent_id, 1 FROM tasks WHERE id = :task_id AND parent_id IS NOT NULL
+    UNION ALL
+    SELECT t.parent_id, up.depth + 1 FROM tasks t JOIN up ON t.id = up.id
+    WHERE t.parent_id IS NOT NULL AND up.depth < :max_depth
+)
+SELECT (SELECT coalesce(max(depth), 0) FROM up) AS depth,
+       (SELECT count(*) FROM tasks WHERE parent_id = :task_id) AS children;
+
+-- name: dependency_reaches
+-- Whether :task_id is among :ids or what they depend on, however far down: a new edge
+-- from :task_id to a task that reaches it would close a circle.
+WITH RECURSIVE reach(id) AS (
+    SELECT value FROM json_each(:ids)
+    UNION
+    SELECT d.depends_on FROM task_deps d JOIN reach r ON d.task_id = r.id
+)
+SELECT EXISTS (SELECT 1 FROM reach WHERE id = :task_id) AS found;
+
+-- name: block_parent
+-- A parent that has not started waits for the child just added.
+UPDATE tasks SET status = 'blocked', updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: unfinished_descendants
+-- Every unfinished task below :task_id, deepest first: cancel's cascade locks children
+-- before their parents, the order a completing child takes (itself, then its waiting parent).
+WITH RECURSIVE down(id, status, depth) AS (
+    SELECT id, status, 1 FROM tasks WHERE parent_id = :task_id
+    UNION ALL
+    SELECT t.id, t.status, down.depth + 1 FROM tasks t JOIN down ON t.parent_id = down.id
+    WHERE down.depth < :max_depth
+)
+SELECT id FROM down WHERE down.status IN (SELECT value FROM json_each(:allowed))
+ORDER BY depth DESC, id;
+
+-- name: release_parent
+-- A cancelled child no longer holds its parent back.
+DELETE FROM task_deps WHERE task_id = :parent_id AND depends_on = :task_id;
+
+-- name: unblock_task
+-- :task_id, blocked, becomes ready when nothing it depends on is left undone.
+UPDATE tasks SET status = 'ready', run_after = max(run_after, :now), updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                  WHERE d.task_id = tasks.id AND p.status != 'done');
 
 -- name: cancel_task
 UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
