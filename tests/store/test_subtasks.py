@@ -5,12 +5,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import corral
-from corral import InvalidInput, Settings, StaleToken, Store, Task, TaskFilter, TaskStatus, Worker
+from corral import (
+    InvalidInput,
+    Refused,
+    Settings,
+    StaleToken,
+    Store,
+    Task,
+    TaskFilter,
+    TaskStatus,
+    Worker,
+)
 from corral.model.subtasks import MAX_DEPTH
 
 Add = Callable[..., Task]
@@ -151,3 +164,40 @@ def test_depth_is_limited(store: Store, add: Add) -> None:
         task = add(f"level {level + 1}", parent_id=task.id)
     with pytest.raises(InvalidInput, match=r"^parent: expected a task at most"):
         add("too deep", parent_id=task.id)
+
+
+def _race(store: Store, settings: Settings, worker_id: str, parent: Task, child: Task) -> None:
+    """The parent's cancel in one thread; the child's claim and done in another, at once."""
+    start = threading.Barrier(2)
+
+    def work() -> None:
+        start.wait()
+        with contextlib.suppress(Refused):
+            claim = corral.claim(store, child.id, worker_id, settings=settings)
+            corral.complete(store, child.id, token=claim.token)
+
+    def cancel() -> None:
+        start.wait()
+        corral.cancel(store, parent.id)
+
+    with ThreadPoolExecutor(2) as pool:
+        for future in [pool.submit(work), pool.submit(cancel)]:
+            future.result()
+
+
+def test_a_parent_cancel_racing_its_child_claim_finishes_the_child_once(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker, events: Callable[..., list[str]]
+) -> None:
+    """A parent's cancel and a worker claiming and completing its child, at once: the child
+    ends done or cancelled, never both, and a refused claim or a stale token is the only
+    error the worker sees."""
+    w = worker()
+    for round_no in range(8):
+        parent = add(f"parent {round_no}")
+        child = add("child", parent_id=parent.id)
+        _race(store, settings, w.id, parent, child)
+        names = events(task_id=child.id)
+        ends = {"task.completed", "task.cancelled"} & set(names)
+        assert 1 == len(ends) == names.count(ends.pop())
+        assert _status(store, child.id) in (TaskStatus.DONE, TaskStatus.CANCELLED)
+        assert TaskStatus.CANCELLED == _status(store, parent.id)

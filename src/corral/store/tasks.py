@@ -276,9 +276,12 @@ def _cancel_one(
     task = task_in(tx, driver, task_id)
     if cascade and task.status in FINAL:
         return
-    if task.token is not None:
-        assert task.worker_id is not None  # an active claim names its holder
-        end_claim(tx, task.token, task.worker_id, ClaimStatus.RELEASED)
+    # Read by a statement of its own, after the task's lock: on PostgreSQL a claim committed
+    # while task_in waited for that lock is missing from task_in's join (an older snapshot).
+    claim = tx.one("active_claim", task_id=task_id)
+    token = None if claim is None else int(claim["token"])
+    if claim is not None:
+        end_claim(tx, claim["token"], claim["worker_id"], ClaimStatus.RELEASED)
     if not tx.run("cancel_task", task_id=task_id, reason=reason, allowed=ALLOWED_FROM["cancel"]):
         raise errors.InvalidTransition(task_id, "cancel", task.status)
     journal.record(
@@ -286,7 +289,7 @@ def _cancel_one(
         "task.cancelled",
         actor=actor,
         task_id=task_id,
-        token=task.token,
+        token=token,
         from_status=task.status,
         to_status=TaskStatus.CANCELLED,
         reason=reason,
