@@ -91,6 +91,7 @@ EVENT_NAMES = (
     "task.merge_conflict",
     "task.landed",
     "task.land_conflict",
+    "review.stale",
     "claim.closed",
     "run.started",
     "run.finished",

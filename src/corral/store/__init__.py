@@ -25,6 +25,7 @@ from corral.store.queries import migration_files
 from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
 from corral.store.retention import RetentionOps
+from corral.store.review_staleness import ReviewStalenessOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
 from corral.store.schedules import ScheduleOps
@@ -45,6 +46,7 @@ class Store(
     RunOps,
     QueueOps,
     ReviewOps,
+    ReviewStalenessOps,
     MessageOps,
     OrchestratorOps,
     ScheduleOps,

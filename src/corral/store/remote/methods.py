@@ -132,6 +132,7 @@ OPERATES = frozenset(
         "revoke_token",
         "list_tokens",
         "apply_recoveries",
+        "note_stale_reviews",
         "acquire_orchestrator",
         "set_orchestrator_status",
         "beat_orchestrator",

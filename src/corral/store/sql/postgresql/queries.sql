@@ -611,6 +611,23 @@ SET status = 'ready', attempts = 0, crashes = 0, failure_reason = NULL,
     finished_at = NULL
 WHERE id = :task_id AND status = ANY(:allowed::text[]);
 
+-- name: note_stale_reviews
+-- Marks each review waiting longer than :stale_after_s (its task in_review or approved,
+-- unchanged since) that has no mark yet, and answers those just marked: the upsert's
+-- compare-and-set (`stale_noted_at IS NULL`) lets one of two passes at once mark it.
+-- A task that completed into review without a branch has no review row until now.
+INSERT INTO reviews (task_id, stale_noted_at)
+SELECT t.id, :now FROM tasks t
+WHERE t.status IN ('in_review', 'approved') AND t.updated_at <= :now - :stale_after_s::float8 * interval '1 second'
+ORDER BY t.id
+ON CONFLICT (task_id) DO UPDATE SET stale_noted_at = excluded.stale_noted_at
+WHERE reviews.stale_noted_at IS NULL
+RETURNING task_id;
+
+-- name: clear_stale_mark
+-- Back to work: the next submission is a new review, which may go stale again.
+UPDATE reviews SET stale_noted_at = NULL WHERE task_id = :task_id AND stale_noted_at IS NOT NULL;
+
 -- name: inbox_owner
 -- A worker's inbox is its name, so it outlives the worker's restarts (new ids).
 SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
