@@ -15,6 +15,7 @@ from datetime import datetime
 
 from corral.clock import Clock, SystemClock
 from corral.errors import InvalidInput, StoreError
+from corral.store.artifacts import ArtifactOps
 from corral.store.claims import ClaimOps
 from corral.store.driver import Driver, LeaderLock
 from corral.store.events import EventOps
@@ -44,6 +45,7 @@ class Store(
     WorkerOps,
     RecoveryOps,
     RunOps,
+    ArtifactOps,
     QueueOps,
     ReviewOps,
     ReviewStalenessOps,

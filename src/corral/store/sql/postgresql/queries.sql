@@ -1023,6 +1023,19 @@ SELECT task_id, depends_on FROM task_deps WHERE depends_on = ANY(:ids::text[]);
 -- name: run_files_of
 SELECT id, transcript_path, stderr_path FROM runs WHERE task_id = ANY(:ids::text[]);
 
+-- name: insert_artifact
+-- Once per file of a run: a second record of the same path (a retried report) changes nothing.
+INSERT INTO run_artifacts (run_id, path, size_bytes, sha256, skipped)
+VALUES (:run_id, :path, :size_bytes, :sha256, :skipped)
+ON CONFLICT (run_id, path) DO NOTHING;
+
+-- name: artifacts_of_run
+SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id ORDER BY path;
+
+-- name: delete_artifacts_of
+DELETE FROM run_artifacts
+WHERE run_id IN (SELECT id FROM runs WHERE task_id = ANY(:ids::text[]));
+
 -- name: delete_runs_of
 DELETE FROM runs WHERE task_id = ANY(:ids::text[]);
 

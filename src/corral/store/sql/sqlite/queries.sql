@@ -1122,6 +1122,19 @@ WHERE depends_on IN (SELECT value FROM json_each(:ids));
 SELECT id, transcript_path, stderr_path FROM runs
 WHERE task_id IN (SELECT value FROM json_each(:ids));
 
+-- name: insert_artifact
+-- Once per file of a run: a second record of the same path (a retried report) changes nothing.
+INSERT INTO run_artifacts (run_id, path, size_bytes, sha256, skipped)
+VALUES (:run_id, :path, :size_bytes, :sha256, :skipped)
+ON CONFLICT (run_id, path) DO NOTHING;
+
+-- name: artifacts_of_run
+SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id ORDER BY path;
+
+-- name: delete_artifacts_of
+DELETE FROM run_artifacts
+WHERE run_id IN (SELECT id FROM runs WHERE task_id IN (SELECT value FROM json_each(:ids)));
+
 -- name: delete_runs_of
 DELETE FROM runs WHERE task_id IN (SELECT value FROM json_each(:ids));
 
