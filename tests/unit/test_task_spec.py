@@ -138,9 +138,7 @@ def test_statuses_are_stable_strings() -> None:
         ({"parent_id": "t-p", "depends_on": ("t-p",)}, "depends_on"),
     ],
 )
-def test_parentage_a_spec_can_judge_alone_is_checked(
-    fields: dict[str, object], field: str
-) -> None:
+def test_parentage_a_spec_can_judge_alone_is_checked(fields: dict[str, object], field: str) -> None:
     """parent_runs_first needs a parent; a parent that waits for its child is not its dependency."""
     with pytest.raises(InvalidInput, match=f"^{field}: expected"):
         NewTask(title="t", **fields)  # type: ignore[arg-type]
