@@ -15,6 +15,7 @@ from tests.git.conftest import GIT_ENV, claim_into_worktree, git
 from corral import workers
 from corral.claims import claim
 from corral.git import worktrees
+from corral.model.artifacts import Artifact
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker
@@ -117,8 +118,6 @@ def test_a_running_transcript_grows_on_the_page_and_escapes_stay_inert(server, o
 def test_the_page_lists_a_runs_artifacts_and_the_tasks_children(server, open_page):
     """The chosen run's artifacts (copied with their hash, or why skipped; a name with an
     escape shown as text) and the task's children with their states."""
-    from corral.model.artifacts import Artifact  # noqa: PLC0415 - this test alone
-
     server.start()
     with server.store() as store:
         task = enqueue(store, NewTask(title="parent"))
