@@ -107,11 +107,17 @@ class TaskOps:
             "queue": flt.queue,
             "kinds": list(flt.kinds) or None,
             "worker_id": flt.worker_id,
-            "parent_id": flt.parent_id,
             "limit": flt.limit,
         }
         with self._driver.read() as tx:
-            if flt.newest_first:
+            if flt.parent_id is not None:
+                found = tx.all(
+                    "list_children",
+                    parent_id=flt.parent_id,
+                    newest_first=flt.newest_first,
+                    **params,
+                )
+            elif flt.newest_first:
                 found = tx.all("list_tasks_newest", **params)
             else:
                 found = tx.all("list_tasks", **params)

@@ -46,7 +46,6 @@ WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
-  AND (:parent_id::text IS NULL OR parent_id = :parent_id::text)
 ORDER BY seq
 LIMIT :limit;
 
@@ -58,8 +57,18 @@ WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
-  AND (:parent_id::text IS NULL OR parent_id = :parent_id::text)
 ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: list_children
+-- list_tasks of one parent's children: found through tasks_by_parent, not a scan.
+SELECT * FROM task_view
+WHERE parent_id = :parent_id
+  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queue = :queue::text)
+  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+ORDER BY CASE WHEN :newest_first::boolean THEN -seq ELSE seq END
 LIMIT :limit;
 
 -- name: tasks_with_payload

@@ -26,7 +26,6 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
-  AND (:parent_id IS NULL OR parent_id = :parent_id)
 ORDER BY seq
 LIMIT :limit;
 
@@ -38,8 +37,18 @@ WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
-  AND (:parent_id IS NULL OR parent_id = :parent_id)
 ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: list_children
+-- list_tasks of one parent's children: found through tasks_by_parent, not a scan.
+SELECT * FROM task_view
+WHERE parent_id = :parent_id
+  AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
+  AND (:worker_id IS NULL OR worker_id = :worker_id)
+ORDER BY CASE WHEN :newest_first THEN -seq ELSE seq END
 LIMIT :limit;
 
 -- name: tasks_with_payload
