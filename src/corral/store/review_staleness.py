@@ -22,6 +22,9 @@ class ReviewStalenessOps:
         """Mark each unmarked review waiting longer than `stale_after_s` and record its
         `review.stale`; the ids of the tasks marked by this call."""
         reason = f"waiting for review longer than {format_duration(stale_after_s)}"
+        with self._driver.read() as tx:
+            if not tx.all("any_unmarked_stale_review", stale_after_s=stale_after_s)[0]["found"]:
+                return []
         with self._driver.write() as tx:
             found = tx.all("note_stale_reviews", stale_after_s=stale_after_s)
             marked = [row["task_id"] for row in found]

@@ -620,6 +620,15 @@ SET status = 'ready', attempts = 0, crashes = 0, failure_reason = NULL,
     finished_at = NULL
 WHERE id = :task_id AND status = ANY(:allowed::text[]);
 
+-- name: any_unmarked_stale_review
+-- Whether note_stale_reviews has anything to mark: read first, so that a pass with nothing
+-- to mark takes no write lock.
+SELECT EXISTS (
+    SELECT 1 FROM tasks t LEFT JOIN reviews r ON r.task_id = t.id
+    WHERE t.status IN ('in_review', 'approved') AND t.updated_at <= :now - :stale_after_s::float8 * interval '1 second'
+      AND r.stale_noted_at IS NULL
+) AS found;
+
 -- name: note_stale_reviews
 -- Marks each review waiting longer than :stale_after_s (its task in_review or approved,
 -- unchanged since) that has no mark yet, and answers those just marked: the upsert's
