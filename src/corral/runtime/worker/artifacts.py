@@ -10,11 +10,14 @@ against the run's cap; a file past the cap is recorded as skipped, with no copy.
 
 from __future__ import annotations
 
-import glob
 import hashlib
+import itertools
 import logging
 import os
+import posixpath
+import re
 import stat
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from corral import filemodes
@@ -60,12 +63,74 @@ def collect(patterns: tuple[str, ...], *, cwd: str, dest: str, max_bytes: int) -
 
 
 def _matches(patterns: tuple[str, ...], cwd: str) -> list[str]:
-    """Relative paths the patterns match, each once, in the order of the patterns."""
+    """Relative paths of the files the patterns match, each once, in the order of the
+    patterns and then by name."""
     seen: dict[str, None] = {}
-    for pattern in patterns:
-        for rel in sorted(glob.glob(pattern, root_dir=cwd, recursive=True)):
-            seen.setdefault(os.path.normpath(rel), None)
+    for pattern in map(posixpath.normpath, patterns):
+        wanted = _regex(pattern)
+        for rel in sorted(_candidates(pattern, cwd)):
+            if wanted.match(rel):
+                seen.setdefault(rel, None)
     return list(seen)
+
+
+def _candidates(pattern: str, cwd: str) -> Iterator[str]:
+    """The files (and links to files) that could match `pattern`: below its fixed leading
+    folders, no deeper than it reaches. Linked folders are never entered (os.walk's
+    default), so `**` cannot wander out of the working directory or round a link loop, as
+    `glob.glob(recursive=True)` does."""
+    parts = pattern.split("/")
+    fixed = list(itertools.takewhile(lambda part: not _MAGIC.search(part), parts[:-1]))
+    depth = None if "**" in parts else len(parts) - len(fixed)
+    hidden = any(part.startswith(".") for part in parts)  # else `.git` is not walked
+    root = os.path.join(cwd, *fixed)
+    for here, folders, files in os.walk(root):
+        level = 0 if here == root else os.path.relpath(here, root).count(os.sep) + 1
+        if depth is not None and level + 1 >= depth:
+            folders.clear()
+        elif not hidden:
+            folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in files:
+            yield os.path.relpath(os.path.join(here, name), cwd).replace(os.sep, "/")
+
+
+_MAGIC = re.compile(r"[*?\[]")
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """`pattern` as glob reads it: `*`, `?` and `[...]` within one name, `**` any number
+    of folders; a name starting with `.` is matched only by a part that starts with one."""
+    parts = pattern.split("/")
+    out = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(r"(?:(?!\.)[^/]*/)*(?!\.)[^/]*" if last else r"(?:(?!\.)[^/]*/)*")
+        else:
+            out.append(_part(part) + ("" if last else "/"))
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def _part(part: str) -> str:
+    """One name of a glob as a regular expression that stays within the name."""
+    out = [] if part.startswith(".") else [r"(?!\.)"]
+    i = 0
+    while i < len(part):
+        c = part[i]
+        close = part.find("]", i + 2) if c == "[" else -1
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif close != -1:
+            inner = part[i + 1 : close]
+            inner = "^" + inner[1:] if inner.startswith("!") else inner
+            out.append("[" + inner.replace("\\", "\\\\") + "]")
+            i = close
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
 
 
 def _copy(rel: str, *, cwd: str, dest: str, left: int, max_bytes: int) -> Artifact | None:
