@@ -12,7 +12,8 @@ from typing import Any
 
 from corral.durations import format_duration, iso
 from corral.model.states import CLAIMING, TaskStatus
-from corral.model.tasks import Task
+from corral.model.subtasks import MAX_CHILDREN
+from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
 from corral.settings import Settings
 from corral.store import Store
@@ -51,8 +52,7 @@ def why(store: Store, task_id: str, *, settings: Settings = DEFAULTS) -> Diagnos
     if task.status is TaskStatus.RUNNING:
         return Diagnosis(task=task, reasons=_running(store, task, now))
     if task.status is TaskStatus.BLOCKED:
-        deps = [(d, s) for d, s in store.dependency_statuses(task_id) if s is not TaskStatus.DONE]
-        return Diagnosis(task=task, reasons=[_blocked_by(d, s) for d, s in deps])
+        return Diagnosis(task=task, reasons=_blocked(store, task))
     if task.status is TaskStatus.READY:
         return Diagnosis(task=task, reasons=_ready(store, task, now))
     return Diagnosis(task=task, reasons=[_settled(task)])
@@ -71,6 +71,24 @@ def _running(store: Store, task: Task, now: datetime) -> list[Reason]:
             f"last seen {format_duration(seen_s)} ago; {lease}",
         )
     ]
+
+
+def _blocked(store: Store, task: Task) -> list[Reason]:
+    """Its children it waits for, then its other dependencies that are not done."""
+    children = {c.id for c in store.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN))}
+    waits = [(d, s) for d, s in store.dependency_statuses(task.id) if s is not TaskStatus.DONE]
+    return [_waiting_for_child(d, s) for d, s in waits if d in children] + [
+        _blocked_by(d, s) for d, s in waits if d not in children
+    ]
+
+
+def _waiting_for_child(child: str, status: TaskStatus) -> Reason:
+    if status is TaskStatus.FAILED:
+        return Reason(
+            "child_failed",
+            f"waiting for child {child}, which failed: retry it or cancel it",
+        )
+    return Reason("waiting_for_child", f"waiting for child {child} ({status})")
 
 
 def _blocked_by(dependency: str, status: TaskStatus) -> Reason:

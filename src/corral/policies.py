@@ -132,6 +132,8 @@ class WorkerOptions:
     base: str
     keep_worktrees: bool
     require: tuple[str, ...]  # NAME or NAME>=VERSION (model/tools.py)
+    artifacts: tuple[str, ...]  # globs (model/artifacts.py)
+    artifacts_max_mb: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

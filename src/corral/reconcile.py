@@ -8,7 +8,7 @@ the orchestrator); this function never sleeps. Two passes at once repair each th
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ from corral.model.recovery import (
 from corral.model.states import WorkerStatus
 from corral.settings import Settings
 from corral.store import Store
+from corral.store.recovery import ACTOR
 
 DEFAULTS = Settings()
 
@@ -43,6 +44,7 @@ class ReconcileReport:
     tasks_quarantined: int = 0
     claims_closed: int = 0
     workers_fixed: int = 0
+    reviews_stale: int = 0
 
     @property
     def total(self) -> int:
@@ -61,12 +63,15 @@ def reconcile_once(
     rng: random.Random | None = None,
     back_at: datetime | None = None,
 ) -> ReconcileReport:
-    """Mark silent workers stale or dead, expire their claims, requeue orphans, fix drift;
+    """Mark silent workers stale or dead, expire their claims, requeue orphans, fix drift,
+    raise `review.stale` once for each review waiting past `review_stale_after`;
     `back_at`: when the store was reachable again after an outage, whose silence does not
     count against workers and leases (corral.model.recovery)."""
     snapshot = store.reconcile_snapshot()
     plan = plan_recovery(snapshot, settings, rng or random.Random(), back_at=back_at)
-    return summarize(store.apply_recoveries(plan))
+    report = summarize(store.apply_recoveries(plan))
+    stale = store.note_stale_reviews(stale_after_s=settings.review_stale_after_s, actor=ACTOR)
+    return replace(report, reviews_stale=len(stale))
 
 
 def recover_worker(

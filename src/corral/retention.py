@@ -3,7 +3,8 @@ leading orchestrator every `retention.interval`).
 
     finished tasks   done, failed or cancelled, unchanged for `finished_after`, that no
                      kept task depends on: with their runs, claims, review, dependency
-                     rows, and the runs' output files under this store's runs folder
+                     rows, and the runs' output files and artifacts under this store's
+                     runs folder
     events           older than `events_after`, oldest first
     gone workers     dead or offline, silent for `workers_after`, that no claim or run
                      still names (their runs go with their tasks first)
@@ -18,11 +19,13 @@ unfinished or still referenced is touched.
 from __future__ import annotations
 
 import os
+import shutil
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from corral.model.artifacts import artifacts_dir
 from corral.store import Store
 from corral.store.location import is_inside, runs_dir, shipped_output
 
@@ -127,7 +130,19 @@ def _remove_outputs(db: str, folder: str, run: tuple[str, str | None, str | None
             with suppress(FileNotFoundError):
                 os.unlink(path)
                 removed += 1
+    if transcript:
+        removed += _remove_artifacts(artifacts_dir(transcript) or "", folder)
     return removed
+
+
+def _remove_artifacts(kept: str, folder: str) -> int:
+    """Remove a deleted run's artifacts folder (corral.model.artifacts), if it is a real
+    folder inside `folder`; how many files it held."""
+    if os.path.islink(kept) or not os.path.isdir(kept) or not is_inside(kept, folder):
+        return 0
+    files = sum(len(names) for _, _, names in os.walk(kept))
+    shutil.rmtree(kept, ignore_errors=True)
+    return files
 
 
 def _prune_events(store: Store, cutoff: datetime) -> int:

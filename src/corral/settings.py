@@ -375,6 +375,8 @@ class Settings:
     pool_base: str = _default("pool_base")
     pool_keep_worktrees: bool = _default("pool_keep_worktrees")
     pool_require: tuple[str, ...] = _default("pool_require")
+    pool_artifacts: tuple[str, ...] = _default("pool_artifacts")
+    pool_artifacts_max_mb: int = _default("pool_artifacts_max_mb")
     restart_delay_s: float = float(_default("restart_delay_s"))
     max_restart_delay_s: float = float(_default("max_restart_delay_s"))
     max_restarts: int = int(_default("max_restarts"))

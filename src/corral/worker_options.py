@@ -107,4 +107,9 @@ OPTIONS: tuple[Option, ...] = (
            "keep each task's worktree after it ends"),
     Option("require", "require", "--require", "list", (), None,
            "a program it needs on PATH, NAME or NAME>=VERSION, repeatable", "TOOL"),
+    Option("artifacts", "artifacts", "--artifacts", "list", (), None,
+           "files to keep from each run, a glob relative to its working directory, "
+           "repeatable", "GLOB"),
+    Option("artifacts_max_mb", "artifacts_max_mb", "--artifacts-max-mb", "count", 100, 1,
+           "most megabytes of artifacts kept from one run (default 100)", "MB"),
 )  # fmt: skip

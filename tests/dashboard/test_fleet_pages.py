@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from tests.dashboard.conftest import shoot
 
 from corral import queues, usage, workers
-from corral.claims import claim
+from corral.claims import claim, complete
 from corral.errors import CorralError
 from corral.model.schedules import NewSchedule
 from corral.model.states import WorkerStatus
@@ -73,6 +73,24 @@ def test_events_filter_and_arrive_live(server, open_page):
     assert 0 == server.corral("cancel", first.id).returncode
     expect(page.get_by_role("cell", name="task.cancelled")).to_be_visible()
     shoot(page, "events")
+
+
+def test_a_stale_review_shows_on_the_events_page_once(server, open_page):
+    """`corral reconcile` twice past review_stale_after: one review.stale row for the task."""
+    server.start()
+    with server.store() as store:
+        task = enqueue(store, NewTask(title="waits for review", requires_review=True))
+        worker = workers.register(store, NewWorker(name="w")).worker
+        held = claim(store, task.id, worker.id)
+        complete(store, task.id, token=held.token)
+    server.env["CORRAL_REVIEW_STALE_AFTER_S"] = "0.001"  # the commands' only: serve runs
+    for _ in range(2):
+        done = server.corral("reconcile")
+        assert 0 == done.returncode, done.stderr
+    page = open_page(server.url + "/events?type=review.stale")
+    rows = page.get_by_role("cell", name="review.stale")
+    expect(rows).to_have_count(1)
+    expect(page.get_by_role("row").filter(has_text="review.stale")).to_contain_text(task.id)
 
 
 def test_schedules_show_next_fires_and_pause_and_trigger(server, open_page):

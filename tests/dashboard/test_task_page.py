@@ -15,6 +15,7 @@ from tests.git.conftest import GIT_ENV, claim_into_worktree, git
 from corral import workers
 from corral.claims import claim
 from corral.git import worktrees
+from corral.model.artifacts import Artifact
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker
@@ -112,3 +113,31 @@ def test_a_running_transcript_grows_on_the_page_and_escapes_stay_inert(server, o
     expect(page.get_by_role("heading", name="Tool call: Bash")).to_be_visible()
     expect(page.locator("#transcript")).to_contain_text("I will list the files")
     shoot(page, "task")
+
+
+def test_the_page_lists_a_runs_artifacts_and_the_tasks_children(server, open_page):
+    """The chosen run's artifacts (copied with their hash, or why skipped; a name with an
+    escape shown as text) and the task's children with their states."""
+    server.start()
+    with server.store() as store:
+        task = enqueue(store, NewTask(title="parent"))
+        enqueue(store, NewTask(title="first child", parent_id=task.id))
+        child = enqueue(store, NewTask(title="second child", parent_id=task.id))
+        worker = workers.register(store, NewWorker(name="w")).worker
+        held = claim(store, child.id, worker.id)
+        run = store.start_run(run_under(held, transcript_path=None, stderr_path=None))
+        kept = [
+            Artifact(path="out/a<b>\x1b.txt", size_bytes=6, sha256="ab" * 32),
+            Artifact(path="out/big.bin", size_bytes=3_000_000, skipped="past the 1 MB cap"),
+        ]
+        store.record_artifacts(run.id, kept)
+    page = open_page(f"{server.url}/tasks/{task.id}")
+    children = page.get_by_role("list", name="Children")
+    expect(children).to_contain_text("first child")
+    expect(children).to_contain_text("running")
+    page = open_page(f"{server.url}/tasks/{child.id}")
+    table = page.get_by_role("table", name=f"Artifacts of {run.id}")
+    expect(table).to_contain_text("out/a<b>")
+    expect(table).to_contain_text("ab" * 32)
+    expect(table).to_contain_text("skipped: past the 1 MB cap")
+    expect(page.get_by_role("link", name=task.id)).to_be_visible()

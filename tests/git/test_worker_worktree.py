@@ -277,3 +277,16 @@ def test_require_rebase_refuses_a_branch_behind_its_base_until_it_is_rebased(cli
     assert 0 == cli("merge", task, "--repo", str(repo)).code
     assert "meanwhile on main\n" == (repo / "other.txt").read_text()
     assert 2 == len((repo / "work.txt").read_text().splitlines())
+
+
+def test_artifacts_are_taken_from_the_tasks_worktree_before_it_is_removed(cli, repo, agent):
+    """With --worktree the globs match in the task's worktree, and the copies outlive it."""
+    task = cli("add", "edit").out.strip()
+    started = _start(cli, repo, agent, "w1", "--artifacts", "work.txt")
+    assert 0 == started.code, started.err
+    run = json.loads(cli("runs", "--task", task, "--json").out)[0]
+    shown = json.loads(cli("run", "show", run["id"], "--json").out)
+    [kept] = shown["artifacts"]
+    copy = Path(shown["artifacts_dir"]) / "work.txt"
+    assert ("work.txt", copy.read_bytes()) == (kept["path"], (repo / "work.txt").read_bytes())
+    assert not (repo / ".corral" / "worktrees" / f"corral-w1-{task}").exists()

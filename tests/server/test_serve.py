@@ -65,6 +65,9 @@ def test_roles_guard_the_routes_and_a_task_added_over_http_is_the_stores(
         (b'{"title": "x", "payload": ' + b"[" * 200 + b"]" * 200 + b"}", 422, "body"),
         (b'{"title": ""}', 422, "title"),
         (b'{"title": "x", "depends_on": ["t-nosuchtask0"]}', 422, "depends_on"),
+        (b'{"title": "x", "parent_id": "t-nosuchtask0"}', 422, "parent"),
+        (b'{"title": "x", "parent_id": 5}', 422, "parent_id"),
+        (b'{"title": "x", "parent_runs_first": true}', 422, "parent_runs_first"),
     ],
 )
 def test_bad_bodies_are_one_line_errors_naming_the_field_and_write_nothing(
@@ -77,6 +80,19 @@ def test_bad_bodies_are_one_line_errors_naming_the_field_and_write_nothing(
     assert (status, field) == (got, answer.get("field")), answer
     assert "\n" not in answer["error"] and "Traceback" not in answer["error"]
     assert [] == server.call("GET", "/api/tasks", operator)[1]
+
+
+def test_a_child_added_over_http_blocks_its_parent_and_lists_under_it(server: Server) -> None:
+    """POST /api/tasks with parent_id makes a child; GET /api/tasks?parent=ID lists it."""
+    operator = server.token("operator")
+    server.start()
+    _, parent = server.call("POST", "/api/tasks", operator, b'{"title": "parent"}')
+    body = json.dumps({"title": "child", "parent_id": parent["id"]}).encode()
+    status, child = server.call("POST", "/api/tasks", operator, body)
+    assert (201, parent["id"]) == (status, child["parent_id"])
+    assert "blocked" == server.call("GET", f"/api/tasks/{parent['id']}", operator)[1]["status"]
+    listed = server.call("GET", f"/api/tasks?parent={parent['id']}", operator)[1]
+    assert [child["id"]] == [t["id"] for t in listed]
 
 
 def test_a_huge_body_is_413_and_unknown_routes_and_tasks_are_404(server: Server) -> None:

@@ -409,6 +409,7 @@ def test_the_report_shape_is_stable(store: Store, settings: Settings) -> None:
         "tasks_quarantined",
         "claims_closed",
         "workers_fixed",
+        "reviews_stale",
     ] == list(report.to_dict())
     assert 6 == ReconcileReport(workers_dead=1, claims_expired=2, crashes=3).total
 

@@ -33,6 +33,7 @@ def _event(name: str, to_status: str | None = None) -> Event:
         ("task.failed", "failed", "task.failed"),
         ("task.waiting", None, "task.waiting"),
         ("provider.parked", None, "provider.parked"),
+        ("review.stale", None, "review.stale"),
         ("task.submitted", "in_review", "review.requested"),
         ("task.completed", "in_review", "review.requested"),
         ("task.completed", "done", None),  # done needs nobody

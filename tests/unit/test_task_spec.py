@@ -85,6 +85,7 @@ def test_the_transition_table() -> None:
         "fail": {TaskStatus.RUNNING},
         "recover": {TaskStatus.RUNNING},
         "unblock": {TaskStatus.BLOCKED},
+        "block": {TaskStatus.READY, TaskStatus.BLOCKED},
         "cancel": {
             TaskStatus.BLOCKED,
             TaskStatus.READY,
@@ -128,3 +129,16 @@ def test_statuses_are_stable_strings() -> None:
         "failed",
         "cancelled",
     ] == [str(s) for s in TaskStatus]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"parent_runs_first": True}, "parent_runs_first"),
+        ({"parent_id": "t-p", "depends_on": ("t-p",)}, "depends_on"),
+    ],
+)
+def test_parentage_a_spec_can_judge_alone_is_checked(fields: dict[str, object], field: str) -> None:
+    """parent_runs_first needs a parent; a parent that waits for its child is not its dependency."""
+    with pytest.raises(InvalidInput, match=f"^{field}: expected"):
+        NewTask(title="t", **fields)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from corral.durations import format_duration
 from corral.printable import one_line, visible
 
 if TYPE_CHECKING:
+    from corral.model.artifacts import Artifact
     from corral.model.events import Event
     from corral.model.orchestrators import OrchestratorState
     from corral.model.providers import ProviderState
@@ -92,6 +93,23 @@ def task_detail(task: Task) -> str:
         "finished_at",
     ]
     return key_values({key: data[key] for key in order})
+
+
+def artifacts(kept: list[Artifact], folder: str | None) -> str:
+    """`artifacts (in FOLDER):`, then a line per file: path, size, SHA-256 or why skipped."""
+    where = f" (in {one_line(folder)})" if folder else ""
+    lines = [
+        f"  {one_line(a.path)}  {a.size_bytes} B  "
+        + (a.sha256 or f"skipped: {one_line(a.skipped or '')}")
+        for a in kept
+    ]
+    return "\n".join([f"artifacts{where}:", *lines])
+
+
+def children(tasks: list[Task]) -> str:
+    """`children:` then one line per child: its id, status and title."""
+    lines = [f"  {t.id}  {t.status:<10} {one_line(t.title)}" for t in tasks]
+    return "\n".join(["children:", *lines])
 
 
 def key_values(data: dict[str, object]) -> str:

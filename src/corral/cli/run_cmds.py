@@ -13,6 +13,7 @@ from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.clock import SystemClock
 from corral.errors import Refused
+from corral.model.artifacts import artifacts_dir
 from corral.store.location import is_inside, runs_dir
 
 # How often `logs --follow` looks for new output and for the end of the run.
@@ -32,7 +33,18 @@ def cmd_runs(ctx: Context) -> int:
 def cmd_run_show(ctx: Context) -> int:
     """Show one run in full."""
     run = ctx.store.get_run(ctx.args.id)
-    ctx.emit(run.to_dict(), render.run_detail(run))
+    artifacts = ctx.store.run_artifacts(run.id)
+    human = render.run_detail(run)
+    if artifacts:
+        human += "\n" + render.artifacts(artifacts, artifacts_dir(run.transcript_path))
+    ctx.emit(
+        {
+            **run.to_dict(),
+            "artifacts": [a.to_dict() for a in artifacts],
+            "artifacts_dir": artifacts_dir(run.transcript_path) if artifacts else None,
+        },
+        human,
+    )
     return 0
 
 

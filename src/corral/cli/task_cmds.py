@@ -10,6 +10,7 @@ from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
 from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
+from corral.model.subtasks import MAX_CHILDREN
 from corral.model.tasks import NewTask, TaskFilter
 from corral.printable import one_line
 
@@ -33,6 +34,7 @@ def cmd_add(ctx: Context) -> int:
         depends_on=tuple(a.depends_on or ()),
         assignee=a.assignee,
         parent_id=a.parent,
+        parent_runs_first=a.parent_runs_first,
         max_attempts=parsing.whole("max_attempts", a.max_attempts, minimum=1),
         retry_base_s=parsing.duration("backoff", a.backoff),
         timeout_s=parsing.positive_duration("timeout", a.timeout),
@@ -64,6 +66,7 @@ def cmd_list(ctx: Context) -> int:
         statuses=tuple(TaskStatus(s) for s in parsing.each_of("status", a.status, STATUSES)),
         queue=a.queue,
         kinds=tuple(a.kind or ()),
+        parent_id=a.parent,
         limit=parsing.whole("limit", a.limit, minimum=1) or 1000,
     )
     tasks = ctx.store.list_tasks(flt)
@@ -77,10 +80,20 @@ def cmd_show(ctx: Context) -> int:
 
     task = ctx.store.get_task(ctx.args.id)
     totals = task_totals(ctx.store, task.id)
+    children = ctx.store.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN))
     human = render.task_detail(task)
+    if children:
+        human += "\n" + render.children(children)
     if totals is not None:
         human += "\n" + render.task_totals(totals, task.attempts)
-    ctx.emit({**task.to_dict(), "totals": None if totals is None else totals.to_dict()}, human)
+    ctx.emit(
+        {
+            **task.to_dict(),
+            "children": [{"id": c.id, "title": c.title, "status": str(c.status)} for c in children],
+            "totals": None if totals is None else totals.to_dict(),
+        },
+        human,
+    )
     return 0
 
 
@@ -162,7 +175,12 @@ COMMANDS = (
             help="tasks that must be done first",
         ),
         Arg("--assignee", metavar="WORKER", help="only this worker (id or name) may claim it"),
-        Arg("--parent", metavar="ID", help="parent task"),
+        Arg("--parent", metavar="ID", help="parent task: it waits for this child"),
+        Arg(
+            "--parent-runs-first",
+            action="store_true",
+            help="with --parent: this child waits for its parent instead",
+        ),
         Arg("--max-attempts", help="runs before it fails for good"),
         Arg("--backoff", metavar="DURATION", help="first retry delay, doubling (e.g. 10s)"),
         Arg("--timeout", metavar="DURATION", help="longest a run may take (e.g. 30m)"),
@@ -189,6 +207,7 @@ COMMANDS = (
         status_filter(STATUSES),
         Arg("--queue"),
         Arg("--kind", action="append"),
+        Arg("--parent", metavar="ID", help="only the children of this task"),
         Arg("--limit"),
     ),
     Command("show", cmd_show, "show a task", ID),

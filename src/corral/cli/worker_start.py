@@ -15,6 +15,7 @@ from corral.cli import parsing, worker_flags
 from corral.cli.context import Context
 from corral.git.task_worktrees import TaskWorktrees
 from corral.logs import event, logger
+from corral.model.artifacts import MB
 from corral.policies import WorkerOptions
 from corral.runtime.worker import preflight
 from corral.runtime.worker.agent_runs import AgentSetup
@@ -142,6 +143,8 @@ def _command_job(
         },
         base_env=env,
         agent=_agent(options, checked, ctx),
+        artifacts=options.artifacts,
+        artifacts_max_bytes=options.artifacts_max_mb * MB,
     )
 
 

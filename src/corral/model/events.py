@@ -68,6 +68,7 @@ class EventFilter:
 EVENT_NAMES = (
     "task.created",
     "task.unblocked",
+    "task.blocked",
     "task.claimed",
     "task.renewed",
     "task.released",
@@ -90,6 +91,7 @@ EVENT_NAMES = (
     "task.merge_conflict",
     "task.landed",
     "task.land_conflict",
+    "review.stale",
     "claim.closed",
     "run.started",
     "run.finished",

@@ -18,7 +18,9 @@ Tasks:
                         in_review | approved ──request-changes──► ready (same branch)
                                                approved ──merge conflict──► ready (files recorded)
     done (its branch kept) ──land that conflicts──► ready (same branch, files recorded)
+    ready ──a child added (--parent)──► blocked   (until each child is done or cancelled)
     blocked | ready | running | in_review | approved ──cancel──► cancelled
+                                                  (and every unfinished descendant with it)
     failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
 
 A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
@@ -73,6 +75,8 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "fail": frozenset({TaskStatus.RUNNING}),
     "recover": frozenset({TaskStatus.RUNNING}),
     "unblock": frozenset({TaskStatus.BLOCKED}),
+    # A child added to a parent that has not started: the parent waits (model/subtasks.py).
+    "block": frozenset({TaskStatus.READY, TaskStatus.BLOCKED}),
     "cancel": frozenset(set(TaskStatus) - FINAL),
     "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
     "reprioritise": frozenset(set(TaskStatus) - FINAL),

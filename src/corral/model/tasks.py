@@ -14,6 +14,7 @@ from corral import documents
 from corral.durations import MAX_SPAN_S, iso
 from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
+from corral.model.subtasks import check_parentage
 
 MAX_TITLE_CHARS = 500
 
@@ -32,6 +33,7 @@ class NewTask:
     depends_on: tuple[str, ...] = ()
     assignee: str | None = None
     parent_id: str | None = None
+    parent_runs_first: bool = False  # the child waits for its parent, not the other way
     max_attempts: int | None = None
     retry_base_s: float | None = None
     timeout_s: float | None = None
@@ -61,6 +63,7 @@ class NewTask:
             raise InvalidInput("run_at", "an aware datetime (with a time zone)", self.run_at)
         if len(set(self.depends_on)) != len(self.depends_on):
             raise InvalidInput("depends_on", "each dependency once")
+        check_parentage(self.parent_id, self.parent_runs_first, self.depends_on)
         _check_ranges(self)
 
 
@@ -173,5 +176,6 @@ class TaskFilter:
     queue: str | None = None
     kinds: tuple[str, ...] = ()
     worker_id: str | None = None
+    parent_id: str | None = None
     limit: int = 1000
     newest_first: bool = False

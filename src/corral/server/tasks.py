@@ -1,6 +1,6 @@
 """Task routes: list, read and add tasks (the use cases `corral list`, `show`, `add` call).
 
-GET  /api/tasks?status=S&queue=Q&kind=K&limit=N   viewer   the tasks, in the order added
+GET  /api/tasks?status=S&queue=Q&kind=K&parent=ID&limit=N   viewer   the tasks, in the order added
 GET  /api/tasks/{id}                              viewer   one task
 POST /api/tasks                                   operator add one: a JSON object
 
@@ -38,6 +38,8 @@ NEW_TASK_FIELDS: dict[str, tuple[type, ...]] = {
     "labels": (dict,),
     "depends_on": (list,),
     "assignee": (str,),
+    "parent_id": (str,),
+    "parent_runs_first": (bool,),
     "max_attempts": (int,),
     "timeout_s": (int, float),
     "run_after_s": (int, float),
@@ -57,6 +59,7 @@ def list_tasks(request: Request) -> Response:
         statuses=statuses,
         queue=query.get("queue"),
         kinds=tuple(query.getlist("kind")),
+        parent_id=query.get("parent"),
         limit=params.limit(query.get("limit")),
     )
     return answer([seed_tasks.shape(t, seed) for t in store.list_tasks(flt)])

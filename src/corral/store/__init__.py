@@ -15,6 +15,7 @@ from datetime import datetime
 
 from corral.clock import Clock, SystemClock
 from corral.errors import InvalidInput, StoreError
+from corral.store.artifacts import ArtifactOps
 from corral.store.claims import ClaimOps
 from corral.store.driver import Driver, LeaderLock
 from corral.store.events import EventOps
@@ -25,6 +26,7 @@ from corral.store.queries import migration_files
 from corral.store.queues import QueueOps
 from corral.store.recovery import RecoveryOps
 from corral.store.retention import RetentionOps
+from corral.store.review_staleness import ReviewStalenessOps
 from corral.store.reviews import ReviewOps
 from corral.store.runs import RunOps
 from corral.store.schedules import ScheduleOps
@@ -43,8 +45,10 @@ class Store(
     WorkerOps,
     RecoveryOps,
     RunOps,
+    ArtifactOps,
     QueueOps,
     ReviewOps,
+    ReviewStalenessOps,
     MessageOps,
     OrchestratorOps,
     ScheduleOps,

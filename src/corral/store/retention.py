@@ -6,8 +6,9 @@ candidates are read first, in read transactions that block no one (the scans are
 there), and each batch's write re-checks them as its compare-and-set: a task deleted is
 still finished and unchanged since before the cutoff, and no task that stays depends on
 it; a worker deleted is still gone and silent. So a task retried between the read and
-the write, or a worker that came back, is left alone. A task goes with its runs, claims,
-review and dependency rows; its events stay until they are old enough themselves.
+the write, or a worker that came back, is left alone. A task goes with its runs (and
+their artifacts' rows), claims, review and dependency rows; its events stay until they
+are old enough themselves.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class RetentionOps:
                 (str(r["id"]), r["transcript_path"], r["stderr_path"])
                 for r in tx.all("run_files_of", ids=ids)
             )
+            tx.run("delete_artifacts_of", ids=ids)
             tx.run("delete_runs_of", ids=ids)
             tx.run("delete_claims_of", ids=ids, tokens=tokens)
             tx.run("delete_reviews_of", ids=ids)

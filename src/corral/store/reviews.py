@@ -276,6 +276,8 @@ class ReviewOps:
             raise errors.InvalidTransition(
                 step.task_id, step.action.replace("_", " "), before.status
             )
+        if step.to is TaskStatus.READY:
+            tx.run("clear_stale_mark", task_id=step.task_id)
         _save(tx, replace(_review_in(tx, self._driver, step.task_id), **changes))
         journal.record(
             tx,

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.ids import TASK_PREFIX, new_id
-from corral.model.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
+from corral.model import subtasks
+from corral.model.states import ALLOWED_FROM, CLAIMING, FINAL, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claims import end_claim
@@ -27,10 +28,14 @@ class TaskOps:
     _driver: Driver
 
     def enqueue(self, spec: NewTask, *, max_attempts: int, retry_base_s: float, actor: str) -> Task:
-        """Insert a task: `blocked` while a dependency is not done, else `ready`."""
+        """Insert a task: `blocked` while a dependency is not done, else `ready`. A child
+        (`spec.parent_id`) makes its parent wait for it, or waits for its parent
+        (`parent_runs_first`): corral.model.subtasks."""
         with self._driver.write() as tx:
+            parent = self._lock_parent(tx, spec) if spec.parent_id else None
             check_room(tx, spec.queue)
-            status = self._initial_status(tx, spec)
+            depends_on = _waits_for(spec)
+            status = self._initial_status(tx, depends_on)
             task_id = new_id(TASK_PREFIX)
             tx.run(
                 "insert_task",
@@ -52,20 +57,43 @@ class TaskOps:
                 run_at=spec.run_at,
                 requires_review=spec.requires_review,
             )
-            for dependency in spec.depends_on:
+            for dependency in depends_on:
                 tx.run("insert_dependency", task_id=task_id, depends_on=dependency)
             journal.record(tx, "task.created", actor=actor, task_id=task_id, to_status=status)
+            if parent is not None and not spec.parent_runs_first:
+                _hold_parent(tx, parent, task_id, actor)
         return read_task(self._driver, task_id)
 
-    def _initial_status(self, tx: Tx, spec: NewTask) -> TaskStatus:
-        wanted = [*spec.depends_on, *([spec.parent_id] if spec.parent_id else [])]
-        found = {r["id"]: r["status"] for r in tx.all("task_statuses", ids=wanted)}
-        if spec.parent_id and spec.parent_id not in found:
+    def _lock_parent(self, tx: Tx, spec: NewTask) -> tuple[str, TaskStatus]:
+        """The parent's id and status, locked, once it may take this child; InvalidInput
+        naming `parent` (or `depends_on`, for a circle) when it may not."""
+        assert spec.parent_id is not None
+        row = tx.one("lock_parent", task_id=spec.parent_id)
+        if row is None:
             raise errors.InvalidInput("parent", "the id of an existing task", spec.parent_id)
-        for dependency in spec.depends_on:
+        status = TaskStatus(row["status"])
+        standing = tx.all("parent_standing", task_id=spec.parent_id, max_depth=subtasks.MAX_DEPTH)
+        subtasks.check_parent(
+            spec.parent_id,
+            status,
+            depth=int(standing[0]["depth"]),
+            children=int(standing[0]["children"]),
+            runs_first=spec.parent_runs_first,
+        )
+        if not spec.parent_runs_first and spec.depends_on:
+            ids = list(spec.depends_on)
+            if tx.all("dependency_reaches", ids=ids, task_id=spec.parent_id)[0]["found"]:
+                raise errors.InvalidInput(
+                    "depends_on", f"tasks that do not wait for the parent {spec.parent_id}"
+                )
+        return spec.parent_id, status
+
+    def _initial_status(self, tx: Tx, depends_on: tuple[str, ...]) -> TaskStatus:
+        found = {r["id"]: r["status"] for r in tx.all("task_statuses", ids=list(depends_on))}
+        for dependency in depends_on:
             if dependency not in found:
                 raise errors.InvalidInput("depends_on", "ids of existing tasks", dependency)
-        waiting = any(found[d] != TaskStatus.DONE for d in spec.depends_on)
+        waiting = any(found[d] != TaskStatus.DONE for d in depends_on)
         return TaskStatus.BLOCKED if waiting else TaskStatus.READY
 
     def get_task(self, task_id: str) -> Task:
@@ -82,7 +110,14 @@ class TaskOps:
             "limit": flt.limit,
         }
         with self._driver.read() as tx:
-            if flt.newest_first:
+            if flt.parent_id is not None:
+                found = tx.all(
+                    "list_children",
+                    parent_id=flt.parent_id,
+                    newest_first=flt.newest_first,
+                    **params,
+                )
+            elif flt.newest_first:
                 found = tx.all("list_tasks_newest", **params)
             else:
                 found = tx.all("list_tasks", **params)
@@ -149,27 +184,33 @@ class TaskOps:
             return int(row[0]) if row else 0
 
     def cancel(self, task_id: str, *, reason: str | None, actor: str) -> Task:
-        """Cancel a task that is not final; an active claim ends and its token goes stale."""
+        """Cancel a task that is not final, and each of its unfinished descendants in the
+        same transaction; every active claim among them ends and its token goes stale."""
         with self._driver.write() as tx:
-            task = task_in(tx, self._driver, task_id)
-            if task.token is not None:
-                assert task.worker_id is not None  # an active claim names its holder
-                end_claim(tx, task.token, task.worker_id, ClaimStatus.RELEASED)
-            if not tx.run(
-                "cancel_task", task_id=task_id, reason=reason, allowed=ALLOWED_FROM["cancel"]
-            ):
-                raise errors.InvalidTransition(task_id, "cancel", task.status)
-            journal.record(
-                tx,
-                "task.cancelled",
-                actor=actor,
-                task_id=task_id,
-                token=task.token,
-                from_status=task.status,
-                to_status=TaskStatus.CANCELLED,
-                reason=reason,
-            )
+            self._cancel_descendants(tx, task_id, actor)
+            _cancel_one(tx, self._driver, task_id, reason=reason, actor=actor, cascade=False)
+            # A child committed between the first read of the descendants and the lock on
+            # this task (PostgreSQL): none can be added now that it is cancelled.
+            self._cancel_descendants(tx, task_id, actor)
         return read_task(self._driver, task_id)
+
+    def _cancel_descendants(self, tx: Tx, task_id: str, actor: str) -> None:
+        """Children before their parents, the lock order a completing child takes too."""
+        below = tx.all(
+            "unfinished_descendants",
+            task_id=task_id,
+            max_depth=subtasks.MAX_DEPTH,
+            allowed=ALLOWED_FROM["cancel"],
+        )
+        for row in below:
+            _cancel_one(
+                tx,
+                self._driver,
+                row["id"],
+                reason=f"parent {task_id} cancelled",
+                actor=actor,
+                cascade=True,
+            )
 
     def set_task_priority(self, task_id: str, priority: int, *, actor: str) -> Task:
         """Give a task that is not final a new priority (its claim order follows)."""
@@ -203,3 +244,76 @@ class TaskOps:
                 to_status=row["status"],
             )
         return read_task(self._driver, task_id)
+
+
+def _waits_for(spec: NewTask) -> tuple[str, ...]:
+    """The tasks a new task depends on: its own, and its parent when the parent runs first."""
+    if spec.parent_runs_first and spec.parent_id not in spec.depends_on:
+        assert spec.parent_id is not None
+        return (*spec.depends_on, spec.parent_id)
+    return spec.depends_on
+
+
+def _hold_parent(tx: Tx, parent: tuple[str, TaskStatus], child_id: str, actor: str) -> None:
+    """The parent depends on its new child; a ready parent becomes blocked (compare-and-set)."""
+    parent_id, status = parent
+    tx.run("insert_dependency", task_id=parent_id, depends_on=child_id)
+    if not tx.run("block_parent", task_id=parent_id, allowed=ALLOWED_FROM["block"]):
+        raise errors.InvalidTransition(parent_id, "block", status)
+    if status is TaskStatus.READY:
+        journal.record(
+            tx,
+            "task.blocked",
+            actor=actor,
+            task_id=parent_id,
+            from_status=TaskStatus.READY,
+            to_status=TaskStatus.BLOCKED,
+            reason=f"child {child_id} added",
+        )
+
+
+def _cancel_one(
+    tx: Tx, driver: Driver, task_id: str, *, reason: str | None, actor: str, cascade: bool
+) -> None:
+    """Cancel one task (its active claim ends); a parent that waited for it no longer does.
+    The task cancelled by name frees its parent when nothing else holds it; one cancelled
+    by the cascade leaves that to its own parent's cancel, and is passed by if it finished
+    since the cascade read it."""
+    task = task_in(tx, driver, task_id)
+    if cascade and task.status in FINAL:
+        return
+    # Read by a statement of its own, after the task's lock: on PostgreSQL a claim committed
+    # while task_in waited for that lock is missing from task_in's join (an older snapshot).
+    claim = tx.one("active_claim", task_id=task_id)
+    token = None if claim is None else int(claim["token"])
+    if claim is not None:
+        end_claim(tx, claim["token"], claim["worker_id"], ClaimStatus.RELEASED)
+    if not tx.run("cancel_task", task_id=task_id, reason=reason, allowed=ALLOWED_FROM["cancel"]):
+        raise errors.InvalidTransition(task_id, "cancel", task.status)
+    journal.record(
+        tx,
+        "task.cancelled",
+        actor=actor,
+        task_id=task_id,
+        token=token,
+        from_status=task.status,
+        to_status=TaskStatus.CANCELLED,
+        reason=reason,
+    )
+    if task.parent_id is not None:
+        tx.run("release_parent", parent_id=task.parent_id, task_id=task_id)
+        if not cascade:
+            _unblock(tx, task.parent_id, f"child {task_id} cancelled", actor)
+
+
+def _unblock(tx: Tx, task_id: str, reason: str, actor: str) -> None:
+    if tx.run("unblock_task", task_id=task_id, allowed=ALLOWED_FROM["unblock"]):
+        journal.record(
+            tx,
+            "task.unblocked",
+            actor=actor,
+            task_id=task_id,
+            from_status=TaskStatus.BLOCKED,
+            to_status=TaskStatus.READY,
+            reason=reason,
+        )

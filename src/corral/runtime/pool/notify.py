@@ -9,6 +9,7 @@ that asks for attention:
     task.submitted, or a task completed  a task waits for review
         into in_review ("review.requested")
     provider.parked                      a provider account hit its usage limit
+    review.stale                         a review waited past review_stale_after (once)
 
 The command (split like `--exec`, never through a shell) gets the event's JSON shape on
 stdin and `CORRAL_NOTICE` (the kind above), `CORRAL_EVENT_ID`, `CORRAL_TASK_ID` in its
@@ -37,7 +38,7 @@ from corral.threads import ThreadService
 NOTIFY_TIMEOUT_S = 30.0
 POLL_S = 0.5  # a notice is for a person: half a second late is on time
 NOTICE_EVENTS = ("task.failed", "task.waiting", "task.submitted", "task.completed",
-                 "provider.parked")  # fmt: skip
+                 "provider.parked", "review.stale")  # fmt: skip
 REVIEW_REQUESTED = "review.requested"
 
 

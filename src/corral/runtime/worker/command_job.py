@@ -26,6 +26,7 @@ from typing import Any
 from corral import documents, filemodes
 from corral.clock import Clock
 from corral.errors import InvalidInput
+from corral.model.artifacts import MB
 from corral.model.batches import Held, RunStart
 from corral.model.tasks import Task
 from corral.runtime.worker.agent_runs import (
@@ -37,6 +38,7 @@ from corral.runtime.worker.agent_runs import (
     resume_of,
 )
 from corral.runtime.worker.agent_streams import last_usage
+from corral.runtime.worker.artifacts import keep_artifacts
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.executor import CommandResult, CommandSpec, run_command
 from corral.runtime.worker.jobs import Opened, Stop
@@ -75,6 +77,8 @@ class CommandJob:
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     agent: AgentSetup | None = None  # --agent: the command is the agent's (agent_runs.py)
     changes_note: str | None = None  # in a worktree after request-changes: the reviewer's note
+    artifacts: tuple[str, ...] = ()  # globs of files kept from each run (artifacts.py)
+    artifacts_max_bytes: int = 100 * MB
 
     def begin(self, place: Workplace) -> CommandRuns:
         """This job's runs for the worker `place` describes (jobs.Job)."""
@@ -197,6 +201,8 @@ class CommandRuns:
         finally:
             if shipper is not None:
                 shipper.finish(run_id)
+            if job.artifacts:
+                keep_artifacts(place, job, run_id, prepared.spec)
 
     def close(self, held: Held, opened: Opened[Prepared | Exception]) -> None:
         """Nothing to release: a prepared command is only data."""

@@ -28,6 +28,7 @@ from corral.agents import load_profile
 from corral.errors import InvalidInput
 from corral.git.worktrees import Worktrees
 from corral.model.agents import AgentProfile
+from corral.model.artifacts import check_pattern
 from corral.model.labels import parse_labels
 from corral.model.providers import check_provider
 from corral.model.tasks import check_names
@@ -73,6 +74,7 @@ def check(
     check_names("queue", o.queues)
     if o.workdir and not os.path.isdir(o.workdir):
         raise InvalidInput("workdir", "an existing folder", o.workdir)
+    _check_artifacts(o)
     template = load_template(o.prompt_template) if o.prompt_template else DEFAULT_TEMPLATE
     required = tuple(parse_requirement("require", spec) for spec in o.require)
     worktrees, base = _worktrees(o, worker, policy) if o.worktree else (None, "")
@@ -155,3 +157,11 @@ def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[W
         except ValueError:
             raise InvalidInput(key, "a command line with balanced quotes", line) from None
     return trees, base
+
+
+def _check_artifacts(o: WorkerOptions) -> None:
+    """Globs that stay inside a task's working directory, for a worker that has one."""
+    for pattern in o.artifacts:
+        check_pattern(pattern)
+    if o.artifacts and o.call:
+        raise InvalidInput("artifacts", "a worker that runs a command (--exec or --agent)")

@@ -1,4 +1,5 @@
-"""The task page: one task's fields, dependencies, timeline, runs, transcript and review.
+"""The task page: one task's fields, dependencies and children, timeline, runs (the chosen
+one's artifacts), transcript and review.
 
 GET  /tasks/{id}?run=RUN&before=OFFSET   the page; `run` picks the transcript (default:
                                          the newest run), `before` an earlier window of it;
@@ -24,6 +25,8 @@ from corral import reviews, tasks, usage
 from corral.errors import CorralError, NotFound
 from corral.model.reviews import MergeStrategy
 from corral.model.runs import Run
+from corral.model.subtasks import MAX_CHILDREN
+from corral.model.tasks import TaskFilter
 from corral.reviews import Branches
 from corral.server.context import settings_of, store_of
 from corral.server.dashboard import transcripts
@@ -65,10 +68,12 @@ def task_page(request: Request, visitor: Visitor) -> Response:
         task=task,
         blocked_by=store.dependency_statuses(task.id),
         blocking=store.task_dependents(task.id),
+        children=store.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN)),
         events=store.task_timeline(task.id, TIMELINE),
         runs=runs,
         totals=usage.task_totals(store, task.id),
         run=chosen,
+        artifacts=store.run_artifacts(chosen.id) if chosen is not None else [],
         window=window,
         review=_review(request, task.id) if task.branch else None,
         review_states=reviews.PENDING,

@@ -60,6 +60,17 @@ WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
 ORDER BY seq DESC
 LIMIT :limit;
 
+-- name: list_children
+-- list_tasks of one parent's children: found through tasks_by_parent, not a scan.
+SELECT * FROM task_view
+WHERE parent_id = :parent_id
+  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queue = :queue::text)
+  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+ORDER BY CASE WHEN :newest_first::boolean THEN -seq ELSE seq END
+LIMIT :limit;
+
 -- name: tasks_with_payload
 -- Tasks of :kind whose payload field :field is the string :value (not a number that
 -- reads the same), newest first: a seed 001 session by its label. No index: a scan of
@@ -179,6 +190,61 @@ WHERE status = ANY(:allowed::text[])
 RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
                WHERE d.task_id = tasks.id
                  AND d.depends_on = ANY(:task_ids::text[])) AS unblocked_by;
+
+-- name: lock_parent
+-- The parent of a task being added, locked before anything else the enqueue reads: a
+-- claim (SKIP LOCKED) passes it by, and two children added at once take turns.
+SELECT id, status FROM tasks WHERE id = :task_id
+FOR UPDATE;
+
+-- name: parent_standing
+-- How many ancestors :task_id has (0 for a task with no parent), and how many children.
+WITH RECURSIVE up(id, depth) AS (
+    SELECT parent_id, 1 FROM tasks WHERE id = :task_id AND parent_id IS NOT NULL
+    UNION ALL
+    SELECT t.parent_id, up.depth + 1 FROM tasks t JOIN up ON t.id = up.id
+    WHERE t.parent_id IS NOT NULL AND up.depth < :max_depth
+)
+SELECT (SELECT coalesce(max(depth), 0) FROM up) AS depth,
+       (SELECT count(*) FROM tasks WHERE parent_id = :task_id) AS children;
+
+-- name: dependency_reaches
+-- Whether :task_id is among :ids or what they depend on, however far down: a new edge
+-- from :task_id to a task that reaches it would close a circle.
+WITH RECURSIVE reach(id) AS (
+    SELECT unnest(:ids::text[])
+    UNION
+    SELECT d.depends_on FROM task_deps d JOIN reach r ON d.task_id = r.id
+)
+SELECT EXISTS (SELECT 1 FROM reach WHERE id = :task_id) AS found;
+
+-- name: block_parent
+-- A parent that has not started waits for the child just added.
+UPDATE tasks SET status = 'blocked', updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: unfinished_descendants
+-- Every unfinished task below :task_id, deepest first: cancel's cascade locks children
+-- before their parents, the order a completing child takes (itself, then its waiting parent).
+WITH RECURSIVE down(id, status, depth) AS (
+    SELECT id, status, 1 FROM tasks WHERE parent_id = :task_id
+    UNION ALL
+    SELECT t.id, t.status, down.depth + 1 FROM tasks t JOIN down ON t.parent_id = down.id
+    WHERE down.depth < :max_depth
+)
+SELECT id FROM down WHERE down.status = ANY(:allowed::text[])
+ORDER BY depth DESC, id;
+
+-- name: release_parent
+-- A cancelled child no longer holds its parent back.
+DELETE FROM task_deps WHERE task_id = :parent_id AND depends_on = :task_id;
+
+-- name: unblock_task
+-- :task_id, blocked, becomes ready when nothing it depends on is left undone.
+UPDATE tasks SET status = 'ready', run_after = greatest(run_after, :now), updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+  AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+                  WHERE d.task_id = tasks.id AND p.status != 'done');
 
 -- name: cancel_task
 -- The caller ended the claim it read with the task. A claim committed while get_task
@@ -553,6 +619,32 @@ SET status = 'ready', attempts = 0, crashes = 0, failure_reason = NULL,
     last_error = coalesce(:reason::text, last_error), run_after = :now, updated_at = :now,
     finished_at = NULL
 WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: any_unmarked_stale_review
+-- Whether note_stale_reviews has anything to mark: read first, so that a pass with nothing
+-- to mark takes no write lock.
+SELECT EXISTS (
+    SELECT 1 FROM tasks t LEFT JOIN reviews r ON r.task_id = t.id
+    WHERE t.status IN ('in_review', 'approved') AND t.updated_at <= :now - :stale_after_s::float8 * interval '1 second'
+      AND r.stale_noted_at IS NULL
+) AS found;
+
+-- name: note_stale_reviews
+-- Marks each review waiting longer than :stale_after_s (its task in_review or approved,
+-- unchanged since) that has no mark yet, and answers those just marked: the upsert's
+-- compare-and-set (`stale_noted_at IS NULL`) lets one of two passes at once mark it.
+-- A task that completed into review without a branch has no review row until now.
+INSERT INTO reviews (task_id, stale_noted_at)
+SELECT t.id, :now FROM tasks t
+WHERE t.status IN ('in_review', 'approved') AND t.updated_at <= :now - :stale_after_s::float8 * interval '1 second'
+ORDER BY t.id
+ON CONFLICT (task_id) DO UPDATE SET stale_noted_at = excluded.stale_noted_at
+WHERE reviews.stale_noted_at IS NULL
+RETURNING task_id;
+
+-- name: clear_stale_mark
+-- Back to work: the next submission is a new review, which may go stale again.
+UPDATE reviews SET stale_noted_at = NULL WHERE task_id = :task_id AND stale_noted_at IS NOT NULL;
 
 -- name: inbox_owner
 -- A worker's inbox is its name, so it outlives the worker's restarts (new ids).
@@ -948,6 +1040,19 @@ SELECT task_id, depends_on FROM task_deps WHERE depends_on = ANY(:ids::text[]);
 
 -- name: run_files_of
 SELECT id, transcript_path, stderr_path FROM runs WHERE task_id = ANY(:ids::text[]);
+
+-- name: insert_artifact
+-- Once per file of a run: a second record of the same path (a retried report) changes nothing.
+INSERT INTO run_artifacts (run_id, path, size_bytes, sha256, skipped)
+VALUES (:run_id, :path, :size_bytes, :sha256, :skipped)
+ON CONFLICT (run_id, path) DO NOTHING;
+
+-- name: artifacts_of_run
+SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id ORDER BY path;
+
+-- name: delete_artifacts_of
+DELETE FROM run_artifacts
+WHERE run_id IN (SELECT id FROM runs WHERE task_id = ANY(:ids::text[]));
 
 -- name: delete_runs_of
 DELETE FROM runs WHERE task_id = ANY(:ids::text[]);

@@ -188,6 +188,18 @@ CREATE INDEX runs_by_task ON runs (task_id, started_at);
 CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;
 CREATE INDEX runs_unfinished_by_worker ON runs (worker_id) WHERE finished_at IS NULL;
 
+-- The files a runner copied out of a task's working directory after one of its runs
+-- (`[worker] artifacts`), or skipped: `skipped` says why (past the run's size cap), and
+-- then no copy exists and sha256 is NULL. `path` is relative to the working directory.
+CREATE TABLE run_artifacts (
+    run_id     text   NOT NULL REFERENCES runs (id),
+    path       text   NOT NULL,
+    size_bytes bigint NOT NULL,
+    sha256     text,
+    skipped    text,
+    PRIMARY KEY (run_id, path)
+);
+
 CREATE FUNCTION runs_refuse_change_once_finished() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -262,7 +274,9 @@ CREATE TABLE reviews (
     approve_note    text,
     changes_note    text,
     conflict_files  jsonb,
-    merged_commit   text
+    merged_commit   text,
+    -- When its `review.stale` event was raised (once; a new submit clears it).
+    stale_noted_at  timestamptz
 );
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
@@ -464,3 +478,6 @@ CREATE TABLE schedule_fires (
     note        text,
     recorded_at timestamptz NOT NULL
 );
+
+-- A parent's children are read by parent_id (`corral show`, `list --parent`, cancel's cascade).
+CREATE INDEX tasks_by_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;

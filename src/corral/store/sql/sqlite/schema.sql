@@ -158,6 +158,18 @@ CREATE INDEX runs_by_task ON runs (task_id, started_at);
 CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;
 CREATE INDEX runs_unfinished_by_worker ON runs (worker_id) WHERE finished_at IS NULL;
 
+-- The files a runner copied out of a task's working directory after one of its runs
+-- (`[worker] artifacts`), or skipped: `skipped` says why (past the run's size cap), and
+-- then no copy exists and sha256 is NULL. `path` is relative to the working directory.
+CREATE TABLE run_artifacts (
+    run_id     TEXT    NOT NULL REFERENCES runs (id),
+    path       TEXT    NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    sha256     TEXT,
+    skipped    TEXT,
+    PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+
 CREATE TRIGGER runs_immutable_once_finished BEFORE UPDATE ON runs
 WHEN OLD.finished_at IS NOT NULL
 BEGIN
@@ -225,7 +237,9 @@ CREATE TABLE reviews (
     approve_note    TEXT,
     changes_note    TEXT,
     conflict_files  TEXT,
-    merged_commit   TEXT
+    merged_commit   TEXT,
+    -- When its `review.stale` event was raised (once; a new submit clears it).
+    stale_noted_at  REAL
 ) WITHOUT ROWID;
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
@@ -336,3 +350,6 @@ CREATE TABLE schedule_fires (
     note        TEXT,
     recorded_at REAL NOT NULL
 ) WITHOUT ROWID;
+
+-- A parent's children are read by parent_id (`corral show`, `list --parent`, cancel's cascade).
+CREATE INDEX tasks_by_parent ON tasks (parent_id) WHERE parent_id IS NOT NULL;
