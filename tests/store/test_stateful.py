@@ -552,6 +552,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert all(w.active <= w.max_concurrent for w in workers)
 
 
+@pytest.mark.timeout(360)  # 100 machines, each on a fresh PostgreSQL schema: ~100 s alone
 @pytest.mark.parametrize("dialect", MACHINE_DIALECTS)
 def test_store_keeps_its_invariants_under_random_operations(dialect, schemas):
     """Random sequences of store operations keep every invariant of claims, tokens and tasks.
