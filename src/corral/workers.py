@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.model.actors import OPERATOR
 from corral.model.states import WATCHED, WorkerStatus
+from corral.model.workers import BeatFigures
 from corral.settings import Settings
 from corral.store import Store
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from corral.model.workers import NewWorker, Worker
 
 DEFAULTS = Settings()
+NO_FIGURES = BeatFigures()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,15 +58,12 @@ def heartbeat(
     store: Store,
     worker_id: str,
     *,
-    cpu_percent: float | None = None,
-    rss_bytes: int | None = None,
+    figures: BeatFigures = NO_FIGURES,
     settings: Settings = DEFAULTS,
 ) -> Beat:
-    """Prove the worker lives: extends its leases; answers the interval and whether to drain."""
-    worker = store.heartbeat(
-        worker_id, cpu_percent=cpu_percent, rss_bytes=rss_bytes, actor=worker_id
-    )
-    return _beat(worker, settings)
+    """Prove the worker lives, with what it measured: extends its leases; answers the
+    interval and whether to drain."""
+    return _beat(store.heartbeat(worker_id, figures=figures, actor=worker_id), settings)
 
 
 def drain(store: Store, worker_id: str, *, actor: str = OPERATOR) -> Worker:

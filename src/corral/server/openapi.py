@@ -20,6 +20,7 @@ from corral.documents import MAX_INT32, MAX_INT64
 from corral.durations import MAX_SPAN_S
 from corral.model.states import TaskStatus, WorkerStatus
 from corral.model.tokens import Role
+from corral.model.workers import MAX_CPU_PERCENT
 from corral.server.answers import answer
 from corral.server.auth import require
 from corral.server.context import store_of
@@ -80,12 +81,19 @@ REGISTRATION = {
         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
     },
 }
+PERCENT = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_CPU_PERCENT}
+MEMORY_BYTES = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT64}
 HEARTBEAT = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "cpu_percent": {"type": ["number", "null"], "minimum": 0, "maximum": 1e6},
-        "rss_bytes": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT64},
+        "cpu_percent": PERCENT,
+        "rss_bytes": MEMORY_BYTES,
+        "agent_cpu_percent": PERCENT,
+        "agent_rss_bytes": MEMORY_BYTES,
+        "active": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT32},
+        "completed": {"type": "integer", "minimum": 0, "maximum": MAX_INT32},
+        "failed": {"type": "integer", "minimum": 0, "maximum": MAX_INT32},
     },
 }
 LEASE_S = {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": MAX_SPAN_S}

@@ -27,7 +27,7 @@ from corral.model.actors import OPERATOR
 from corral.model.states import WorkerStatus
 from corral.model.tasks import check_name
 from corral.model.tokens import Role
-from corral.model.workers import Worker
+from corral.model.workers import BeatFigures, Worker
 from corral.server.answers import answer
 from corral.server.auth import admitted
 from corral.server.bodies import json_object, record
@@ -35,7 +35,7 @@ from corral.server.context import settings_of
 from corral.server.long_poll import signal_of
 from corral.server.ownership import acting_for, own_worker_spec
 from corral.server.paths import path_id
-from corral.server.worker_bodies import Heartbeat, Registration
+from corral.server.worker_bodies import Registration
 
 
 async def register(request: Request) -> Response:
@@ -73,7 +73,7 @@ async def heartbeat(request: Request) -> Response:
     """The worker lives (its leases extended); answers the interval and whether to drain."""
     store, token = await admitted(request, Role.WORKER)
     worker_id = path_id(request, "worker_id", "worker")
-    figures = record(await json_object(request, empty=True), Heartbeat)
+    figures = record(await json_object(request, empty=True), BeatFigures)
     settings = settings_of(request)
 
     def beat() -> workers.Beat:
@@ -81,8 +81,7 @@ async def heartbeat(request: Request) -> Response:
         return workers.heartbeat(
             store,
             worker_id,
-            cpu_percent=figures.cpu_percent,
-            rss_bytes=figures.rss_bytes,
+            figures=figures,
             settings=settings,
         )
 

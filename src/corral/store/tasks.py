@@ -17,6 +17,7 @@ from corral.store.queues import check_room
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from corral.model.task_pages import PageKey
     from corral.model.tasks import NewTask, Task, TaskFilter
     from corral.model.workers import Worker
 
@@ -80,6 +81,7 @@ class TaskOps:
             "kinds": list(flt.kinds) or None,
             "worker_id": flt.worker_id,
             "limit": flt.limit,
+            "after_seq": flt.after_seq,
         }
         with self._driver.read() as tx:
             if flt.newest_first:
@@ -121,20 +123,48 @@ class TaskOps:
             found = tx.all("count_tasks_by_queue_kind_status")
         return [(r["queue"], r["kind"], r["status"], r["n"]) for r in found]
 
+    def count_tasks(self, flt: TaskFilter) -> int:
+        """How many tasks match `flt`'s filters (its limit, order and cursor aside)."""
+        with self._driver.read() as tx:
+            row = tx.one(
+                "count_tasks",
+                statuses=list(flt.statuses) or None,
+                queue=flt.queue,
+                kinds=list(flt.kinds) or None,
+                worker_id=flt.worker_id,
+            )
+            return int(row["n"]) if row else 0
+
     def ready_tasks(
-        self, *, queue: str | None, kinds: tuple[str, ...], limit: int, worker: Worker | None = None
+        self,
+        *,
+        queue: str | None,
+        kinds: tuple[str, ...],
+        limit: int,
+        worker: Worker | None = None,
+        after: PageKey | None = None,
     ) -> list[Task]:
-        """Tasks claimable now, in claim order; with `worker`, only those it may claim."""
-        if worker is None:
-            params: dict[str, Any] = {"worker_id": None, "worker_name": None, "queues": None}
-            params["kinds"] = list(kinds) or None
-        else:
-            params = capability_filters(worker, kinds, ())
-            if worker.status not in CLAIMING or matches_nothing(params):
-                return []
+        """Tasks claimable now, in claim order, after the cursor `after` (the page before's
+        last); with `worker`, only those it may claim."""
+        params = _ready_filters(kinds, worker)
+        if params is None:
+            return []
+        params["after_seq"] = None if after is None else after.seq
+        params["after_priority"] = None if after is None else after.priority
         with self._driver.read() as tx:
             found = tx.all("ready_tasks", queue=queue, limit=limit, **params)
             return [rows.task(self._driver, r) for r in found]
+
+    def count_ready(
+        self, *, queue: str | None, kinds: tuple[str, ...], worker: Worker | None = None
+    ) -> int:
+        """How many tasks ready_tasks would list, were there no limit."""
+        params = _ready_filters(kinds, worker)
+        if params is None:
+            return 0
+        with self._driver.read() as tx:
+            row = tx.one("count_ready", queue=queue, **params)
+            return int(row["n"]) if row else 0
 
     def dependency_statuses(self, task_id: str) -> list[tuple[str, TaskStatus]]:
         """(id, status) of each dependency of `task_id`."""
@@ -203,3 +233,18 @@ class TaskOps:
                 to_status=row["status"],
             )
         return read_task(self._driver, task_id)
+
+
+def _ready_filters(kinds: tuple[str, ...], worker: Worker | None) -> dict[str, Any] | None:
+    """The ready_filters parameters; None when `worker` may claim nothing at all."""
+    if worker is None:
+        return {
+            "worker_id": None,
+            "worker_name": None,
+            "queues": None,
+            "kinds": list(kinds) or None,
+        }
+    params = capability_filters(worker, kinds, ())
+    if worker.status not in CLAIMING or matches_nothing(params):
+        return None
+    return params

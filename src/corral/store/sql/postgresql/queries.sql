@@ -40,23 +40,30 @@ LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active'
 WHERE t.id = :task_id
 FOR UPDATE OF t;
 
--- name: list_tasks
-SELECT * FROM task_view
-WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+-- fragment: task_list_filters
+-- `corral list`'s filters; each is off when NULL.
+(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+
+-- name: list_tasks
+-- After the cursor :after_seq (a page's last task), in the order tasks were added.
+SELECT * FROM task_view
+WHERE /* fragment: task_list_filters */
+  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
 ORDER BY seq
 LIMIT :limit;
+
+-- name: count_tasks
+SELECT count(*) AS n FROM task_view WHERE /* fragment: task_list_filters */;
 
 -- name: list_tasks_newest
 -- list_tasks, newest first: what a client polling for what it just added reads
 -- (seed 001's sessions), whatever the number of older tasks.
 SELECT * FROM task_view
-WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
-  AND (:queue::text IS NULL OR queue = :queue::text)
-  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
-  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+WHERE /* fragment: task_list_filters */
+  AND (:after_seq::bigint IS NULL OR seq < :after_seq::bigint)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -69,16 +76,26 @@ WHERE kind = :kind AND payload -> :field::text = to_jsonb(:value::text)
 ORDER BY seq DESC
 LIMIT :limit;
 
--- name: ready_tasks
-SELECT * FROM task_view
-WHERE status = 'ready' AND run_after <= :now
+-- fragment: ready_filters
+-- The tasks claimable now, of a queue, of kinds, or that one worker may claim.
+status = 'ready' AND run_after <= :now
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
   AND (:worker_id::text IS NULL OR assignee IS NULL
        OR assignee IN (:worker_id::text, :worker_name::text))
+
+-- name: ready_tasks
+-- In claim order, after the cursor (:after_priority, :after_seq) as task_page_priority.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND (:after_seq::bigint IS NULL OR priority < :after_priority::integer
+       OR (priority = :after_priority::integer AND seq > :after_seq::bigint))
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- name: count_ready
+SELECT count(*) AS n FROM task_view WHERE /* fragment: ready_filters */;
 
 -- name: count_tasks_by_status
 SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
@@ -236,12 +253,39 @@ SELECT * FROM worker_view
 WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
 ORDER BY registered_at, id;
 
+-- fragment: worker_filters
+-- `worker list`'s filters, each off when NULL: a worker with no queues (kinds) serves
+-- every queue (kind); :labels is an object every pair of which its labels must hold.
+(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queues = '{}' OR :queue::text = ANY(queues))
+  AND (:kind::text IS NULL OR kinds = '{}' OR :kind::text = ANY(kinds))
+  AND (:host::text IS NULL OR hostname = :host::text)
+  AND (:labels::jsonb IS NULL OR labels @> :labels::jsonb)
+
+-- name: find_workers
+-- In registration order (seq) after the cursor :after_seq; all without :limit.
+SELECT * FROM worker_view
+WHERE /* fragment: worker_filters */
+  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: count_workers
+SELECT count(*) AS n FROM workers WHERE /* fragment: worker_filters */;
+
 -- name: heartbeat_worker
 UPDATE workers
 SET last_heartbeat_at = :now,
     offline_reason = NULL,
     cpu_percent = coalesce(:cpu_percent::float8, cpu_percent),
     rss_bytes = coalesce(:rss_bytes::bigint, rss_bytes),
+    agent_cpu_percent = :agent_cpu_percent::float8,
+    agent_rss_bytes = :agent_rss_bytes::bigint,
+    reported_active = coalesce(:active::integer, reported_active),
+    completed_delta = :completed::integer,
+    failed_delta = :failed::integer,
+    reported_completed_total = reported_completed_total + :completed::integer,
+    reported_failed_total = reported_failed_total + :failed::integer,
     status = CASE WHEN status = 'draining' THEN 'draining'
                   WHEN active > 0 THEN 'busy' ELSE 'idle' END
 WHERE id = :worker_id AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
@@ -316,12 +360,17 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
 
 -- name: list_events
 -- With :before_xid, only events of transactions older than it (a follower's first page).
+-- With :before_id, only events older than it (`corral events --after`: the page before).
 SELECT *, xid::text AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
   AND (:before_xid::text IS NULL OR xid < :before_xid::text::xid8)
+  AND (:before_id::bigint IS NULL OR id < :before_id::bigint)
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: count_events
+SELECT count(*) AS n FROM events WHERE /* fragment: event_filter */;
 
 -- name: event_horizon
 -- The follower's horizon: the oldest transaction still running in this snapshot (its xip)
@@ -442,12 +491,18 @@ WHERE id = :run_id AND finished_at IS NULL;
 SELECT * FROM runs WHERE id = :run_id;
 
 -- name: list_runs
--- Newest first; seq breaks ties between runs started in the same instant.
+-- Newest first, as they were opened (seq), before the cursor :before_seq.
 SELECT * FROM runs
 WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
-ORDER BY started_at DESC, seq DESC
+  AND (:before_seq::bigint IS NULL OR seq < :before_seq::bigint)
+ORDER BY seq DESC
 LIMIT :limit;
+
+-- name: count_runs
+SELECT count(*) AS n FROM runs
+WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text);
 
 -- name: record_agent_run
 -- What an agent's run says of itself, each field kept when NULL; only while it runs.

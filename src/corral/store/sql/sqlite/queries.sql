@@ -20,23 +20,30 @@ SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: get_task
 SELECT * FROM task_view WHERE id = :task_id;
 
--- name: list_tasks
-SELECT * FROM task_view
-WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+-- fragment: task_list_filters
+-- `corral list`'s filters; each is off when NULL.
+(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
+
+-- name: list_tasks
+-- After the cursor :after_seq (a page's last task), in the order tasks were added.
+SELECT * FROM task_view
+WHERE /* fragment: task_list_filters */
+  AND (:after_seq IS NULL OR seq > :after_seq)
 ORDER BY seq
 LIMIT :limit;
+
+-- name: count_tasks
+SELECT count(*) AS n FROM task_view WHERE /* fragment: task_list_filters */;
 
 -- name: list_tasks_newest
 -- list_tasks, newest first: what a client polling for what it just added reads
 -- (seed 001's sessions), whatever the number of older tasks.
 SELECT * FROM task_view
-WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
-  AND (:queue IS NULL OR queue = :queue)
-  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-  AND (:worker_id IS NULL OR worker_id = :worker_id)
+WHERE /* fragment: task_list_filters */
+  AND (:after_seq IS NULL OR seq < :after_seq)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -50,15 +57,25 @@ WHERE kind = :kind AND json_type(payload, :path) = 'text'
 ORDER BY seq DESC
 LIMIT :limit;
 
--- name: ready_tasks
-SELECT * FROM task_view
-WHERE status = 'ready' AND run_after <= :now
+-- fragment: ready_filters
+-- The tasks claimable now, of a queue, of kinds, or that one worker may claim.
+status = 'ready' AND run_after <= :now
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
   AND (:worker_id IS NULL OR assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+
+-- name: ready_tasks
+-- In claim order, after the cursor (:after_priority, :after_seq) as task_page_priority.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- name: count_ready
+SELECT count(*) AS n FROM task_view WHERE /* fragment: ready_filters */;
 
 -- name: count_tasks_by_status
 SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
@@ -197,12 +214,44 @@ SELECT * FROM worker_view
 WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY registered_at, id;
 
+-- fragment: worker_filters
+-- `worker list`'s filters, each off when NULL: a worker with no queues (kinds) serves
+-- every queue (kind); :labels is an object every pair of which its labels must hold.
+(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queues = '[]'
+       OR EXISTS (SELECT 1 FROM json_each(queues) WHERE value = :queue))
+  AND (:kind IS NULL OR kinds = '[]'
+       OR EXISTS (SELECT 1 FROM json_each(kinds) WHERE value = :kind))
+  AND (:host IS NULL OR hostname = :host)
+  AND (:labels IS NULL OR NOT EXISTS (
+        SELECT 1 FROM json_each(:labels) AS wanted
+        WHERE NOT EXISTS (SELECT 1 FROM json_each(labels) AS has
+                          WHERE has.key = wanted.key AND has.value = wanted.value)))
+
+-- name: find_workers
+-- In registration order (seq: the rowid) after the cursor :after_seq; all without :limit.
+SELECT * FROM worker_view
+WHERE /* fragment: worker_filters */
+  AND (:after_seq IS NULL OR seq > :after_seq)
+ORDER BY seq
+LIMIT coalesce(:limit, -1);
+
+-- name: count_workers
+SELECT count(*) AS n FROM workers WHERE /* fragment: worker_filters */;
+
 -- name: heartbeat_worker
 UPDATE workers
 SET last_heartbeat_at = :now,
     offline_reason = NULL,
     cpu_percent = coalesce(:cpu_percent, cpu_percent),
     rss_bytes = coalesce(:rss_bytes, rss_bytes),
+    agent_cpu_percent = :agent_cpu_percent,
+    agent_rss_bytes = :agent_rss_bytes,
+    reported_active = coalesce(:active, reported_active),
+    completed_delta = :completed,
+    failed_delta = :failed,
+    reported_completed_total = reported_completed_total + :completed,
+    reported_failed_total = reported_failed_total + :failed,
     status = CASE WHEN status = 'draining' THEN 'draining'
                   WHEN EXISTS (SELECT 1 FROM claims c
                                WHERE c.worker_id = workers.id AND c.status = 'active')
@@ -278,11 +327,16 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
   AND (:since_at IS NULL OR at >= :since_at)
 
 -- name: list_events
+-- With :before_id, only events older than it (`corral events --after`: the page before).
 SELECT *, 0 AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
+  AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: count_events
+SELECT count(*) AS n FROM events WHERE /* fragment: event_filter */;
 
 -- name: event_horizon
 -- Writers take turns, so ids become visible in order: the newest one is the horizon.
@@ -381,12 +435,18 @@ WHERE id = :run_id AND finished_at IS NULL;
 SELECT * FROM runs WHERE id = :run_id;
 
 -- name: list_runs
--- Newest first; rowid breaks ties between runs started in the same instant.
-SELECT * FROM runs
+-- Newest first, as they were opened (the rowid, read as seq), before the cursor :before_seq.
+SELECT *, rowid AS seq FROM runs
 WHERE (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
-ORDER BY started_at DESC, rowid DESC
+  AND (:before_seq IS NULL OR rowid < :before_seq)
+ORDER BY rowid DESC
 LIMIT :limit;
+
+-- name: count_runs
+SELECT count(*) AS n FROM runs
+WHERE (:task_id IS NULL OR task_id = :task_id)
+  AND (:worker_id IS NULL OR worker_id = :worker_id);
 
 -- name: record_agent_run
 -- What an agent's run says of itself, each field kept when NULL; only while it runs.
