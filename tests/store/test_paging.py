@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
+from tests.conftest import run_under
 
 import corral
 from corral import EventFilter, Settings, Store, Task, Worker
 from corral.errors import InvalidInput
 from corral.model.paging import cursor, page_of, parse_cursor
-from corral.model.runs import NewRun
 from corral.model.states import WorkerStatus
 from corral.model.task_pages import PageKey
 from corral.model.tasks import TaskFilter
@@ -93,7 +93,7 @@ def test_run_pages_walk_back_from_the_newest(
     holder = worker(max_concurrent=5)
     for n in range(5):
         claim = corral.claim(store, add(f"t{n}").id, holder.id, settings=settings)
-        store.start_run(_run(claim.task_id, holder.id, claim.token))
+        store.start_run(run_under(claim, transcript_path=None, stderr_path=None))
     whole = store.list_runs(limit=100)
 
     def read(before: int | None, limit: int) -> list[Any]:
@@ -102,20 +102,6 @@ def test_run_pages_walk_back_from_the_newest(
     assert [r.id for r in whole] == [r.id for r in walk(read, lambda r: r.seq, 2)]
     assert 5 == store.count_runs(worker_id=holder.id)
     assert 0 == store.count_runs(task_id="t-nosuchtask")
-
-
-def _run(task_id: str, worker_id: str, token: int) -> NewRun:
-    return NewRun(
-        task_id=task_id,
-        worker_id=worker_id,
-        token=token,
-        attempt=1,
-        prompt=None,
-        command=("agent",),
-        cwd="/work",
-        transcript_path=None,
-        stderr_path=None,
-    )
 
 
 def _register(store: Store, name: str, **fields: Any) -> Worker:
