@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from corral.documents import MAX_INT64
 from corral.store import rows
 from corral.store.driver import Driver, Tx
 
@@ -39,7 +40,7 @@ class EventOps:
                 **_filter(flt),
                 after_id=flt.after_id,
                 before_xid=None,
-                before_id=flt.before_id,
+                before_id=MAX_INT64 if flt.before_id is None else flt.before_id,
             )
             return [rows.event(self._driver, r) for r in reversed(found)]
 
@@ -58,7 +59,11 @@ class EventOps:
             if after is None:
                 settled = str(horizon.xid)
                 found = tx.all(
-                    "list_events", **_filter(flt), after_id=0, before_xid=settled, before_id=None
+                    "list_events",
+                    **_filter(flt),
+                    after_id=0,
+                    before_xid=settled,
+                    before_id=MAX_INT64,
                 )
                 # The newest by id, put in cursor order: on PostgreSQL a lower id may have
                 # committed later, and a reader resuming after one of them must not skip it.

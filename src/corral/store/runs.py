@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
+from corral.documents import MAX_INT64
 from corral.durations import iso
 from corral.ids import RUN_PREFIX, new_id
 from corral.store import journal, rows
@@ -282,7 +283,7 @@ class RunOps:
                 task_id=task_id,
                 worker_id=worker_id,
                 limit=limit,
-                before_seq=before_seq,
+                before_seq=MAX_INT64 if before_seq is None else before_seq,
             )
             return [rows.run(self._driver, r) for r in found]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
+from corral.documents import MAX_INT64
 from corral.ids import TASK_PREFIX, new_id
 from corral.model.states import ALLOWED_FROM, CLAIMING, ClaimStatus, TaskStatus
 from corral.store import journal, rows
@@ -81,7 +82,7 @@ class TaskOps:
             "kinds": list(flt.kinds) or None,
             "worker_id": flt.worker_id,
             "limit": flt.limit,
-            "after_seq": flt.after_seq,
+            "after_seq": _after(flt.after_seq, flt.newest_first),
         }
         with self._driver.read() as tx:
             if flt.newest_first:
@@ -149,8 +150,8 @@ class TaskOps:
         params = _ready_filters(kinds, worker)
         if params is None:
             return []
-        params["after_seq"] = None if after is None else after.seq
-        params["after_priority"] = None if after is None else after.priority
+        params["after_seq"] = 0 if after is None else after.seq
+        params["after_priority"] = MAX_INT64 if after is None else after.priority
         with self._driver.read() as tx:
             found = tx.all("ready_tasks", queue=queue, limit=limit, **params)
             return [rows.task(self._driver, r) for r in found]
@@ -248,3 +249,10 @@ def _ready_filters(kinds: tuple[str, ...], worker: Worker | None) -> dict[str, A
     if worker.status not in CLAIMING or matches_nothing(params):
         return None
     return params
+
+
+def _after(seq: int | None, newest_first: bool) -> int:
+    """The keyset bound of a task listing: the cursor, else one past either end."""
+    if seq is not None:
+        return seq
+    return MAX_INT64 if newest_first else 0

@@ -170,7 +170,10 @@ class WorkerOps:
         """The workers `flt` selects, in registration order, after its cursor."""
         with self._driver.read() as tx:
             found = tx.all(
-                "find_workers", **_worker_filters(flt), after_seq=flt.after_seq, limit=flt.limit
+                "find_workers",
+                **_worker_filters(flt),
+                after_seq=flt.after_seq or 0,
+                limit=flt.limit,
             )
             return [rows.worker(self._driver, r) for r in found]
 

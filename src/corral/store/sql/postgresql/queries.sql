@@ -48,10 +48,12 @@ FOR UPDATE OF t;
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
 
 -- name: list_tasks
--- After the cursor :after_seq (a page's last task), in the order tasks were added.
+-- After the cursor :after_seq (a page's last task; 0: from the first), in the order tasks
+-- were added. Each bound is a plain comparison, never `:x IS NULL OR`, so it starts the
+-- index's range: a page far in reads what the first one reads.
 SELECT * FROM task_view
 WHERE /* fragment: task_list_filters */
-  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
+  AND seq > :after_seq::bigint
 ORDER BY seq
 LIMIT :limit;
 
@@ -63,7 +65,7 @@ SELECT count(*) AS n FROM task_view WHERE /* fragment: task_list_filters */;
 -- (seed 001's sessions), whatever the number of older tasks.
 SELECT * FROM task_view
 WHERE /* fragment: task_list_filters */
-  AND (:after_seq::bigint IS NULL OR seq < :after_seq::bigint)
+  AND seq < :after_seq::bigint
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -86,11 +88,12 @@ status = 'ready' AND run_after <= :now
        OR assignee IN (:worker_id::text, :worker_name::text))
 
 -- name: ready_tasks
--- In claim order, after the cursor (:after_priority, :after_seq) as task_page_priority.
+-- In claim order, after the cursor (:after_priority, :after_seq): `priority <=` starts the
+-- index's range; the cursor's own priority's tasks up to it are skipped by seq.
 SELECT * FROM task_view
 WHERE /* fragment: ready_filters */
-  AND (:after_seq::bigint IS NULL OR priority < :after_priority::integer
-       OR (priority = :after_priority::integer AND seq > :after_seq::bigint))
+  AND priority <= :after_priority::bigint
+  AND (priority < :after_priority::bigint OR seq > :after_seq::bigint)
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
@@ -266,7 +269,7 @@ ORDER BY registered_at, id;
 -- In registration order (seq) after the cursor :after_seq; all without :limit.
 SELECT * FROM worker_view
 WHERE /* fragment: worker_filters */
-  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
+  AND seq > :after_seq::bigint
 ORDER BY seq
 LIMIT :limit;
 
@@ -365,7 +368,7 @@ SELECT *, xid::text AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
   AND (:before_xid::text IS NULL OR xid < :before_xid::text::xid8)
-  AND (:before_id::bigint IS NULL OR id < :before_id::bigint)
+  AND id < :before_id::bigint
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -495,7 +498,7 @@ SELECT * FROM runs WHERE id = :run_id;
 SELECT * FROM runs
 WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
-  AND (:before_seq::bigint IS NULL OR seq < :before_seq::bigint)
+  AND seq < :before_seq::bigint
 ORDER BY seq DESC
 LIMIT :limit;
 

@@ -28,10 +28,12 @@ SELECT * FROM task_view WHERE id = :task_id;
   AND (:worker_id IS NULL OR worker_id = :worker_id)
 
 -- name: list_tasks
--- After the cursor :after_seq (a page's last task), in the order tasks were added.
+-- After the cursor :after_seq (a page's last task; 0: from the first), in the order tasks
+-- were added. Each bound is a plain comparison, never `:x IS NULL OR`, so it starts the
+-- index's range: a page far in reads what the first one reads.
 SELECT * FROM task_view
 WHERE /* fragment: task_list_filters */
-  AND (:after_seq IS NULL OR seq > :after_seq)
+  AND seq > :after_seq
 ORDER BY seq
 LIMIT :limit;
 
@@ -43,7 +45,7 @@ SELECT count(*) AS n FROM task_view WHERE /* fragment: task_list_filters */;
 -- (seed 001's sessions), whatever the number of older tasks.
 SELECT * FROM task_view
 WHERE /* fragment: task_list_filters */
-  AND (:after_seq IS NULL OR seq < :after_seq)
+  AND seq < :after_seq
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -66,11 +68,12 @@ status = 'ready' AND run_after <= :now
   AND (:worker_id IS NULL OR assignee IS NULL OR assignee IN (:worker_id, :worker_name))
 
 -- name: ready_tasks
--- In claim order, after the cursor (:after_priority, :after_seq) as task_page_priority.
+-- In claim order, after the cursor (:after_priority, :after_seq): `priority <=` starts the
+-- index's range; the cursor's own priority's tasks up to it are skipped by seq.
 SELECT * FROM task_view
 WHERE /* fragment: ready_filters */
-  AND (:after_seq IS NULL OR priority < :after_priority
-       OR (priority = :after_priority AND seq > :after_seq))
+  AND priority <= :after_priority
+  AND (priority < :after_priority OR seq > :after_seq)
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
@@ -232,7 +235,7 @@ ORDER BY registered_at, id;
 -- In registration order (seq: the rowid) after the cursor :after_seq; all without :limit.
 SELECT * FROM worker_view
 WHERE /* fragment: worker_filters */
-  AND (:after_seq IS NULL OR seq > :after_seq)
+  AND seq > :after_seq
 ORDER BY seq
 LIMIT coalesce(:limit, -1);
 
@@ -331,7 +334,7 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
 SELECT *, 0 AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
-  AND (:before_id IS NULL OR id < :before_id)
+  AND id < :before_id
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -439,7 +442,7 @@ SELECT * FROM runs WHERE id = :run_id;
 SELECT *, rowid AS seq FROM runs
 WHERE (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
-  AND (:before_seq IS NULL OR rowid < :before_seq)
+  AND rowid < :before_seq
 ORDER BY rowid DESC
 LIMIT :limit;
 
