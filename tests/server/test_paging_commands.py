@@ -177,7 +177,7 @@ def test_ready_says_when_it_stopped_at_its_default_limit(cli: Cli) -> None:
 
 
 def test_worker_heartbeat_takes_the_figures_and_refuses_bad_ones(cli: Cli) -> None:
-    """`worker heartbeat` records its figures (shown by `worker list` and `worker status`);
+    """`worker heartbeat` records its figures (shown by `worker list` and `worker show`);
     a negative or non-finite one is refused with exit 2 and nothing written."""
     worker = cli.run("worker", "register", "--name", "bash").stdout.strip()
     figures = ("--cpu", "12.5", "--memory-mb", "30", "--agent-cpu", "150")
@@ -189,7 +189,7 @@ def test_worker_heartbeat_takes_the_figures_and_refuses_bad_ones(cli: Cli) -> No
         assert (2, 1) == (done.returncode, len(done.stderr.strip().splitlines())), done.stderr
         assert bad[0].strip("-").replace("-", "_") in done.stderr
     assert before == cli.store.get_worker(worker)
-    shown = cli.json("worker", "status", worker)
+    shown = cli.json("worker", "show", worker)
     assert (12.5, 30 << 20, 150.0, 200 << 20, 1, 2, 1) == (
         shown["cpu_percent"],
         shown["rss_bytes"],

@@ -132,13 +132,17 @@ def cmd_list(ctx: Context) -> int:
     return 0
 
 
+def cmd_show(ctx: Context) -> int:
+    """One worker in full: its figures (its own and its agents'), totals and deltas too."""
+    data = ctx.store.get_worker(ctx.args.id).to_dict()
+    ctx.emit(data, render.key_values(data))
+    return 0
+
+
 def cmd_status(ctx: Context) -> int:
     """One worker in full, or every worker that is not offline."""
     if ctx.args.id:
-        worker = ctx.store.get_worker(ctx.args.id)
-        data = worker.to_dict()
-        ctx.emit(data, render.key_values(data))
-        return 0
+        return cmd_show(ctx)
     live = workers.live(ctx.store)
     ctx.emit_all(live, lambda: render.worker_table(live, ctx.store.now()) or "no live workers")
     return 0
@@ -256,6 +260,7 @@ COMMANDS = (
         Arg("--label", action="append", metavar="K=V", help="only workers with it, repeatable"),
         *paging.args(None),
     ),
+    Command("worker show", cmd_show, "one worker in full, with its figures", ID),
     Command(
         "worker status",
         cmd_status,

@@ -180,6 +180,19 @@ def _count(name: str, value: int | None, most: int) -> None:
         raise InvalidInput(name, f"a whole number from 0 to {most}", value)
 
 
+def restart_counts(found: list[Worker]) -> dict[str, int]:
+    """Each worker's restart count, by id: the workers of its name on its host registered
+    before it (a runner restarted under its name registers a new worker; seed 001's
+    restartCount, as model/heartbeats.py counts a slot's incarnations)."""
+    seen: dict[tuple[str, str], int] = {}
+    counts = {}
+    for worker in sorted(found, key=lambda w: (w.registered_at, w.seq)):
+        slot = (worker.hostname, worker.name)
+        counts[worker.id] = seen.get(slot, 0)
+        seen[slot] = counts[worker.id] + 1
+    return counts
+
+
 def missed_heartbeats(elapsed_s: float, policy: LivenessPolicy) -> int:
     """Heartbeats missed after `elapsed_s` of silence (each one half an interval late)."""
     return max(0, int(elapsed_s / policy.heartbeat_interval_s - 0.5))
