@@ -45,7 +45,7 @@ def cpu_per_call(call: Callable[[], object], count: int) -> float:
 def tree_cost(root: int, size: int, samples: int, *, fast: bool) -> float:
     """CPU seconds per sample of the tree under `root` (waited for until it has `size`),
     on the /proc path if `fast`, else on psutil's."""
-    proctree._state["on"] = fast  # noqa: SLF001 - as CORRAL_PORTABLE=1 would leave it
+    proctree._state["on"] = fast
     sampler = TreeSampler(SystemClock())
     deadline = time.monotonic() + 10
     while (figures := sampler.sample([root])) is None or figures.processes < size:

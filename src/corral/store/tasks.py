@@ -150,10 +150,16 @@ class TaskOps:
         params = _ready_filters(kinds, worker)
         if params is None:
             return []
-        params["after_seq"] = 0 if after is None else after.seq
-        params["after_priority"] = MAX_INT64 if after is None else after.priority
+        params["queue"] = queue
         with self._driver.read() as tx:
-            found = tx.all("ready_tasks", queue=queue, limit=limit, **params)
+            found = []
+            if after is not None:
+                tied = {"priority": after.priority, "after_seq": after.seq}
+                found = tx.all("ready_tasks_tied", **params, **tied, limit=limit)
+            if len(found) < limit:
+                below = MAX_INT64 if after is None else after.priority
+                more = limit - len(found)
+                found += tx.all("ready_tasks", **params, below_priority=below, limit=more)
             return [rows.task(self._driver, r) for r in found]
 
     def count_ready(

@@ -68,13 +68,22 @@ status = 'ready' AND run_after <= :now
   AND (:worker_id IS NULL OR assignee IS NULL OR assignee IN (:worker_id, :worker_name))
 
 -- name: ready_tasks
--- In claim order, after the cursor (:after_priority, :after_seq): `priority <=` starts the
--- index's range; the cursor's own priority's tasks up to it are skipped by seq.
+-- In claim order, those of a priority below :below_priority. A page after a cursor
+-- (priority P, seq S) reads ready_tasks_tied (P, after S), then this below P: two ranges
+-- of tasks_claim_order, where one `(priority, seq)` condition would read on from the
+-- start of P's tasks.
 SELECT * FROM task_view
 WHERE /* fragment: ready_filters */
-  AND priority <= :after_priority
-  AND (priority < :after_priority OR seq > :after_seq)
+  AND priority < :below_priority
 ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: ready_tasks_tied
+-- The ready tasks of priority :priority after seq :after_seq, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND priority = :priority AND seq > :after_seq
+ORDER BY seq
 LIMIT :limit;
 
 -- name: count_ready
