@@ -479,3 +479,33 @@ def test_a_worker_written_in_node_registers_long_polls_completes_and_deregisters
         gone["failed_total"],
         gone["name"],
     )
+
+
+def test_the_heartbeat_route_takes_the_agent_figures_and_refuses_bad_ones(
+    served: Server,
+) -> None:
+    """POST .../heartbeat carries the runner's and its agents' figures, active and the
+    deltas (summed into the reported totals); a negative or non-finite figure is 422
+    naming its field, and nothing is written."""
+    worker_token, viewer = served.token("worker"), served.token("viewer")
+    served.start()
+    wid = register(served, worker_token)["id"]
+    beat = {"cpu_percent": 2.0, "agent_cpu_percent": 190.5, "agent_rss_bytes": 5 << 20}
+    for completed in (1, 2):
+        body = {**beat, "active": 1, "completed": completed, "failed": 1}
+        assert 200 == post(served, f"/api/workers/{wid}/heartbeat", worker_token, body)[0]
+    before = served.call("GET", f"/api/workers/{wid}", viewer)[1]
+    assert (190.5, 5 << 20, 1, 2, 3, 2) == (
+        before["agent_cpu_percent"],
+        before["agent_rss_bytes"],
+        before["reported_active"],
+        before["completed_delta"],
+        before["reported_completed_total"],
+        before["reported_failed_total"],
+    )
+    for field, bad in (("agent_cpu_percent", -1), ("completed", -3), ("active", 1.5)):
+        status, refused = post(served, f"/api/workers/{wid}/heartbeat", worker_token, {field: bad})
+        assert (422, True) == (status, refused["error"].startswith(field)), refused
+    raw = b'{"cpu_percent": NaN}'
+    assert 422 == served.call("POST", f"/api/workers/{wid}/heartbeat", worker_token, raw)[0]
+    assert before == served.call("GET", f"/api/workers/{wid}", viewer)[1]
