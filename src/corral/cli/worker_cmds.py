@@ -115,7 +115,7 @@ def cmd_drain(ctx: Context) -> int:
 def cmd_list(ctx: Context) -> int:
     """List workers, by status, queue, kind, host and labels, a page at a time."""
     a = ctx.args
-    ask = paging.ask(ctx, "workers", key_size=1, default_limit=None)
+    ask = paging.ask(ctx, workers.WORKER_LISTING, key_size=1, default_limit=None)
     flt = WorkerFilter(
         statuses=tuple(WorkerStatus(s) for s in parsing.each_of("status", a.status, STATUSES)),
         queue=a.queue,
@@ -123,10 +123,9 @@ def cmd_list(ctx: Context) -> int:
         host=a.host,
         labels=parsing.labels("label", a.label),
         after_seq=None if ask.after is None else ask.after[0],
-        limit=ask.read,
+        limit=ask.limit,
     )
-    total = ctx.store.count_workers(flt) if ask.count else None
-    page = ask.page(ctx.store.find_workers(flt), lambda w: (w.seq,), total)
+    page = workers.page(ctx.store, flt, count=ask.count)
     now = ctx.store.now()
     paging.emit(ctx, ask, page, lambda: render.worker_table(page.items, now) or "no workers")
     return 0

@@ -350,8 +350,15 @@ SPECS.update(
             "parameters": [
                 _query("status", {"type": "string", "enum": [str(s) for s in WorkerStatus]}),
                 _query("queue", {"type": "string"}, "only the workers that serve it"),
+                _query("kind", {"type": "string"}, "only the workers that run it"),
+                _query("host", {"type": "string"}, "only the workers on it"),
+                _query("label", {"type": "string"}, "K=V: only workers with it; repeatable"),
+                _query("limit", {"type": "integer", "minimum": 1}, "a page of at most so many"),
+                _query("after", {"type": "string"}, "the page after this cursor (`next`)"),
+                _query("count", {"type": "string"}, "with paged: count them all (`total`)"),
+                _query("paged", {"type": "string"}, 'answer {"items", "next", "total"}'),
             ],
-            "answers": {"200": _json({"type": "array", "items": WORKER})},
+            "answers": {"200": _json({"type": ["array", "object"], "items": WORKER})},
         },
         ("get", "/api/workers/{worker_id}"): {
             "role": Role.VIEWER,
