@@ -60,7 +60,7 @@ _HOMES = {
     "corral.model.schedules": ["NewSchedule", "Overlap", "Schedule", "ScheduleFire"],
     "corral.model.states": ["ClaimStatus", "TaskStatus", "WorkerStatus"],
     "corral.model.tasks": ["NewTask", "Task", "TaskFilter"],
-    "corral.model.workers": ["NewWorker", "Worker"],
+    "corral.model.workers": ["BeatFigures", "NewWorker", "Worker", "WorkerFilter"],
     "corral.policies": ["QueueLimits"],
     "corral.queues": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
     "corral.reconcile": ["ReconcileReport", "reconcile_once"],
@@ -129,8 +129,10 @@ if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
     from corral.model.tasks import NewTask as NewTask
     from corral.model.tasks import Task as Task
     from corral.model.tasks import TaskFilter as TaskFilter
+    from corral.model.workers import BeatFigures as BeatFigures
     from corral.model.workers import NewWorker as NewWorker
     from corral.model.workers import Worker as Worker
+    from corral.model.workers import WorkerFilter as WorkerFilter
     from corral.policies import QueueLimits as QueueLimits
     from corral.queues import apply_configured_limits as apply_configured_limits
     from corral.queues import queue_stats as queue_stats

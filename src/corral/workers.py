@@ -1,5 +1,5 @@
-"""Use cases of the worker registry: register, heartbeat, drain, deregister, the live ones,
-the ones a name stands for, and those that serve a queue.
+"""Use cases of the worker registry: register, heartbeat, drain, deregister, a page of the
+workers a filter selects, the live ones, and the ones a name stands for.
 
 The store answers with the worker; these functions add what policy says: the heartbeat
 interval the worker should keep, and whether it should drain.
@@ -7,11 +7,13 @@ interval the worker should keep, and whether it should drain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from corral.model.actors import OPERATOR
+from corral.model.paging import Page, page_of
 from corral.model.states import WATCHED, WorkerStatus
+from corral.model.workers import BeatFigures, WorkerFilter
 from corral.settings import Settings
 from corral.store import Store
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from corral.model.workers import NewWorker, Worker
 
 DEFAULTS = Settings()
+NO_FIGURES = BeatFigures()
+WORKER_LISTING = "workers"  # the cursors of `worker list` and GET /api/workers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,15 +60,12 @@ def heartbeat(
     store: Store,
     worker_id: str,
     *,
-    cpu_percent: float | None = None,
-    rss_bytes: int | None = None,
+    figures: BeatFigures = NO_FIGURES,
     settings: Settings = DEFAULTS,
 ) -> Beat:
-    """Prove the worker lives: extends its leases; answers the interval and whether to drain."""
-    worker = store.heartbeat(
-        worker_id, cpu_percent=cpu_percent, rss_bytes=rss_bytes, actor=worker_id
-    )
-    return _beat(worker, settings)
+    """Prove the worker lives, with what it measured: extends its leases; answers the
+    interval and whether to drain."""
+    return _beat(store.heartbeat(worker_id, figures=figures, actor=worker_id), settings)
 
 
 def drain(store: Store, worker_id: str, *, actor: str = OPERATOR) -> Worker:
@@ -78,13 +79,16 @@ def deregister(store: Store, worker_id: str, *, reason: str = "deregistered") ->
     return store.deregister_worker(worker_id, reason=reason, actor=worker_id)
 
 
-def serving(
-    store: Store, *, statuses: tuple[WorkerStatus, ...] = (), queue: str | None = None
-) -> list[Worker]:
-    """Workers in any of `statuses` (all when none), oldest first; with `queue`, only those
-    that serve it (a worker with no queues serves every queue)."""
-    found = store.list_workers(statuses)
-    return [w for w in found if queue is None or not w.queues or queue in w.queues]
+def page(store: Store, flt: WorkerFilter, *, count: bool = False) -> Page[Worker]:
+    """A page of the workers `flt` selects (at most `flt.limit`, all without one), the
+    cursor of the next (seed 002's ListWorkers), and with `count` how many it selects."""
+    read = flt if flt.limit is None else replace(flt, limit=flt.limit + 1)
+    found = store.find_workers(read)
+    total = store.count_workers(flt) if count else None
+    if flt.limit is None:
+        return Page(items=found, next=None, total=total)
+    items, after = page_of(found, flt.limit, WORKER_LISTING, lambda w: (w.seq,))
+    return Page(items=items, next=after, total=total)
 
 
 def live(store: Store) -> list[Worker]:

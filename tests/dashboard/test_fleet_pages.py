@@ -13,7 +13,7 @@ from corral.errors import CorralError
 from corral.model.schedules import NewSchedule
 from corral.model.states import WorkerStatus
 from corral.model.tasks import NewTask
-from corral.model.workers import NewWorker
+from corral.model.workers import BeatFigures, NewWorker
 from corral.schedules import add_schedule
 from corral.tasks import enqueue
 
@@ -25,10 +25,29 @@ def test_drain_a_worker_and_it_claims_nothing_more(server, open_page):
         busy = workers.register(store, NewWorker(name="builder-1", hostname="box-a")).worker
         task = enqueue(store, NewTask(title="compile"))
         claim(store, task.id, busy.id)
+        first = workers.register(store, NewWorker(name="builder-2", hostname="box-b")).worker
+        workers.deregister(store, first.id, reason="crashed")  # and restarted:
         idle = workers.register(store, NewWorker(name="builder-2", hostname="box-b")).worker
-        workers.heartbeat(store, idle.id)
+        figures = BeatFigures(
+            cpu_percent=3.0, rss_bytes=40 << 20, agent_cpu_percent=187.0, agent_rss_bytes=812 << 20
+        )
+        workers.heartbeat(store, idle.id, figures=figures)
     page = open_page(server.url + "/workers")
     expect(page.get_by_role("link", name="compile")).to_be_visible()
+    for column in (
+        "Claims",
+        "Restarts",
+        "Runner CPU",
+        "Runner memory",
+        "Agent CPU",
+        "Agent memory",
+    ):
+        expect(page.get_by_role("columnheader", name=column)).to_be_visible()
+    row = page.locator(f"tr#{idle.id}")
+    for shown in ("0 / 1", "3%", "40 MiB", "187%", "812 MiB"):
+        expect(row.get_by_role("cell", name=shown, exact=True)).to_be_visible()
+    expect(row.get_by_role("cell").nth(8)).to_have_text("1")  # one restart before it
+    expect(page.locator(f"tr#{busy.id}").get_by_role("cell", name="1 / 1")).to_be_visible()
     shoot(page, "workers")
     page.get_by_role("button", name="Drain builder-2").click()
     expect(page.get_by_role("status")).to_contain_text("Draining builder-2")

@@ -479,3 +479,57 @@ def test_a_worker_written_in_node_registers_long_polls_completes_and_deregisters
         gone["failed_total"],
         gone["name"],
     )
+
+
+def test_the_heartbeat_route_takes_the_agent_figures_and_refuses_bad_ones(
+    served: Server,
+) -> None:
+    """POST .../heartbeat carries the runner's and its agents' figures, active and the
+    deltas (summed into the reported totals); a negative or non-finite figure is 422
+    naming its field, and nothing is written."""
+    worker_token, viewer = served.token("worker"), served.token("viewer")
+    served.start()
+    wid = register(served, worker_token)["id"]
+    beat = {"cpu_percent": 2.0, "agent_cpu_percent": 190.5, "agent_rss_bytes": 5 << 20}
+    for completed in (1, 2):
+        body = {**beat, "active": 1, "completed": completed, "failed": 1}
+        assert 200 == post(served, f"/api/workers/{wid}/heartbeat", worker_token, body)[0]
+    before = served.call("GET", f"/api/workers/{wid}", viewer)[1]
+    assert (190.5, 5 << 20, 1, 2, 3, 2) == (
+        before["agent_cpu_percent"],
+        before["agent_rss_bytes"],
+        before["reported_active"],
+        before["completed_delta"],
+        before["reported_completed_total"],
+        before["reported_failed_total"],
+    )
+    for field, bad in (("agent_cpu_percent", -1), ("completed", -3), ("active", 1.5)):
+        status, refused = post(served, f"/api/workers/{wid}/heartbeat", worker_token, {field: bad})
+        assert (422, True) == (status, refused["error"].startswith(field)), refused
+    raw = b'{"cpu_percent": NaN}'
+    assert 422 == served.call("POST", f"/api/workers/{wid}/heartbeat", worker_token, raw)[0]
+    assert before == served.call("GET", f"/api/workers/{wid}", viewer)[1]
+
+
+def test_the_worker_list_route_pages_and_filters_as_list_workers_does(served: Server) -> None:
+    """GET /api/workers with `paged`: seed 002's ListWorkers, {"items", "next", "total"},
+    walked by `after`; the filters select; a bad cursor is 422 naming `after`."""
+    worker_token, viewer = served.token("worker"), served.token("viewer")
+    served.start()
+    made = [
+        register(served, worker_token, name=f"w{n}", labels={"n": str(n % 2)}) for n in range(5)
+    ]
+    seen, after, totals = [], "", []
+    while True:
+        status, page = served.call("GET", f"/api/workers?paged&count&limit=2{after}", viewer)
+        assert 200 == status, page
+        seen += [w["id"] for w in page["items"]]
+        totals.append(page["total"])
+        if page["next"] is None:
+            break
+        after = f"&after={page['next']}"
+    assert ([w["id"] for w in made], [5, 5, 5]) == (seen, totals)
+    odd = served.call("GET", "/api/workers?label=n%3D1", viewer)[1]
+    assert [made[1]["id"], made[3]["id"]] == [w["id"] for w in odd]
+    status, refused = served.call("GET", "/api/workers?after=bm9wZQ", viewer)
+    assert (422, True) == (status, refused["error"].startswith("after"))

@@ -22,6 +22,7 @@ from corral import (
     WorkerStatus,
     WorkerUnavailable,
 )
+from corral.model.workers import BeatFigures
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -69,7 +70,8 @@ def test_the_first_heartbeat_makes_a_worker_idle(
     """A starting worker becomes idle at its first heartbeat, recorded as worker.started."""
     w = worker(beat=False)
     clock.advance(0.5)
-    beat = corral.heartbeat(store, w.id, cpu_percent=12.5, rss_bytes=1024, settings=settings)
+    figures = BeatFigures(cpu_percent=12.5, rss_bytes=1024)
+    beat = corral.heartbeat(store, w.id, figures=figures, settings=settings)
     assert (WorkerStatus.IDLE, store.now(), 12.5, 1024) == (
         beat.worker.status,
         beat.worker.last_heartbeat_at,

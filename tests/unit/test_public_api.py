@@ -8,6 +8,7 @@ import corral
 
 PUBLIC = [
     "Beat",
+    "BeatFigures",
     "Claim",
     "ClaimStatus",
     "Clock",
@@ -43,6 +44,7 @@ PUBLIC = [
     "TaskFilter",
     "TaskStatus",
     "Worker",
+    "WorkerFilter",
     "WorkerStatus",
     "WorkerUnavailable",
     "add_schedule",

@@ -27,6 +27,16 @@ def whole(
     return int(raw)
 
 
+def amount(field: str, raw: str | None, maximum: float) -> float | None:
+    """A number of 0 or more written in ASCII digits with an optional fraction (`12`, `3.5`;
+    not `-1`, `1e3`, `nan` or `inf`, which float() takes), at most `maximum`, or None."""
+    if raw is None:
+        return None
+    if len(raw) > 40 or not re.fullmatch(r"[0-9]+(\.[0-9]+)?", raw) or float(raw) > maximum:
+        raise InvalidInput(field, f"a number from 0 to {maximum:g}", raw)
+    return float(raw)
+
+
 def each_of(field: str, raw: Sequence[str] | None, allowed: Sequence[str]) -> tuple[str, ...]:
     """Every value of a repeatable option, each checked against `allowed`; () if none."""
     for value in raw or ():

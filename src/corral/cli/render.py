@@ -130,10 +130,17 @@ def _shown(value: object, width: int) -> str:
     return visible(value).replace("\n", "\n" + " " * width)
 
 
+# CPU and MEM are the runner's own; AGENT CPU and AGENT MEM its tasks' process trees'.
+WORKER_COLUMNS = (
+    *("ID", "NAME", "STATUS", "ACTIVE", "DONE", "FAILED", "SEEN", "HOST", "PID", "KINDS"),
+    *("CPU", "MEM", "AGENT CPU", "AGENT MEM"),
+)
+
+
 def worker_table(workers: Sequence[Worker], now: datetime) -> str:
     """One line per worker, with how long ago it was last heard from."""
     return table(
-        ["ID", "NAME", "STATUS", "ACTIVE", "DONE", "FAILED", "SEEN", "HOST", "PID", "KINDS"],
+        WORKER_COLUMNS,
         [
             [
                 w.id,
@@ -146,10 +153,24 @@ def worker_table(workers: Sequence[Worker], now: datetime) -> str:
                 w.hostname,
                 w.pid,
                 ",".join(w.kinds) or "*",
+                percent(w.cpu_percent),
+                megabytes(w.rss_bytes),
+                percent(w.agent_cpu_percent),
+                megabytes(w.agent_rss_bytes),
             ]
             for w in workers
         ],
     )
+
+
+def percent(value: float | None) -> str:
+    """`12.5%`, or `-` when not measured."""
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def megabytes(value: int | None) -> str:
+    """Bytes as `123.4M` (MiB), or `-` when not measured."""
+    return "-" if value is None else f"{value / 1048576:.1f}M"
 
 
 def event_line(event: Event) -> str:

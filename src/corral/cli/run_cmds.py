@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import BinaryIO
 
-from corral.cli import parsing, render
+from corral.cli import paging, render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.clock import SystemClock
@@ -24,9 +24,16 @@ _CHUNK_BYTES = 64 * 1024
 def cmd_runs(ctx: Context) -> int:
     """List runs, newest first."""
     a = ctx.args
-    limit = parsing.whole("limit", a.limit, minimum=1) or 50
-    runs = ctx.store.list_runs(task_id=a.task, worker_id=a.worker, limit=limit)
-    ctx.emit_all(runs, lambda: render.run_table(runs, ctx.store.now()) or "no runs")
+    ask = paging.ask(ctx, "runs", key_size=1, default_limit=50)
+    found = ctx.store.list_runs(
+        task_id=a.task,
+        worker_id=a.worker,
+        limit=ask.read or 0,
+        before_seq=None if ask.after is None else ask.after[0],
+    )
+    total = ctx.store.count_runs(task_id=a.task, worker_id=a.worker) if ask.count else None
+    page = ask.page(found, lambda r: (r.seq,), total)
+    paging.emit(ctx, ask, page, lambda: render.run_table(page.items, ctx.store.now()) or "no runs")
     return 0
 
 
@@ -132,7 +139,7 @@ COMMANDS = (
         "list runs (attempts at tasks), newest first",
         Arg("--task", metavar="ID", help="only runs of this task"),
         Arg("--worker", metavar="ID", help="only runs by this worker"),
-        Arg("--limit", help="at most N runs (default 50)"),
+        *paging.args(50),
     ),
     Command("run show", cmd_run_show, "show a run in full", Arg("id", metavar="RUN_ID")),
     Command(

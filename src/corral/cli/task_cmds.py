@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from corral.cli import parsing, render
+from corral.cli import paging, parsing, render
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import parse_delay_or_instant
 from corral.errors import InvalidInput
+from corral.model.paging import Page
 from corral.model.states import TaskStatus
 from corral.model.subtasks import MAX_CHILDREN
+from corral.model.task_pages import PageKey
 from corral.model.tasks import NewTask, TaskFilter
 from corral.printable import one_line
 
@@ -48,29 +50,36 @@ def cmd_add(ctx: Context) -> int:
 
 
 def cmd_ready(ctx: Context) -> int:
-    """List tasks claimable now, in claim order."""
+    """List tasks claimable now, in claim order, a page at a time."""
     a = ctx.args
-    limit = parsing.whole("limit", a.limit, minimum=1) or 100
+    ask = paging.ask(ctx, "ready", key_size=2, default_limit=100)
     worker = ctx.store.get_worker(a.worker) if a.worker else None
-    tasks = ctx.store.ready_tasks(
-        queue=a.queue, kinds=tuple(a.kind or ()), limit=limit, worker=worker
+    kinds = tuple(a.kind or ())
+    after = None if ask.after is None else PageKey(priority=ask.after[0], seq=ask.after[1])
+    found = ctx.store.ready_tasks(
+        queue=a.queue, kinds=kinds, limit=ask.read or 0, worker=worker, after=after
     )
-    ctx.emit_all(tasks, lambda: render.task_table(tasks) or "no ready tasks")
+    total = ctx.store.count_ready(queue=a.queue, kinds=kinds, worker=worker) if ask.count else None
+    page = ask.page(found, lambda t: (t.priority, t.seq), total)
+    paging.emit(ctx, ask, page, lambda: render.task_table(page.items) or "no ready tasks")
     return 0
 
 
 def cmd_list(ctx: Context) -> int:
-    """List tasks, optionally by status and queue."""
+    """List tasks, optionally by status and queue, a page at a time."""
     a = ctx.args
+    ask = paging.ask(ctx, "list", key_size=1, default_limit=1000)
     flt = TaskFilter(
         statuses=tuple(TaskStatus(s) for s in parsing.each_of("status", a.status, STATUSES)),
         queue=a.queue,
         kinds=tuple(a.kind or ()),
         parent_id=a.parent,
-        limit=parsing.whole("limit", a.limit, minimum=1) or 1000,
+        limit=ask.read or 0,
+        after_seq=None if ask.after is None else ask.after[0],
     )
-    tasks = ctx.store.list_tasks(flt)
-    ctx.emit_all(tasks, lambda: render.task_table(tasks) or "no tasks")
+    total = ctx.store.count_tasks(flt) if ask.count else None
+    page = ask.page(ctx.store.list_tasks(flt), lambda t: (t.seq,), total)
+    paging.emit(ctx, ask, page, lambda: render.task_table(page.items) or "no tasks")
     return 0
 
 
@@ -136,20 +145,38 @@ def cmd_events(ctx: Context) -> int:
         if name not in EVENT_NAMES:
             raise InvalidInput("type", "an event name such as task.completed", name)
     since_s = parsing.duration("since", a.since)
-    limit = parsing.whole("limit", a.limit, minimum=0 if a.follow else 1)  # 0: new ones only
-    flt = EventFilter(
-        task_id=a.task,
-        worker_id=a.worker,
-        names=tuple(dict.fromkeys(a.type or ())),
-        since_at=None if since_s is None else ctx.store.now() - timedelta(seconds=since_s),
-        limit=50 if limit is None else limit,
-    )
+    since_at = None if since_s is None else ctx.store.now() - timedelta(seconds=since_s)
+    names = tuple(dict.fromkeys(a.type or ()))
     if a.follow:
         from corral.cli import events_follow  # noqa: PLC0415 - the follower's machinery
 
+        if a.after is not None or a.count or a.paged:
+            raise InvalidInput("follow", "no --after, --count or --paged with --follow")
+        limit = parsing.whole("limit", a.limit, minimum=0)  # 0: new ones only
+        flt = EventFilter(
+            task_id=a.task,
+            worker_id=a.worker,
+            names=names,
+            since_at=since_at,
+            limit=50 if limit is None else limit,
+        )
         return events_follow.follow(ctx, flt)
-    events = ctx.store.list_events(flt)
-    ctx.emit_all(events, lambda: "\n".join(map(render.event_line, events)) or "no events")
+    ask = paging.ask(ctx, "events", key_size=1, default_limit=50)
+    flt = EventFilter(
+        task_id=a.task,
+        worker_id=a.worker,
+        names=names,
+        since_at=since_at,
+        limit=ask.read or 0,
+        before_id=None if ask.after is None else ask.after[0],
+    )
+    total = ctx.store.count_events(flt) if ask.count else None
+    # The newest first, so the next page is the older events; each page prints oldest first.
+    newest = ctx.store.list_events(flt)[::-1]
+    page = ask.page(newest, lambda e: (e.id,), total)
+    events = page.items[::-1]
+    shown = Page(items=events, next=page.next, total=page.total)
+    paging.emit(ctx, ask, shown, lambda: "\n".join(map(render.event_line, events)) or "no events")
     return 0
 
 
@@ -191,7 +218,7 @@ COMMANDS = (
         "ready",
         cmd_ready,
         "tasks claimable now, in claim order",
-        Arg("--limit"),
+        *paging.args(100),
         Arg("--queue"),
         Arg("--kind", action="append", help="only this kind, repeatable"),
         Arg(
@@ -208,7 +235,7 @@ COMMANDS = (
         Arg("--queue"),
         Arg("--kind", action="append"),
         Arg("--parent", metavar="ID", help="only the children of this task"),
-        Arg("--limit"),
+        *paging.args(1000),
     ),
     Command("show", cmd_show, "show a task", ID),
     Command("retry", cmd_retry, "return a failed or cancelled task to the queue", ID),
@@ -228,7 +255,8 @@ COMMANDS = (
             help="only events of this name (task.completed ...), repeatable",
         ),
         Arg("--since", metavar="DURATION", help="only events of the last DURATION (10m)"),
-        Arg("--limit", help="how many of the newest to print (default 50)"),
+        Arg("--limit", metavar="N", help="how many of the newest to print (default 50)"),
+        *paging.args(50)[1:],
         Arg("--follow", action="store_true", help="then print each new event, until Ctrl-C"),
     ),
 )

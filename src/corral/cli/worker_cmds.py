@@ -7,16 +7,18 @@ import sys
 from contextlib import suppress
 
 from corral import workers
-from corral.cli import parsing, render, worker_flags
+from corral.cli import paging, parsing, render, worker_flags
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
 from corral.durations import format_duration
 from corral.errors import Refused
 from corral.ids import WORKER_PREFIX
 from corral.model.states import GONE, WorkerStatus
-from corral.model.workers import NewWorker
+from corral.model.workers import MAX_CPU_PERCENT, BeatFigures, NewWorker, WorkerFilter
 
 STATUSES = [str(s) for s in WorkerStatus]
+MB = 1024 * 1024
+MAX_MEMORY_MB = 1e9  # a petabyte: past any host, and far within the store's bigint
 
 
 def caller_pid() -> int:
@@ -67,13 +69,33 @@ def cmd_register(ctx: Context) -> int:
 
 
 def cmd_heartbeat(ctx: Context) -> int:
-    """Heartbeat; answers the interval to keep and whether to drain."""
-    beat = workers.heartbeat(ctx.store, ctx.args.id, settings=ctx.settings)
+    """Heartbeat, with the figures given; answers the interval to keep and whether to drain."""
+    beat = workers.heartbeat(ctx.store, ctx.args.id, figures=_figures(ctx), settings=ctx.settings)
     drain = "; drain requested" if beat.drain else ""
     every = format_duration(beat.heartbeat_interval_s)
     human = f"{beat.worker.id} {beat.worker.status}; next heartbeat in {every}{drain}"
     ctx.emit(beat.to_dict(), human)
     return 0
+
+
+def _figures(ctx: Context) -> BeatFigures:
+    """The heartbeat's figures from its flags, each checked before anything is written."""
+    a = ctx.args
+    return BeatFigures(
+        cpu_percent=parsing.amount("cpu", a.cpu, MAX_CPU_PERCENT),
+        rss_bytes=_megabytes("memory_mb", a.memory_mb),
+        agent_cpu_percent=parsing.amount("agent_cpu", a.agent_cpu, MAX_CPU_PERCENT),
+        agent_rss_bytes=_megabytes("agent_memory_mb", a.agent_memory_mb),
+        active=parsing.whole("active", a.active, minimum=0),
+        completed=parsing.whole("completed", a.completed, minimum=0) or 0,
+        failed=parsing.whole("failed", a.failed, minimum=0) or 0,
+    )
+
+
+def _megabytes(field: str, raw: str | None) -> int | None:
+    """Bytes from a number of megabytes (MiB), at most a petabyte's worth."""
+    mb = parsing.amount(field, raw, MAX_MEMORY_MB)
+    return None if mb is None else round(mb * MB)
 
 
 def cmd_deregister(ctx: Context) -> int:
@@ -91,20 +113,35 @@ def cmd_drain(ctx: Context) -> int:
 
 
 def cmd_list(ctx: Context) -> int:
-    """List workers, optionally only those in any of the statuses asked for."""
-    statuses = parsing.each_of("status", ctx.args.status, STATUSES)
-    found = ctx.store.list_workers(tuple(WorkerStatus(s) for s in statuses))
-    ctx.emit_all(found, lambda: render.worker_table(found, ctx.store.now()) or "no workers")
+    """List workers, by status, queue, kind, host and labels, a page at a time."""
+    a = ctx.args
+    ask = paging.ask(ctx, workers.WORKER_LISTING, key_size=1, default_limit=None)
+    flt = WorkerFilter(
+        statuses=tuple(WorkerStatus(s) for s in parsing.each_of("status", a.status, STATUSES)),
+        queue=a.queue,
+        kind=a.kind,
+        host=a.host,
+        labels=parsing.labels("label", a.label),
+        after_seq=None if ask.after is None else ask.after[0],
+        limit=ask.limit,
+    )
+    page = workers.page(ctx.store, flt, count=ask.count)
+    now = ctx.store.now()
+    paging.emit(ctx, ask, page, lambda: render.worker_table(page.items, now) or "no workers")
+    return 0
+
+
+def cmd_show(ctx: Context) -> int:
+    """One worker in full: its figures (its own and its agents'), totals and deltas too."""
+    data = ctx.store.get_worker(ctx.args.id).to_dict()
+    ctx.emit(data, render.key_values(data))
     return 0
 
 
 def cmd_status(ctx: Context) -> int:
     """One worker in full, or every worker that is not offline."""
     if ctx.args.id:
-        worker = ctx.store.get_worker(ctx.args.id)
-        data = worker.to_dict()
-        ctx.emit(data, render.key_values(data))
-        return 0
+        return cmd_show(ctx)
     live = workers.live(ctx.store)
     ctx.emit_all(live, lambda: render.worker_table(live, ctx.store.now()) or "no live workers")
     return 0
@@ -173,6 +210,13 @@ COMMANDS = (
         cmd_heartbeat,
         "prove the worker lives; answers interval and drain",
         ID,
+        Arg("--cpu", metavar="PCT", help="its own CPU %% (100: one core) since its last beat"),
+        Arg("--memory-mb", metavar="MB", help="the worker's own resident memory"),
+        Arg("--agent-cpu", metavar="PCT", help="CPU %% of its task's whole process tree"),
+        Arg("--agent-memory-mb", metavar="MB", help="resident memory of that tree"),
+        Arg("--active", metavar="N", help="tasks it runs now"),
+        Arg("--completed", metavar="N", help="tasks it completed since its last beat"),
+        Arg("--failed", metavar="N", help="tasks that failed since its last beat"),
     ),
     Command("worker deregister", cmd_deregister, "take a worker offline", ID),
     Command("worker drain", cmd_drain, "stop giving a worker new claims", ID),
@@ -209,7 +253,13 @@ COMMANDS = (
         cmd_list,
         "list workers",
         status_filter(STATUSES),
+        Arg("--queue", help="only workers that serve this queue"),
+        Arg("--kind", help="only workers that run this kind"),
+        Arg("--host", help="only workers on this host"),
+        Arg("--label", action="append", metavar="K=V", help="only workers with it, repeatable"),
+        *paging.args(None),
     ),
+    Command("worker show", cmd_show, "one worker in full, with its figures", ID),
     Command(
         "worker status",
         cmd_status,

@@ -62,6 +62,7 @@ class EventFilter:
     since_at: datetime | None = None
     after_id: int = 0
     limit: int = 50
+    before_id: int | None = None  # only events older than this one (the page before's first)
 
 
 # Every event name the store writes, as docs/state-machines.md lists them.

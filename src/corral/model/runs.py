@@ -100,6 +100,7 @@ class Run:
     resumed_from: str | None = None  # the run whose session this one resumed
     stop_reason: str | None = None  # why the agent said it stopped (`success`, `usage_limit` ...)
     waiting: str | None = None  # why it waits for a person, while it does
+    seq: int = 0  # its place in the order runs were opened: the key `runs` pages by
 
     @property
     def finished(self) -> bool:

@@ -132,6 +132,7 @@ class Task:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    seq: int = 0  # its place in the order tasks were added: the key `list` pages by
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -179,3 +180,4 @@ class TaskFilter:
     parent_id: str | None = None
     limit: int = 1000
     newest_first: bool = False
+    after_seq: int | None = None  # the page before's last task (Task.seq): the ones past it

@@ -7,12 +7,13 @@ The worker state machine is in corral.model.states.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from corral.documents import MAX_INT32
+from corral.documents import MAX_INT32, MAX_INT64
 from corral.durations import iso
 from corral.errors import InvalidInput
 from corral.model.providers import check_provider
@@ -78,6 +79,15 @@ class Worker:
     rss_bytes: int | None
     pid_started_at: float | None = None  # see NewWorker; not in the JSON shape
     provider: str | None = None
+    # The last heartbeat's figures beyond the runner's own (BeatFigures).
+    agent_cpu_percent: float | None = None
+    agent_rss_bytes: int | None = None
+    reported_active: int | None = None
+    completed_delta: int = 0
+    failed_delta: int = 0
+    reported_completed_total: int = 0
+    reported_failed_total: int = 0
+    seq: int = 0  # its place in registration order: the key `worker list` pages by
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -101,7 +111,86 @@ class Worker:
             "cpu_percent": self.cpu_percent,
             "rss_bytes": self.rss_bytes,
             "provider": self.provider,
+            "agent_cpu_percent": self.agent_cpu_percent,
+            "agent_rss_bytes": self.agent_rss_bytes,
+            "reported_active": self.reported_active,
+            "completed_delta": self.completed_delta,
+            "failed_delta": self.failed_delta,
+            "reported_completed_total": self.reported_completed_total,
+            "reported_failed_total": self.reported_failed_total,
         }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerFilter:
+    """Which workers `worker list` shows: each filter off when empty. A worker with no
+    queues (kinds) serves every queue (kind); `labels` pairs must all be among its own."""
+
+    statuses: tuple[WorkerStatus, ...] = ()
+    queue: str | None = None
+    kind: str | None = None
+    host: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    after_seq: int | None = None  # the page before's last worker (Worker.seq)
+    limit: int | None = None  # None: every one
+
+
+MAX_CPU_PERCENT = 1e6  # percent of one core, summed over the cores of the biggest host
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BeatFigures:
+    """What a heartbeat may say besides "alive" (seed 000's `metrics`, seed 002's deltas);
+    each figure None (or 0) when the worker has none.
+
+    cpu_percent and rss_bytes are the runner's own process; agent_* are the whole process
+    trees of the tasks it runs (the agent and every descendant), which is what costs.
+    completed and failed count the tasks it finished since its beat before: deltas, so a
+    beat that is lost or repeated skews the worker's reported totals by one beat only.
+    """
+
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    agent_cpu_percent: float | None = None
+    agent_rss_bytes: int | None = None
+    active: int | None = None
+    completed: int = 0
+    failed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_percent", "agent_cpu_percent"):
+            _percent(name, getattr(self, name))
+        for name in ("rss_bytes", "agent_rss_bytes"):
+            _count(name, getattr(self, name), MAX_INT64)
+        for name in ("active", "completed", "failed"):
+            _count(name, getattr(self, name), MAX_INT32)
+
+
+def _percent(name: str, value: float | None) -> None:
+    """A CPU figure: a finite number from 0 to MAX_CPU_PERCENT (NaN fails every bound)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if value is not None and not (ok and 0 <= value <= MAX_CPU_PERCENT):
+        raise InvalidInput(name, f"a number from 0 to {MAX_CPU_PERCENT:g}", value)
+
+
+def _count(name: str, value: int | None, most: int) -> None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most
+    ):
+        raise InvalidInput(name, f"a whole number from 0 to {most}", value)
+
+
+def restart_counts(found: list[Worker]) -> dict[str, int]:
+    """Each worker's restart count, by id: the workers of its name on its host registered
+    before it (a runner restarted under its name registers a new worker; seed 001's
+    restartCount, as model/heartbeats.py counts a slot's incarnations)."""
+    seen: dict[tuple[str, str], int] = {}
+    counts = {}
+    for worker in sorted(found, key=lambda w: (w.registered_at, w.seq)):
+        slot = (worker.hostname, worker.name)
+        counts[worker.id] = seen.get(slot, 0)
+        seen[slot] = counts[worker.id] + 1
+    return counts
 
 
 def missed_heartbeats(elapsed_s: float, policy: LivenessPolicy) -> int:

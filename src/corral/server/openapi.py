@@ -20,6 +20,7 @@ from corral.documents import MAX_INT32, MAX_INT64
 from corral.durations import MAX_SPAN_S
 from corral.model.states import TaskStatus, WorkerStatus
 from corral.model.tokens import Role
+from corral.model.workers import MAX_CPU_PERCENT
 from corral.server.answers import answer
 from corral.server.auth import require
 from corral.server.context import store_of
@@ -80,12 +81,19 @@ REGISTRATION = {
         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
     },
 }
+PERCENT = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_CPU_PERCENT}
+MEMORY_BYTES = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT64}
 HEARTBEAT = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "cpu_percent": {"type": ["number", "null"], "minimum": 0, "maximum": 1e6},
-        "rss_bytes": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT64},
+        "cpu_percent": PERCENT,
+        "rss_bytes": MEMORY_BYTES,
+        "agent_cpu_percent": PERCENT,
+        "agent_rss_bytes": MEMORY_BYTES,
+        "active": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INT32},
+        "completed": {"type": "integer", "minimum": 0, "maximum": MAX_INT32},
+        "failed": {"type": "integer", "minimum": 0, "maximum": MAX_INT32},
     },
 }
 LEASE_S = {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": MAX_SPAN_S}
@@ -342,8 +350,15 @@ SPECS.update(
             "parameters": [
                 _query("status", {"type": "string", "enum": [str(s) for s in WorkerStatus]}),
                 _query("queue", {"type": "string"}, "only the workers that serve it"),
+                _query("kind", {"type": "string"}, "only the workers that run it"),
+                _query("host", {"type": "string"}, "only the workers on it"),
+                _query("label", {"type": "string"}, "K=V: only workers with it; repeatable"),
+                _query("limit", {"type": "integer", "minimum": 1}, "a page of at most so many"),
+                _query("after", {"type": "string"}, "the page after this cursor (`next`)"),
+                _query("count", {"type": "string"}, "with paged: count them all (`total`)"),
+                _query("paged", {"type": "string"}, 'answer {"items", "next", "total"}'),
             ],
-            "answers": {"200": _json({"type": "array", "items": WORKER})},
+            "answers": {"200": _json({"type": ["array", "object"], "items": WORKER})},
         },
         ("get", "/api/workers/{worker_id}"): {
             "role": Role.VIEWER,

@@ -22,7 +22,6 @@ from corral.server.long_poll import MAX_WAIT_S
 
 MAX_HOSTNAME_CHARS = 255  # a DNS name's most
 MAX_VERSION_CHARS = 100
-MAX_CPU_PERCENT = 1e6  # percent of one core, summed over the cores of the biggest host
 
 
 def _text(name: str, value: str, most: int) -> None:
@@ -73,20 +72,6 @@ class Registration:
             max_concurrent=self.max_concurrent,
             labels=self.labels,
         )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Heartbeat:
-    """POST /api/workers/{id}/heartbeat: the worker's process figures, if it has them."""
-
-    cpu_percent: float | None = None
-    rss_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.cpu_percent is not None and not 0 <= self.cpu_percent <= MAX_CPU_PERCENT:
-            raise InvalidInput("cpu_percent", f"a number from 0 to {MAX_CPU_PERCENT:g}")
-        if self.rss_bytes is not None:
-            whole("rss_bytes", self.rss_bytes, 0, MAX_INT64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

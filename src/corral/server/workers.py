@@ -24,10 +24,13 @@ from starlette.routing import Route
 from corral import workers
 from corral.errors import InvalidInput
 from corral.model.actors import OPERATOR
+from corral.model.labels import parse_labels
+from corral.model.paging import parse_cursor
 from corral.model.states import WorkerStatus
 from corral.model.tasks import check_name
 from corral.model.tokens import Role
-from corral.model.workers import Worker
+from corral.model.workers import BeatFigures, Worker, WorkerFilter
+from corral.server import params
 from corral.server.answers import answer
 from corral.server.auth import admitted
 from corral.server.bodies import json_object, record
@@ -35,7 +38,7 @@ from corral.server.context import settings_of
 from corral.server.long_poll import signal_of
 from corral.server.ownership import acting_for, own_worker_spec
 from corral.server.paths import path_id
-from corral.server.worker_bodies import Heartbeat, Registration
+from corral.server.worker_bodies import Registration
 
 
 async def register(request: Request) -> Response:
@@ -51,14 +54,29 @@ async def register(request: Request) -> Response:
 
 
 async def list_workers(request: Request) -> Response:
-    """The workers in any of the `status`es asked (repeatable), serving `queue` if named."""
+    """The workers in any of the `status`es asked (repeatable), serving `queue`, running
+    `kind`, on `host`, with every `label` K=V (repeatable), if named; a page of `limit`
+    after the cursor `after`. With `paged`: {"items", "next", "total"} (`total` with
+    `count`), seed 002's ListWorkers; else the array of the page."""
     store, _ = await admitted(request, Role.VIEWER)
-    statuses = tuple(_status(s) for s in request.query_params.getlist("status"))
-    queue = request.query_params.get("queue")
-    if queue is not None:
-        check_name("queue", queue)
-    found = await run_in_threadpool(lambda: workers.serving(store, statuses=statuses, queue=queue))
-    return answer([w.to_dict() for w in found])
+    q = request.query_params
+    for name in ("queue", "kind"):
+        if q.get(name) is not None:
+            check_name(name, q[name])
+    after = q.get("after")
+    flt = WorkerFilter(
+        statuses=tuple(_status(s) for s in q.getlist("status")),
+        queue=q.get("queue"),
+        kind=q.get("kind"),
+        host=q.get("host"),
+        labels=parse_labels("label", q.getlist("label")),
+        after_seq=None if after is None else parse_cursor(workers.WORKER_LISTING, after, 1)[0],
+        limit=None if q.get("limit") is None else params.limit(q["limit"]),
+    )
+    found = await run_in_threadpool(lambda: workers.page(store, flt, count="count" in q))
+    if "paged" in q:
+        return answer(found.to_dict())
+    return answer([w.to_dict() for w in found.items])
 
 
 async def get_worker(request: Request) -> Response:
@@ -73,7 +91,7 @@ async def heartbeat(request: Request) -> Response:
     """The worker lives (its leases extended); answers the interval and whether to drain."""
     store, token = await admitted(request, Role.WORKER)
     worker_id = path_id(request, "worker_id", "worker")
-    figures = record(await json_object(request, empty=True), Heartbeat)
+    figures = record(await json_object(request, empty=True), BeatFigures)
     settings = settings_of(request)
 
     def beat() -> workers.Beat:
@@ -81,8 +99,7 @@ async def heartbeat(request: Request) -> Response:
         return workers.heartbeat(
             store,
             worker_id,
-            cpu_percent=figures.cpu_percent,
-            rss_bytes=figures.rss_bytes,
+            figures=figures,
             settings=settings,
         )
 

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from corral.documents import MAX_INT64
 from corral.store import rows
 from corral.store.driver import Driver, Tx
 
@@ -34,8 +35,20 @@ class EventOps:
     def list_events(self, flt: EventFilter) -> list[Event]:
         """The newest `flt.limit` events matching `flt`, oldest first."""
         with self._driver.read() as tx:
-            found = tx.all("list_events", **_filter(flt), after_id=flt.after_id, before_xid=None)
+            found = tx.all(
+                "list_events",
+                **_filter(flt),
+                after_id=flt.after_id,
+                before_xid=None,
+                before_id=MAX_INT64 if flt.before_id is None else flt.before_id,
+            )
             return [rows.event(self._driver, r) for r in reversed(found)]
+
+    def count_events(self, flt: EventFilter) -> int:
+        """How many events match `flt`'s task, worker, names and since (its bounds aside)."""
+        with self._driver.read() as tx:
+            row = tx.one("count_events", **_filter(flt))
+            return int(row["n"]) if row else 0
 
     def events_page(self, flt: EventFilter, after: EventCursor | None) -> EventPage:
         """The events matching `flt` after cursor `after`, at most `flt.limit`, in cursor
@@ -45,7 +58,13 @@ class EventOps:
             horizon, pending = event_horizon(tx)
             if after is None:
                 settled = str(horizon.xid)
-                found = tx.all("list_events", **_filter(flt), after_id=0, before_xid=settled)
+                found = tx.all(
+                    "list_events",
+                    **_filter(flt),
+                    after_id=0,
+                    before_xid=settled,
+                    before_id=MAX_INT64,
+                )
                 # The newest by id, put in cursor order: on PostgreSQL a lower id may have
                 # committed later, and a reader resuming after one of them must not skip it.
                 found.sort(key=_cursor_of)

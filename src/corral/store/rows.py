@@ -83,7 +83,16 @@ def task(
         created_at=driver.instant(row["created_at"]),
         updated_at=driver.instant(row["updated_at"]),
         finished_at=_maybe_instant(driver, row["finished_at"]),
+        seq=_seq(row),
     )
+
+
+def _seq(row: Row) -> int:
+    """The row's `seq` where its query read one (the listings that page by it), else 0."""
+    try:
+        return int(row["seq"])
+    except (KeyError, IndexError):  # psycopg's rows, sqlite3.Row
+        return 0
 
 
 def claim(driver: Driver, row: Row) -> Claim:
@@ -145,6 +154,14 @@ def worker(driver: Driver, row: Row) -> Worker:
         rss_bytes=row["rss_bytes"],
         pid_started_at=row["pid_started_at"],
         provider=row["provider"],
+        agent_cpu_percent=row["agent_cpu_percent"],
+        agent_rss_bytes=row["agent_rss_bytes"],
+        reported_active=row["reported_active"],
+        completed_delta=row["completed_delta"],
+        failed_delta=row["failed_delta"],
+        reported_completed_total=int(row["reported_completed_total"]),
+        reported_failed_total=int(row["reported_failed_total"]),
+        seq=_seq(row),
     )
 
 
@@ -201,6 +218,7 @@ def run(driver: Driver, row: Row) -> Run:
         resumed_from=row["resumed_from"],
         stop_reason=row["stop_reason"],
         waiting=row["waiting"],
+        seq=_seq(row),
     )
 
 

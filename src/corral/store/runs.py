@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
+from corral.documents import MAX_INT64
 from corral.durations import iso
 from corral.ids import RUN_PREFIX, new_id
 from corral.store import journal, rows
@@ -267,12 +268,30 @@ class RunOps:
             return _run_in(tx, self._driver, run_id)
 
     def list_runs(
-        self, *, task_id: str | None = None, worker_id: str | None = None, limit: int = 50
+        self,
+        *,
+        task_id: str | None = None,
+        worker_id: str | None = None,
+        limit: int = 50,
+        before_seq: int | None = None,
     ) -> list[Run]:
-        """The newest `limit` runs, newest first, of one task or worker or of all."""
+        """The newest `limit` runs, newest first, of one task or worker or of all; with
+        `before_seq` (the page before's last run), only those opened before it."""
         with self._driver.read() as tx:
-            found = tx.all("list_runs", task_id=task_id, worker_id=worker_id, limit=limit)
+            found = tx.all(
+                "list_runs",
+                task_id=task_id,
+                worker_id=worker_id,
+                limit=limit,
+                before_seq=MAX_INT64 if before_seq is None else before_seq,
+            )
             return [rows.run(self._driver, r) for r in found]
+
+    def count_runs(self, *, task_id: str | None = None, worker_id: str | None = None) -> int:
+        """How many runs list_runs would list, were there no limit."""
+        with self._driver.read() as tx:
+            row = tx.one("count_runs", task_id=task_id, worker_id=worker_id)
+            return int(row["n"]) if row else 0
 
     def unfinished_runs(self, worker_id: str) -> list[Run]:
         """The worker's runs that have not finished, oldest first (a restart's leftovers)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from corral import errors
+from corral.documents import MAX_INT64
 from corral.ids import TASK_PREFIX, new_id
 from corral.model import subtasks
 from corral.model.states import ALLOWED_FROM, CLAIMING, FINAL, ClaimStatus, TaskStatus
@@ -18,6 +19,7 @@ from corral.store.queues import check_room
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from corral.model.task_pages import PageKey
     from corral.model.tasks import NewTask, Task, TaskFilter
     from corral.model.workers import Worker
 
@@ -108,6 +110,7 @@ class TaskOps:
             "kinds": list(flt.kinds) or None,
             "worker_id": flt.worker_id,
             "limit": flt.limit,
+            "after_seq": _after(flt.after_seq, flt.newest_first),
         }
         with self._driver.read() as tx:
             if flt.parent_id is not None:
@@ -156,20 +159,55 @@ class TaskOps:
             found = tx.all("count_tasks_by_queue_kind_status")
         return [(r["queue"], r["kind"], r["status"], r["n"]) for r in found]
 
-    def ready_tasks(
-        self, *, queue: str | None, kinds: tuple[str, ...], limit: int, worker: Worker | None = None
-    ) -> list[Task]:
-        """Tasks claimable now, in claim order; with `worker`, only those it may claim."""
-        if worker is None:
-            params: dict[str, Any] = {"worker_id": None, "worker_name": None, "queues": None}
-            params["kinds"] = list(kinds) or None
-        else:
-            params = capability_filters(worker, kinds, ())
-            if worker.status not in CLAIMING or matches_nothing(params):
-                return []
+    def count_tasks(self, flt: TaskFilter) -> int:
+        """How many tasks match `flt`'s filters (its limit, order and cursor aside)."""
         with self._driver.read() as tx:
-            found = tx.all("ready_tasks", queue=queue, limit=limit, **params)
+            row = tx.one(
+                "count_tasks",
+                statuses=list(flt.statuses) or None,
+                queue=flt.queue,
+                kinds=list(flt.kinds) or None,
+                worker_id=flt.worker_id,
+                parent_id=flt.parent_id,
+            )
+            return int(row["n"]) if row else 0
+
+    def ready_tasks(
+        self,
+        *,
+        queue: str | None,
+        kinds: tuple[str, ...],
+        limit: int,
+        worker: Worker | None = None,
+        after: PageKey | None = None,
+    ) -> list[Task]:
+        """Tasks claimable now, in claim order, after the cursor `after` (the page before's
+        last); with `worker`, only those it may claim."""
+        params = _ready_filters(kinds, worker)
+        if params is None:
+            return []
+        params["queue"] = queue
+        with self._driver.read() as tx:
+            found = []
+            if after is not None:
+                tied = {"priority": after.priority, "after_seq": after.seq}
+                found = tx.all("ready_tasks_tied", **params, **tied, limit=limit)
+            if len(found) < limit:
+                below = MAX_INT64 if after is None else after.priority
+                more = limit - len(found)
+                found += tx.all("ready_tasks", **params, below_priority=below, limit=more)
             return [rows.task(self._driver, r) for r in found]
+
+    def count_ready(
+        self, *, queue: str | None, kinds: tuple[str, ...], worker: Worker | None = None
+    ) -> int:
+        """How many tasks ready_tasks would list, were there no limit."""
+        params = _ready_filters(kinds, worker)
+        if params is None:
+            return 0
+        with self._driver.read() as tx:
+            row = tx.one("count_ready", queue=queue, **params)
+            return int(row["n"]) if row else 0
 
     def dependency_statuses(self, task_id: str) -> list[tuple[str, TaskStatus]]:
         """(id, status) of each dependency of `task_id`."""
@@ -317,3 +355,25 @@ def _unblock(tx: Tx, task_id: str, reason: str, actor: str) -> None:
             to_status=TaskStatus.READY,
             reason=reason,
         )
+
+
+def _ready_filters(kinds: tuple[str, ...], worker: Worker | None) -> dict[str, Any] | None:
+    """The ready_filters parameters; None when `worker` may claim nothing at all."""
+    if worker is None:
+        return {
+            "worker_id": None,
+            "worker_name": None,
+            "queues": None,
+            "kinds": list(kinds) or None,
+        }
+    params = capability_filters(worker, kinds, ())
+    if worker.status not in CLAIMING or matches_nothing(params):
+        return None
+    return params
+
+
+def _after(seq: int | None, newest_first: bool) -> int:
+    """The keyset bound of a task listing: the cursor, else one past either end."""
+    if seq is not None:
+        return seq
+    return MAX_INT64 if newest_first else 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from corral import errors
 from corral.ids import WORKER_PREFIX, new_id
@@ -19,7 +19,7 @@ from corral.store.driver import Driver, Json
 from corral.store.lookups import worker_in
 
 if TYPE_CHECKING:
-    from corral.model.workers import NewWorker, Worker
+    from corral.model.workers import BeatFigures, NewWorker, Worker, WorkerFilter
 
 
 class WorkerOps:
@@ -55,10 +55,9 @@ class WorkerOps:
             )
             return worker_in(tx, self._driver, worker_id)
 
-    def heartbeat(
-        self, worker_id: str, *, cpu_percent: float | None, rss_bytes: int | None, actor: str
-    ) -> Worker:
-        """Record that the worker lives and extend its active leases (one transaction)."""
+    def heartbeat(self, worker_id: str, *, figures: BeatFigures, actor: str) -> Worker:
+        """Record that the worker lives, with its figures, and extend its active leases (one
+        transaction): its reported totals grow by the beat's deltas in the same write."""
         with self._driver.write() as tx:
             before = worker_in(tx, self._driver, worker_id)
             # Leases before the worker row: the lock order of the PostgreSQL store
@@ -67,8 +66,13 @@ class WorkerOps:
             if not tx.run(
                 "heartbeat_worker",
                 worker_id=worker_id,
-                cpu_percent=cpu_percent,
-                rss_bytes=rss_bytes,
+                cpu_percent=figures.cpu_percent,
+                rss_bytes=figures.rss_bytes,
+                agent_cpu_percent=figures.agent_cpu_percent,
+                agent_rss_bytes=figures.agent_rss_bytes,
+                active=figures.active,
+                completed=figures.completed,
+                failed=figures.failed,
             ):
                 raise errors.WorkerUnavailable(
                     f"worker {worker_id} is {before.status}: register a new worker",
@@ -162,8 +166,36 @@ class WorkerOps:
         with self._driver.read() as tx:
             return worker_in(tx, self._driver, worker_id)
 
+    def find_workers(self, flt: WorkerFilter) -> list[Worker]:
+        """The workers `flt` selects, in registration order, after its cursor."""
+        with self._driver.read() as tx:
+            found = tx.all(
+                "find_workers",
+                **_worker_filters(flt),
+                after_seq=flt.after_seq or 0,
+                limit=flt.limit,
+            )
+            return [rows.worker(self._driver, r) for r in found]
+
+    def count_workers(self, flt: WorkerFilter) -> int:
+        """How many workers `flt`'s filters select (its cursor and limit aside)."""
+        with self._driver.read() as tx:
+            row = tx.one("count_workers", **_worker_filters(flt))
+            return int(row["n"]) if row else 0
+
     def list_workers(self, statuses: tuple[WorkerStatus, ...] = ()) -> list[Worker]:
         """Workers, oldest registration first, optionally only those in `statuses`."""
         with self._driver.read() as tx:
             found = tx.all("list_workers", statuses=list(statuses) or None)
             return [rows.worker(self._driver, r) for r in found]
+
+
+def _worker_filters(flt: WorkerFilter) -> dict[str, Any]:
+    """The worker_filters parameters of `flt` (each None when off)."""
+    return {
+        "statuses": [str(s) for s in flt.statuses] or None,
+        "queue": flt.queue,
+        "kind": flt.kind,
+        "host": flt.host,
+        "labels": Json(flt.labels) if flt.labels else None,
+    }

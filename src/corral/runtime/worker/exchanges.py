@@ -186,7 +186,7 @@ class Exchanger:
             held, outcome = f.held, f.report.outcome
             if held.token in stale:
                 outcome = RunOutcome(done.settled.get(held.opened_run(), RunOutcome.LEASE_LOST))
-            self._heartbeat.drop(held.task.id)
+            self._heartbeat.drop(held.task.id, outcome)
             self._runs.close(held, f.opened)  # after the report: a task now in review keeps it
             if outcome not in _SUCCESSFUL:
                 with self._lock:

@@ -29,12 +29,18 @@ from corral import workers
 from corral.clock import Clock
 from corral.errors import StoreError, WorkerUnavailable
 from corral.logs import event
+from corral.model.runs import RunOutcome
 from corral.model.states import WorkerStatus
+from corral.model.workers import BeatFigures
+from corral.runtime.worker import proctree
+from corral.runtime.worker.tree_metrics import TreeSampler
 from corral.settings import Settings
 from corral.store import Store
 from corral.threads import ThreadService
 
 FIRST_RETRY_S = 0.1
+# The outcomes a beat counts as failed: the task's run failed, whatever it is retried as.
+FAILURES = frozenset({RunOutcome.FAILED, RunOutcome.TIMEOUT, RunOutcome.KILLED, RunOutcome.STALLED})
 
 
 def retry_wait_s(failures: int, interval_s: float) -> float:
@@ -65,6 +71,8 @@ class Heartbeat(ThreadService):
         self._held: dict[str, int] = {}
         self._lost: set[str] = set()
         self._process = psutil.Process()
+        self._trees = TreeSampler(clock)
+        self._ended = [0, 0]  # tasks completed, failed since the last beat the store took
         self._failing_since: float | None = None  # monotonic: since when beats fail
 
     def start(self) -> None:
@@ -78,11 +86,15 @@ class Heartbeat(ThreadService):
             self._held[task_id] = token
             self._lost.discard(task_id)
 
-    def drop(self, task_id: str) -> None:
-        """Stop watching `task_id`."""
+    def drop(self, task_id: str, outcome: RunOutcome | None = None) -> None:
+        """Stop watching `task_id`; its run's `outcome` counts in the next beat's deltas."""
         with self._lock:
             self._held.pop(task_id, None)
             self._lost.discard(task_id)
+            if outcome is RunOutcome.DONE:
+                self._ended[0] += 1
+            elif outcome in FAILURES:
+                self._ended[1] += 1
 
     def holds(self, task_id: str, token: int) -> bool:
         """Whether the claim `token` on `task_id` is watched (the runner knows it holds it)."""
@@ -109,13 +121,10 @@ class Heartbeat(ThreadService):
 
     def _beat(self) -> bool:
         """One heartbeat and claim check; False when the store could not be reached."""
+        figures = self._figures()
         try:
             beat = workers.heartbeat(
-                self._store,
-                self._worker_id,
-                cpu_percent=self._process.cpu_percent(None),
-                rss_bytes=self._process.memory_info().rss,
-                settings=self._settings,
+                self._store, self._worker_id, figures=figures, settings=self._settings
             )
             self._check_claims()
         except WorkerUnavailable as exc:
@@ -133,6 +142,9 @@ class Heartbeat(ThreadService):
             self.stopping.set()  # the beats end: the store took this worker's claims
             return True
         except StoreError as exc:
+            with self._lock:  # not taken: counted again in the next beat
+                self._ended[0] += figures.completed
+                self._ended[1] += figures.failed
             if self._failing_since is None:  # once per outage, not once per retry
                 self._failing_since = self._clock.monotonic()
                 event(
@@ -157,6 +169,23 @@ class Heartbeat(ThreadService):
             event(self._log, "worker.drain_requested", worker_id=self._worker_id)
             self.drain.set()
         return True
+
+    def _figures(self) -> BeatFigures:
+        """This beat's figures: the runner's own, its tasks' process trees', its active
+        claims, and the tasks that ended since the last beat (taken: reset to zero)."""
+        with self._lock:
+            active, (completed, failed) = len(self._held), self._ended
+            self._ended = [0, 0]
+        trees = self._trees.sample(proctree.commands())
+        return BeatFigures(
+            cpu_percent=self._process.cpu_percent(None),
+            rss_bytes=self._process.memory_info().rss,
+            agent_cpu_percent=None if trees is None else trees.cpu_percent,
+            agent_rss_bytes=None if trees is None else trees.rss_bytes,
+            active=active,
+            completed=completed,
+            failed=failed,
+        )
 
     def _check_claims(self) -> None:
         with self._lock:

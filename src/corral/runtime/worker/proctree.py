@@ -62,6 +62,12 @@ def spawning() -> Iterator[set[int]]:
         yield _OWNED
 
 
+def commands() -> list[int]:
+    """The pids of the commands of the running tasks (what the heartbeat measures)."""
+    with _LOCK:
+        return sorted(_OWNED)
+
+
 def release(pid: int) -> None:
     """The command `pid` has been reaped by its owner: it is no longer a running task's."""
     with _LOCK:
@@ -74,11 +80,11 @@ def children(pid: int) -> list[int]:
     with suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
             with suppress(OSError):
-                found.extend(int(p) for p in _read(f"/proc/{pid}/task/{tid}/children").split())
+                found.extend(int(p) for p in read_file(f"/proc/{pid}/task/{tid}/children").split())
     return found
 
 
-def _read(path: str) -> bytes:
+def read_file(path: str) -> bytes:
     """The whole of a small /proc file: three system calls, where `open()` makes seven."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -110,7 +116,7 @@ def marked(pid: int, mark: bytes, *, exec_wait_s: float = 0.0) -> bool:
     """
     deadline = time.monotonic() + exec_wait_s
     try:
-        while not (environ := _read(f"/proc/{pid}/environ")) and time.monotonic() < deadline:
+        while not (environ := read_file(f"/proc/{pid}/environ")) and time.monotonic() < deadline:
             time.sleep(REAP_POLL_S)
     except OSError:  # gone, or not ours to read
         return False

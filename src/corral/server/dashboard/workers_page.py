@@ -1,5 +1,6 @@
-"""The workers page: every worker with its host, process, task, heartbeat and load; drain
-and stop.
+"""The workers page: every worker with its host, process, task and for how long, heartbeat,
+claims, totals, restarts, and the CPU and memory of its runner and of its agents' process
+trees (what the heartbeat carries: runtime/worker/tree_metrics.py); drain and stop.
 
 GET  /workers
 POST /workers/{id}/drain   `corral worker drain`: finish what it holds, claim nothing more
@@ -15,6 +16,7 @@ from starlette.responses import Response
 from corral import workers
 from corral.model.states import TaskStatus
 from corral.model.tasks import TaskFilter
+from corral.model.workers import restart_counts
 from corral.server.context import store_of
 from corral.server.dashboard.forms import Form
 from corral.server.dashboard.guards import routes
@@ -33,12 +35,14 @@ def workers_page(request: Request, visitor: Visitor) -> Response:
     for task in running:
         if task.worker_id is not None:
             held.setdefault(task.worker_id, []).append(task)
+    found = store.list_workers()
     return render(
         request,
         visitor,
         "workers.html",
         live="/live?limit=0",
-        workers=store.list_workers(),
+        workers=found,
+        restarts=restart_counts(found),
         held=held,
         now=store.now(),
         slots=store.get_orchestrator().slots,

@@ -40,34 +40,43 @@ LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active'
 WHERE t.id = :task_id
 FOR UPDATE OF t;
 
--- name: list_tasks
-SELECT * FROM task_view
-WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+-- fragment: task_list_filters
+-- `corral list`'s filters; each is off when NULL.
+(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+
+-- name: list_tasks
+-- After the cursor :after_seq (a page's last task; 0: from the first), in the order tasks
+-- were added. Each bound is a plain comparison, never `:x IS NULL OR`, so it starts the
+-- index's range: a page far in reads what the first one reads.
+SELECT * FROM task_view
+WHERE /* fragment: task_list_filters */
+  AND seq > :after_seq::bigint
 ORDER BY seq
 LIMIT :limit;
+
+-- name: count_tasks
+SELECT count(*) AS n FROM task_view
+WHERE /* fragment: task_list_filters */
+  AND (:parent_id::text IS NULL OR parent_id = :parent_id::text);
 
 -- name: list_tasks_newest
 -- list_tasks, newest first: what a client polling for what it just added reads
 -- (seed 001's sessions), whatever the number of older tasks.
 SELECT * FROM task_view
-WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
-  AND (:queue::text IS NULL OR queue = :queue::text)
-  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
-  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+WHERE /* fragment: task_list_filters */
+  AND seq < :after_seq::bigint
 ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: list_children
--- list_tasks of one parent's children: found through tasks_by_parent, not a scan.
+-- list_tasks of one parent's children, a page after :after_seq either way: found through
+-- tasks_by_parent, not a scan.
 SELECT * FROM task_view
-WHERE parent_id = :parent_id
-  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
-  AND (:queue::text IS NULL OR queue = :queue::text)
-  AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
-  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
+WHERE parent_id = :parent_id AND /* fragment: task_list_filters */
+  AND CASE WHEN :newest_first::boolean THEN seq < :after_seq ELSE seq > :after_seq END
 ORDER BY CASE WHEN :newest_first::boolean THEN -seq ELSE seq END
 LIMIT :limit;
 
@@ -80,16 +89,36 @@ WHERE kind = :kind AND payload -> :field::text = to_jsonb(:value::text)
 ORDER BY seq DESC
 LIMIT :limit;
 
--- name: ready_tasks
-SELECT * FROM task_view
-WHERE status = 'ready' AND run_after <= :now
+-- fragment: ready_filters
+-- The tasks claimable now, of a queue, of kinds, or that one worker may claim.
+status = 'ready' AND run_after <= :now
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
   AND (:worker_id::text IS NULL OR assignee IS NULL
        OR assignee IN (:worker_id::text, :worker_name::text))
+
+-- name: ready_tasks
+-- In claim order, those of a priority below :below_priority. A page after a cursor
+-- (priority P, seq S) reads ready_tasks_tied (P, after S), then this below P: two ranges
+-- of tasks_ready_order, where one `(priority, seq)` condition would read on from the
+-- start of P's tasks.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND priority < :below_priority::bigint
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- name: ready_tasks_tied
+-- The ready tasks of priority :priority after seq :after_seq, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND priority = :priority::integer AND seq > :after_seq::bigint
+ORDER BY seq
+LIMIT :limit;
+
+-- name: count_ready
+SELECT count(*) AS n FROM task_view WHERE /* fragment: ready_filters */;
 
 -- name: count_tasks_by_status
 SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
@@ -302,12 +331,39 @@ SELECT * FROM worker_view
 WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
 ORDER BY registered_at, id;
 
+-- fragment: worker_filters
+-- `worker list`'s filters, each off when NULL: a worker with no queues (kinds) serves
+-- every queue (kind); :labels is an object every pair of which its labels must hold.
+(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+  AND (:queue::text IS NULL OR queues = '{}' OR :queue::text = ANY(queues))
+  AND (:kind::text IS NULL OR kinds = '{}' OR :kind::text = ANY(kinds))
+  AND (:host::text IS NULL OR hostname = :host::text)
+  AND (:labels::jsonb IS NULL OR labels @> :labels::jsonb)
+
+-- name: find_workers
+-- In registration order (seq) after the cursor :after_seq; all without :limit.
+SELECT * FROM worker_view
+WHERE /* fragment: worker_filters */
+  AND seq > :after_seq::bigint
+ORDER BY seq
+LIMIT :limit;
+
+-- name: count_workers
+SELECT count(*) AS n FROM workers WHERE /* fragment: worker_filters */;
+
 -- name: heartbeat_worker
 UPDATE workers
 SET last_heartbeat_at = :now,
     offline_reason = NULL,
     cpu_percent = coalesce(:cpu_percent::float8, cpu_percent),
     rss_bytes = coalesce(:rss_bytes::bigint, rss_bytes),
+    agent_cpu_percent = :agent_cpu_percent::float8,
+    agent_rss_bytes = :agent_rss_bytes::bigint,
+    reported_active = coalesce(:active::integer, reported_active),
+    completed_delta = :completed::integer,
+    failed_delta = :failed::integer,
+    reported_completed_total = reported_completed_total + :completed::integer,
+    reported_failed_total = reported_failed_total + :failed::integer,
     status = CASE WHEN status = 'draining' THEN 'draining'
                   WHEN active > 0 THEN 'busy' ELSE 'idle' END
 WHERE id = :worker_id AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
@@ -382,12 +438,17 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
 
 -- name: list_events
 -- With :before_xid, only events of transactions older than it (a follower's first page).
+-- With :before_id, only events older than it (`corral events --after`: the page before).
 SELECT *, xid::text AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
   AND (:before_xid::text IS NULL OR xid < :before_xid::text::xid8)
+  AND id < :before_id::bigint
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: count_events
+SELECT count(*) AS n FROM events WHERE /* fragment: event_filter */;
 
 -- name: event_horizon
 -- The follower's horizon: the oldest transaction still running in this snapshot (its xip)
@@ -508,12 +569,18 @@ WHERE id = :run_id AND finished_at IS NULL;
 SELECT * FROM runs WHERE id = :run_id;
 
 -- name: list_runs
--- Newest first; seq breaks ties between runs started in the same instant.
+-- Newest first, as they were opened (seq), before the cursor :before_seq.
 SELECT * FROM runs
 WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
-ORDER BY started_at DESC, seq DESC
+  AND seq < :before_seq::bigint
+ORDER BY seq DESC
 LIMIT :limit;
+
+-- name: count_runs
+SELECT count(*) AS n FROM runs
+WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+  AND (:worker_id::text IS NULL OR worker_id = :worker_id::text);
 
 -- name: record_agent_run
 -- What an agent's run says of itself, each field kept when NULL; only while it runs.

@@ -76,7 +76,21 @@ CREATE TABLE workers (
     pid_started_at    double precision,
     -- The provider account its agents spend (`claude:work`), if any: claims count
     -- against that account's cap and stop while it is parked.
-    provider          text
+    provider          text,
+    -- The heartbeat's figures of the running tasks' whole process trees (the agent and
+    -- every descendant); cpu_percent and rss_bytes above are the runner's own.
+    agent_cpu_percent double precision,
+    agent_rss_bytes   bigint,
+    -- What the worker says: the tasks it runs, and what it completed and failed since
+    -- its beat before (the deltas) and in all (their sums); completed_total and
+    -- failed_total are the store's own count of the claims it ended.
+    reported_active   integer,
+    completed_delta   integer          NOT NULL DEFAULT 0,
+    failed_delta      integer          NOT NULL DEFAULT 0,
+    reported_completed_total bigint    NOT NULL DEFAULT 0,
+    reported_failed_total    bigint    NOT NULL DEFAULT 0,
+    -- Orders the workers as they registered: the keyset of `worker list --after`.
+    seq               bigint           GENERATED ALWAYS AS IDENTITY UNIQUE
 );
 
 CREATE INDEX workers_watched ON workers (status)
@@ -184,6 +198,7 @@ CREATE TABLE runs (
 );
 
 CREATE INDEX runs_by_task ON runs (task_id, started_at);
+CREATE INDEX runs_by_worker ON runs (worker_id, seq);
 -- The runs waiting for a person now, as `status` lists them.
 CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;
 CREATE INDEX runs_unfinished_by_worker ON runs (worker_id) WHERE finished_at IS NULL;

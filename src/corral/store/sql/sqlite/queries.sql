@@ -20,34 +20,42 @@ SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: get_task
 SELECT * FROM task_view WHERE id = :task_id;
 
--- name: list_tasks
-SELECT * FROM task_view
-WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+-- fragment: task_list_filters
+-- `corral list`'s filters; each is off when NULL.
+(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
+
+-- name: list_tasks
+-- After the cursor :after_seq (a page's last task; 0: from the first), in the order tasks
+-- were added. Each bound is a plain comparison, never `:x IS NULL OR`, so it starts the
+-- index's range: a page far in reads what the first one reads.
+SELECT * FROM task_view
+WHERE /* fragment: task_list_filters */
+  AND seq > :after_seq
 ORDER BY seq
 LIMIT :limit;
+
+-- name: count_tasks
+SELECT count(*) AS n FROM task_view
+WHERE /* fragment: task_list_filters */ AND (:parent_id IS NULL OR parent_id = :parent_id);
 
 -- name: list_tasks_newest
 -- list_tasks, newest first: what a client polling for what it just added reads
 -- (seed 001's sessions), whatever the number of older tasks.
 SELECT * FROM task_view
-WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
-  AND (:queue IS NULL OR queue = :queue)
-  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-  AND (:worker_id IS NULL OR worker_id = :worker_id)
+WHERE /* fragment: task_list_filters */
+  AND seq < :after_seq
 ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: list_children
--- list_tasks of one parent's children: found through tasks_by_parent, not a scan.
+-- list_tasks of one parent's children, a page after :after_seq either way: found through
+-- tasks_by_parent, not a scan.
 SELECT * FROM task_view
-WHERE parent_id = :parent_id
-  AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
-  AND (:queue IS NULL OR queue = :queue)
-  AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-  AND (:worker_id IS NULL OR worker_id = :worker_id)
+WHERE parent_id = :parent_id AND /* fragment: task_list_filters */
+  AND CASE WHEN :newest_first THEN seq < :after_seq ELSE seq > :after_seq END
 ORDER BY CASE WHEN :newest_first THEN -seq ELSE seq END
 LIMIT :limit;
 
@@ -61,15 +69,35 @@ WHERE kind = :kind AND json_type(payload, :path) = 'text'
 ORDER BY seq DESC
 LIMIT :limit;
 
--- name: ready_tasks
-SELECT * FROM task_view
-WHERE status = 'ready' AND run_after <= :now
+-- fragment: ready_filters
+-- The tasks claimable now, of a queue, of kinds, or that one worker may claim.
+status = 'ready' AND run_after <= :now
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
   AND (:worker_id IS NULL OR assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+
+-- name: ready_tasks
+-- In claim order, those of a priority below :below_priority. A page after a cursor
+-- (priority P, seq S) reads ready_tasks_tied (P, after S), then this below P: two ranges
+-- of tasks_claim_order, where one `(priority, seq)` condition would read on from the
+-- start of P's tasks.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND priority < :below_priority
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- name: ready_tasks_tied
+-- The ready tasks of priority :priority after seq :after_seq, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: ready_filters */
+  AND priority = :priority AND seq > :after_seq
+ORDER BY seq
+LIMIT :limit;
+
+-- name: count_ready
+SELECT count(*) AS n FROM task_view WHERE /* fragment: ready_filters */;
 
 -- name: count_tasks_by_status
 SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
@@ -262,12 +290,44 @@ SELECT * FROM worker_view
 WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY registered_at, id;
 
+-- fragment: worker_filters
+-- `worker list`'s filters, each off when NULL: a worker with no queues (kinds) serves
+-- every queue (kind); :labels is an object every pair of which its labels must hold.
+(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+  AND (:queue IS NULL OR queues = '[]'
+       OR EXISTS (SELECT 1 FROM json_each(queues) WHERE value = :queue))
+  AND (:kind IS NULL OR kinds = '[]'
+       OR EXISTS (SELECT 1 FROM json_each(kinds) WHERE value = :kind))
+  AND (:host IS NULL OR hostname = :host)
+  AND (:labels IS NULL OR NOT EXISTS (
+        SELECT 1 FROM json_each(:labels) AS wanted
+        WHERE NOT EXISTS (SELECT 1 FROM json_each(labels) AS has
+                          WHERE has.key = wanted.key AND has.value = wanted.value)))
+
+-- name: find_workers
+-- In registration order (seq: the rowid) after the cursor :after_seq; all without :limit.
+SELECT * FROM worker_view
+WHERE /* fragment: worker_filters */
+  AND seq > :after_seq
+ORDER BY seq
+LIMIT coalesce(:limit, -1);
+
+-- name: count_workers
+SELECT count(*) AS n FROM workers WHERE /* fragment: worker_filters */;
+
 -- name: heartbeat_worker
 UPDATE workers
 SET last_heartbeat_at = :now,
     offline_reason = NULL,
     cpu_percent = coalesce(:cpu_percent, cpu_percent),
     rss_bytes = coalesce(:rss_bytes, rss_bytes),
+    agent_cpu_percent = :agent_cpu_percent,
+    agent_rss_bytes = :agent_rss_bytes,
+    reported_active = coalesce(:active, reported_active),
+    completed_delta = :completed,
+    failed_delta = :failed,
+    reported_completed_total = reported_completed_total + :completed,
+    reported_failed_total = reported_failed_total + :failed,
     status = CASE WHEN status = 'draining' THEN 'draining'
                   WHEN EXISTS (SELECT 1 FROM claims c
                                WHERE c.worker_id = workers.id AND c.status = 'active')
@@ -343,11 +403,16 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
   AND (:since_at IS NULL OR at >= :since_at)
 
 -- name: list_events
+-- With :before_id, only events older than it (`corral events --after`: the page before).
 SELECT *, 0 AS cursor_xid FROM events
 WHERE /* fragment: event_filter */
   AND id > :after_id
+  AND id < :before_id
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: count_events
+SELECT count(*) AS n FROM events WHERE /* fragment: event_filter */;
 
 -- name: event_horizon
 -- Writers take turns, so ids become visible in order: the newest one is the horizon.
@@ -446,12 +511,18 @@ WHERE id = :run_id AND finished_at IS NULL;
 SELECT * FROM runs WHERE id = :run_id;
 
 -- name: list_runs
--- Newest first; rowid breaks ties between runs started in the same instant.
-SELECT * FROM runs
+-- Newest first, as they were opened (the rowid, read as seq), before the cursor :before_seq.
+SELECT *, rowid AS seq FROM runs
 WHERE (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
-ORDER BY started_at DESC, rowid DESC
+  AND rowid < :before_seq
+ORDER BY rowid DESC
 LIMIT :limit;
+
+-- name: count_runs
+SELECT count(*) AS n FROM runs
+WHERE (:task_id IS NULL OR task_id = :task_id)
+  AND (:worker_id IS NULL OR worker_id = :worker_id);
 
 -- name: record_agent_run
 -- What an agent's run says of itself, each field kept when NULL; only while it runs.

@@ -70,7 +70,19 @@ CREATE TABLE workers (
     pid_started_at    REAL,
     -- The provider account its agents spend (`claude:work`), if any: claims count
     -- against that account's cap and stop while it is parked.
-    provider          TEXT
+    provider          TEXT,
+    -- The heartbeat's figures of the running tasks' whole process trees (the agent and
+    -- every descendant); cpu_percent and rss_bytes above are the runner's own.
+    agent_cpu_percent REAL,
+    agent_rss_bytes   INTEGER,
+    -- What the worker says: the tasks it runs, and what it completed and failed since
+    -- its beat before (the deltas) and in all (their sums); completed_total and
+    -- failed_total are the store's own count of the claims it ended.
+    reported_active   INTEGER,
+    completed_delta   INTEGER NOT NULL DEFAULT 0,
+    failed_delta      INTEGER NOT NULL DEFAULT 0,
+    reported_completed_total INTEGER NOT NULL DEFAULT 0,
+    reported_failed_total    INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE INDEX workers_watched ON workers (status)
@@ -154,6 +166,7 @@ CREATE TABLE runs (
 );
 
 CREATE INDEX runs_by_task ON runs (task_id, started_at);
+CREATE INDEX runs_by_worker ON runs (worker_id);
 -- The runs waiting for a person now, as `status` lists them.
 CREATE INDEX runs_waiting ON runs (started_at) WHERE waiting IS NOT NULL AND finished_at IS NULL;
 CREATE INDEX runs_unfinished_by_worker ON runs (worker_id) WHERE finished_at IS NULL;
@@ -221,7 +234,8 @@ LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active';
 
 -- A worker with the number of its active claims.
 CREATE VIEW worker_view AS
-SELECT w.*,
+-- seq, the rowid, orders the workers as they registered (`worker list --after`).
+SELECT w.*, w.rowid AS seq,
        (SELECT count(*) FROM claims c WHERE c.worker_id = w.id AND c.status = 'active') AS active
 FROM workers w;
 
