@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from typing import Any
 
 import psycopg
 
@@ -37,12 +38,14 @@ P95_S = 0.100
 RATIO = 2.0
 
 
-def _pages(task_id: str) -> dict[str, str]:
+def _pages(task_id: str, count: int) -> dict[str, str]:
+    middle = count // 2  # a seq in the middle of the table, whatever its size
     return {
         "overview": "/",
         "tasks": "/tasks",
         "tasks, by priority, ready": "/tasks?status=ready&sort=priority",
-        "tasks, a later page": "/tasks?sort=oldest&after=0.50000",
+        "tasks, a later page": f"/tasks?sort=oldest&after=0.{middle}",
+        "tasks, a page back": f"/tasks?sort=oldest&before=0.{middle}",
         "tasks, text search": "/tasks?q=no+such+words",
         "task": f"/tasks/{task_id}",
         "events": "/events",
@@ -65,13 +68,26 @@ def _seed(url: str, count: int) -> str:
         ).fetchall()
         listed = ", ".join(name for (name,) in named)
         from_event = ", ".join(f"e.{name}" for (name,) in named)
-        conn.execute(
+        conn.execute(  # the copies have no events yet; the first has its own already
             f"INSERT INTO events ({listed}, task_id) SELECT {from_event}, t.id "
-            "FROM events e, tasks t, generate_series(2, %s) AS k WHERE e.task_id = %s",
+            "FROM events e, tasks t, generate_series(1, %s) AS k "
+            "WHERE e.task_id = %s AND t.id <> %s",
+            (EVENTS_PER_TASK, first, first),
+        )
+        conn.execute(
+            f"INSERT INTO events ({listed}, task_id) SELECT {from_event}, e.task_id "
+            "FROM events e, generate_series(2, %s) AS k WHERE e.task_id = %s",
             (EVENTS_PER_TASK, first),
         )
         conn.execute(b"ANALYZE")
+        _say_seeded(conn.execute("SELECT count(*) FROM tasks").fetchone(), conn)
     return f"t-bench{count // 2}"
+
+
+def _say_seeded(tasks: Any, conn: Any) -> None:
+    """Print how many tasks and events the store holds: the sizes the targets name."""
+    (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
+    print(f"  seeded {tasks[0]:,} tasks, {events:,} events", flush=True)
 
 
 def _seed_sqlite(path: str, count: int) -> str:
@@ -90,6 +106,7 @@ def _seed_sqlite(path: str, count: int) -> str:
                 (top,),
             )
         conn.execute("COMMIT")
+        _say_seeded(conn.execute("SELECT count(*) FROM tasks").fetchone(), conn)
     finally:
         conn.close()
     return ids[len(ids) // 2]
@@ -123,7 +140,9 @@ def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        found = {name: _times(base + page, samples) for name, page in _pages(task_id).items()}
+        found = {
+            name: _times(base + page, samples) for name, page in _pages(task_id, count).items()
+        }
         measure.stop_gently(proc)
     return found
 

@@ -888,6 +888,77 @@ WHERE status = :status::text AND /* fragment: task_page_filters */
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
+-- name: task_page_priority_back
+-- task_page_priority read backwards from the cursor: the page before it, last row first
+-- (the store turns it round).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority > :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq < :after_seq::bigint))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: task_page_priority_of_status_back
+-- task_page_priority_of_status read backwards from the cursor.
+SELECT * FROM task_view
+WHERE status = :status AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority > :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq < :after_seq::bigint))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- fragment: task_text_match
+-- The tasks whose title, description or payload holds the phrase (an ILIKE pattern,
+-- '%text%'), found by the trigram index tasks_text_search (schema version 19) when
+-- pg_trgm could be created: the expression is the index's, character for character.
+(title || E'\n' || description || E'\n' || payload::text) ILIKE :phrase::text
+
+-- name: task_search_newest
+-- task_page_newest of the tasks that hold a text: the text index finds them, so a search
+-- costs what its matches cost, not what the table holds.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR seq < :after_seq::bigint)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_search_oldest
+-- task_search_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_search_priority
+-- task_search_newest in claim order.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority < :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq > :after_seq::bigint))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: task_search_priority_back
+-- task_search_priority read backwards from the cursor.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority > :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq < :after_seq::bigint))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: count_task_search
+-- count_task_page of the tasks that hold a text, by the text index.
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+LIMIT :cap) AS matched;
+
 -- name: count_task_page
 -- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
 SELECT count(*) AS n FROM (SELECT 1 FROM task_view

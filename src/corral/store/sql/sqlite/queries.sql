@@ -986,6 +986,76 @@ WHERE status = :status AND /* fragment: task_page_filters */
 ORDER BY priority DESC, seq
 LIMIT :limit;
 
+-- name: task_page_priority_back
+-- task_page_priority read backwards from the cursor: the page before it, last row first
+-- (the store turns it round).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority > :after_priority
+       OR (priority = :after_priority AND seq < :after_seq))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: task_page_priority_of_status_back
+-- task_page_priority_of_status read backwards from the cursor.
+SELECT * FROM task_view
+WHERE status = :status AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority > :after_priority
+       OR (priority = :after_priority AND seq < :after_seq))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- fragment: task_text_match
+-- The tasks whose title, description or payload holds the phrase (an FTS5 phrase: the text
+-- in double quotes), found by the trigram index task_text (schema version 19).
+seq IN (SELECT rowid FROM task_text WHERE task_text MATCH :phrase)
+
+-- name: task_search_newest
+-- task_page_newest of the tasks that hold a text: the text index finds them, so a search
+-- costs what its matches cost, not what the table holds.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR seq < :after_seq)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_search_oldest
+-- task_search_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR seq > :after_seq)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_search_priority
+-- task_search_newest in claim order.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: task_search_priority_back
+-- task_search_priority read backwards from the cursor.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority > :after_priority
+       OR (priority = :after_priority AND seq < :after_seq))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: count_task_search
+-- count_task_page of the tasks that hold a text, by the text index.
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+LIMIT :cap) AS matched;
+
 -- name: count_task_page
 -- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).
 SELECT count(*) AS n FROM (SELECT 1 FROM task_view

@@ -336,3 +336,29 @@ CREATE TABLE schedule_fires (
     note        TEXT,
     recorded_at REAL NOT NULL
 ) WITHOUT ROWID;
+
+-- Version 19: the dashboard's text search over the tasks' title, description and payload
+-- reads an index, not every task: an FTS5 table of trigrams (a substring of three
+-- characters or more is found by its trigrams, case-insensitively), its content read from
+-- the tasks themselves, kept by triggers in the transaction that writes the task. A claim
+-- or any other change of state does not touch it: only a new, deleted or retitled task.
+CREATE VIRTUAL TABLE task_text USING fts5(
+    title, description, payload, content='tasks', content_rowid='seq', tokenize='trigram'
+);
+
+CREATE TRIGGER task_text_added AFTER INSERT ON tasks BEGIN
+    INSERT INTO task_text (rowid, title, description, payload)
+    VALUES (new.seq, new.title, new.description, new.payload);
+END;
+
+CREATE TRIGGER task_text_removed AFTER DELETE ON tasks BEGIN
+    INSERT INTO task_text (task_text, rowid, title, description, payload)
+    VALUES ('delete', old.seq, old.title, old.description, old.payload);
+END;
+
+CREATE TRIGGER task_text_changed AFTER UPDATE OF title, description, payload ON tasks BEGIN
+    INSERT INTO task_text (task_text, rowid, title, description, payload)
+    VALUES ('delete', old.seq, old.title, old.description, old.payload);
+    INSERT INTO task_text (rowid, title, description, payload)
+    VALUES (new.seq, new.title, new.description, new.payload);
+END;

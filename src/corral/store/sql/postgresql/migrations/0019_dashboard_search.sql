@@ -1,0 +1,28 @@
+-- Version 19: the dashboard's text search over the tasks' title, description and payload
+-- reads a trigram index (pg_trgm), not every task: an ILIKE '%text%' of three characters
+-- or more is answered from the trigrams of the searched text, the same substring match
+-- SQLite's FTS5 trigram table gives. The extension is database-wide, so it goes in
+-- `public` (a store per schema shares it; dropping one schema must not drop it). Where it
+-- cannot be created (no privilege, not installed) the index is left out and a search
+-- scans the tasks, as before version 19: say so and go on.
+DO $$
+DECLARE
+    home text;
+BEGIN
+    BEGIN
+        CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
+    EXCEPTION
+        WHEN unique_violation OR duplicate_object THEN
+            NULL;  -- another store's migration created it meanwhile
+        WHEN insufficient_privilege OR undefined_file OR invalid_schema_name THEN
+            RAISE NOTICE 'pg_trgm is not available (%): the task search scans', SQLERRM;
+            RETURN;
+    END;
+    SELECT extnamespace::regnamespace::text INTO home FROM pg_extension WHERE extname = 'pg_trgm';
+    EXECUTE format(
+        'CREATE INDEX tasks_text_search ON tasks USING gin ('
+        '(title || E''\n'' || description || E''\n'' || payload::text) %s.gin_trgm_ops)',
+        home
+    );
+END
+$$;
