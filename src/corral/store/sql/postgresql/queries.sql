@@ -323,6 +323,23 @@ WHERE /* fragment: event_filter */
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: events_older
+-- The events page, a keyset page of the log by id: the newest :limit events that match
+-- below id :before_id, newest first (by an id index, whatever the log's length).
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE /* fragment: event_filter */
+  AND id < :before_id::bigint
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_newer
+-- events_older the other way: the oldest :limit events that match above id :after_id.
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE /* fragment: event_filter */
+  AND id > :after_id::bigint
+ORDER BY id
+LIMIT :limit;
+
 -- name: event_horizon
 -- The follower's horizon: the oldest transaction still running in this snapshot (its xip)
 -- that may be this database's, or the snapshot's xmax when none is. Every transaction
@@ -834,6 +851,19 @@ SELECT * FROM tokens WHERE name = :name;
 -- name: any_usable_token
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > :now)) AS found;
+
+-- name: insert_dashboard_session
+INSERT INTO dashboard_sessions (id, secret_hash, token_id, created_at, expires_at)
+VALUES (:id, :secret_hash, :token_id, :now, :now + :expires_s::float8 * interval '1 second');
+
+-- name: dashboard_session
+-- A session neither ended nor expired, by id.
+SELECT token_id, secret_hash FROM dashboard_sessions
+WHERE id = :id AND ended_at IS NULL AND expires_at > :now;
+
+-- name: end_dashboard_session
+UPDATE dashboard_sessions SET ended_at = :now WHERE id = :id AND ended_at IS NULL
+RETURNING id;
 
 -- name: count_tasks_by_queue_kind_status
 -- What /metrics shows as corral_tasks{queue,kind,status}.

@@ -493,3 +493,16 @@ BEGIN
     );
 END
 $$;
+
+-- A dashboard sign-in (corral/dashboard_sessions.py): the session cookie holds this row's
+-- id and a secret whose hash is kept here, never the API token it was opened with, so
+-- signing out (ended_at, set once) makes the cookie useless for good. The token is
+-- checked again on every request: revoking it ends its sessions too.
+CREATE TABLE dashboard_sessions (
+    id          text        PRIMARY KEY,
+    secret_hash text        NOT NULL,
+    token_id    text        NOT NULL REFERENCES tokens (id),
+    created_at  timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    ended_at    timestamptz
+);

@@ -24,3 +24,16 @@ CREATE TRIGGER task_text_changed AFTER UPDATE OF title, description, payload ON 
     VALUES (new.seq, new.title, new.description, new.payload);
 END;
 INSERT INTO task_text (task_text) VALUES ('rebuild');
+
+-- A dashboard sign-in (corral/dashboard_sessions.py): the session cookie holds this row's
+-- id and a secret whose hash is kept here, never the API token it was opened with, so
+-- signing out (ended_at, set once) makes the cookie useless for good. The token is
+-- checked again on every request: revoking it ends its sessions too.
+CREATE TABLE dashboard_sessions (
+    id          TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    token_id    TEXT NOT NULL REFERENCES tokens (id),
+    created_at  REAL NOT NULL,
+    expires_at  REAL NOT NULL,
+    ended_at    REAL
+);
