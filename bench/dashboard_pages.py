@@ -8,7 +8,7 @@ PostgreSQL database) and EVENTS_PER_TASK events each (the task.created event, co
 then `corral serve` starts on it and each page is loaded --samples times over HTTP on
 loopback (urllib; the loopback is open: no token exists). The time is the client's, from
 request to the last byte: the server's time plus a loopback round trip. The small store
-is the floor, measured in the same run.
+is the floor, served beside the big one and loaded in turn with it, page by page.
 
     .venv/bin/python bench/dashboard_pages.py [--tasks 100000] [--samples 50]
                                               [--stores sqlite postgresql]
@@ -17,12 +17,14 @@ is the floor, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -112,17 +114,17 @@ def _seed_sqlite(path: str, count: int) -> str:
     return ids[len(ids) // 2]
 
 
-def _times(url: str, samples: int) -> measure.Spread:
-    found = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 - http://
-            answer.read()
-        found.append(time.perf_counter() - start)
-    return measure.Spread.of(found)
+def _load(url: str) -> float:
+    """Seconds from request to the last byte of `url`."""
+    start = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 - http://
+        answer.read()
+    return time.perf_counter() - start
 
 
-def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
+@contextlib.contextmanager
+def _served(url: str, count: int) -> Iterator[tuple[str, dict[str, str]]]:
+    """`corral serve` on a store seeded with `count` tasks: (its base URL, its pages)."""
     task_id = _seed(url, count)
     port = 8600 + count % 97
     argv = [CORRAL, "serve", "--port", str(port)]
@@ -140,11 +142,31 @@ def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        found = {
-            name: _times(base + page, samples) for name, page in _pages(task_id, count).items()
-        }
+        yield base, _pages(task_id, count)
         measure.stop_gently(proc)
-    return found
+
+
+def _measure(
+    floor_url: str, big_url: str, count: int, samples: int
+) -> tuple[dict[str, measure.Spread], dict[str, measure.Spread]]:
+    """(floor, big): each page's load times on both servers, interleaved (a floor load,
+    then the same page's big load, page after page, `samples` rounds) so that the noise
+    of a shared machine falls on both alike; each page is loaded once on each, untimed,
+    first (a server's first read of a page fills its caches: the overview's snapshot,
+    prepared statements, the store's page cache)."""
+    with _served(floor_url, FLOOR_TASKS) as floor, _served(big_url, count) as big:
+        for server in (floor, big):
+            for page in server[1].values():
+                _load(server[0] + page)
+        times: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in floor[1]}
+        for _ in range(samples):
+            for name, (at_floor, at_big) in times.items():
+                at_floor.append(_load(floor[0] + floor[1][name]))
+                at_big.append(_load(big[0] + big[1][name]))
+    return (
+        {n: measure.Spread.of(f) for n, (f, _) in times.items()},
+        {n: measure.Spread.of(b) for n, (_, b) in times.items()},
+    )
 
 
 def main() -> int:
@@ -161,10 +183,11 @@ def main() -> int:
         with measure.temp_dir("dashboard") as folder:
             for part in ("floor", "big"):
                 os.makedirs(os.path.join(folder, part))
-            with measure.store_url(dialect, os.path.join(folder, "floor")) as url:
-                floor = _measure(url, FLOOR_TASKS, args.samples)
-            with measure.store_url(dialect, os.path.join(folder, "big")) as url:
-                big = _measure(url, args.tasks, args.samples)
+            with (
+                measure.store_url(dialect, os.path.join(folder, "floor")) as floor_url,
+                measure.store_url(dialect, os.path.join(folder, "big")) as big_url,
+            ):
+                floor, big = _measure(floor_url, big_url, args.tasks, args.samples)
         _report(dialect, args.tasks, floor, big, verdicts)
     return verdicts.finish()
 

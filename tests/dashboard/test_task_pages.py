@@ -79,3 +79,70 @@ def test_pages_in_priority_order_of_one_status(store):
     cancel(store, enqueue(store, NewTask(title="gone", priority=9)).id)
     query = TaskQuery(statuses=(TaskStatus.READY,), sort=TaskSort.PRIORITY, limit=2)
     assert ["t2", "t5", "t1", "t4", "t0", "t3", "t6"] == _every_page(store, query)
+
+
+def _back_pages(store, query, start):
+    """The titles of every page before cursor `start`, each read before the first row of
+    the page after it, in the order they are shown."""
+    seen = []
+    query = replace(query, before=start)
+    while True:
+        page = store.task_page(query)
+        seen = [t.title for t in page.tasks] + seen
+        if page.previous is None:
+            return seen
+        query = replace(query, before=page.previous)
+
+
+def test_previous_pages_of_each_sort_go_back_to_the_first(store):
+    """From the last page, Previous pages lead back through every task in the same order,
+    in each sort, searching and not; the first page has no previous, a later one has."""
+    for i in range(8):
+        enqueue(store, NewTask(title=f"t{i} needle", priority=i % 3))
+    for text in (None, "needle"):
+        for sort in TaskSort:
+            query = TaskQuery(sort=sort, limit=3, text=text)
+            first = store.task_page(query)
+            assert first.previous is None
+            second = store.task_page(replace(query, after=first.next))
+            assert second.previous is not None
+            forward = _every_page(store, query)
+            last = store.task_page(replace(query, after=second.next))
+            assert last.next is None
+            assert forward == _back_pages(store, query, last.previous) + _titles(
+                store, replace(query, after=second.next)
+            ), (sort, text)
+
+
+def test_search_finds_substrings_of_any_case_by_the_index(store):
+    """A search of three characters or more is a case-insensitive substring of the title,
+    the description or the payload's JSON text; FTS5 query syntax, quotes and LIKE
+    wildcards in it are matched literally; one or two characters are a substring too."""
+    enqueue(store, NewTask(title="Deploy the Frobnicator", description="on Monday"))
+    enqueue(store, NewTask(title="plain", payload={"url": "https://x.example/a_b%c"}))
+    enqueue(store, NewTask(title='say "hi" OR bye*', description="NEAR(a b)"))
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="FROBNIC"))
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="the frob"))
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="monday"))
+    assert ["plain"] == _titles(store, TaskQuery(text="a_b%c"))
+    assert [] == _titles(store, TaskQuery(text="axb%c"))
+    assert ['say "hi" OR bye*'] == _titles(store, TaskQuery(text='"hi" OR bye*'))
+    assert ['say "hi" OR bye*'] == _titles(store, TaskQuery(text="NEAR(a"))
+    assert [] == _titles(store, TaskQuery(text="hi OR plain"))  # no operator: a phrase
+    assert [] == _titles(store, TaskQuery(text="title:plain"))  # no column filter either
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="Fr"))
+    assert 1 == store.count_task_page(TaskQuery(text="frobnicator"), cap=10)
+    assert 3 == store.count_task_page(TaskQuery(text="a"), cap=10)
+
+
+def test_a_deleted_task_leaves_the_search(store, clock):
+    """Retention deletes a finished task: a search no longer finds it (the index follows
+    deletes in the same transaction)."""
+    from corral.retention import Ages, prune
+
+    gone = enqueue(store, NewTask(title="old haystack"))
+    enqueue(store, NewTask(title="new haystack"))
+    cancel(store, gone.id)
+    clock.advance(10 * 86400)
+    prune(store, Ages(finished_s=86400.0))
+    assert ["new haystack"] == _titles(store, TaskQuery(text="haystack"))

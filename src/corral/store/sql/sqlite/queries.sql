@@ -980,11 +980,12 @@ ORDER BY queue, kind, status;
 
 -- name: task_page_newest
 -- A page of the dashboard's task list, newest first, after the cursor :after_seq (none:
--- the first page): a keyset read on seq, as fast for the thousandth page as the first.
+-- the first page): a keyset read on seq, as fast for the thousandth page as the first
+-- (the cursor is a bound of the rowid's range, not an OR that SQLite could only filter by).
 -- :pattern is a LIKE pattern ('%text%', its % and _ escaped with \).
 SELECT * FROM task_view
 WHERE /* fragment: task_page_filters */
-  AND (:after_seq IS NULL OR seq < :after_seq)
+  AND seq < coalesce(:after_seq, 9223372036854775807)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -992,7 +993,7 @@ LIMIT :limit;
 -- task_page_newest, oldest first.
 SELECT * FROM task_view
 WHERE /* fragment: task_page_filters */
-  AND (:after_seq IS NULL OR seq > :after_seq)
+  AND seq > coalesce(:after_seq, 0)
 ORDER BY seq
 LIMIT :limit;
 
@@ -1046,7 +1047,7 @@ seq IN (SELECT rowid FROM task_text WHERE task_text MATCH :phrase)
 SELECT * FROM task_view
 WHERE /* fragment: task_text_match */
   AND /* fragment: task_page_filters */
-  AND (:after_seq IS NULL OR seq < :after_seq)
+  AND seq < coalesce(:after_seq, 9223372036854775807)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -1055,7 +1056,7 @@ LIMIT :limit;
 SELECT * FROM task_view
 WHERE /* fragment: task_text_match */
   AND /* fragment: task_page_filters */
-  AND (:after_seq IS NULL OR seq > :after_seq)
+  AND seq > coalesce(:after_seq, 0)
 ORDER BY seq
 LIMIT :limit;
 
