@@ -29,6 +29,10 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+def _in_a_thread(work: Callable[[], None]) -> None:
+    threading.Thread(target=work, name="dashboard-snapshot", daemon=True).start()
+
+
 @dataclass(frozen=True, slots=True)
 class Reading(Generic[T]):
     """Figures and whether they are of the log's head as it is now."""
@@ -47,23 +51,24 @@ class Snapshot(Generic[T]):
         *,
         min_interval_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        spawn: Callable[[Callable[[], None]], object] = _in_a_thread,
     ) -> None:
-        self._read, self._head, self._clock = read, head, clock
+        self._read, self._head, self._clock, self._spawn = read, head, clock, spawn
         self._min_interval_s = min_interval_s
         self._lock = threading.Lock()
         self._held: tuple[Hashable, float, T] | None = None  # (head, read at, figures)
-        self._refreshing: threading.Thread | None = None
+        self._refreshing = False
 
     def get(self) -> Reading[T]:
         """The figures held (read now if none is); a refresh started if they are behind."""
         head = self._head()
         with self._lock:
             held = self._held
-            if held is not None and held[0] != head and self._due(held[1]):
-                self._refreshing = threading.Thread(
-                    target=self._refresh, name="dashboard-snapshot", daemon=True
-                )
-                self._refreshing.start()
+            due = held is not None and held[0] != head and self._due(held[1])
+            if due:
+                self._refreshing = True
+        if due:
+            self._spawn(self._refresh)
         if held is None:
             self._refresh()
             held = self._held
@@ -71,8 +76,7 @@ class Snapshot(Generic[T]):
         return Reading(value=held[2], current=held[0] == head)
 
     def _due(self, read_at: float) -> bool:
-        running = self._refreshing is not None and self._refreshing.is_alive()
-        return not running and self._clock() - read_at >= self._min_interval_s
+        return not self._refreshing and self._clock() - read_at >= self._min_interval_s
 
     def _refresh(self) -> None:
         """Read the figures, the head first: a change made meanwhile leaves them behind
@@ -82,9 +86,12 @@ class Snapshot(Generic[T]):
             started = self._clock()
             value = self._read()
         except Exception:  # a thread's failure: keep the figures held, the next request retries
+            with self._lock:
+                self._refreshing = False
             if self._held is None:
                 raise
             log.exception("dashboard snapshot: reading the figures failed")
             return
         with self._lock:
             self._held = (head, started, value)
+            self._refreshing = False

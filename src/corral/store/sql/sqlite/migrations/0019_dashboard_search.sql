@@ -4,7 +4,8 @@
 -- the tasks themselves, kept by triggers in the transaction that writes the task. A claim
 -- or any other change of state does not touch it: only a new, deleted or retitled task.
 CREATE VIRTUAL TABLE task_text USING fts5(
-    title, description, payload, content='tasks', content_rowid='seq', tokenize='trigram'
+    title, description, payload, content='tasks', content_rowid='seq', tokenize='trigram',
+    columnsize=0
 );
 
 CREATE TRIGGER task_text_added AFTER INSERT ON tasks BEGIN
