@@ -2,8 +2,8 @@
 tasks, and claiming and completing them, with the index beside the same without it.
 
 For each store two fresh stores are made; the floor has the index taken out (SQLite: the
-FTS5 table task_text and its three triggers; PostgreSQL: the GIN index
-tasks_text_search). In each of --rounds rounds, on each store in turn: --tasks tasks are
+FTS5 table task_text and its three triggers; PostgreSQL: the table task_text, its
+trigger and its GIN index). In each of --rounds rounds, on each store in turn: --tasks tasks are
 added through `corral.tasks.enqueue` (a title, a 300-character description and a payload
 of a dozen fields: what an agent's task carries), then one worker claims and completes
 them all (`claims.claim_next`, `claims.complete`), one process. Figures are medians over
@@ -46,7 +46,8 @@ def _drop_index(url: str) -> None:
         lite.close()
         return
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(b"DROP INDEX tasks_text_search")
+        conn.execute(b"DROP TRIGGER task_text_kept ON tasks")
+        conn.execute(b"DROP TABLE task_text")
 
 
 def _round(store: Store, worker_id: str, tasks: int, offset: int) -> tuple[float, float]:

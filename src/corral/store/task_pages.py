@@ -9,8 +9,9 @@ backwards is oldest forwards; priority has its `_back` queries) and is turned ro
 Text search is a case-insensitive substring match over the title, the description and
 the payload's JSON text. From MIN_INDEXED characters on, the task_search_* queries find
 the matches by a trigram index (SQLite: the FTS5 table task_text; PostgreSQL: pg_trgm's
-GIN index tasks_text_search), so a search costs what its matches cost, however many tasks
-there are. A shorter text has no trigram to look up: it is a LIKE (ILIKE) over every
+GIN index on the table task_text), so a search costs what its matches cost, however many
+tasks there are. Both tables are kept by triggers on a task's insert, delete and change
+of text, never by a claim. A shorter text has no trigram to look up: it is a LIKE (ILIKE) over every
 task, bounded by the page's LIMIT when matches are frequent.
 """
 

@@ -938,10 +938,10 @@ ORDER BY priority, seq DESC
 LIMIT :limit;
 
 -- fragment: task_text_match
--- The tasks whose title, description or payload holds the phrase (an ILIKE pattern,
--- '%text%'), found by the trigram index tasks_text_search (schema version 19) when
--- pg_trgm could be created: the expression is the index's, character for character.
-(title || E'\n' || description || E'\n' || payload::text) ILIKE :phrase::text
+-- The tasks whose title, description or payload holds the phrase (an ILIKE pattern of
+-- the text, its wildcards escaped), found in task_text by its trigram index
+-- task_text_trigrams (schema version 19) when pg_trgm could be created.
+seq IN (SELECT seq FROM task_text WHERE body ILIKE :phrase::text)
 
 -- name: task_search_newest
 -- task_page_newest of the tasks that hold a text: the text index finds them, so a search
