@@ -18,8 +18,10 @@ class DashboardSessionOps:
     def start_dashboard_session(
         self, *, session_id: str, secret_hash: str, token_id: str, expires_s: float
     ) -> None:
-        """A new session of token `token_id`, usable for `expires_s` seconds."""
+        """A new session of token `token_id`, usable for `expires_s` seconds; the sessions
+        that have ended or expired are deleted in the same transaction."""
         with self._driver.write() as tx:
+            tx.run("forget_dashboard_sessions")
             tx.run(
                 "insert_dashboard_session",
                 id=session_id,

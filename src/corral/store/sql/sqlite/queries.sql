@@ -950,6 +950,11 @@ SELECT * FROM tokens WHERE name = :name;
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > :now)) AS found;
 
+-- name: forget_dashboard_sessions
+-- The sessions that can sign nobody in any more (ended, or expired): a sign-in clears
+-- them, so the table holds about as many rows as there are live sessions.
+DELETE FROM dashboard_sessions WHERE ended_at IS NOT NULL OR expires_at <= :now;
+
 -- name: insert_dashboard_session
 INSERT INTO dashboard_sessions (id, secret_hash, token_id, created_at, expires_at)
 VALUES (:id, :secret_hash, :token_id, :now, :now + :expires_s);
