@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from corral.clock import SystemClock
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -50,10 +51,11 @@ class Snapshot(Generic[T]):
         head: Callable[[], Hashable],
         *,
         min_interval_s: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,  # monotonic seconds
         spawn: Callable[[Callable[[], None]], object] = _in_a_thread,
     ) -> None:
-        self._read, self._head, self._clock, self._spawn = read, head, clock, spawn
+        self._read, self._head, self._spawn = read, head, spawn
+        self._clock = SystemClock().monotonic if clock is None else clock
         self._min_interval_s = min_interval_s
         self._lock = threading.Lock()
         self._held: tuple[Hashable, float, T] | None = None  # (head, read at, figures)
