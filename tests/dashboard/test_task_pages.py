@@ -3,10 +3,13 @@ filter, each sort, and the keyset cursor that goes on after the last row shown."
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 
+import psycopg
 import pytest
 
+from corral import open_store
 from corral.errors import InvalidInput, InvalidTransition
 from corral.model.states import TaskStatus
 from corral.model.task_pages import TaskQuery, TaskSort
@@ -146,3 +149,39 @@ def test_a_deleted_task_leaves_the_search(store, clock):
     clock.advance(10 * 86400)
     prune(store, Ages(finished_s=86400.0))
     assert ["new haystack"] == _titles(store, TaskQuery(text="haystack"))
+
+
+def _back_to_version_18(url: str) -> None:
+    """Take version 19's objects out of the store at `url` and say it is at 18."""
+    if "://" not in url:
+        conn = sqlite3.connect(url, isolation_level=None)
+        conn.executescript(
+            "DROP TRIGGER task_text_added; DROP TRIGGER task_text_removed;"
+            " DROP TRIGGER task_text_changed; DROP TABLE task_text;"
+            " DROP TABLE dashboard_sessions; PRAGMA user_version = 18;"
+        )
+        conn.close()
+        return
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            b"DROP TABLE task_text; DROP TRIGGER task_text_kept ON tasks;"
+            b" DROP FUNCTION corral_keep_task_text(); DROP TABLE dashboard_sessions;"
+            b" DELETE FROM corral_migrations WHERE version >= 19;"
+            b" INSERT INTO corral_migrations (version) VALUES (18) ON CONFLICT DO NOTHING"
+        )
+
+
+def test_the_migration_indexes_the_tasks_already_there(store, clock):
+    """A store at version 18 with tasks migrates to 19, and a search finds those tasks by
+    the new index (the migration fills it), as well as the ones added after."""
+    enqueue(store, NewTask(title="from before", description="an old needle"))
+    url = store._driver.url  # the test's own store, reopened at version 18
+    _back_to_version_18(url)
+    reopened = open_store(url, clock=clock, migrate=False)
+    try:
+        assert [(19, "0019_dashboard_search")] == reopened.pending_migrations()
+        assert [19] == reopened.migrate()
+        enqueue(reopened, NewTask(title="from after", description="a new needle"))
+        assert ["from after", "from before"] == _titles(reopened, TaskQuery(text="needle"))
+    finally:
+        reopened.close()
