@@ -124,6 +124,13 @@ SPEC: dict[str, Spec] = {
     "retention_interval_s": Spec(
         "retention.interval", 3600, 1, "s", "how often the leading orchestrator prunes"
     ),
+    "auth_cache_s": Spec(
+        "server.auth_cache",
+        1.0,
+        0,
+        "s",
+        "`corral serve` trusts a token it checked this long without reading it again",
+    ),
     "scheduler_interval_s": Spec(
         "scheduler.interval",
         5,
@@ -335,6 +342,7 @@ class Settings:
     retention_events_after_s: float | None = _default("retention_events_after_s")
     retention_workers_after_s: float | None = _default("retention_workers_after_s")
     retention_interval_s: float = float(_default("retention_interval_s"))
+    auth_cache_s: float = float(_default("auth_cache_s"))
     scheduler_interval_s: float = float(_default("scheduler_interval_s"))
     scheduler_batch_size: int = int(_default("scheduler_batch_size"))
     scheduler_max_fires: int = int(_default("scheduler_max_fires"))

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -53,6 +54,7 @@ class Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ca: ssl.SSLContext | None = None  # set by start_tls: the test's client trusts it
         self.log = folder / f"serve-{self.port}.log"
         self.children: list[subprocess.Popen[bytes]] = []
 
@@ -111,6 +113,12 @@ class Server:
                 time.sleep(0.02)
         raise AssertionError("corral serve did not answer /healthz")
 
+    def start_tls(self, cert: Path, key: Path) -> None:
+        """Start serving HTTPS with `cert`, which this test's own requests trust."""
+        self.ca = ssl.create_default_context(cafile=str(cert))
+        self.url = f"https://localhost:{self.port}"
+        self.start("--certfile", str(cert), "--keyfile", str(key))
+
     def spawn(self, argv: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         """Start `argv` beside the server in a session of its own, output to NAME.log;
         it and its processes are killed at the end of the test."""
@@ -144,7 +152,9 @@ class Server:
         if body is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310
+            with urllib.request.urlopen(  # noqa: S310 - http(s)://
+                request, timeout=timeout_s, context=self.ca
+            ) as answer:
                 return answer.status, _json(answer.read())
         except urllib.error.HTTPError as exc:
             return exc.code, _json(exc.read())

@@ -4,6 +4,7 @@ one-line JSON with the documented statuses, body limits, and the bind rule."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -14,8 +15,10 @@ def test_roles_guard_the_routes_and_a_task_added_over_http_is_the_stores(
     server: Server,
 ) -> None:
     """No token: 401 (healthz aside); viewer reads, cannot add (403 naming operator);
-    operator adds (201) and the CLI sees the task; a revoked token is 401 at once."""
+    operator adds (201) and the CLI sees the task; a revoked token is 401 once the server's
+    authentication cache (`auth_cache_s`) has let it go."""
     viewer, operator = server.token("viewer"), server.token("operator")
+    server.env["CORRAL_AUTH_CACHE_S"] = "0.2"
     server.start()
     assert (401, 403) == (
         server.call("GET", "/api/tasks")[0],
@@ -42,6 +45,7 @@ def test_roles_guard_the_routes_and_a_task_added_over_http_is_the_stores(
     )
     name = json.loads(server.corral("token", "list", "--json").stdout)[0]["name"]
     assert 0 == server.corral("token", "revoke", name).returncode
+    time.sleep(0.2)  # the cache's time: the revoke's own bound, not a wait for something else
     assert 401 == server.call("GET", "/api/tasks", viewer)[0]
     logged = server.stop()
     assert viewer not in logged and operator not in logged

@@ -34,6 +34,7 @@ from corral.server import (
 )
 from corral.server.answers import answer, error, of_error
 from corral.server.auth import Denied
+from corral.server.token_cache import TokenCache
 from corral.server.wakeups import EventWakeups
 from corral.server.work_signal import WorkSignal
 from corral.settings import Settings
@@ -69,6 +70,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     )
     app.state.store = store
     app.state.settings = settings
+    app.state.token_cache = TokenCache(settings.auth_cache_s)
     app.state.work_signal = WorkSignal()
     app.state.tallies = metrics.LogTallies()  # the sums /metrics keeps of the event log
     app.state.wakeups = EventWakeups(store)  # one source of wake-ups for every SSE stream

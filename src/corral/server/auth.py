@@ -3,7 +3,8 @@
 Every route but `/healthz` needs a token (`Authorization: Bearer corral_...`). A token
 that is unknown, wrong, revoked or expired is one answer, 401; a token whose role is
 below the route's is 403, naming the role needed. Roles rank viewer < worker <
-operator; a worker token's queues narrow what it may touch (the routes check them).
+operator; a worker token's queues narrow what it may touch (the routes check them). A token
+that checked out is trusted for `auth_cache_s` without a store read (token_cache.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from starlette.requests import Request
 
 from corral.model.tokens import Role, Token
 from corral.server.context import store_of
+from corral.server.token_cache import TokenCache
 from corral.store import Store
 from corral.tokens import authenticate
 
@@ -32,7 +34,10 @@ def require(request: Request, store: Store, role: Role) -> Token:
     """The request's token, if its role is `role` or above; else Denied (401 or 403)."""
     header = request.headers.get("authorization", "")
     scheme, _, presented = header.partition(" ")
-    token = authenticate(store, presented.strip()) if scheme.lower() == "bearer" else None
+    token = None
+    if scheme.lower() == "bearer":
+        cache: TokenCache = request.app.state.token_cache
+        token = cache.token(presented.strip(), lambda text: authenticate(store, text))
     if token is None:
         raise Denied(401, "a valid token is needed: Authorization: Bearer corral_...")
     if RANK[token.role] < RANK[role]:

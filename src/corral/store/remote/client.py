@@ -7,9 +7,9 @@ here as the same class with the same line, so every command keeps its exit code.
 cases run here as they do beside a local store; every state change is still one
 transaction with its compare-and-set, on the server's store.
 
-The client is the standard library's http.client, one keep-alive connection per thread (a
-runner's slots and heartbeat each have their own), checked before reuse: a connection the
-server closed while idle is opened again instead of failing a request it never read.
+The client is http11.py's, one keep-alive connection per thread (a runner's slots and
+heartbeat each have their own), checked before reuse: a connection the server closed while
+idle is opened again instead of failing a request it never read.
 Unreachable, or a 5xx: `StoreError`, exit 3, which a runner already retries with backoff
 and jitter; a 4xx is never retried.
 
@@ -23,13 +23,11 @@ wait in flight and every later one.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import inspect
 import json
 import os
 import select
 import socket
-import ssl
 import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -39,6 +37,7 @@ from corral.errors import InvalidInput, StoreError
 from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
 from corral.store import Store
 from corral.store.remote import TOKEN_ENV, methods, wire
+from corral.store.remote.http11 import Connection
 
 LONG_POLL_S = 30.0  # how long the server holds a claim that finds nothing
 TIMEOUT_S = 30.0  # any other call; a long poll gets LONG_POLL_S more
@@ -72,11 +71,13 @@ class RemoteStore(Store):
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._headers: dict[str, str] = {}
         if token:
+            if not (token.isascii() and token.isprintable()) or " " in token:
+                raise InvalidInput("token", "a token as `corral token create` prints it")
             self._headers["Authorization"] = f"Bearer {token}"
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[http.client.HTTPConnection] = []
-        self._polling: set[http.client.HTTPConnection] = set()
+        self._connections: list[Connection] = []
+        self._polling: set[Connection] = set()
         self._poll_wanted = False  # a runner listens (wake_on_work)
         self._poll_ended = False  # a runner's stop: no more waits
 
@@ -194,21 +195,15 @@ class RemoteStore(Store):
                     self._polling.add(conn)
         conn.timeout = TIMEOUT_S + wait_s
         try:
-            if conn.sock is not None:
-                conn.sock.settimeout(conn.timeout)
-            conn.request(
+            return conn.request(
                 method, self._prefix + path, body, {**self._headers, "Content-Type": content_type}
             )
-            response = conn.getresponse()
-            raw = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            conn.close()
+        except OSError as exc:
             raise StoreError(f"corral serve at {self._url}: unreachable ({_reason(exc)})") from None
         finally:
             if polling:
                 with self._lock:
                     self._polling.discard(conn)
-        return response.status, raw
 
     # ---- run output, copied to the server (runtime/worker/output_shipping.py) ---------
 
@@ -230,31 +225,17 @@ class RemoteStore(Store):
             _answer(status, raw, self._url)  # raises what the server said
         return raw
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> Connection:
         """This thread's connection, opened again if the server closed it while idle."""
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        conn: Connection | None = getattr(self._local, "conn", None)
         if conn is not None and conn.sock is not None and _closed(conn.sock):
             conn.close()
         if conn is None:
-            if self._tls:
-                conn = http.client.HTTPSConnection(
-                    self._host, self._port, timeout=TIMEOUT_S, context=ssl.create_default_context()
-                )
-            else:
-                conn = http.client.HTTPConnection(self._host, self._port, timeout=TIMEOUT_S)
-            conn._create_connection = _connect  # type: ignore[attr-defined]  # http.client's seam
+            conn = Connection(self._host, self._port, tls=self._tls, timeout=TIMEOUT_S)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
         return conn
-
-
-def _connect(address: tuple[str, int], *args: Any) -> socket.socket:
-    """socket.create_connection, an ASCII host passed as bytes: getaddrinfo encodes a str
-    host with the idna codec, whose first import costs every remote command about 5 ms."""
-    host, port = address
-    named: Any = host.encode("ascii") if host.isascii() else host
-    return socket.create_connection((named, port), *args)
 
 
 def _quoted(part: str) -> str:
@@ -276,7 +257,7 @@ def _closed(sock: socket.socket) -> bool:
     return bool(readable)
 
 
-def _abort(conn: http.client.HTTPConnection) -> None:
+def _abort(conn: Connection) -> None:
     """Cut a request in flight on another thread: its read fails at once."""
     sock = conn.sock
     if sock is not None:
@@ -326,10 +307,14 @@ def _types(name: str) -> dict[str, Any]:
     return found
 
 
-def _remote(name: str) -> Callable[..., Any]:
-    signature = inspect.signature(getattr(Store, name))
+_SIGNATURES: dict[str, inspect.Signature] = {}
 
+
+def _remote(name: str) -> Callable[..., Any]:
     def call(self: RemoteStore, *args: Any, **kwargs: Any) -> Any:
+        signature = _SIGNATURES.get(name)
+        if signature is None:  # read at first use: a command calls a few of the ~80
+            signature = _SIGNATURES[name] = inspect.signature(getattr(Store, name))
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
