@@ -3,6 +3,7 @@ filter, each sort, and the keyset cursor that goes on after the last row shown."
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from dataclasses import replace
 
@@ -185,3 +186,28 @@ def test_the_migration_indexes_the_tasks_already_there(store, clock):
         assert ["from after", "from before"] == _titles(reopened, TaskQuery(text="needle"))
     finally:
         reopened.close()
+
+
+def test_without_pg_trgm_the_migration_goes_on_and_a_search_scans(pg_database):
+    """A role that may not create the extension (no CREATE on the database) migrates to
+    version 19 without the trigram index, and a search gives the same answers by a scan."""
+    suffix = secrets.token_hex(4)
+    role, database = f"corral_plain_{suffix}", f"corral_plain_{suffix}"
+    server = pg_database.rsplit("/", 1)[0]
+    with psycopg.connect(server + "/postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN".encode())
+        admin.execute(f"CREATE DATABASE {database}".encode())
+    try:
+        with psycopg.connect(f"{server}/{database}", autocommit=True) as owner:
+            owner.execute(f"CREATE SCHEMA corral AUTHORIZATION {role}".encode())
+        url = f"{server.replace('postgres@', role + '@')}/{database}?options=-csearch_path%3Dcorral"
+        with open_store(url) as plain:
+            enqueue(plain, NewTask(title="found by a scan", description="haystack"))
+            assert ["found by a scan"] == _titles(plain, TaskQuery(text="HAYSTACK"))
+        with psycopg.connect(f"{server}/{database}") as owner:
+            indexes = owner.execute(b"SELECT indexname FROM pg_indexes WHERE schemaname = 'corral'")
+            assert "task_text_trigrams" not in {name for (name,) in indexes}
+    finally:
+        with psycopg.connect(server + "/postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {database} WITH (FORCE)".encode())
+            admin.execute(f"DROP ROLE {role}".encode())
