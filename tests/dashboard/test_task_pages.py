@@ -15,6 +15,7 @@ from corral.errors import InvalidInput, InvalidTransition
 from corral.model.states import TaskStatus
 from corral.model.task_pages import TaskQuery, TaskSort
 from corral.model.tasks import NewTask
+from corral.store.queries import migration_files
 from corral.tasks import cancel, enqueue, reprioritise
 
 
@@ -152,36 +153,47 @@ def test_a_deleted_task_leaves_the_search(store, clock):
     assert ["new haystack"] == _titles(store, TaskQuery(text="haystack"))
 
 
-def _back_to_version_18(url: str) -> None:
-    """Take version 19's objects out of the store at `url` and say it is at 18."""
+def _search_version(dialect: str) -> int:
+    """The version of the migration that adds the search (its number may change)."""
+    (version,) = [v for v, path in migration_files(dialect) if path.endswith("_search.sql")]
+    return version
+
+
+def _back_before_search(url: str) -> None:
+    """Take the search migration's objects out of the store at `url` and say it is at the
+    version before."""
     if "://" not in url:
+        before = _search_version("sqlite") - 1
         conn = sqlite3.connect(url, isolation_level=None)
         conn.executescript(
             "DROP TRIGGER task_text_added; DROP TRIGGER task_text_removed;"
             " DROP TRIGGER task_text_changed; DROP TABLE task_text;"
-            " DROP TABLE dashboard_sessions; PRAGMA user_version = 18;"
+            f" DROP TABLE dashboard_sessions; PRAGMA user_version = {before};"
         )
         conn.close()
         return
+    before = _search_version("postgresql") - 1
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             b"DROP TABLE task_text; DROP TRIGGER task_text_kept ON tasks;"
             b" DROP FUNCTION corral_keep_task_text(); DROP TABLE dashboard_sessions;"
-            b" DELETE FROM corral_migrations WHERE version >= 19;"
-            b" INSERT INTO corral_migrations (version) VALUES (18) ON CONFLICT DO NOTHING"
+            + f" DELETE FROM corral_migrations WHERE version > {before};".encode()
+            + f" INSERT INTO corral_migrations (version) VALUES ({before})".encode()
+            + b" ON CONFLICT DO NOTHING"
         )
 
 
 def test_the_migration_indexes_the_tasks_already_there(store, clock):
-    """A store at version 18 with tasks migrates to 19, and a search finds those tasks by
-    the new index (the migration fills it), as well as the ones added after."""
+    """A store from before the search's migration, with tasks, migrates, and a search
+    finds those tasks by the new index (the migration fills it) and the ones added after."""
     enqueue(store, NewTask(title="from before", description="an old needle"))
-    url = store._driver.url  # the test's own store, reopened at version 18
-    _back_to_version_18(url)
+    url = store._driver.url  # the test's own store, reopened as it was before the search
+    _back_before_search(url)
+    version = _search_version(store.dialect)
     reopened = open_store(url, clock=clock, migrate=False)
     try:
-        assert [(19, "0019_dashboard_search")] == reopened.pending_migrations()
-        assert [19] == reopened.migrate()
+        assert [version] == [v for v, _ in reopened.pending_migrations()]
+        assert [version] == reopened.migrate()
         enqueue(reopened, NewTask(title="from after", description="a new needle"))
         assert ["from after", "from before"] == _titles(reopened, TaskQuery(text="needle"))
     finally:
