@@ -8,7 +8,7 @@ PostgreSQL database) and EVENTS_PER_TASK events each (the task.created event, co
 then `corral serve` starts on it and each page is loaded --samples times over HTTP on
 loopback (urllib; the loopback is open: no token exists). The time is the client's, from
 request to the last byte: the server's time plus a loopback round trip. The small store
-is the floor, measured in the same run.
+is the floor, served beside the big one and loaded in turn with it, page by page.
 
     .venv/bin/python bench/dashboard_pages.py [--tasks 100000] [--samples 50]
                                               [--stores sqlite postgresql]
@@ -17,12 +17,15 @@ is the floor, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 
@@ -37,12 +40,14 @@ P95_S = 0.100
 RATIO = 2.0
 
 
-def _pages(task_id: str) -> dict[str, str]:
+def _pages(task_id: str, count: int) -> dict[str, str]:
+    middle = count // 2  # a seq in the middle of the table, whatever its size
     return {
         "overview": "/",
         "tasks": "/tasks",
         "tasks, by priority, ready": "/tasks?status=ready&sort=priority",
-        "tasks, a later page": "/tasks?sort=oldest&after=0.50000",
+        "tasks, a later page": f"/tasks?sort=oldest&after=0.{middle}",
+        "tasks, a page back": f"/tasks?sort=oldest&before=0.{middle}",
         "tasks, text search": "/tasks?q=no+such+words",
         "task": f"/tasks/{task_id}",
         "events": "/events",
@@ -65,13 +70,26 @@ def _seed(url: str, count: int) -> str:
         ).fetchall()
         listed = ", ".join(name for (name,) in named)
         from_event = ", ".join(f"e.{name}" for (name,) in named)
-        conn.execute(
+        conn.execute(  # the copies have no events yet; the first has its own already
             f"INSERT INTO events ({listed}, task_id) SELECT {from_event}, t.id "
-            "FROM events e, tasks t, generate_series(2, %s) AS k WHERE e.task_id = %s",
+            "FROM events e, tasks t, generate_series(1, %s) AS k "
+            "WHERE e.task_id = %s AND t.id <> %s",
+            (EVENTS_PER_TASK, first, first),
+        )
+        conn.execute(
+            f"INSERT INTO events ({listed}, task_id) SELECT {from_event}, e.task_id "
+            "FROM events e, generate_series(2, %s) AS k WHERE e.task_id = %s",
             (EVENTS_PER_TASK, first),
         )
         conn.execute(b"ANALYZE")
+        _say_seeded(conn.execute("SELECT count(*) FROM tasks").fetchone(), conn)
     return f"t-bench{count // 2}"
+
+
+def _say_seeded(tasks: Any, conn: Any) -> None:
+    """Print how many tasks and events the store holds: the sizes the targets name."""
+    (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
+    print(f"  seeded {tasks[0]:,} tasks, {events:,} events", flush=True)
 
 
 def _seed_sqlite(path: str, count: int) -> str:
@@ -90,22 +108,23 @@ def _seed_sqlite(path: str, count: int) -> str:
                 (top,),
             )
         conn.execute("COMMIT")
+        _say_seeded(conn.execute("SELECT count(*) FROM tasks").fetchone(), conn)
     finally:
         conn.close()
     return ids[len(ids) // 2]
 
 
-def _times(url: str, samples: int) -> measure.Spread:
-    found = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 - http://
-            answer.read()
-        found.append(time.perf_counter() - start)
-    return measure.Spread.of(found)
+def _load(url: str) -> float:
+    """Seconds from request to the last byte of `url`."""
+    start = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310 - http://
+        answer.read()
+    return time.perf_counter() - start
 
 
-def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
+@contextlib.contextmanager
+def _served(url: str, count: int) -> Iterator[tuple[str, dict[str, str]]]:
+    """`corral serve` on a store seeded with `count` tasks: (its base URL, its pages)."""
     task_id = _seed(url, count)
     port = 8600 + count % 97
     argv = [CORRAL, "serve", "--port", str(port)]
@@ -123,9 +142,31 @@ def _measure(url: str, count: int, samples: int) -> dict[str, measure.Spread]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        found = {name: _times(base + page, samples) for name, page in _pages(task_id).items()}
+        yield base, _pages(task_id, count)
         measure.stop_gently(proc)
-    return found
+
+
+def _measure(
+    floor_url: str, big_url: str, count: int, samples: int
+) -> tuple[dict[str, measure.Spread], dict[str, measure.Spread]]:
+    """(floor, big): each page's load times on both servers, interleaved (a floor load,
+    then the same page's big load, page after page, `samples` rounds) so that the noise
+    of a shared machine falls on both alike; each page is loaded once on each, untimed,
+    first (a server's first read of a page fills its caches: the overview's snapshot,
+    prepared statements, the store's page cache)."""
+    with _served(floor_url, FLOOR_TASKS) as floor, _served(big_url, count) as big:
+        for server in (floor, big):
+            for page in server[1].values():
+                _load(server[0] + page)
+        times: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in floor[1]}
+        for _ in range(samples):
+            for name, (at_floor, at_big) in times.items():
+                at_floor.append(_load(floor[0] + floor[1][name]))
+                at_big.append(_load(big[0] + big[1][name]))
+    return (
+        {n: measure.Spread.of(f) for n, (f, _) in times.items()},
+        {n: measure.Spread.of(b) for n, (_, b) in times.items()},
+    )
 
 
 def main() -> int:
@@ -142,10 +183,11 @@ def main() -> int:
         with measure.temp_dir("dashboard") as folder:
             for part in ("floor", "big"):
                 os.makedirs(os.path.join(folder, part))
-            with measure.store_url(dialect, os.path.join(folder, "floor")) as url:
-                floor = _measure(url, FLOOR_TASKS, args.samples)
-            with measure.store_url(dialect, os.path.join(folder, "big")) as url:
-                big = _measure(url, args.tasks, args.samples)
+            with (
+                measure.store_url(dialect, os.path.join(folder, "floor")) as floor_url,
+                measure.store_url(dialect, os.path.join(folder, "big")) as big_url,
+            ):
+                floor, big = _measure(floor_url, big_url, args.tasks, args.samples)
         _report(dialect, args.tasks, floor, big, verdicts)
     return verdicts.finish()
 

@@ -81,7 +81,20 @@ def authenticate(store: Store, text: str) -> Token | None:
         matches(secret, secret_hash(""))  # as long as a known id takes
         return None
     token, stored = found
-    if not matches(secret, stored) or token.revoked_at is not None:
+    if not matches(secret, stored):
+        return None
+    return _usable(store, token)
+
+
+def usable_token(store: Store, token_id: str) -> Token | None:
+    """Token `token_id` if it is neither revoked nor expired (a dashboard session's token,
+    its secret not presented again), else None."""
+    found = store.token_secret_hash(token_id)
+    return None if found is None else _usable(store, found[0])
+
+
+def _usable(store: Store, token: Token) -> Token | None:
+    if token.revoked_at is not None:
         return None
     if token.expires_at is not None and not token.usable(store.now()):
         return None  # only a token that expires needs the store's clock (a read)

@@ -3,14 +3,19 @@ filter, each sort, and the keyset cursor that goes on after the last row shown."
 
 from __future__ import annotations
 
+import secrets
+import sqlite3
 from dataclasses import replace
 
+import psycopg
 import pytest
 
+from corral import open_store
 from corral.errors import InvalidInput, InvalidTransition
 from corral.model.states import TaskStatus
 from corral.model.task_pages import TaskQuery, TaskSort
 from corral.model.tasks import NewTask
+from corral.store.queries import migration_files
 from corral.tasks import cancel, enqueue, reprioritise
 
 
@@ -79,3 +84,142 @@ def test_pages_in_priority_order_of_one_status(store):
     cancel(store, enqueue(store, NewTask(title="gone", priority=9)).id)
     query = TaskQuery(statuses=(TaskStatus.READY,), sort=TaskSort.PRIORITY, limit=2)
     assert ["t2", "t5", "t1", "t4", "t0", "t3", "t6"] == _every_page(store, query)
+
+
+def _back_pages(store, query, start):
+    """The titles of every page before cursor `start`, each read before the first row of
+    the page after it, in the order they are shown."""
+    seen = []
+    query = replace(query, before=start)
+    while True:
+        page = store.task_page(query)
+        seen = [t.title for t in page.tasks] + seen
+        if page.previous is None:
+            return seen
+        query = replace(query, before=page.previous)
+
+
+def test_previous_pages_of_each_sort_go_back_to_the_first(store):
+    """From the last page, Previous pages lead back through every task in the same order,
+    in each sort, searching and not; the first page has no previous, a later one has."""
+    for i in range(8):
+        enqueue(store, NewTask(title=f"t{i} needle", priority=i % 3))
+    for text in (None, "needle"):
+        for sort in TaskSort:
+            query = TaskQuery(sort=sort, limit=3, text=text)
+            first = store.task_page(query)
+            assert first.previous is None
+            second = store.task_page(replace(query, after=first.next))
+            assert second.previous is not None
+            forward = _every_page(store, query)
+            last = store.task_page(replace(query, after=second.next))
+            assert last.next is None
+            assert forward == _back_pages(store, query, last.previous) + _titles(
+                store, replace(query, after=second.next)
+            ), (sort, text)
+
+
+def test_search_finds_substrings_of_any_case_by_the_index(store):
+    """A search of three characters or more is a case-insensitive substring of the title,
+    the description or the payload's JSON text; FTS5 query syntax, quotes and LIKE
+    wildcards in it are matched literally; one or two characters are a substring too."""
+    enqueue(store, NewTask(title="Deploy the Frobnicator", description="on Monday"))
+    enqueue(store, NewTask(title="plain", payload={"url": "https://x.example/a_b%c"}))
+    enqueue(store, NewTask(title='say "hi" OR bye*', description="NEAR(a b)"))
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="FROBNIC"))
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="the frob"))
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="monday"))
+    assert ["plain"] == _titles(store, TaskQuery(text="a_b%c"))
+    assert [] == _titles(store, TaskQuery(text="axb%c"))
+    assert ['say "hi" OR bye*'] == _titles(store, TaskQuery(text='"hi" OR bye*'))
+    assert ['say "hi" OR bye*'] == _titles(store, TaskQuery(text="NEAR(a"))
+    assert [] == _titles(store, TaskQuery(text="hi OR plain"))  # no operator: a phrase
+    assert [] == _titles(store, TaskQuery(text="title:plain"))  # no column filter either
+    assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="Fr"))
+    assert 1 == store.count_task_page(TaskQuery(text="frobnicator"), cap=10)
+    assert 3 == store.count_task_page(TaskQuery(text="a"), cap=10)
+
+
+def test_a_deleted_task_leaves_the_search(store, clock):
+    """Retention deletes a finished task: a search no longer finds it (the index follows
+    deletes in the same transaction)."""
+    from corral.retention import Ages, prune
+
+    gone = enqueue(store, NewTask(title="old haystack"))
+    enqueue(store, NewTask(title="new haystack"))
+    cancel(store, gone.id)
+    clock.advance(10 * 86400)
+    prune(store, Ages(finished_s=86400.0))
+    assert ["new haystack"] == _titles(store, TaskQuery(text="haystack"))
+
+
+def _search_version(dialect: str) -> int:
+    """The version of the migration that adds the search (its number may change)."""
+    (version,) = [v for v, path in migration_files(dialect) if path.endswith("_search.sql")]
+    return version
+
+
+def _back_before_search(url: str) -> None:
+    """Take the search migration's objects out of the store at `url` and say it is at the
+    version before."""
+    if "://" not in url:
+        before = _search_version("sqlite") - 1
+        conn = sqlite3.connect(url, isolation_level=None)
+        conn.executescript(
+            "DROP TRIGGER task_text_added; DROP TRIGGER task_text_removed;"
+            " DROP TRIGGER task_text_changed; DROP TABLE task_text;"
+            f" DROP TABLE dashboard_sessions; PRAGMA user_version = {before};"
+        )
+        conn.close()
+        return
+    before = _search_version("postgresql") - 1
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            b"DROP TABLE task_text; DROP TRIGGER task_text_kept ON tasks;"
+            b" DROP FUNCTION corral_keep_task_text(); DROP TABLE dashboard_sessions;"
+            + f" DELETE FROM corral_migrations WHERE version > {before};".encode()
+            + f" INSERT INTO corral_migrations (version) VALUES ({before})".encode()
+            + b" ON CONFLICT DO NOTHING"
+        )
+
+
+def test_the_migration_indexes_the_tasks_already_there(store, clock):
+    """A store from before the search's migration, with tasks, migrates, and a search
+    finds those tasks by the new index (the migration fills it) and the ones added after."""
+    enqueue(store, NewTask(title="from before", description="an old needle"))
+    url = store._driver.url  # the test's own store, reopened as it was before the search
+    _back_before_search(url)
+    version = _search_version(store.dialect)
+    reopened = open_store(url, clock=clock, migrate=False)
+    try:
+        assert [version] == [v for v, _ in reopened.pending_migrations()]
+        assert [version] == reopened.migrate()
+        enqueue(reopened, NewTask(title="from after", description="a new needle"))
+        assert ["from after", "from before"] == _titles(reopened, TaskQuery(text="needle"))
+    finally:
+        reopened.close()
+
+
+def test_without_pg_trgm_the_migration_goes_on_and_a_search_scans(pg_database):
+    """A role that may not create the extension (no CREATE on the database) migrates to
+    version 21 without the trigram index, and a search gives the same answers by a scan."""
+    suffix = secrets.token_hex(4)
+    role, database = f"corral_plain_{suffix}", f"corral_plain_{suffix}"
+    server = pg_database.rsplit("/", 1)[0]
+    with psycopg.connect(server + "/postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN".encode())
+        admin.execute(f"CREATE DATABASE {database}".encode())
+    try:
+        with psycopg.connect(f"{server}/{database}", autocommit=True) as owner:
+            owner.execute(f"CREATE SCHEMA corral AUTHORIZATION {role}".encode())
+        url = f"{server.replace('postgres@', role + '@')}/{database}?options=-csearch_path%3Dcorral"
+        with open_store(url) as plain:
+            enqueue(plain, NewTask(title="found by a scan", description="haystack"))
+            assert ["found by a scan"] == _titles(plain, TaskQuery(text="HAYSTACK"))
+        with psycopg.connect(f"{server}/{database}") as owner:
+            indexes = owner.execute(b"SELECT indexname FROM pg_indexes WHERE schemaname = 'corral'")
+            assert "task_text_trigrams" not in {name for (name,) in indexes}
+    finally:
+        with psycopg.connect(server + "/postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {database} WITH (FORCE)".encode())
+            admin.execute(f"DROP ROLE {role}".encode())

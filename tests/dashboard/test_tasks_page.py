@@ -161,7 +161,8 @@ def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, o
     token = operator_page.locator("input[name=csrf]").first.get_attribute("value")
     form = {"csrf": token, "action": "retry", "id": broken}
     assert 403 == post(server.url + "/tasks/bulk", form=form, max_redirects=0).status  # no Origin
-    assert 403 == _cross_site_post(server.url, operator)
+    cookies = {c["name"]: c["value"] for c in operator_page.context.cookies()}
+    assert 403 == _cross_site_post(server.url, cookies["corral_session"])
     with server.store() as store:
         assert TaskStatus.FAILED == store.get_task(broken).status
     done = post(server.url + "/tasks/bulk", form=form, headers=same_site, max_redirects=0)
@@ -170,11 +171,11 @@ def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, o
         assert TaskStatus.READY == store.get_task(broken).status
 
 
-def _cross_site_post(url: str, token: str) -> int:
+def _cross_site_post(url: str, session: str) -> int:
     """The status of a POST that carries the session cookie but comes from elsewhere."""
     body = urllib.parse.urlencode({"action": "retry", "id": "t-x", "csrf": "guess"}).encode()
     request = urllib.request.Request(url + "/tasks/bulk", data=body, method="POST")  # noqa: S310
-    request.add_header("Cookie", f"corral_session={token}; corral_csrf=abc")
+    request.add_header("Cookie", f"corral_session={session}; corral_csrf=abc")
     request.add_header("Origin", "https://evil.example")
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - http://

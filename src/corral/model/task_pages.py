@@ -3,7 +3,9 @@
 A page is read after a cursor (`PageKey`), never at an offset: the store reads the rows
 after the last one shown by an index, so page 1,000 costs what page 1 costs, at 100,000
 tasks or a million. A cursor is the sort key of the last row of the page before, written
-`SEQ` or `PRIORITY.SEQ` (seq: the order tasks were added in, unique).
+`PRIORITY.SEQ` (seq: the order tasks were added in, unique). A page read back from a
+cursor (`before`: "previous page") reads the same index the other way from the first row
+of the page after it, so going back costs what going on costs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class TaskSort(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PageKey:
-    """The sort key of the last row of a page: the next page starts after it."""
+    """The sort key of the last row of a page (the next page starts after it) or of the
+    first (the previous page ends before it)."""
 
     seq: int
     priority: int = 0
@@ -37,13 +40,14 @@ class PageKey:
         return f"{self.priority}.{self.seq}"
 
 
-def parse_page_key(raw: str) -> PageKey:
-    """The cursor `PRIORITY.SEQ` a page handed out; InvalidInput if it is not one."""
+def parse_page_key(raw: str, field: str = "after") -> PageKey:
+    """The cursor `PRIORITY.SEQ` a page handed out; InvalidInput naming `field` if it is
+    not one."""
     priority, _, seq = raw.partition(".")
     try:
         return PageKey(seq=int(seq), priority=int(priority))
     except ValueError:
-        raise InvalidInput("after", "a cursor of the page before", raw[:40]) from None
+        raise InvalidInput(field, "a cursor of a page of this list", raw[:40]) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,16 +62,21 @@ class TaskQuery:
     text: str | None = None  # in the title, the description or the payload's JSON
     sort: TaskSort = TaskSort.NEWEST
     after: PageKey | None = None
+    before: PageKey | None = None  # the page that ends just before this key
     limit: int = 50
 
     def __post_init__(self) -> None:
         if not 1 <= self.limit <= MAX_PAGE:
             raise InvalidInput("limit", f"a whole number from 1 to {MAX_PAGE}", self.limit)
+        if self.after is not None and self.before is not None:
+            raise InvalidInput("before", "no cursor when `after` is given")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskPage:
-    """A page of tasks and the cursor of the next (None: this is the last)."""
+    """A page of tasks, the cursor of the next (None: this is the last) and of the previous
+    (None: this is the first)."""
 
     tasks: list[Task]
     next: PageKey | None
+    previous: PageKey | None = None

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -61,11 +61,15 @@ class _Response(EventSourceResponse):
             await super().__call__(scope, receive, send)
 
 
-def response(request: Request, query: EventQuery) -> EventSourceResponse:
-    """The stream of `query`'s events for `request` (its token already checked)."""
+def response(
+    request: Request, query: EventQuery, still_allowed: Callable[[Request], bool] | None = None
+) -> EventSourceResponse:
+    """The stream of `query`'s events for `request` (its token already checked; checked
+    again every REAUTH_S by `still_allowed`, by default the request's token)."""
     stopping = anyio.Event()  # set by sse-starlette as the server shuts down
+    check = _token_still_allowed if still_allowed is None else still_allowed
     return _Response(
-        _messages(request, query, stopping),
+        _messages(request, query, stopping, check),
         ping=PING_S,
         send_timeout=SEND_TIMEOUT_S,
         shutdown_event=stopping,
@@ -74,7 +78,10 @@ def response(request: Request, query: EventQuery) -> EventSourceResponse:
 
 
 async def _messages(
-    request: Request, query: EventQuery, stopping: anyio.Event
+    request: Request,
+    query: EventQuery,
+    stopping: anyio.Event,
+    check: Callable[[Request], bool],
 ) -> AsyncIterator[ServerSentEvent]:
     store, clock = store_of(request), SystemClock()
     paged = dataclasses.replace(query.flt, limit=PAGE_SIZE)
@@ -97,7 +104,7 @@ async def _messages(
                     yield ServerSentEvent(id=str(cursor))
                     sent, marked_at = cursor, clock.monotonic()
                 if clock.monotonic() - checked_at >= REAUTH_S:
-                    if not await _still_allowed(request):
+                    if not await _still_allowed(request, check):
                         return
                     checked_at = clock.monotonic()
                 await _wait(wake, page, checked_at + REAUTH_S - clock.monotonic())
@@ -140,15 +147,21 @@ async def _wait(wake: asyncio.Event, page: EventPage, longest_s: float) -> None:
         await wake.wait()
 
 
-async def _still_allowed(request: Request) -> bool:
-    """Whether the stream's token still holds (not revoked, not expired); an outage of
-    the store is no reason to end a stream."""
+async def _still_allowed(request: Request, check: Callable[[Request], bool]) -> bool:
+    """Whether the stream's reader may still read it; an outage of the store is no
+    reason to end a stream."""
     try:
-        await run_in_threadpool(require, request, store_of(request), Role.VIEWER)
-    except Denied:
-        return False
+        return await run_in_threadpool(check, request)
     except StoreError:
         return True
+
+
+def _token_still_allowed(request: Request) -> bool:
+    """Whether the request's token still holds (not revoked, not expired)."""
+    try:
+        require(request, store_of(request), Role.VIEWER)
+    except Denied:
+        return False
     return True
 
 

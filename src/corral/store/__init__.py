@@ -17,6 +17,7 @@ from corral.clock import Clock, SystemClock
 from corral.errors import InvalidInput, StoreError
 from corral.store.artifacts import ArtifactOps
 from corral.store.claims import ClaimOps
+from corral.store.dashboard_sessions import DashboardSessionOps
 from corral.store.driver import Driver, LeaderLock
 from corral.store.events import EventOps
 from corral.store.messages import MessageOps
@@ -54,6 +55,7 @@ class Store(
     ScheduleOps,
     ProviderOps,
     TokenOps,
+    DashboardSessionOps,
     TallyOps,
     RetentionOps,
 ):

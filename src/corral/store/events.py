@@ -50,6 +50,21 @@ class EventOps:
             row = tx.one("count_events", **_filter(flt))
             return int(row["n"]) if row else 0
 
+    def events_around(
+        self, flt: EventFilter, *, older_than: int | None = None, newer_than: int | None = None
+    ) -> list[Event]:
+        """A page of the events matching `flt` by id, newest first: the newest `flt.limit`
+        below id `older_than`, or the oldest `flt.limit` above id `newer_than` (the
+        dashboard's events page, older and newer; a follower wants `events_page`)."""
+        with self._driver.read() as tx:
+            if newer_than is not None:
+                found = tx.all("events_newer", **_filter(flt), after_id=newer_than)
+                found.reverse()
+            else:
+                older = (1 << 62) if older_than is None else older_than
+                found = tx.all("events_older", **_filter(flt), before_id=older)
+            return [rows.event(self._driver, r) for r in found]
+
     def events_page(self, flt: EventFilter, after: EventCursor | None) -> EventPage:
         """The events matching `flt` after cursor `after`, at most `flt.limit`, in cursor
         order, and the cursor to read from next. Without `after`: the newest `flt.limit`

@@ -3,9 +3,16 @@ dependents and timeline, and the overview's events per minute.
 
 Each sort has its own named query (task_page_newest, _oldest, _priority), so each reads
 its index in order from the cursor and stops at the page's end; the filters are the same
-in all three. Text search is a LIKE (ILIKE on PostgreSQL) over the title, the
-description and the payload's JSON text: a scan, bounded by the page's LIMIT when
-matches are frequent.
+in all three. A previous page reads the same order backwards from its cursor (newest
+backwards is oldest forwards; priority has its `_back` queries) and is turned round.
+
+Text search is a case-insensitive substring match over the title, the description and
+the payload's JSON text. From MIN_INDEXED characters on, the task_search_* queries find
+the matches by a trigram index (SQLite: the FTS5 table task_text; PostgreSQL: pg_trgm's
+GIN index on the table task_text), so a search costs what its matches cost, however many
+tasks there are. Both tables are kept by triggers on a task's insert, delete and change
+of text, never by a claim. A shorter text has no trigram to look up: it is a LIKE (ILIKE) over every
+task, bounded by the page's LIMIT when matches are frequent.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from corral.model.task_pages import PageKey, TaskPage, TaskQuery, TaskSort
 from corral.store import rows
 from corral.store.driver import Driver, Row, Tx
 
+MIN_INDEXED = 3  # the shortest text a trigram index can find
+
 if TYPE_CHECKING:
     from corral.model.events import Event
 
@@ -29,24 +38,40 @@ class TaskPageOps:
     _driver: Driver
 
     def task_page(self, query: TaskQuery) -> TaskPage:
-        """The page of `query`: at most `query.limit` tasks after `query.after`."""
+        """The page of `query`: at most `query.limit` tasks after `query.after` (or
+        before `query.before`)."""
+        back = query.before is not None
         params = _filters(query, self._driver.dialect)
-        after = query.after
-        params["after_seq"] = None if after is None else after.seq
-        params["after_priority"] = None if after is None else after.priority
-        params["limit"] = query.limit + 1  # one more says whether a next page exists
+        key = query.before if back else query.after
+        params["after_seq"] = None if key is None else key.seq
+        params["after_priority"] = None if key is None else key.priority
+        params["limit"] = query.limit + 1  # one more says whether a page lies beyond
         with self._driver.read() as tx:
-            found = _page_rows(tx, query.sort, params)
-            tasks = [rows.task(self._driver, r) for r in found[: query.limit]]
-        more = len(found) > query.limit
-        last = found[query.limit - 1] if more else None
-        key = None if last is None else PageKey(seq=last["seq"], priority=last["priority"])
-        return TaskPage(tasks=tasks, next=key)
+            found = _page_rows(tx, query.sort, back, params)
+            shown = found[: query.limit]
+            tasks = [rows.task(self._driver, r) for r in shown]
+        beyond = len(found) > query.limit
+        if back:  # read from the cursor backwards: turn the page round
+            tasks.reverse()
+            shown.reverse()
+        first = _key(shown[0]) if shown else None
+        last = _key(shown[-1]) if shown else None
+        if back:
+            return TaskPage(tasks=tasks, next=last, previous=first if beyond else None)
+        return TaskPage(
+            tasks=tasks,
+            next=last if beyond else None,
+            previous=first if query.after is not None else None,
+        )
 
     def count_task_page(self, query: TaskQuery, *, cap: int) -> int:
         """How many tasks `query`'s filters match (its sort and cursor aside), at most `cap`."""
+        params = _filters(query, self._driver.dialect)
         with self._driver.read() as tx:
-            row = tx.one("count_task_page", cap=cap, **_filters(query, self._driver.dialect))
+            if params["phrase"]:
+                row = tx.one("count_task_search", cap=cap, **params)
+            else:
+                row = tx.one("count_task_page", cap=cap, **params)
             return int(row["n"]) if row else 0
 
     def task_dependents(self, task_id: str, limit: int = 200) -> list[tuple[str, str, TaskStatus]]:
@@ -71,14 +96,44 @@ class TaskPageOps:
             return [(r["name"], int(r["minute"]), int(r["n"])) for r in found]
 
 
-def _page_rows(tx: Tx, sort: TaskSort, params: dict[str, Any]) -> list[Row]:
-    if sort is TaskSort.OLDEST:
-        return tx.all("task_page_oldest", **params)
-    if sort is TaskSort.PRIORITY and params["statuses"] and len(params["statuses"]) == 1:
-        return tx.all("task_page_priority_of_status", status=params["statuses"][0], **params)
+def _page_rows(tx: Tx, sort: TaskSort, back: bool, params: dict[str, Any]) -> list[Row]:
+    """The page's rows in the order read: from the cursor on, or with `back` from the
+    cursor backwards (newest backwards is oldest forwards). Each query is named by a
+    literal: tests/store/test_sql_files.py ties every name the code runs to queries.sql."""
+    if params["phrase"]:
+        return _search_rows(tx, sort, back, params)
     if sort is TaskSort.PRIORITY:
-        return tx.all("task_page_priority", **params)
+        return _priority_rows(tx, back, params)
+    if (sort is TaskSort.OLDEST) != back:
+        return tx.all("task_page_oldest", **params)
     return tx.all("task_page_newest", **params)
+
+
+def _priority_rows(tx: Tx, back: bool, params: dict[str, Any]) -> list[Row]:
+    """_page_rows in claim order: of one status, by the claim order's index."""
+    if params["statuses"] and len(params["statuses"]) == 1:
+        status = params["statuses"][0]
+        if back:
+            return tx.all("task_page_priority_of_status_back", status=status, **params)
+        return tx.all("task_page_priority_of_status", status=status, **params)
+    if back:
+        return tx.all("task_page_priority_back", **params)
+    return tx.all("task_page_priority", **params)
+
+
+def _search_rows(tx: Tx, sort: TaskSort, back: bool, params: dict[str, Any]) -> list[Row]:
+    """_page_rows of a text search: the text index finds the matches."""
+    if sort is not TaskSort.PRIORITY:
+        if (sort is TaskSort.OLDEST) != back:
+            return tx.all("task_search_oldest", **params)
+        return tx.all("task_search_newest", **params)
+    if back:
+        return tx.all("task_search_priority_back", **params)
+    return tx.all("task_search_priority", **params)
+
+
+def _key(row: Row) -> PageKey:
+    return PageKey(seq=row["seq"], priority=row["priority"])
 
 
 def _filters(query: TaskQuery, dialect: str) -> dict[str, Any]:
@@ -90,13 +145,28 @@ def _filters(query: TaskQuery, dialect: str) -> dict[str, Any]:
         "kind": query.kind,
         "assignee": query.assignee,
         "label_value": value,
-        "pattern": None if not query.text else f"%{_escaped(query.text)}%",
+        "pattern": None,
+        "phrase": None,
     }
+    text = query.text or ""
+    if len(text) >= MIN_INDEXED:
+        params["phrase"] = _phrase(text, dialect)
+    elif text:
+        params["pattern"] = f"%{_escaped(text)}%"
     if dialect == "sqlite":
         params["label_path"] = None if key is None else f'$."{key}"'  # a checked name
     else:
         params["label_key"] = key
     return params
+
+
+def _phrase(text: str, dialect: str) -> str:
+    """`text` as the text index's query of it, matched literally: an FTS5 phrase (in
+    double quotes, its own doubled: no operator, column filter or prefix of FTS5's query
+    syntax survives) or an ILIKE pattern (its wildcards escaped)."""
+    if dialect == "sqlite":
+        return '"' + text.replace('"', '""') + '"'
+    return f"%{_escaped(text)}%"
 
 
 def _escaped(text: str) -> str:

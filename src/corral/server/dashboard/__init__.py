@@ -11,6 +11,8 @@ guards.py (session, CSRF, an operator's role). Jinja2 is imported only here.
     visitors.py  who is asking (session cookie, or the loopback while no token exists)
     csrf.py      the origin and token every write must carry
     pages.py     rendering, the Content-Security-Policy and the other headers
+    task_bulk.py the task list's bulk actions, in batches
+    snapshot.py  the overview's figures that cost a pass over the tasks, read off the request
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Signing in and out: a token typed into a form, kept in an HttpOnly cookie.
 
 GET  /login?next=PATH   the form
-POST /login             token, next: the token is checked (`authenticate`) and kept in
-                        the session cookie (HttpOnly, SameSite=Strict, Secure over
-                        HTTPS); a wrong one shows the form again, 401
-POST /logout            the cookie is cleared
+POST /login             token, next: the token is checked and a session opened with it
+                        (corral/dashboard_sessions.py), kept in the session cookie
+                        (HttpOnly, SameSite=Strict, Secure over HTTPS); a wrong one shows
+                        the form again, 401
+POST /logout            the session is ended in the store and the cookie cleared: a copy
+                        of the cookie signs nobody in any more
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from corral.dashboard_sessions import sign_in as open_session
+from corral.dashboard_sessions import sign_out as end_session
 from corral.server.auth import Denied
 from corral.server.context import store_of
 from corral.server.dashboard import csrf
 from corral.server.dashboard.forms import Form, one, read_form
 from corral.server.dashboard.pages import redirect, render_bare
 from corral.server.dashboard.visitors import SESSION_COOKIE
-from corral.tokens import authenticate
 
 SESSION_MAX_AGE_S = 12 * 3600  # the browser forgets the token after a working day
 
@@ -33,18 +36,21 @@ def login_form(request: Request) -> Response:
 
 
 async def sign_in(request: Request) -> Response:
-    """Keep a valid token in the session cookie and go on to `next`."""
+    """Open a session with a valid token, keep it in the session cookie and go on to
+    `next`."""
     form = await _checked_form(request)
     if not isinstance(form, dict):
         return form
     presented = one(form, "token").strip()
-    token = await run_in_threadpool(authenticate, store_of(request), presented)
-    if token is None:
+    opened = await run_in_threadpool(
+        lambda: open_session(store_of(request), presented, max_age_s=SESSION_MAX_AGE_S)
+    )
+    if opened is None:
         return render_bare(request, "login.html", 401, next=one(form, "next", "/"), failed=True)
     response = redirect(request, one(form, "next", "/"))
     response.set_cookie(
         SESSION_COOKIE,
-        presented,
+        opened[1],
         max_age=SESSION_MAX_AGE_S,
         httponly=True,
         samesite="strict",
@@ -54,10 +60,14 @@ async def sign_in(request: Request) -> Response:
 
 
 async def sign_out(request: Request) -> Response:
-    """Forget the session's token (the token itself stays valid: `corral token revoke`)."""
+    """End the session (the token it was opened with stays valid: `corral token
+    revoke`) and clear its cookie."""
     form = await _checked_form(request)
     if not isinstance(form, dict):
         return form
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    if cookie:
+        await run_in_threadpool(end_session, store_of(request), cookie)
     response = redirect(request, "/login")
     response.delete_cookie(SESSION_COOKIE, samesite="strict", httponly=True)
     return response

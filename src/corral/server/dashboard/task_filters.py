@@ -1,7 +1,7 @@
 """The task list's query string, read into a `TaskQuery`, and written back into links.
 
     status=S (repeatable)  queue=Q  kind=K  assignee=A  label=KEY=VALUE  q=TEXT
-    sort=newest|oldest|priority  after=CURSOR  limit=N
+    sort=newest|oldest|priority  after=CURSOR | before=CURSOR  limit=N
 
 An empty field is no filter (a form sends every field). A bad value is InvalidInput
 naming it, shown on the error page with 422.
@@ -38,7 +38,7 @@ def task_query(fields: Mapping[str, Sequence[str]]) -> TaskQuery:
     for name in ("queue", "kind", "assignee"):
         if (value := first(name)) is not None:
             check_name(name, value)
-    after = first("after")
+    after, before = first("after"), first("before")
     return TaskQuery(
         statuses=params.statuses([s for s in fields.get("status", ()) if s]),
         queue=first("queue"),
@@ -48,6 +48,7 @@ def task_query(fields: Mapping[str, Sequence[str]]) -> TaskQuery:
         text=text,
         sort=_sort(first("sort")),
         after=None if after is None else parse_page_key(after),
+        before=None if before is None else parse_page_key(before, "before"),
         limit=_limit(first("limit")),
     )
 
@@ -97,5 +98,5 @@ def filter_pairs(query: TaskQuery) -> list[tuple[str, str]]:
 
 
 def link(query: TaskQuery, **more: str) -> str:
-    """The task list's URL of `query`'s filters, with `more` (`after=...`)."""
+    """The task list's URL of `query`'s filters, with `more` (`after=...`, `before=...`)."""
     return "/tasks?" + urlencode([*filter_pairs(query), *more.items()])

@@ -1,12 +1,13 @@
 """Who is looking at the dashboard: the token of the session cookie, or the loopback.
 
 A browser cannot send `Authorization` on a link or an EventSource, so the dashboard's
-login form takes a token and keeps it in a cookie (HttpOnly: no script reads it;
-SameSite=Strict: no other site's page sends it; Secure over HTTPS). Every request
-authenticates it again (`corral.tokens.authenticate`), so a revoked or expired token ends
-its sessions at once. As long as no token exists the server listens on loopback only
-(serve_cmds.py), and a request from the loopback is let in as an operator without one,
-as `corral` on the same host would be.
+login form takes a token, opens a session with it (corral/dashboard_sessions.py) and
+keeps the session's id and secret in a cookie (HttpOnly: no script reads it;
+SameSite=Strict: no other site's page sends it; Secure over HTTPS). Every request checks
+the session and its token again (`session_token`), so signing out, or a revoked or
+expired token, ends the session at once. As long as no token exists the server listens
+on loopback only (serve_cmds.py), and a request from the loopback is let in as an
+operator without one, as `corral` on the same host would be.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
+from corral.dashboard_sessions import session_token
 from corral.model.tokens import Role, Token
 from corral.server.auth import RANK
 from corral.server.context import store_of
-from corral.tokens import authenticate
 
 SESSION_COOKIE = "corral_session"
 LOOPBACK_NAME = "loopback"
@@ -30,7 +31,6 @@ class Visitor:
     """Who asks, as the dashboard knows them: a token, or the loopback (no token exists)."""
 
     token: Token | None
-    presented: str | None = None  # the token as the cookie holds it
 
     @property
     def name(self) -> str:
@@ -70,9 +70,9 @@ def visitor_of(request: Request, role: Role = Role.VIEWER) -> Visitor:
 def _visitor(request: Request) -> Visitor | None:
     store = store_of(request)
     presented = request.cookies.get(SESSION_COOKIE, "")
-    token = authenticate(store, presented) if presented else None
+    token = session_token(store, presented) if presented else None
     if token is not None:
-        return Visitor(token=token, presented=presented)
+        return Visitor(token=token)
     if _from_loopback(request) and not store.any_usable_token():
         return Visitor(token=None)
     return None

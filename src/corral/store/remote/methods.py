@@ -184,6 +184,10 @@ LOCAL = frozenset(
         "task_dependents",
         "task_timeline",
         "events_per_minute",
+        "events_around",
+        "start_dashboard_session",
+        "dashboard_session",
+        "end_dashboard_session",
     }
 )
 

@@ -450,6 +450,23 @@ LIMIT :limit;
 -- name: count_events
 SELECT count(*) AS n FROM events WHERE /* fragment: event_filter */;
 
+-- name: events_older
+-- The events page, a keyset page of the log by id: the newest :limit events that match
+-- below id :before_id, newest first (by an id index, whatever the log's length).
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE /* fragment: event_filter */
+  AND id < :before_id::bigint
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_newer
+-- events_older the other way: the oldest :limit events that match above id :after_id.
+SELECT *, xid::text AS cursor_xid FROM events
+WHERE /* fragment: event_filter */
+  AND id > :after_id::bigint
+ORDER BY id
+LIMIT :limit;
+
 -- name: event_horizon
 -- The follower's horizon: the oldest transaction still running in this snapshot (its xip)
 -- that may be this database's, or the snapshot's xmax when none is. Every transaction
@@ -994,6 +1011,24 @@ SELECT * FROM tokens WHERE name = :name;
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > :now)) AS found;
 
+-- name: forget_dashboard_sessions
+-- The sessions that can sign nobody in any more (ended, or expired): a sign-in clears
+-- them, so the table holds about as many rows as there are live sessions.
+DELETE FROM dashboard_sessions WHERE ended_at IS NOT NULL OR expires_at <= :now;
+
+-- name: insert_dashboard_session
+INSERT INTO dashboard_sessions (id, secret_hash, token_id, created_at, expires_at)
+VALUES (:id, :secret_hash, :token_id, :now, :now + :expires_s::float8 * interval '1 second');
+
+-- name: dashboard_session
+-- A session neither ended nor expired, by id.
+SELECT token_id, secret_hash FROM dashboard_sessions
+WHERE id = :id AND ended_at IS NULL AND expires_at > :now;
+
+-- name: end_dashboard_session
+UPDATE dashboard_sessions SET ended_at = :now WHERE id = :id AND ended_at IS NULL
+RETURNING id;
+
 -- name: count_tasks_by_queue_kind_status
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
@@ -1046,6 +1081,77 @@ WHERE status = :status::text AND /* fragment: task_page_filters */
        OR (priority = :after_priority::bigint AND seq > :after_seq::bigint))
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- name: task_page_priority_back
+-- task_page_priority read backwards from the cursor: the page before it, last row first
+-- (the store turns it round).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority > :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq < :after_seq::bigint))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: task_page_priority_of_status_back
+-- task_page_priority_of_status read backwards from the cursor.
+SELECT * FROM task_view
+WHERE status = :status AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority > :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq < :after_seq::bigint))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- fragment: task_text_match
+-- The tasks whose title, description or payload holds the phrase (an ILIKE pattern of
+-- the text, its wildcards escaped), found in task_text by its trigram index
+-- task_text_trigrams (schema version 21) when pg_trgm could be created.
+seq IN (SELECT seq FROM task_text WHERE body ILIKE :phrase::text)
+
+-- name: task_search_newest
+-- task_page_newest of the tasks that hold a text: the text index finds them, so a search
+-- costs what its matches cost, not what the table holds.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR seq < :after_seq::bigint)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_search_oldest
+-- task_search_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR seq > :after_seq::bigint)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_search_priority
+-- task_search_newest in claim order.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority < :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq > :after_seq::bigint))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: task_search_priority_back
+-- task_search_priority read backwards from the cursor.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq::bigint IS NULL OR priority > :after_priority::bigint
+       OR (priority = :after_priority::bigint AND seq < :after_seq::bigint))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: count_task_search
+-- count_task_page of the tasks that hold a text, by the text index.
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+LIMIT :cap) AS matched;
 
 -- name: count_task_page
 -- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).

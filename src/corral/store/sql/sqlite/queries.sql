@@ -414,6 +414,23 @@ LIMIT :limit;
 -- name: count_events
 SELECT count(*) AS n FROM events WHERE /* fragment: event_filter */;
 
+-- name: events_older
+-- The events page, a keyset page of the log by id: the newest :limit events that match
+-- below id :before_id, newest first (by an id index, whatever the log's length).
+SELECT *, 0 AS cursor_xid FROM events
+WHERE /* fragment: event_filter */
+  AND id < :before_id
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: events_newer
+-- events_older the other way: the oldest :limit events that match above id :after_id.
+SELECT *, 0 AS cursor_xid FROM events
+WHERE /* fragment: event_filter */
+  AND id > :after_id
+ORDER BY id
+LIMIT :limit;
+
 -- name: event_horizon
 -- Writers take turns, so ids become visible in order: the newest one is the horizon.
 SELECT 0 AS xid, coalesce(max(id), 0) AS id, 0 AS pending FROM events;
@@ -1095,6 +1112,24 @@ SELECT * FROM tokens WHERE name = :name;
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
                AND (expires_at IS NULL OR expires_at > :now)) AS found;
 
+-- name: forget_dashboard_sessions
+-- The sessions that can sign nobody in any more (ended, or expired): a sign-in clears
+-- them, so the table holds about as many rows as there are live sessions.
+DELETE FROM dashboard_sessions WHERE ended_at IS NOT NULL OR expires_at <= :now;
+
+-- name: insert_dashboard_session
+INSERT INTO dashboard_sessions (id, secret_hash, token_id, created_at, expires_at)
+VALUES (:id, :secret_hash, :token_id, :now, :now + :expires_s);
+
+-- name: dashboard_session
+-- A session neither ended nor expired, by id.
+SELECT token_id, secret_hash FROM dashboard_sessions
+WHERE id = :id AND ended_at IS NULL AND expires_at > :now;
+
+-- name: end_dashboard_session
+UPDATE dashboard_sessions SET ended_at = :now WHERE id = :id AND ended_at IS NULL
+RETURNING id;
+
 -- name: count_tasks_by_queue_kind_status
 -- What /metrics shows as corral_tasks{queue,kind,status}.
 SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
@@ -1112,11 +1147,12 @@ ORDER BY queue, kind, status;
 
 -- name: task_page_newest
 -- A page of the dashboard's task list, newest first, after the cursor :after_seq (none:
--- the first page): a keyset read on seq, as fast for the thousandth page as the first.
+-- the first page): a keyset read on seq, as fast for the thousandth page as the first
+-- (the cursor is a bound of the rowid's range, not an OR that SQLite could only filter by).
 -- :pattern is a LIKE pattern ('%text%', its % and _ escaped with \).
 SELECT * FROM task_view
 WHERE /* fragment: task_page_filters */
-  AND (:after_seq IS NULL OR seq < :after_seq)
+  AND seq < coalesce(:after_seq, 9223372036854775807)
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -1124,7 +1160,7 @@ LIMIT :limit;
 -- task_page_newest, oldest first.
 SELECT * FROM task_view
 WHERE /* fragment: task_page_filters */
-  AND (:after_seq IS NULL OR seq > :after_seq)
+  AND seq > coalesce(:after_seq, 0)
 ORDER BY seq
 LIMIT :limit;
 
@@ -1147,6 +1183,76 @@ WHERE status = :status AND /* fragment: task_page_filters */
        OR (priority = :after_priority AND seq > :after_seq))
 ORDER BY priority DESC, seq
 LIMIT :limit;
+
+-- name: task_page_priority_back
+-- task_page_priority read backwards from the cursor: the page before it, last row first
+-- (the store turns it round).
+SELECT * FROM task_view
+WHERE /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority > :after_priority
+       OR (priority = :after_priority AND seq < :after_seq))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: task_page_priority_of_status_back
+-- task_page_priority_of_status read backwards from the cursor.
+SELECT * FROM task_view
+WHERE status = :status AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority > :after_priority
+       OR (priority = :after_priority AND seq < :after_seq))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- fragment: task_text_match
+-- The tasks whose title, description or payload holds the phrase (an FTS5 phrase: the text
+-- in double quotes), found by the trigram index task_text (schema version 21).
+seq IN (SELECT rowid FROM task_text WHERE task_text MATCH :phrase)
+
+-- name: task_search_newest
+-- task_page_newest of the tasks that hold a text: the text index finds them, so a search
+-- costs what its matches cost, not what the table holds.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND seq < coalesce(:after_seq, 9223372036854775807)
+ORDER BY seq DESC
+LIMIT :limit;
+
+-- name: task_search_oldest
+-- task_search_newest, oldest first.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND seq > coalesce(:after_seq, 0)
+ORDER BY seq
+LIMIT :limit;
+
+-- name: task_search_priority
+-- task_search_newest in claim order.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority < :after_priority
+       OR (priority = :after_priority AND seq > :after_seq))
+ORDER BY priority DESC, seq
+LIMIT :limit;
+
+-- name: task_search_priority_back
+-- task_search_priority read backwards from the cursor.
+SELECT * FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+  AND (:after_seq IS NULL OR priority > :after_priority
+       OR (priority = :after_priority AND seq < :after_seq))
+ORDER BY priority, seq DESC
+LIMIT :limit;
+
+-- name: count_task_search
+-- count_task_page of the tasks that hold a text, by the text index.
+SELECT count(*) AS n FROM (SELECT 1 FROM task_view
+WHERE /* fragment: task_text_match */
+  AND /* fragment: task_page_filters */
+LIMIT :cap) AS matched;
 
 -- name: count_task_page
 -- How many tasks the dashboard's filters match, up to :cap (a bulk action's bound).

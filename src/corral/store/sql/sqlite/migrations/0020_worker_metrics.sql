@@ -1,4 +1,4 @@
--- Version 19: what a worker's heartbeat says of the agent, not only of the runner, and a
+-- Version 20: what a worker's heartbeat says of the agent, not only of the runner, and a
 -- key to page the worker and run lists by.
 -- agent_*: the running tasks' whole process trees (the agent and every descendant);
 -- cpu_percent and rss_bytes stay the runner's own. reported_active is the number of
