@@ -29,7 +29,10 @@ class NewWorker:
 
     name: str
     hostname: str = field(default_factory=lambda: os.uname().nodename)
-    pid: int | None = field(default_factory=os.getpid)
+    # Its own process, if it has one (a runner gives its pid): at most one live worker per
+    # (namespace, host, pid), so a process registered twice is refused while the first
+    # lives. None (an in-process worker of the Python API, a test) is never a twin.
+    pid: int | None = None
     version: str = ""
     queues: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()

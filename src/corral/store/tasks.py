@@ -61,10 +61,12 @@ class TaskOps:
         wanted = [*spec.depends_on, *([spec.parent_id] if spec.parent_id else [])]
         found = {r["id"]: r["status"] for r in tx.all("task_statuses", ids=wanted)}
         if spec.parent_id and spec.parent_id not in found:
-            raise errors.InvalidInput("parent", "the id of an existing task", spec.parent_id)
+            expected = "the id of an existing task in this namespace"
+            raise errors.InvalidInput("parent", expected, spec.parent_id)
         for dependency in spec.depends_on:
             if dependency not in found:
-                raise errors.InvalidInput("depends_on", "ids of existing tasks", dependency)
+                expected = "ids of existing tasks in this namespace"
+                raise errors.InvalidInput("depends_on", expected, dependency)
         waiting = any(found[d] != TaskStatus.DONE for d in spec.depends_on)
         return TaskStatus.BLOCKED if waiting else TaskStatus.READY
 

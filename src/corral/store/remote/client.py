@@ -37,8 +37,9 @@ from typing import Any
 
 from corral.errors import InvalidInput, StoreError
 from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store import Store
-from corral.store.remote import TOKEN_ENV, methods, wire
+from corral.store.remote import NAMESPACE_HEADER, TOKEN_ENV, methods, wire
 
 LONG_POLL_S = 30.0  # how long the server holds a claim that finds nothing
 TIMEOUT_S = 30.0  # any other call; a long poll gets LONG_POLL_S more
@@ -50,7 +51,9 @@ class RemoteStore(Store):
 
     long_polls = True
 
-    def __init__(self, url: str, token: str | None = None) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
+    ) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.username is not None or parts.password is not None:
             raise InvalidInput(
@@ -70,7 +73,9 @@ class RemoteStore(Store):
         self._host, self._port, self._tls = parts.hostname, port, parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
         token = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._headers: dict[str, str] = {}
+        # The server acts in the token's namespace, and refuses a client that asks another.
+        self._namespace = namespace
+        self._headers: dict[str, str] = {NAMESPACE_HEADER: namespace}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self._local = threading.local()
@@ -79,6 +84,18 @@ class RemoteStore(Store):
         self._polling: set[http.client.HTTPConnection] = set()
         self._poll_wanted = False  # a runner listens (wake_on_work)
         self._poll_ended = False  # a runner's stop: no more waits
+
+    @property
+    def namespace(self) -> str:
+        """The namespace the server is asked to act in (it must be the token's)."""
+        return self._namespace
+
+    def in_namespace(self, namespace: str) -> Store:
+        """Not across a server: a token acts in one namespace."""
+        if namespace != self._namespace:
+            expected = f"{self._namespace!r}, the namespace this client acts in"
+            raise InvalidInput("--namespace", expected, namespace)
+        return self
 
     @property
     def url(self) -> str:
