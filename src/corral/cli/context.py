@@ -116,7 +116,9 @@ class Context:
     def namespace(self) -> str:
         """`--namespace`, else CORRAL_NAMESPACE, else `default`; a bad name is a usage error."""
         if self._namespace is None:
-            named = getattr(self.args, "namespace", None) or os.environ.get("CORRAL_NAMESPACE")
+            named = getattr(self.args, "namespace", None)
+            if named is None:  # an empty variable is unset, as CORRAL_DB's is
+                named = os.environ.get("CORRAL_NAMESPACE") or None
             if named is None:
                 self._namespace = DEFAULT_NAMESPACE
             else:
