@@ -16,6 +16,7 @@ from tests.conftest import STORE_DIALECTS, store_url
 import corral
 from corral import (
     CorralError,
+    EventFilter,
     FakeClock,
     InvalidInput,
     LimitReached,
@@ -177,3 +178,19 @@ def test_namespace_list_counts_tasks_by_status_and_live_workers_of_each(
             "workers_live": 1,
         },
     } == found
+
+
+def test_the_event_log_is_read_by_namespace(pair: Pair, settings: Settings) -> None:
+    """Each namespace's events are its tasks' and workers'; the other's are not listed
+    (the store's own, such as token.created over HTTP, are the default namespace's)."""
+    a, b = pair
+    ours = _add(a, settings, "a1")
+    theirs = _add(b, settings, "b1")
+    worker = corral.register(b, NewWorker(name="w"), settings=settings).worker
+
+    def listed(store: Store) -> list[tuple[str, str | None]]:
+        found = store.list_events(EventFilter())
+        return [(e.name, e.task_id or e.worker_id) for e in found if e.task_id or e.worker_id]
+
+    assert [("task.created", ours.id)] == listed(a)
+    assert {("task.created", theirs.id), ("worker.registered", worker.id)} == set(listed(b))

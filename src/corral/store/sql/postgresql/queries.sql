@@ -329,7 +329,13 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
         :to_status::text, :actor, :reason::text, :data);
 
 -- fragment: event_filter
-(:task_id::text IS NULL OR task_id = :task_id::text)
+-- An event is its task's namespace's, else its worker's, else the default's (the
+-- orchestrator's own, and those of tasks since pruned): read here, not stored, so writing
+-- an event costs nothing more.
+coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
+         (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
+         'default') = :namespace
+  AND (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
   AND (:names::text[] IS NULL OR name = ANY(:names::text[]))
   AND (:since_at::timestamptz IS NULL OR at >= :since_at::timestamptz)

@@ -291,7 +291,13 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
         :data);
 
 -- fragment: event_filter
-(:task_id IS NULL OR task_id = :task_id)
+-- An event is its task's namespace's, else its worker's, else the default's (the
+-- orchestrator's own, and those of tasks since pruned): read here, not stored, so writing
+-- an event costs nothing more.
+coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
+         (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
+         'default') = :namespace
+  AND (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
   AND (:names IS NULL OR name IN (SELECT value FROM json_each(:names)))
   AND (:since_at IS NULL OR at >= :since_at)
