@@ -3,7 +3,7 @@ what a namespace isolates)."""
 
 from __future__ import annotations
 
-from corral.model.namespaces import NamespaceCounts
+from corral.model.namespace_counts import NamespaceCounts
 from corral.store import Store
 
 

@@ -13,7 +13,7 @@ from corral.cli.commands import Command
 from corral.cli.context import Context
 from corral.cli.render import table
 from corral.errors import InvalidInput
-from corral.model.namespaces import NamespaceCounts
+from corral.model.namespace_counts import NamespaceCounts
 from corral.model.states import TaskStatus
 from corral.namespaces import list_namespaces
 from corral.store import is_http_url

@@ -15,8 +15,6 @@ characters, and never `..`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from corral.errors import InvalidInput
 
@@ -24,30 +22,12 @@ DEFAULT_NAMESPACE = "default"
 EXPECTED = (
     "a name of a-z, 0-9, '_', '.', '-' (starting with a letter or digit, at most 63, no '..')"
 )
-_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
+# Compiled on first use (re caches it), not at import: every command imports this module.
+_NAME = r"[a-z0-9][a-z0-9_.-]{0,62}"
 
 
 def checked(name: object, *, field_name: str = "--namespace") -> str:
     """`name` if it is a valid namespace, else InvalidInput naming `field_name`."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+    if not isinstance(name, str) or not re.fullmatch(_NAME, name) or ".." in name:
         raise InvalidInput(field_name, EXPECTED, name)
     return name
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NamespaceCounts:
-    """One namespace as `corral namespace list` shows it: its tasks by status, its live
-    workers."""
-
-    name: str
-    tasks: dict[str, int] = field(default_factory=dict)
-    workers_live: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape (docs/cli.md, namespace list)."""
-        return {
-            "name": self.name,
-            "tasks": dict(sorted(self.tasks.items())),
-            "tasks_total": sum(self.tasks.values()),
-            "workers_live": self.workers_live,
-        }

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from corral.model.namespaces import NamespaceCounts
+from typing import TYPE_CHECKING
+
 from corral.store.driver import Driver
+
+if TYPE_CHECKING:
+    from corral.model.namespace_counts import NamespaceCounts
 
 
 class NamespaceOps:
@@ -14,6 +18,9 @@ class NamespaceOps:
     def namespace_counts(self) -> list[NamespaceCounts]:
         """Every namespace with a task or a worker: its tasks by status and its live workers,
         by name (one snapshot)."""
+        # Off every other command's start-up: only `namespace list` builds these.
+        from corral.model.namespace_counts import NamespaceCounts  # noqa: PLC0415
+
         with self._driver.read() as tx:
             rows = tx.all("namespace_counts")
         tasks: dict[str, dict[str, int]] = {}

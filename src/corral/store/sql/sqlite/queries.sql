@@ -637,9 +637,11 @@ AND queue NOT IN (
       AND (l.max_running <= (SELECT count(*) FROM tasks r
                              WHERE r.namespace = l.namespace AND r.queue = l.queue
                                AND r.status = 'running')
-           OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                         WHERE ct.namespace = l.namespace AND ct.queue = l.queue
-                           AND c.claimed_at > :now - 60)))
+           -- CROSS JOIN: the last minute's claims first (claims_by_start), never every
+           -- task of the namespace.
+           OR l.rate <= (SELECT count(*) FROM claims c CROSS JOIN tasks ct ON ct.id = c.task_id
+                         WHERE c.claimed_at > :now - 60
+                           AND ct.namespace = l.namespace AND ct.queue = l.queue)))
 
 -- name: claim_tasks
 -- Up to :limit tasks the worker may claim, in claim order. The queue limits are read once,
@@ -663,7 +665,10 @@ RETURNING *;
 SELECT id FROM tasks WHERE id = :task_id AND /* fragment: claimable */;
 
 -- name: any_queue_limits
-SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
+-- Whether the claiming worker's namespace has queue limits.
+SELECT EXISTS (SELECT 1 FROM queue_limits l
+               WHERE l.namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id))
+       AS limited;
 
 -- name: dependencies_of
 -- (Not a subquery of RETURNING above: there SQLite scans task_deps instead of seeking.)
