@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from corral.documents import MAX_INT32
 from corral.durations import iso
 from corral.errors import InvalidInput
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.model.providers import check_provider
 from corral.model.states import WorkerStatus
 from corral.model.tasks import check_names
@@ -81,12 +82,14 @@ class Worker:
     rss_bytes: int | None
     pid_started_at: float | None = None  # see NewWorker; not in the JSON shape
     provider: str | None = None
+    namespace: str = DEFAULT_NAMESPACE  # where it registered, and the only one it claims in
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
         return {
             "id": self.id,
             "name": self.name,
+            "namespace": self.namespace,
             "status": str(self.status),
             "hostname": self.hostname,
             "pid": self.pid,

@@ -145,6 +145,7 @@ def worker(driver: Driver, row: Row) -> Worker:
         rss_bytes=row["rss_bytes"],
         pid_started_at=row["pid_started_at"],
         provider=row["provider"],
+        namespace=row["namespace"],
     )
 
 
