@@ -4,6 +4,7 @@ client that names another is refused in one line naming both."""
 from __future__ import annotations
 
 import json
+import urllib.request
 
 from tests.server.conftest import Server
 
@@ -48,3 +49,17 @@ def test_metrics_are_labelled_with_the_tokens_namespace(server: Server) -> None:
     labels = f'kind="default",namespace="{B}",queue="default",status="ready"'
     assert f"corral_tasks{{{labels}}} 1.0" in lines
     assert not [line for line in lines if 'queue="elsewhere"' in line]
+
+
+def test_the_dashboard_shows_the_signed_in_tokens_namespace(server: Server) -> None:
+    """A browser names no namespace: signed in with a team-b token, the task list is
+    team-b's."""
+    viewer = server.corral("--namespace", B, "token", "create", "--role", "viewer")
+    assert 0 == server.corral("--namespace", B, "add", "theirs-title").returncode
+    assert 0 == server.corral("add", "ours-title").returncode
+    server.start()
+    request = urllib.request.Request(f"{server.url}/tasks")
+    request.add_header("Cookie", f"corral_session={viewer.stdout.strip()}")
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http://
+        page = answer.read().decode()
+    assert ("theirs-title" in page, "ours-title" in page) == (True, False)

@@ -20,7 +20,11 @@ def store_of(request: Request) -> Store:
 
 
 def namespace_of(request: Request) -> str:
-    """The namespace the request names; a bad name is InvalidInput (422)."""
+    """The namespace of a dashboard visitor's token (dashboard/visitors.py), else the one
+    the request names; a bad name is InvalidInput (422)."""
+    visiting = getattr(request.state, "namespace", None)
+    if visiting is not None:
+        return str(visiting)
     named = request.headers.get(NAMESPACE_HEADER)
     return DEFAULT_NAMESPACE if named is None else checked(named, field_name=NAMESPACE_HEADER)
 
