@@ -58,7 +58,7 @@ def test_the_dashboard_shows_the_signed_in_tokens_namespace(server: Server) -> N
     assert 0 == server.corral("--namespace", B, "add", "theirs-title").returncode
     assert 0 == server.corral("add", "ours-title").returncode
     server.start()
-    request = urllib.request.Request(f"{server.url}/tasks")
+    request = urllib.request.Request(f"{server.url}/tasks")  # noqa: S310 - http://
     request.add_header("Cookie", f"corral_session={viewer.stdout.strip()}")
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http://
         page = answer.read().decode()
