@@ -103,8 +103,8 @@ class RawCycle:
     def claim(self) -> tuple[str, int] | None:
         """claim_next: (task id, token) of the held row, or None."""
         for row in self.call([], 1):
-            if row[0] == "held":
-                return row[10], row[35]
+            if row[0] == "held":  # columns: corral_exchange's RETURNS TABLE (functions.sql)
+                return row[10], row[36]
         return None
 
     def complete(self, task_id: str, token: int) -> None:

@@ -10,6 +10,7 @@ default message. Driver errors are wrapped once, at the store boundary.
     │   ├── InvalidTransition                               names the current state
     │   ├── StaleToken                                      the claim's fencing token is not current
     │   ├── WorkerUnavailable                               dead, offline, draining or at capacity
+    │   ├── WorkerConflict                                  a live worker has this host and pid
     │   └── LimitReached                                    a bound such as max_renewals
     ├── StoreError                      exit 3   HTTP 503   the store cannot be opened or used
     │   └── SchemaTooNew                                    written by a newer corral
@@ -96,6 +97,10 @@ class WorkerUnavailable(Refused):
         # worker is dead registers a new one, one taken offline by an operator stops.
         self.status = status
         super().__init__(message)
+
+
+class WorkerConflict(Refused):
+    """A live worker already has this namespace, host and pid."""
 
 
 class LimitReached(Refused):

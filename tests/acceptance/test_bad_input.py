@@ -340,14 +340,14 @@ def test_claim_json_carries_the_documented_keys(scene):
     claim = json_out(scene, "claim", scene.ready, scene.worker)
     assert CLAIM_KEYS <= set(claim)
     assert (scene.ready, scene.worker) == (claim["task_id"], claim["worker_id"])
-    worker = json_out(scene, "worker", "register", "--name", "w2")
+    worker = json_out(scene, "worker", "register", "--name", "w2", "--pid", "1")
     json_out(scene, "add", "next")
     assert CLAIM_KEYS <= set(json_out(scene, "claim:next", worker["id"]))
 
 
 def test_worker_json_carries_the_documented_keys(scene):
     """register answers id and interval, heartbeat interval and drain, status a worker object."""
-    registered = json_out(scene, "worker", "register", "--name", "w2")
+    registered = json_out(scene, "worker", "register", "--name", "w2", "--pid", "1")
     assert {"id", "heartbeat_interval_s"} <= set(registered)
     beat = json_out(scene, "worker", "heartbeat", registered["id"])
     assert {"heartbeat_interval_s", "drain"} <= set(beat)

@@ -82,8 +82,8 @@ def test_worker_list_keeps_workers_in_any_of_the_statuses_asked(cli) -> None:  #
     """`worker list --status S ...` takes several statuses, as `list --status` does."""
     idle = cli("worker", "register", "--name", "idle-one").out.strip()
     cli("worker", "heartbeat", idle)  # starting until its first heartbeat
-    gone = cli("worker", "register", "--name", "gone").out.strip()
-    draining = cli("worker", "register", "--name", "draining").out.strip()
+    gone = cli("worker", "register", "--name", "gone", "--pid", "1").out.strip()
+    draining = cli("worker", "register", "--name", "draining", "--pid", "2").out.strip()
     cli("worker", "deregister", gone)
     cli("worker", "drain", draining)
     listed = json.loads(cli("worker", "list", "--status", "idle", "draining", "--json").out)

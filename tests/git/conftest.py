@@ -56,7 +56,7 @@ def claim_into_worktree(store, settings, trees, task_id: str, name: str, files: 
     commit `files` there; the claim and the worktree's path."""
     import corral
 
-    spec = corral.NewWorker(name=name, hostname="h", pid=1)
+    spec = corral.NewWorker(name=name, hostname="h", pid=None)
     worker = corral.register(store, spec, settings=settings).worker
     claim = corral.claim(store, task_id, worker.id, settings=settings)
     plan = trees.plan(name, task_id, "main", store.get_task(task_id).branch)

@@ -18,7 +18,7 @@ from corral.model.tasks import NewTask
 
 
 def _worker(store, settings, name="w1"):
-    spec = corral.NewWorker(name=name, hostname="h", pid=1)
+    spec = corral.NewWorker(name=name, hostname="h", pid=None)
     return corral.register(store, spec, settings=settings).worker
 
 

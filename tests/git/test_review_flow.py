@@ -72,7 +72,7 @@ def test_two_workers_same_file_second_merge_conflicts_then_resolves(
     # w3 resumes on the same branch, in the same worktree, merges main in and resolves.
     task = store.get_task(second.id)
     assert "corral/w2/" + second.id == task.branch
-    spec = corral.NewWorker(name="w3", hostname="h", pid=1)
+    spec = corral.NewWorker(name="w3", hostname="h", pid=None)
     w3 = corral.register(store, spec, settings=settings).worker
     claim = corral.claim(store, second.id, w3.id, settings=settings)
     agent = subprocess.run(["git", "merge", "main"], cwd=path2, capture_output=True, check=False)
@@ -232,7 +232,7 @@ def test_pending_lists_reviews_and_flags_stale_ones(store, settings, clock, work
 def test_a_task_without_a_branch_is_approved_and_merged_without_git(store, settings):
     """No worktree was used: approve pins nothing, merge simply marks it done."""
     task = _add(store, settings)
-    spec = corral.NewWorker(name="w1", hostname="h", pid=1)
+    spec = corral.NewWorker(name="w1", hostname="h", pid=None)
     worker = corral.register(store, spec, settings=settings).worker
     corral.claim(store, task.id, worker.id, settings=settings)
     reviews.submit(store, task.id, note="done")

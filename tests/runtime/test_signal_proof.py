@@ -67,11 +67,19 @@ def test_worker_stop_refuses_a_registered_pid_that_is_not_a_corral_worker(
 def test_an_orchestrator_neither_adopts_nor_stops_a_fake_slot_holding_a_victims_pid(
     pool_of: str, request: pytest.FixtureRequest, victim: subprocess.Popen[bytes]
 ) -> None:
-    """Fake `slot-1` and `slot-2` rows with a victim's pid: the orchestrator starts its own
-    slot-1, leaves the victim alone at start (as a surplus too) and at stop."""
+    """Fake `slot-1` and `slot-2` rows with victims' pids (one live worker a pid: two
+    victims): the orchestrator starts its own slot-1, leaves the victims alone at start (as
+    a surplus too) and at stop."""
     pool: Any = request.getfixturevalue(pool_of)
-    for name in ("slot-1", "slot-2"):
-        fake = pool.corral("worker", "register", "--name", name, "--pid", str(victim.pid))
+    second = subprocess.Popen(["sleep", "300"])
+
+    def end_second() -> None:
+        second.kill()
+        second.wait()
+
+    request.addfinalizer(end_second)
+    for name, pid in (("slot-1", victim.pid), ("slot-2", second.pid)):
+        fake = pool.corral("worker", "register", "--name", name, "--pid", str(pid))
         assert 0 == fake.returncode, fake.stderr
     pool.start(workers=1)
     pool.wait_running(1)
@@ -80,3 +88,4 @@ def test_an_orchestrator_neither_adopts_nor_stops_a_fake_slot_holding_a_victims_
     stop = pool.corral("orchestrator", "stop")
     assert 0 == stop.returncode, stop.stderr
     assert _survives(victim)
+    assert _survives(second)

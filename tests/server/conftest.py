@@ -184,10 +184,12 @@ class Server:
         """`call` with `data` as the JSON body."""
         return self.call(method, path, token, json.dumps(data).encode())
 
-    def text(self, path: str, token: str) -> str:
-        """The body of a GET that answers text (/metrics)."""
+    def text(self, path: str, token: str, namespace: str | None = None) -> str:
+        """The body of a GET that answers text (/metrics), in `namespace` if given."""
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}")
         request.add_header("Authorization", f"Bearer {token}")
+        if namespace is not None:
+            request.add_header("X-Corral-Namespace", namespace)
         with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http://
             body: bytes = answer.read()
             return body.decode()

@@ -71,10 +71,11 @@ def test_metrics_are_the_stores_state_in_the_prometheus_format(server: Server) -
         assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         text = answer.read().decode()
     lines = set(text.splitlines())
-    assert 'corral_tasks{kind="code",queue="default",status="ready"} 1.0' in lines
-    assert 'corral_tasks{kind="default",queue="api",status="ready"} 1.0' in lines
-    assert 'corral_workers{status="starting"} 1.0' in lines
-    assert 'corral_workers{status="dead"} 0.0' in lines
+    ns = 'namespace="default",'
+    assert f'corral_tasks{{kind="code",{ns}queue="default",status="ready"}} 1.0' in lines
+    assert f'corral_tasks{{kind="default",{ns}queue="api",status="ready"}} 1.0' in lines
+    assert f'corral_workers{{{ns}status="starting"}} 1.0' in lines
+    assert f'corral_workers{{{ns}status="dead"}} 0.0' in lines
     assert "corral_worker_active_claims 0.0" in lines
     assert 'corral_provider_parked{provider="claude"} 0.0' in lines  # paused, not parked
     assert 'corral_provider_parked{provider="codex"} 1.0' in lines
@@ -104,7 +105,7 @@ def test_counters_and_histograms_count_real_claims_completions_failures_and_repa
     ran = served.corral("worker", "start", "--name", "r", "--exec", "true", "--max-tasks", "1")
     assert 0 == ran.returncode, ran.stderr
     held = _id(served, "add", "held")
-    silent = _id(served, "worker", "register", "--name", "silent")
+    silent = _id(served, "worker", "register", "--name", "silent", "--pid", "1")
     _ok(served, "claim", held, silent)
     with open_store(served.db) as store:
         late = FakeClock(start=store.now() + timedelta(hours=2))

@@ -7,6 +7,7 @@ over HTTP (`http`: a real `corral serve` app on loopback over SQLite, tests/serv
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,9 @@ def add(store: Store, settings: Settings) -> Callable[..., Task]:
     return add
 
 
+_PIDS = itertools.count(4242)
+
+
 @pytest.fixture
 def worker(store: Store, settings: Settings) -> Callable[..., Worker]:
     """Register a worker and, unless `beat=False`, heartbeat it once so it is idle."""
@@ -71,7 +75,7 @@ def worker(store: Store, settings: Settings) -> Callable[..., Worker]:
         spec = NewWorker(
             name=name,
             hostname="test-host",
-            pid=4242,
+            pid=next(_PIDS),  # one live worker per (namespace, host, pid): each its own
             kinds=kinds,
             queues=queues,
             max_concurrent=max_concurrent,

@@ -241,7 +241,7 @@ def _cycle_scenario(store: Store, clock: FakeClock, settings: Settings) -> list[
         return task
 
     def register(name: str, **fields: Any) -> Worker:
-        spec = NewWorker(name=name, hostname="h", pid=1, **fields)
+        spec = NewWorker(name=name, hostname="h", pid=None, **fields)
         found = corral.register(store, spec, settings=settings).worker
         names[found.id] = name
         return found

@@ -26,7 +26,7 @@ def agent(store: Store, settings: Settings) -> Callable[..., Worker]:
 
     def make(name: str, provider: str | None = "claude", max_concurrent: int = 1) -> Worker:
         spec = NewWorker(
-            name=name, hostname="h", pid=4242, provider=provider, max_concurrent=max_concurrent
+            name=name, hostname="h", pid=None, provider=provider, max_concurrent=max_concurrent
         )
         registered = corral.register(store, spec, settings=settings).worker
         return corral.heartbeat(store, registered.id, settings=settings).worker

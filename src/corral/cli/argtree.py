@@ -19,6 +19,7 @@ from corral.cli.commands import COMMAND_MODULES, GROUPS, Command, all_commands, 
 USAGE_EXIT = 2
 DB_HELP = "store path or URL (default $CORRAL_DB or .corral/corral.db)"
 JSON_HELP = "machine-readable output"
+NAMESPACE_HELP = "the namespace to act in (default $CORRAL_NAMESPACE or 'default')"
 
 Path = tuple[str, ...]
 
@@ -81,11 +82,13 @@ def build(words: list[str]) -> tuple[argparse.ArgumentParser, dict[Path, argpars
     """The root parser and every parser built under it, by command words."""
     common = _Parser(add_help=False)
     common.add_argument("--db", default=argparse.SUPPRESS, help=DB_HELP)
+    common.add_argument("--namespace", default=argparse.SUPPRESS, help=NAMESPACE_HELP)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=JSON_HELP)
     root = _Parser(
         prog="corral", description="A headless orchestrator for fleets of long-running workers."
     )
     root.add_argument("--db", help=DB_HELP)
+    root.add_argument("--namespace", help=NAMESPACE_HELP)
     root.add_argument("--json", action="store_true", help=JSON_HELP)
     root.add_argument("--version", action="version", version=f"corral {__version__}")
     sub = root.add_subparsers(

@@ -63,6 +63,7 @@ COMMAND_MODULES = {
     "doctor": "doctor_cmds",
     "prune": "prune_cmds",
     "schedule": "schedule_cmds",
+    "namespace": "namespace_cmds",
 }
 # Command groups (`corral worker register`) -> their help line.
 GROUPS = {
@@ -78,6 +79,7 @@ GROUPS = {
     "msg": "worker and orchestrator inboxes",
     "orchestrator": "the pool and its reconciler",
     "db": "the store's schema: status, migrate",
+    "namespace": "the namespaces one store serves",
     "schedule": "cron schedules that create tasks",
 }
 
@@ -162,13 +164,13 @@ def find_command(words: list[str]) -> Command | None:
 
 
 def command_words(argv: list[str]) -> list[str]:
-    """The first two positional words of `argv`, skipping `--db VALUE`."""
+    """The first two positional words of `argv`, skipping `--db VALUE` and `--namespace VALUE`."""
     words: list[str] = []
     skip = False
     for arg in argv:
         if skip:
             skip = False
-        elif arg == "--db":
+        elif arg in ("--db", "--namespace"):
             skip = True
         elif not arg.startswith("-"):
             words.append(arg)

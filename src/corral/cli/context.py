@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from corral import filemodes
 from corral.documents import MAX_INT64
 from corral.errors import StoreError
+from corral.model.namespaces import DEFAULT_NAMESPACE, checked
 from corral.printable import visible
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 NOT_SETTINGS = frozenset(
     {
         "CORRAL_DB",
+        "CORRAL_NAMESPACE",
         "CORRAL_CLAIM_TOKEN",
         "CORRAL_TOKEN",  # a remote store's (store/remote): every remote command has it
         "CORRAL_LOG_LEVEL",
@@ -70,6 +72,7 @@ class Context:
         self.args = args
         self.json = bool(getattr(args, "json", False))
         self._db: str | None = getattr(args, "db", None) or os.environ.get("CORRAL_DB") or None
+        self._namespace: str | None = None
         self._store: Store | None = None
         self._settings: Settings | None = None
 
@@ -109,6 +112,19 @@ class Context:
             filemodes.use(self._settings.store_mode)
         return self._settings
 
+    @property
+    def namespace(self) -> str:
+        """`--namespace`, else CORRAL_NAMESPACE, else `default`; a bad name is a usage error."""
+        if self._namespace is None:
+            named = getattr(self.args, "namespace", None)
+            if named is None:  # an empty variable is unset, as CORRAL_DB's is
+                named = os.environ.get("CORRAL_NAMESPACE") or None
+            if named is None:
+                self._namespace = DEFAULT_NAMESPACE
+            else:
+                self._namespace = checked(named)
+        return self._namespace
+
     def configured(self) -> bool:
         """Whether a config file or a variable may change the defaults (and so may be bad)."""
         if os.path.isfile(config_path(self.db)):
@@ -122,7 +138,10 @@ class Context:
             if self.configured():
                 self.settings  # noqa: B018 - every command reports a bad config the same way
             # `db status` shows what is pending and `db migrate` applies it: they open as is.
-            self._store = open_store(self.db, migrate=self.args.command != "db")
+            namespace = self.namespace
+            self._store = open_store(
+                self.db, migrate=self.args.command != "db", namespace=namespace
+            )
         return self._store
 
     def token(self) -> int | None:

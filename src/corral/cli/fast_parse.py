@@ -18,8 +18,8 @@ from typing import Any
 
 from corral.cli.commands import GROUPS, Arg, Command
 
-# Options every level accepts (argtree's `common` parent): the store and --json.
-_COMMON = (Arg("--db"), Arg("--json", action="store_true"))
+# Options every level accepts (argtree's `common` parent): the store, its namespace, --json.
+_COMMON = (Arg("--db"), Arg("--namespace"), Arg("--json", action="store_true"))
 _PLAIN_OPTIONS = frozenset({"help", "metavar", "dest", "default", "required", "action"})
 _PLAIN_ACTIONS = frozenset({None, "store", "store_true", "append"})
 
@@ -28,7 +28,7 @@ def parse(argv: list[str], command: Command) -> SimpleNamespace | None:
     """The namespace argparse would give for `argv`, or None when argparse must decide."""
     if not _plain(command):
         return None
-    values: dict[str, Any] = {"db": None, "json": False}
+    values: dict[str, Any] = {"db": None, "namespace": None, "json": False}
     if not _read(argv, command, values):
         return None
     return SimpleNamespace(**values)

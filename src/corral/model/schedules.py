@@ -29,6 +29,7 @@ from typing import Any
 from corral.durations import MAX_SPAN_S, format_duration, iso
 from corral.errors import InvalidInput
 from corral.model import cron
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.model.states import FINAL, TaskStatus
 from corral.model.tasks import NewTask, check_name
 
@@ -110,6 +111,7 @@ class Schedule:
     last_task_status: TaskStatus | None
     created_at: datetime
     updated_at: datetime
+    namespace: str = DEFAULT_NAMESPACE  # where its fires' tasks go
 
     def task(self, fire_at: datetime) -> NewTask:
         """The task a fire at `fire_at` makes: the template, labelled with its schedule."""
@@ -137,6 +139,7 @@ class Schedule:
             "last_task_id": self.last_task_id,
             "last_task_status": self.last_task_status,
             "created_at": iso(self.created_at),
+            "namespace": self.namespace,
         }
 
 

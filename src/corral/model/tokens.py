@@ -24,6 +24,7 @@ from typing import Any
 
 from corral.durations import iso
 from corral.errors import InvalidInput
+from corral.model.namespaces import DEFAULT_NAMESPACE
 
 TOKEN_PREFIX = "corral_"  # noqa: S105 - the public start of every token, not a secret
 ID_PREFIX = "k-"
@@ -50,6 +51,7 @@ class Token:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    namespace: str = DEFAULT_NAMESPACE  # the one namespace its holder acts in
 
     def usable(self, now: datetime) -> bool:
         """Neither revoked nor expired at `now`."""
@@ -65,6 +67,7 @@ class Token:
             "created_at": iso(self.created_at),
             "expires_at": iso(self.expires_at),
             "revoked_at": iso(self.revoked_at),
+            "namespace": self.namespace,
         }
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from corral.documents import MAX_INT32, MAX_INT64
 from corral.durations import iso
 from corral.errors import InvalidInput
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.model.providers import check_provider
 from corral.model.states import WorkerStatus
 from corral.model.tasks import check_names
@@ -30,7 +31,10 @@ class NewWorker:
 
     name: str
     hostname: str = field(default_factory=lambda: os.uname().nodename)
-    pid: int | None = field(default_factory=os.getpid)
+    # Its own process, if it has one (a runner gives its pid): at most one live worker per
+    # (namespace, host, pid), so a process registered twice is refused while the first
+    # lives. None (an in-process worker of the Python API, a test) is never a twin.
+    pid: int | None = None
     version: str = ""
     queues: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
@@ -88,12 +92,14 @@ class Worker:
     reported_completed_total: int = 0
     reported_failed_total: int = 0
     seq: int = 0  # its place in registration order: the key `worker list` pages by
+    namespace: str = DEFAULT_NAMESPACE  # where it registered, and the only one it claims in
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
         return {
             "id": self.id,
             "name": self.name,
+            "namespace": self.namespace,
             "status": str(self.status),
             "hostname": self.hostname,
             "pid": self.pid,

@@ -74,7 +74,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     app.state.work_signal = WorkSignal()
     app.state.tallies = metrics.LogTallies()  # the sums /metrics keeps of the event log
     app.state.wakeups = EventWakeups(store)  # one source of wake-ups for every SSE stream
-    app.state.task_figures = dashboard.overview.task_figures(store, settings)
+    app.state.task_figures = dashboard.overview.TaskFiguresByNamespace(store, settings)
     return app
 
 

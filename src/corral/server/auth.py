@@ -3,7 +3,9 @@
 Every route but `/healthz` needs a token (`Authorization: Bearer corral_...`). A token
 that is unknown, wrong, revoked or expired is one answer, 401; a token whose role is
 below the route's is 403, naming the role needed. Roles rank viewer < worker <
-operator; a worker token's queues narrow what it may touch (the routes check them). A token
+operator; a worker token's queues narrow what it may touch (the routes check them). A
+token belongs to one namespace: a request naming another (X-Corral-Namespace) is 403,
+naming both, and every route acts in the token's namespace (context.store_of). A token
 that checked out is trusted for `auth_cache_s` without a store read (token_cache.py).
 """
 
@@ -13,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from corral.model.tokens import Role, Token
-from corral.server.context import store_of
+from corral.server.context import namespace_of, store_of
 from corral.server.token_cache import TokenCache
 from corral.store import Store
 from corral.tokens import authenticate
@@ -42,6 +44,13 @@ def require(request: Request, store: Store, role: Role) -> Token:
         raise Denied(401, "a valid token is needed: Authorization: Bearer corral_...")
     if RANK[token.role] < RANK[role]:
         raise Denied(403, f"this needs a {role} token; {token.name!r} is a {token.role} token")
+    asked = namespace_of(request)
+    if asked != token.namespace:
+        raise Denied(
+            403,
+            f"namespace {asked!r} was asked for, but token {token.name!r} belongs to "
+            f"namespace {token.namespace!r}: set CORRAL_NAMESPACE={token.namespace}",
+        )
     return token
 
 

@@ -2,10 +2,12 @@
 
 Read from the store at each scrape, not counted in this process: every `serve` process
 sharing a store answers the same figures, and a restart loses nothing. Names follow the
-conventions of the exporters people already scrape (celery-exporter, Sidekiq's, Hatchet's):
+conventions of the exporters people already scrape (celery-exporter, Sidekiq's, Hatchet's).
+The gauges of tasks and workers are the scraping token's namespace's, labelled with it; the
+sums over the event log count every namespace's events.
 
-    corral_tasks{queue,kind,status}              tasks in each state
-    corral_workers{status}                       workers in each state (offline, dead too)
+    corral_tasks{namespace,queue,kind,status}    tasks in each state
+    corral_workers{namespace,status}             workers in each state (offline, dead too)
     corral_worker_active_claims                  claims held now by live workers
     corral_provider_parked{provider}             1 while an account is parked at its limit
     corral_provider_running{provider}            agents of the account running now
@@ -84,17 +86,20 @@ class StoreCollector:
 
     def _gauges(self) -> Iterator[Metric]:
         store = self._store
+        namespace = store.namespace
         tasks = GaugeMetricFamily(
-            "corral_tasks", "Tasks in each state", labels=["queue", "kind", "status"]
+            "corral_tasks", "Tasks in each state", labels=["namespace", "queue", "kind", "status"]
         )
         for queue, kind, status, n in store.task_gauges():
-            tasks.add_metric([queue, kind, status], n)
+            tasks.add_metric([namespace, queue, kind, status], n)
         yield tasks
         workers = store.list_workers()
         by_status = Counter(str(w.status) for w in workers)
-        gauge = GaugeMetricFamily("corral_workers", "Workers in each state", labels=["status"])
+        gauge = GaugeMetricFamily(
+            "corral_workers", "Workers in each state", labels=["namespace", "status"]
+        )
         for status in WorkerStatus:
-            gauge.add_metric([str(status)], by_status.get(str(status), 0))
+            gauge.add_metric([namespace, str(status)], by_status.get(str(status), 0))
         yield gauge
         live = (w for w in workers if w.status not in (WorkerStatus.DEAD, WorkerStatus.OFFLINE))
         yield GaugeMetricFamily(

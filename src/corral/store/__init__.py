@@ -15,12 +15,15 @@ from datetime import datetime
 
 from corral.clock import Clock, SystemClock
 from corral.errors import InvalidInput, StoreError
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store.artifacts import ArtifactOps
 from corral.store.claims import ClaimOps
 from corral.store.dashboard_sessions import DashboardSessionOps
 from corral.store.driver import Driver, LeaderLock
 from corral.store.events import EventOps
 from corral.store.messages import MessageOps
+from corral.store.namespaced import NamespacedDriver
+from corral.store.namespaces import NamespaceOps
 from corral.store.orchestrators import OrchestratorOps
 from corral.store.providers import ProviderOps
 from corral.store.queries import migration_files
@@ -58,16 +61,28 @@ class Store(
     DashboardSessionOps,
     TallyOps,
     RetentionOps,
+    NamespaceOps,
 ):
     """Every state change corral makes, over one driver: tasks, the event log, claims,
     batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
-    row, schedules, the tallies /metrics reads and the dashboard's pages of tasks."""
+    row, schedules, the tallies /metrics reads, the dashboard's pages of tasks and the
+    namespaces' counts; every operation in the handle's namespace (store/namespaced.py)."""
 
     # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
     long_polls = False
 
-    def __init__(self, driver: Driver) -> None:
-        self._driver = driver
+    def __init__(self, driver: Driver, namespace: str = DEFAULT_NAMESPACE) -> None:
+        self._scope = NamespacedDriver(driver, namespace)
+        self._driver = self._scope
+
+    @property
+    def namespace(self) -> str:
+        """The namespace this handle reads and writes (model/namespaces.py)."""
+        return self._scope.namespace
+
+    def in_namespace(self, namespace: str) -> Store:
+        """A handle on the same connection in `namespace`; closing it closes both."""
+        return self if namespace == self.namespace else Store(self._scope.base, namespace)
 
     @property
     def url(self) -> str:
@@ -136,18 +151,24 @@ def is_postgres_url(url: str) -> bool:
 
 
 def open_store(
-    url: str, *, clock: Clock | None = None, migrate: bool = True, token: str | None = None
+    url: str,
+    *,
+    clock: Clock | None = None,
+    migrate: bool = True,
+    token: str | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> Store:
-    """Open the store at `url`, applying pending migrations unless `migrate` is False.
+    """Open the store at `url` for `namespace`, applying pending migrations unless
+    `migrate` is False.
 
     SQLite reads `clock` (default: the system clock); PostgreSQL reads the server's
     clock unless a test injects one. An `http(s)://` store is a `corral serve`'s, reached
-    with `token` (default: CORRAL_TOKEN).
+    with `token` (default: CORRAL_TOKEN), whose namespace must be `namespace`.
     """
     if is_http_url(url):
         from corral.store.remote.client import RemoteStore
 
-        return RemoteStore(url, token)
+        return RemoteStore(url, token, namespace=namespace)
     if is_postgres_url(url):
         try:
             from corral.store.postgres.driver import PostgresDriver
@@ -156,7 +177,7 @@ def open_store(
                 f"PostgreSQL needs psycopg ({exc.name} is missing): "
                 "pip install 'corral[postgresql]'"
             ) from None
-        return Store(PostgresDriver(url, clock, migrate=migrate))
+        return Store(PostgresDriver(url, clock, migrate=migrate), namespace)
     from corral.store.sqlite import SQLiteDriver
 
     scheme, sep, _ = url.partition("://")
@@ -164,4 +185,4 @@ def open_store(
         expected = "a SQLite file path, sqlite:///PATH, a postgresql:// or an http(s):// URL"
         raise InvalidInput("db", expected, f"{scheme}://...")
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
-    return Store(SQLiteDriver(path, clock or SystemClock(), migrate=migrate))
+    return Store(SQLiteDriver(path, clock or SystemClock(), migrate=migrate), namespace)

@@ -116,12 +116,13 @@ class Driver(Protocol):
     url: str
     exchange_on_server: bool  # the exchange is one server-side function (see above)
 
-    def read(self) -> AbstractContextManager[Tx]:
-        """A read-only transaction: one consistent snapshot."""
+    def read(self, namespace: str = ...) -> AbstractContextManager[Tx]:
+        """A read-only transaction: one consistent snapshot, whose queries get `namespace`
+        as `:namespace` (store/namespaced.py)."""
         ...
 
-    def write(self) -> AbstractContextManager[Tx]:
-        """A write transaction (see the contract above)."""
+    def write(self, namespace: str = ...) -> AbstractContextManager[Tx]:
+        """A write transaction (see the contract above), its queries in `namespace`."""
         ...
 
     def call(self, query: str, /, **params: Any) -> list[Row]:

@@ -318,7 +318,7 @@ def _claim(
     limit = min(ask.limit, room)
     if worker.provider is not None:
         limit = min(limit, _provider_room(tx, worker.provider))
-    if limit > 1 and tx.one("any_queue_limits")["limited"]:  # type: ignore[index]
+    if limit > 1 and tx.one("any_queue_limits", worker_id=worker_id)["limited"]:  # type: ignore[index]
         limit = 1  # the claim reads the limits once: a batch could pass one
     params = capability_filters(worker, ask.kinds, ask.queues)
     if limit < 1 or matches_nothing(params):

@@ -47,7 +47,8 @@ class FireBatch:
         self._max_attempts, self._retry_base_s = max_attempts, retry_base_s
         self._pending: list[_Pending] = []
         self._previous: dict[str, TaskStatus | None] = {}  # schedule -> its last task's status
-        self._room: dict[str, tuple[int, int] | None] = {}  # queue -> (room left, max_ready)
+        # (namespace, queue) -> (room left, max_ready)
+        self._room: dict[tuple[str, str], tuple[int, int] | None] = {}
 
     def miss(self, schedule: Schedule, missed: Missed) -> None:
         """Record a range of times not caught up, as one fire at its newest time."""
@@ -57,7 +58,7 @@ class FireBatch:
         """Decide the fire of `schedule` at `at`; `overlap`: by its policy, else always."""
         refusal = self._overlap_refusal(schedule) if overlap else None
         queue = schedule.template.get("queue", "default")
-        refusal = refusal or self._room_refusal(queue)
+        refusal = refusal or self._room_refusal(schedule.namespace, queue)
         if refusal:
             self._pending.append(_Pending(schedule, at, "skipped", None, refusal))
             return
@@ -70,22 +71,22 @@ class FireBatch:
         previous = self._previous.get(schedule.id, schedule.last_task_status)
         return overlap_refusal(schedule.overlap, previous)
 
-    def _room_refusal(self, queue: str) -> str | None:
-        """Why `queue` takes no more tasks (its max_ready), counting this batch's tasks: its
-        room is read once per batch, under the lock the limit's row takes on PostgreSQL."""
-        if queue not in self._room:
-            tx = self._tx
-            row = tx.one("queue_room", queue=queue)
-            self._room[queue] = (
+    def _room_refusal(self, namespace: str, queue: str) -> str | None:
+        """Why `queue` of `namespace` takes no more tasks (its max_ready), counting this
+        batch's tasks: its room is read once per batch, under the lock the limit's row takes
+        on PostgreSQL."""
+        if (namespace, queue) not in self._room:
+            row = self._tx.one("queue_room", queue=queue, namespace=namespace)
+            self._room[namespace, queue] = (
                 None if row is None else (row["max_ready"] - row["waiting"], row["max_ready"])
             )
-        room = self._room[queue]
+        room = self._room[namespace, queue]
         if room is None:
             return None
         left, max_ready = room
         if left <= 0:
             return f"queue {queue!r} is full: its max_ready is {max_ready}"
-        self._room[queue] = (left - 1, max_ready)
+        self._room[namespace, queue] = (left - 1, max_ready)
         return None
 
     def write(self) -> list[ScheduleFire]:
@@ -137,6 +138,7 @@ class FireBatch:
             "max_attempts": spec.max_attempts or self._max_attempts,
             "retry_base_s": self._retry_base_s,
             "requires_review": spec.requires_review,
+            "task_namespace": fire.schedule.namespace,
         }
 
     def _event(self, fire: _Pending) -> dict[str, Any]:

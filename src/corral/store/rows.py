@@ -162,6 +162,7 @@ def worker(driver: Driver, row: Row) -> Worker:
         reported_completed_total=int(row["reported_completed_total"]),
         reported_failed_total=int(row["reported_failed_total"]),
         seq=_seq(row),
+        namespace=row["namespace"],
     )
 
 

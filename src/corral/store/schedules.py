@@ -207,6 +207,7 @@ def _schedule(driver: Driver, row: Row) -> Schedule:
         last_task_status=None if status is None else TaskStatus(status),
         created_at=driver.instant(row["created_at"]),
         updated_at=driver.instant(row["updated_at"]),
+        namespace=row["namespace"],
     )
 
 

@@ -37,6 +37,7 @@ from typing import Any
 from corral import filemodes
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store.driver import Json
 from corral.store.queries import load_queries, migration_files, sql_path
 from corral.threads import ThreadService
@@ -76,16 +77,20 @@ def _encode(value: Any) -> Any:
 class _Tx:
     """A transaction on the driver's connection."""
 
-    __slots__ = ("_conn", "_now_s", "_queries", "now")
+    __slots__ = ("_conn", "_namespace", "_now_s", "_queries", "now")
 
-    def __init__(self, conn: sqlite3.Connection, queries: dict[str, str], now: datetime) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, queries: dict[str, str], now: datetime, namespace: str
+    ) -> None:
         self._conn = conn
         self._queries = queries
         self.now = now
         self._now_s = now.timestamp()
+        self._namespace = namespace
 
     def _execute(self, query: str, params: dict[str, Any]) -> sqlite3.Cursor:
-        encoded = {k: v if type(v) in _AS_IS else _encode(v) for k, v in params.items()}
+        encoded: dict[str, Any] = {"namespace": self._namespace}
+        encoded.update({k: v if type(v) in _AS_IS else _encode(v) for k, v in params.items()})
         encoded["now"] = self._now_s
         return self._conn.execute(self._queries[query], encoded)
 
@@ -116,7 +121,8 @@ class _Tx:
         """Run `query` once per row, prepared once (executemany). The rows are filled in
         place: encoding only the columns named JSON, not testing every value, is what
         makes this cheaper than one statement over a JSON array."""
-        shared = {k: v if type(v) in _AS_IS else _encode(v) for k, v in params.items()}
+        shared: dict[str, Any] = {"namespace": self._namespace}
+        shared.update({k: v if type(v) in _AS_IS else _encode(v) for k, v in params.items()})
         shared["now"] = self._now_s
         for row in rows:
             row.update(shared)
@@ -263,7 +269,7 @@ class SQLiteDriver:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def _transaction(self, begin: str, exclusive: bool) -> Iterator[_Tx]:
+    def _transaction(self, begin: str, exclusive: bool, namespace: str) -> Iterator[_Tx]:
         queued_at = self._clock.monotonic()
         with self._mutex:
             if exclusive:
@@ -274,7 +280,7 @@ class SQLiteDriver:
                     left_ms = max(0, round((BUSY_TIMEOUT_S - queued_s) * 1000))
                     self._conn.execute(f"PRAGMA busy_timeout = {left_ms}")
                 self._conn.execute(begin)
-                yield _Tx(self._conn, self._queries, self._clock.now())
+                yield _Tx(self._conn, self._queries, self._clock.now(), namespace)
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
@@ -302,18 +308,18 @@ class SQLiteDriver:
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
 
-    def read(self) -> Any:
+    def read(self, namespace: str = DEFAULT_NAMESPACE) -> Any:
         """A deferred transaction: one snapshot, no write lock."""
-        return self._transaction("BEGIN", exclusive=False)
+        return self._transaction("BEGIN", exclusive=False, namespace=namespace)
 
-    def write(self) -> Any:
+    def write(self, namespace: str = DEFAULT_NAMESPACE) -> Any:
         """An immediate transaction behind the fair flock queue."""
-        return self._transaction("BEGIN IMMEDIATE", exclusive=True)
+        return self._transaction("BEGIN IMMEDIATE", exclusive=True, namespace=namespace)
 
     def call(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
         """Run statement `query` as a write transaction of its own; its rows."""
         # The caller names the query (store code says `driver.call("name", ...)`).
-        with self.write() as transaction:
+        with self.write(params.pop("namespace", DEFAULT_NAMESPACE)) as transaction:
             found: list[sqlite3.Row] = transaction.all(query, **params)
             return found
 

@@ -72,7 +72,8 @@ class TaskOps:
         assert spec.parent_id is not None
         row = tx.one("lock_parent", task_id=spec.parent_id)
         if row is None:
-            raise errors.InvalidInput("parent", "the id of an existing task", spec.parent_id)
+            expected = "the id of an existing task in this namespace"
+            raise errors.InvalidInput("parent", expected, spec.parent_id)
         status = TaskStatus(row["status"])
         standing = tx.all("parent_standing", task_id=spec.parent_id, max_depth=subtasks.MAX_DEPTH)
         subtasks.check_parent(
@@ -94,7 +95,8 @@ class TaskOps:
         found = {r["id"]: r["status"] for r in tx.all("task_statuses", ids=list(depends_on))}
         for dependency in depends_on:
             if dependency not in found:
-                raise errors.InvalidInput("depends_on", "ids of existing tasks", dependency)
+                expected = "ids of existing tasks in this namespace"
+                raise errors.InvalidInput("depends_on", expected, dependency)
         waiting = any(found[d] != TaskStatus.DONE for d in depends_on)
         return TaskStatus.BLOCKED if waiting else TaskStatus.READY
 

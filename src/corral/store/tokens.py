@@ -96,4 +96,5 @@ def _token(driver: Driver, row: Row) -> Token:
         created_at=driver.instant(row["created_at"]),
         expires_at=instant(row["expires_at"]),
         revoked_at=instant(row["revoked_at"]),
+        namespace=row["namespace"],
     )

@@ -15,7 +15,7 @@ from corral.model.states import (
 )
 from corral.store import journal, rows
 from corral.store.claims import end_claim
-from corral.store.driver import Driver, Json
+from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import worker_in
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class WorkerOps:
         """A new worker, `starting` until its first heartbeat."""
         with self._driver.write() as tx:
             worker_id = new_id(WORKER_PREFIX)
-            tx.run(
+            inserted = tx.one(
                 "insert_worker",
                 id=worker_id,
                 name=spec.name,
@@ -45,6 +45,8 @@ class WorkerOps:
                 pid_started_at=spec.pid_started_at,
                 provider=spec.provider,
             )
+            if inserted is None:
+                raise _conflict(tx, spec)
             journal.record(
                 tx,
                 "worker.registered",
@@ -199,3 +201,13 @@ def _worker_filters(flt: WorkerFilter) -> dict[str, Any]:
         "host": flt.host,
         "labels": Json(flt.labels) if flt.labels else None,
     }
+
+
+def _conflict(tx: Tx, spec: NewWorker) -> errors.WorkerConflict:
+    """Why `spec` was not registered: the live worker with its namespace, host and pid."""
+    twin = tx.one("live_twin", hostname=spec.hostname, pid=spec.pid)
+    named = f"worker {twin['id']} ({twin['name']})" if twin else "a live worker"
+    return errors.WorkerConflict(
+        f"{named} is live with host {spec.hostname!r} and pid {spec.pid}: one live worker "
+        "per namespace, host and pid (deregister it, or wait until it is declared dead)"
+    )

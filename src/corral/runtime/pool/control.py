@@ -211,7 +211,7 @@ def daemonize(store: Store, *, db: str, argv: list[str], clock: Clock | None = N
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
-            env={**os.environ, "CORRAL_DB": db},
+            env={**os.environ, "CORRAL_DB": db, "CORRAL_NAMESPACE": store.namespace},
             start_new_session=True,
         )
     clock = clock or SystemClock()

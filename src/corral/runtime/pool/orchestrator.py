@@ -163,6 +163,7 @@ class Orchestrator:
     def _worker_env(self) -> dict[str, str]:
         env, self._withheld = self._settings.env.split(os.environ)
         env["CORRAL_DB"] = self._place.db
+        env["CORRAL_NAMESPACE"] = self._store.namespace  # the pool works in its own
         token = os.environ.get(TOKEN_ENV)
         if token and is_http_url(self._place.db):
             env[TOKEN_ENV] = token  # corral's own workers reach the same server with it

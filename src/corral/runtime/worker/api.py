@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.errors import InvalidInput, StoreError
+from corral.model.namespaces import DEFAULT_NAMESPACE, checked
 from corral.model.tasks import Task
 from corral.runtime.worker.config import RunnerConfig
 from corral.runtime.worker.python_job import Execute, PythonJob
@@ -35,6 +36,7 @@ def run_worker(
     batch: int = 1,
     version: str = "",
     labels: dict[str, str] | None = None,
+    namespace: str | None = None,
 ) -> int:
     """Run a worker whose tasks are `execute(task, ctx)` calls; returns the exit code.
 
@@ -45,6 +47,7 @@ def run_worker(
     `batch` > 1 lets it claim up to that many tasks at once and report them together
     (docs/workers.md, "Batches"); 1 claims one task at a time. `version` and `labels` are
     recorded on the worker (`worker list`), as `worker start --version --label` records them.
+    It works in `namespace`, else CORRAL_NAMESPACE, else `default` (docs/concepts.md).
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InvalidInput("batch", "a whole number of at least 1", batch)
@@ -55,6 +58,9 @@ def run_worker(
         isinstance(k, str) and k and isinstance(v, str) for k, v in given.items()
     ):
         raise InvalidInput("labels", "a dict of text keys to text values", labels)
+    chosen_namespace = checked(
+        namespace or os.environ.get("CORRAL_NAMESPACE") or DEFAULT_NAMESPACE, field_name="namespace"
+    )
     found = resolve_db(db, os.environ, os.getcwd())
     if found is None:
         raise StoreError("no corral store found: pass db=, set CORRAL_DB, or run `corral init`")
@@ -73,5 +79,5 @@ def run_worker(
         labels=dict(given),
     )
     job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
-    with open_store(found, token=token) as store:
+    with open_store(found, token=token, namespace=chosen_namespace) as store:
         return Runner(store, config, job, settings=chosen).run()

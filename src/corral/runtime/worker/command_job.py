@@ -126,6 +126,7 @@ class CommandRuns:
                 run_id=run_id,
                 worker_id=self._place.worker_id,
                 db=self._place.store.url,
+                namespace=self._place.store.namespace,
             )
         except Exception as exc:  # must not raise in the claim's transaction: perform does
             return Opened(start=self.start, prepared=exc)
@@ -156,6 +157,7 @@ class CommandRuns:
             run_id=held.opened_run(),
             worker_id=self._place.worker_id,
             db=self._place.store.url,
+            namespace=self._place.store.namespace,
             resume=resume,
         )
 
@@ -220,6 +222,7 @@ def prepare(
     run_id: str,
     worker_id: str,
     db: str,
+    namespace: str,
     resume: Resume | None = None,
 ) -> Prepared:
     """The argv, prompt, environment, working directory and capture paths for `task`
@@ -245,6 +248,7 @@ def prepare(
         "CORRAL_RUN_ID": run_id,
         "CORRAL_CLAIM_TOKEN": str(token),
         "CORRAL_DB": without_password(db),  # the password: PGPASSWORD, if allowed
+        "CORRAL_NAMESPACE": namespace,
     }
     workdir = task.payload.get("workdir")
     spec = CommandSpec(

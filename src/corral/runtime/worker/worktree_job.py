@@ -96,6 +96,7 @@ class WorktreeRuns:
             run_id=run_id,
             worker_id=place.worker_id,
             db=place.store.url,
+            namespace=place.store.namespace,
         )
         if job.agent is not None:
             prepared = self._commands.resumed(job, held, prepared)

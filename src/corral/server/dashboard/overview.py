@@ -4,11 +4,13 @@ Tasks by status and by queue, runs per minute over the last hour (charts.py), wo
 status, providers parked, reviews waiting, and the reconciler's last pass and its repairs
 over the last hour. Each figure is read through a use case or a store read; the two that
 read every task (the counts, the reviews waiting) through a `Snapshot` (snapshot.py), so
-the page costs the same at a million tasks as at a thousand.
+the page costs the same at a million tasks as at a thousand. A namespace has a snapshot
+of its own, made at its first visit: a visitor sees their token's namespace alone.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 from datetime import timedelta
 from typing import NamedTuple
@@ -50,8 +52,28 @@ class TaskFigures(NamedTuple):
     waiting: list[PendingReview]
 
 
+class TaskFiguresByNamespace:
+    """The server's snapshots of the overview's task figures, one per namespace visited
+    (as many as the namespaces of its tokens)."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self._store, self._settings = store, settings
+        self._made: dict[str, Snapshot[TaskFigures]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, namespace: str) -> Snapshot[TaskFigures]:
+        """The snapshot of `namespace`, made at its first call."""
+        with self._lock:
+            found = self._made.get(namespace)
+            if found is None:
+                found = self._made[namespace] = task_figures(
+                    self._store.in_namespace(namespace), self._settings
+                )
+            return found
+
+
 def task_figures(store: Store, settings: Settings) -> Snapshot[TaskFigures]:
-    """The server's one snapshot of the overview's task figures."""
+    """A snapshot of the overview's task figures in `store`'s namespace."""
 
     def read() -> TaskFigures:
         stale_after_s = settings.review_stale_after_s
@@ -63,8 +85,8 @@ def task_figures(store: Store, settings: Settings) -> Snapshot[TaskFigures]:
 def overview(request: Request, visitor: Visitor) -> Response:
     """The overview page."""
     store = store_of(request)
-    snapshot: Snapshot[TaskFigures] = request.app.state.task_figures
-    figures = snapshot.get()
+    snapshots: TaskFiguresByNamespace = request.app.state.task_figures
+    figures = snapshots.of(store.namespace).get()
     by_queue: dict[str, Counter[str]] = defaultdict(Counter)
     for queue, _kind, status, n in figures.value.gauges:
         by_queue[queue][status] += n

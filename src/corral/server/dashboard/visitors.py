@@ -7,7 +7,8 @@ SameSite=Strict: no other site's page sends it; Secure over HTTPS). Every reques
 the session and its token again (`session_token`), so signing out, or a revoked or
 expired token, ends the session at once. As long as no token exists the server listens
 on loopback only (serve_cmds.py), and a request from the loopback is let in as an
-operator without one, as `corral` on the same host would be.
+operator without one, as `corral` on the same host would be. A signed-in visitor sees
+the token's namespace; the loopback without a token sees `default`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def _visitor(request: Request) -> Visitor | None:
     presented = request.cookies.get(SESSION_COOKIE, "")
     token = session_token(store, presented) if presented else None
     if token is not None:
+        # A browser names no namespace: the dashboard shows the token's (context.store_of).
+        request.state.namespace = token.namespace
         return Visitor(token=token)
     if _from_loopback(request) and not store.any_usable_token():
         return Visitor(token=None)

@@ -76,6 +76,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from corral.clock import Clock
 from corral.errors import SchemaTooNew, StoreError
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store.driver import Json
 from corral.store.postgres.errors import describe
 from corral.store.postgres.sessions import FollowerListener, LeaderLock, Listener
@@ -165,7 +166,7 @@ def _row_factory(cursor: Any) -> Any:
 class _Tx:
     """A transaction on one pooled connection in pipeline mode (see the module doc)."""
 
-    __slots__ = ("_bound_now", "_conn", "_cursor", "_now", "_pipeline", "_queries")
+    __slots__ = ("_bound_now", "_conn", "_cursor", "_namespace", "_now", "_pipeline", "_queries")
 
     def __init__(
         self,
@@ -173,6 +174,7 @@ class _Tx:
         pipeline: psycopg.Pipeline,
         queries: dict[str, bytes],
         now: datetime | None,
+        namespace: str,
     ) -> None:
         self._conn = conn
         self._pipeline = pipeline
@@ -180,7 +182,9 @@ class _Tx:
         self._queries = queries
         self._now = now
         # A test clock's reading is bound as :now; the server's now() is in the SQL itself.
-        self._bound_now = {} if now is None else {"now": now}
+        # :namespace is the store handle's unless a query is given one.
+        self._bound_now: dict[str, Any] = {} if now is None else {"now": now}
+        self._namespace = namespace
 
     @property
     def now(self) -> datetime:
@@ -194,7 +198,8 @@ class _Tx:
     def _execute(
         self, query: str, params: dict[str, Any], cursor: psycopg.Cursor[Any] | None = None
     ) -> psycopg.Cursor[Any]:
-        encoded = {k: _encode(v) for k, v in params.items()}
+        encoded: dict[str, Any] = {"namespace": self._namespace}
+        encoded.update({k: _encode(v) for k, v in params.items()})
         encoded.update(self._bound_now)
         return (cursor or self._cursor).execute(self._queries[query], encoded)
 
@@ -332,11 +337,13 @@ class PostgresDriver:
         self._pool.putconn(conn)
 
     @contextmanager
-    def _transaction(self, begin: bytes, queries: dict[str, bytes]) -> Iterator[_Tx]:
+    def _transaction(
+        self, begin: bytes, queries: dict[str, bytes], namespace: str
+    ) -> Iterator[_Tx]:
 
         with self._session() as conn, conn.pipeline() as pipeline:
             now = None if self._clock is None else self._clock.now()
-            tx = _Tx(conn, pipeline, queries, now)
+            tx = _Tx(conn, pipeline, queries, now, namespace)
             tx._cursor.execute(begin)
             try:
                 yield tx
@@ -378,19 +385,21 @@ class PostgresDriver:
                 conn.execute("ROLLBACK")
         self._pool.putconn(conn)
 
-    def read(self) -> Any:
+    def read(self, namespace: str = DEFAULT_NAMESPACE) -> Any:
         """One consistent snapshot; the queries run without their locking clauses."""
-        return self._transaction(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", self._read_sql)
+        begin = b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        return self._transaction(begin, self._read_sql, namespace)
 
-    def write(self) -> Any:
+    def write(self, namespace: str = DEFAULT_NAMESPACE) -> Any:
         """A READ COMMITTED transaction whose deciding reads lock (see the module doc)."""
-        return self._transaction(b"BEGIN", self._write_sql)
+        return self._transaction(b"BEGIN", self._write_sql, namespace)
 
     def call(self, query: str, /, **params: Any) -> Any:
         """Run statement `query` as a transaction of its own (autocommit: one round trip,
         no BEGIN or COMMIT, and no pipeline, whose bookkeeping costs the client more than
         the round trips it saves); its rows."""
-        encoded = {k: _encode(v) for k, v in params.items()}
+        encoded: dict[str, Any] = {"namespace": DEFAULT_NAMESPACE}
+        encoded.update({k: _encode(v) for k, v in params.items()})
         if self._clock is not None:
             encoded["now"] = self._clock.now()
         with self._session() as conn:

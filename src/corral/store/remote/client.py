@@ -35,8 +35,9 @@ from typing import Any
 
 from corral.errors import InvalidInput, StoreError
 from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
+from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store import Store
-from corral.store.remote import TOKEN_ENV, methods, wire
+from corral.store.remote import NAMESPACE_HEADER, TOKEN_ENV, methods, wire
 from corral.store.remote.http11 import Connection
 
 LONG_POLL_S = 30.0  # how long the server holds a claim that finds nothing
@@ -49,7 +50,9 @@ class RemoteStore(Store):
 
     long_polls = True
 
-    def __init__(self, url: str, token: str | None = None) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
+    ) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.username is not None or parts.password is not None:
             raise InvalidInput(
@@ -69,7 +72,9 @@ class RemoteStore(Store):
         self._host, self._port, self._tls = parts.hostname, port, parts.scheme == "https"
         self._prefix = parts.path.rstrip("/")
         token = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._headers: dict[str, str] = {}
+        # The server acts in the token's namespace, and refuses a client that asks another.
+        self._namespace = namespace
+        self._headers: dict[str, str] = {NAMESPACE_HEADER: namespace}
         if token:
             if not (token.isascii() and token.isprintable()) or " " in token:
                 raise InvalidInput("token", "a token as `corral token create` prints it")
@@ -80,6 +85,18 @@ class RemoteStore(Store):
         self._polling: set[Connection] = set()
         self._poll_wanted = False  # a runner listens (wake_on_work)
         self._poll_ended = False  # a runner's stop: no more waits
+
+    @property
+    def namespace(self) -> str:
+        """The namespace the server is asked to act in (it must be the token's)."""
+        return self._namespace
+
+    def in_namespace(self, namespace: str) -> Store:
+        """Not across a server: a token acts in one namespace."""
+        if namespace != self._namespace:
+            expected = f"{self._namespace!r}, the namespace this client acts in"
+            raise InvalidInput("--namespace", expected, namespace)
+        return self
 
     @property
     def url(self) -> str:

@@ -178,6 +178,11 @@ LOCAL = frozenset(
         "close",
         "token_secret_hash",
         "any_usable_token",
+        # A remote store's namespace is its own (the token's); the counts of every
+        # namespace are for the store's host, not for a token of one namespace.
+        "namespace",
+        "in_namespace",
+        "namespace_counts",
         # The dashboard's reads: it runs in `corral serve`, beside the store.
         "task_page",
         "count_task_page",

@@ -39,16 +39,19 @@ END;
 $$;
 
 -- The queues claims pass by now: at max_running, or at their rate of claims a minute.
-CREATE OR REPLACE FUNCTION corral_held_queues(p_now timestamptz) RETURNS text[]
+CREATE OR REPLACE FUNCTION corral_held_queues(p_namespace text, p_now timestamptz)
+RETURNS text[]
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN ARRAY(
         SELECT l.queue FROM queue_limits l
-        WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                                WHERE r.queue = l.queue AND r.status = 'running')
-           OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                         WHERE ct.queue = l.queue
-                           AND c.claimed_at > p_now - interval '60 seconds'));
+        WHERE l.namespace = p_namespace
+          AND (l.max_running <= (SELECT count(*) FROM tasks r
+                                 WHERE r.namespace = l.namespace AND r.queue = l.queue
+                                   AND r.status = 'running')
+               OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
+                             WHERE ct.namespace = l.namespace AND ct.queue = l.queue
+                               AND c.claimed_at > p_now - interval '60 seconds')));
 END;
 $$;
 
@@ -108,7 +111,7 @@ RETURNS TABLE (row_kind text, report_task text, run_id text, outcome text,
                retry_base_s double precision, timeout_s double precision,
                run_after timestamptz, requires_review boolean, branch text, result jsonb,
                last_error text, failure_reason text, created_at timestamptz,
-               updated_at timestamptz, finished_at timestamptz, token bigint,
+               updated_at timestamptz, finished_at timestamptz, namespace text, token bigint,
                worker_id text, lease_expires_at timestamptz, depends_on text[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 #variable_conflict use_column
@@ -133,6 +136,7 @@ DECLARE
     v_i integer;
     v_finished text[] := '{}';  -- the tasks done now, whose dependents may be unblocked
     v_actor text;
+    v_namespace text;  -- the claiming worker's: it claims there alone
 BEGIN
     IF p_limit > 0 AND jsonb_array_length(p_reports) > 0 THEN
         -- Before any report is applied: a claim by no worker does nothing at all.
@@ -246,10 +250,12 @@ BEGIN
     -- 4. Claims: the rows of limited queues first, then the worker (claimants take turns,
     -- and each later statement here counts what the one before committed).
     IF p_limit > 0 THEN
-        PERFORM 1 FROM queue_limits l WHERE l.max_running IS NOT NULL OR l.rate IS NOT NULL
+        SELECT w.namespace INTO v_namespace FROM workers w WHERE w.id = p_worker_id;
+        PERFORM 1 FROM queue_limits l
+        WHERE l.namespace = v_namespace AND (l.max_running IS NOT NULL OR l.rate IS NOT NULL)
         ORDER BY l.queue FOR UPDATE;
         IF FOUND THEN
-            v_held := corral_held_queues(p_now);
+            v_held := corral_held_queues(v_namespace, p_now);
             v_limit := 1;  -- the filter reads the limits once: a batch could pass one
         END IF;
         SELECT * INTO v_worker FROM workers w WHERE w.id = p_worker_id FOR UPDATE;
@@ -287,7 +293,7 @@ BEGIN
                 WITH claimed AS (
                     UPDATE tasks t SET status = 'running', attempts = t.attempts + 1,
                                        updated_at = p_now
-                    WHERE t.id = p_task_id
+                    WHERE t.id = p_task_id AND t.namespace = v_worker.namespace
                       AND corral_may_claim(t, v_worker.id, v_worker.name, v_kinds, v_queues,
                                            v_held, p_now)
                     RETURNING t.id)
@@ -304,7 +310,7 @@ BEGIN
                                        updated_at = p_now
                     WHERE t.seq IN (
                         SELECT c.seq FROM tasks c
-                        WHERE c.status = 'ready'
+                        WHERE c.namespace = v_worker.namespace AND c.status = 'ready'
                           AND corral_may_claim(c, v_worker.id, v_worker.name, v_kinds,
                                                v_queues, v_held, p_now)
                         ORDER BY c.priority DESC, c.seq

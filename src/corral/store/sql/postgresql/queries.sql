@@ -15,12 +15,12 @@
 -- name: insert_task
 INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
                    assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
-                   requires_review, created_at, updated_at)
+                   requires_review, created_at, updated_at, namespace)
 VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
         :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s::float8,
         coalesce(:run_at::timestamptz,
                  :now + coalesce(:run_after_s::float8, 0) * interval '1 second'),
-        :requires_review, :now, :now);
+        :requires_review, :now, :now, :namespace);
 
 -- name: insert_dependency
 INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
@@ -28,7 +28,8 @@ INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
 -- name: task_statuses
 -- FOR SHARE: a dependency cannot complete until this enqueue commits, so its completion
 -- sees the new dependent (or this enqueue sees it done).
-SELECT id, status FROM tasks WHERE id = ANY(:ids::text[]) ORDER BY id FOR SHARE;
+SELECT id, status FROM tasks WHERE id = ANY(:ids::text[]) AND namespace = :namespace
+ORDER BY id FOR SHARE;
 
 -- name: get_task
 -- Not the view: FOR UPDATE cannot reach into the view's outer join.
@@ -41,8 +42,9 @@ WHERE t.id = :task_id
 FOR UPDATE OF t;
 
 -- fragment: task_list_filters
--- `corral list`'s filters; each is off when NULL.
-(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+-- `corral list`'s filters in the handle's namespace; each other one is off when NULL.
+namespace = :namespace
+  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
@@ -85,13 +87,14 @@ LIMIT :limit;
 -- reads the same), newest first: a seed 001 session by its label. No index: a scan of
 -- the tasks on the server, not rows sent to Python.
 SELECT * FROM task_view
-WHERE kind = :kind AND payload -> :field::text = to_jsonb(:value::text)
+WHERE namespace = :namespace AND kind = :kind AND payload -> :field::text = to_jsonb(:value::text)
 ORDER BY seq DESC
 LIMIT :limit;
 
 -- fragment: ready_filters
--- The tasks claimable now, of a queue, of kinds, or that one worker may claim.
-status = 'ready' AND run_after <= :now
+-- The tasks of the namespace claimable now, of a queue, of kinds, or that one worker may
+-- claim.
+namespace = :namespace AND status = 'ready' AND run_after <= :now
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kinds::text[] IS NULL OR kind = ANY(:kinds::text[]))
   AND (:queues::text[] IS NULL OR queue = ANY(:queues::text[]))
@@ -121,7 +124,8 @@ LIMIT :limit;
 SELECT count(*) AS n FROM task_view WHERE /* fragment: ready_filters */;
 
 -- name: count_tasks_by_status
-SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
+SELECT status, count(*) AS n FROM tasks WHERE namespace = :namespace
+GROUP BY status ORDER BY status;
 
 -- name: dependency_statuses
 SELECT d.depends_on AS id, t.status AS status
@@ -131,7 +135,8 @@ ORDER BY d.depends_on;
 
 -- name: count_ahead
 SELECT count(*) FROM tasks o, tasks t
-WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
+WHERE t.id = :task_id AND o.namespace = t.namespace AND o.status = 'ready'
+  AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
 -- name: claim_by_token
@@ -223,7 +228,7 @@ RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
 -- name: lock_parent
 -- The parent of a task being added, locked before anything else the enqueue reads: a
 -- claim (SKIP LOCKED) passes it by, and two children added at once take turns.
-SELECT id, status FROM tasks WHERE id = :task_id
+SELECT id, status FROM tasks WHERE id = :task_id AND namespace = :namespace
 FOR UPDATE;
 
 -- name: parent_standing
@@ -303,10 +308,24 @@ UPDATE tasks SET priority = :priority, updated_at = :now
 WHERE id = :task_id AND status = ANY(:allowed::text[]);
 
 -- name: insert_worker
+-- Refused (no row returned) while a live worker has the same namespace, host and pid:
+-- the partial unique index decides, so two registering at once cannot both win.
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
-                     status, registered_at, last_heartbeat_at, pid_started_at, provider)
+                     status, registered_at, last_heartbeat_at, pid_started_at, provider,
+                     namespace)
 VALUES (:id, :name, :hostname, :pid, :version, :queues::text[], :kinds::text[],
-        :max_concurrent, :labels, 'starting', :now, :now, :pid_started_at, :provider);
+        :max_concurrent, :labels, 'starting', :now, :now, :pid_started_at, :provider,
+        :namespace)
+ON CONFLICT (namespace, hostname, pid)
+    WHERE pid IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+    DO NOTHING
+RETURNING id;
+
+-- name: live_twin
+-- The live worker with this namespace, host and pid (why a registration was refused).
+SELECT id, name FROM workers
+WHERE namespace = :namespace AND hostname = :hostname AND pid = :pid
+  AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 -- name: get_worker
 -- No lock: a heartbeat reads its worker before it extends the leases (claims before
@@ -328,13 +347,15 @@ FOR UPDATE OF w;
 
 -- name: list_workers
 SELECT * FROM worker_view
-WHERE (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+WHERE namespace = :namespace
+  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
 ORDER BY registered_at, id;
 
 -- fragment: worker_filters
 -- `worker list`'s filters, each off when NULL: a worker with no queues (kinds) serves
 -- every queue (kind); :labels is an object every pair of which its labels must hold.
-(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+namespace = :namespace
+  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queues = '{}' OR :queue::text = ANY(queues))
   AND (:kind::text IS NULL OR kinds = '{}' OR :kind::text = ANY(kinds))
   AND (:host::text IS NULL OR hostname = :host::text)
@@ -431,7 +452,13 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
         :to_status::text, :actor, :reason::text, :data);
 
 -- fragment: event_filter
-(:task_id::text IS NULL OR task_id = :task_id::text)
+-- An event is its task's namespace's, else its worker's, else the default's (the
+-- orchestrator's own, and those of tasks since pruned): read here, not stored, so writing
+-- an event costs nothing more.
+coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
+         (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
+         'default') = :namespace
+  AND (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
   AND (:names::text[] IS NULL OR name = ANY(:names::text[]))
   AND (:since_at::timestamptz IS NULL OR at >= :since_at::timestamptz)
@@ -588,7 +615,8 @@ SELECT * FROM runs WHERE id = :run_id;
 -- name: list_runs
 -- Newest first, as they were opened (seq), before the cursor :before_seq.
 SELECT * FROM runs
-WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.id = runs.task_id AND t.namespace = :namespace)
+  AND (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
   AND seq < :before_seq::bigint
 ORDER BY seq DESC
@@ -596,7 +624,8 @@ LIMIT :limit;
 
 -- name: count_runs
 SELECT count(*) AS n FROM runs
-WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.id = runs.task_id AND t.namespace = :namespace)
+  AND (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text);
 
 -- name: record_agent_run
@@ -622,13 +651,13 @@ ORDER BY started_at, seq;
 -- name: queue_room
 -- How many tasks wait in a queue with a max_ready limit (no row: no limit), counted under
 -- the lock of its limits row (corral_queue_room, schema.sql).
-SELECT max_ready, waiting FROM corral_queue_room(:queue);
+SELECT max_ready, waiting FROM corral_queue_room(:namespace, :queue);
 
 -- name: set_queue_limits
 -- Each limit is replaced when its keep_ flag is false, else kept; NULL removes a limit.
-INSERT INTO queue_limits AS l (queue, max_ready, max_running, rate, updated_at)
-VALUES (:queue, :max_ready::integer, :max_running::integer, :rate::float8, :now)
-ON CONFLICT (queue) DO UPDATE SET
+INSERT INTO queue_limits AS l (namespace, queue, max_ready, max_running, rate, updated_at)
+VALUES (:namespace, :queue, :max_ready::integer, :max_running::integer, :rate::float8, :now)
+ON CONFLICT (namespace, queue) DO UPDATE SET
     max_ready = CASE WHEN :keep_max_ready::boolean THEN l.max_ready ELSE excluded.max_ready END,
     max_running = CASE WHEN :keep_max_running::boolean THEN l.max_running
                        ELSE excluded.max_running END,
@@ -638,28 +667,31 @@ RETURNING queue, max_ready, max_running, rate;
 
 -- name: drop_empty_queue_limits
 DELETE FROM queue_limits
-WHERE queue = :queue AND max_ready IS NULL AND max_running IS NULL AND rate IS NULL;
+WHERE namespace = :namespace AND queue = :queue AND max_ready IS NULL AND max_running IS NULL AND rate IS NULL;
 
 -- name: queue_stats
 -- Depth, load and limits of every queue that has unfinished tasks or limits.
 WITH names AS (
-    SELECT DISTINCT queue FROM tasks WHERE status IN ('blocked', 'ready', 'running')
-    UNION SELECT queue FROM queue_limits
+    SELECT DISTINCT queue FROM tasks
+    WHERE namespace = :namespace AND status IN ('blocked', 'ready', 'running')
+    UNION SELECT queue FROM queue_limits WHERE namespace = :namespace
 )
 SELECT n.queue,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after <= :now) AS ready,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'ready'
+          AND t.run_after <= :now) AS ready,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after > :now) AS delayed,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'ready'
+          AND t.run_after > :now) AS delayed,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'blocked') AS blocked,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'blocked') AS blocked,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'running') AS running,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'running') AS running,
        (SELECT count(*) FROM claims c JOIN tasks t ON t.id = c.task_id
-        WHERE t.queue = n.queue AND c.claimed_at > :now - interval '60 seconds')
-           AS started_last_minute,
+        WHERE t.namespace = :namespace AND t.queue = n.queue
+          AND c.claimed_at > :now - interval '60 seconds') AS started_last_minute,
        l.max_ready, l.max_running, l.rate
-FROM names n LEFT JOIN queue_limits l ON l.queue = n.queue
+FROM names n LEFT JOIN queue_limits l ON l.namespace = :namespace AND l.queue = n.queue
 WHERE :queue::text IS NULL OR n.queue = :queue::text
 ORDER BY n.queue;
 
@@ -907,8 +939,11 @@ WHERE u.id = r->>'run_id' AND u.finished_at IS NULL;
 -- Whether the worker may claim task :task_id now (a refused claim asks, to say why).
 SELECT t.id FROM tasks t
 WHERE t.id = :task_id
+  AND t.namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id::text)
   AND corral_may_claim(t, :worker_id::text, :worker_name::text, :kinds::text[],
-                       :queues::text[], corral_held_queues(:now), :now);
+                       :queues::text[],
+                       corral_held_queues((SELECT w.namespace FROM workers w
+                                           WHERE w.id = :worker_id::text), :now), :now);
 
 -- name: note_reported
 -- What the task's command (or anyone with its token) reported of it, on the open run of
@@ -990,13 +1025,13 @@ ORDER BY started_at;
 -- API tokens (store/tokens.py).
 
 -- name: insert_token
-INSERT INTO tokens (id, name, role, queues, secret_hash, created_at, expires_at)
+INSERT INTO tokens (id, name, role, queues, secret_hash, created_at, expires_at, namespace)
 VALUES (:id, :name, :role, :queues, :secret_hash, :now,
-        :now + :expires_s::float8 * interval '1 second')
+        :now + :expires_s::float8 * interval '1 second', :namespace)
 RETURNING *;
 
 -- name: list_tokens
-SELECT * FROM tokens ORDER BY created_at, name;
+SELECT * FROM tokens WHERE namespace = :namespace ORDER BY created_at, name;
 
 -- name: token_by_id
 SELECT * FROM tokens WHERE id = :id;
@@ -1030,13 +1065,15 @@ UPDATE dashboard_sessions SET ended_at = :now WHERE id = :id AND ended_at IS NUL
 RETURNING id;
 
 -- name: count_tasks_by_queue_kind_status
--- What /metrics shows as corral_tasks{queue,kind,status}.
-SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
+-- What /metrics shows as corral_tasks{namespace,queue,kind,status}: the namespace's.
+SELECT queue, kind, status, count(*) AS n FROM tasks WHERE namespace = :namespace
+GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
 
 -- fragment: task_page_filters
 -- The dashboard's filters of the task list (task_page_*); each is off when NULL.
-(:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
+namespace = :namespace
+  AND (:statuses::text[] IS NULL OR status = ANY(:statuses::text[]))
   AND (:queue::text IS NULL OR queue = :queue::text)
   AND (:kind::text IS NULL OR kind = :kind::text)
   AND (:assignee::text IS NULL OR assignee = :assignee::text)
@@ -1178,7 +1215,10 @@ LIMIT :limit;
 -- overview's chart), by events_by_name_at.
 SELECT name, floor(extract(epoch FROM at - :since_at::timestamptz) / 60)::int AS minute, count(*) AS n
 FROM events
-WHERE name = ANY(:names::text[]) AND at >= :since_at::timestamptz
+WHERE coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
+               (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
+               'default') = :namespace
+  AND name = ANY(:names::text[]) AND at >= :since_at::timestamptz
 GROUP BY name, minute;
 
 -- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
@@ -1277,9 +1317,9 @@ SELECT s.*, t.status AS last_task_status FROM schedules s LEFT JOIN tasks t ON t
 
 -- name: insert_schedule
 INSERT INTO schedules (id, cron, timezone, template, overlap, max_catchup, catchup_window_s,
-                       next_fire_at, created_at, updated_at)
+                       next_fire_at, created_at, updated_at, namespace)
 VALUES (:schedule_id, :cron, :timezone, :template, :overlap, :max_catchup,
-        :catchup_window_s::float8, :next_fire_at::timestamptz, :now, :now)
+        :catchup_window_s::float8, :next_fire_at::timestamptz, :now, :now, :namespace)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -1287,7 +1327,7 @@ RETURNING id;
 /* fragment: schedule_columns */ WHERE s.id = :schedule_id;
 
 -- name: list_schedules
-/* fragment: schedule_columns */ ORDER BY s.id;
+/* fragment: schedule_columns */ WHERE s.namespace = :namespace ORDER BY s.id;
 
 -- name: due_schedules
 -- Walks schedules_due from the oldest due time: its cost is the due schedules', whatever
@@ -1325,13 +1365,15 @@ ON CONFLICT (key) DO NOTHING
 RETURNING key;
 
 -- name: insert_fired_tasks
--- The tasks of many fires, one statement (Tx.send_rows: :rows, a JSON array): ready now.
+-- The tasks of many fires, one statement (Tx.send_rows: :rows, a JSON array): ready now,
+-- each in its schedule's namespace (task_namespace), whoever runs the pass.
 INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
-                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at)
+                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at,
+                   namespace)
 SELECT r ->> 'id', r ->> 'title', r ->> 'description', r ->> 'queue', r ->> 'kind',
        (r ->> 'priority')::integer, 'ready', r -> 'payload', r -> 'labels',
        (r ->> 'max_attempts')::integer, (r ->> 'retry_base_s')::float8, :now,
-       (r ->> 'requires_review')::boolean, :now, :now
+       (r ->> 'requires_review')::boolean, :now, :now, r ->> 'task_namespace'
 FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(r, n)
 ORDER BY n;
 
@@ -1366,3 +1408,13 @@ LIMIT :limit;
 
 -- name: next_run_after
 SELECT min(run_after) AS at FROM tasks WHERE status = 'ready' AND run_after > :now;
+
+-- name: namespace_counts
+-- Every namespace with a task or a worker, its tasks by status and its live workers
+-- (`corral namespace list`): one row per (namespace, status), status NULL for the workers.
+SELECT namespace, status, count(*) AS n FROM tasks GROUP BY namespace, status
+UNION ALL
+SELECT namespace, NULL AS status,
+       count(*) FILTER (WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale')) AS n
+FROM workers GROUP BY namespace
+ORDER BY namespace, status;

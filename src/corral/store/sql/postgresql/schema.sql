@@ -33,12 +33,13 @@ CREATE TABLE tasks (
     failure_reason  text,
     created_at      timestamptz      NOT NULL,
     updated_at      timestamptz      NOT NULL,
-    finished_at     timestamptz
+    finished_at     timestamptz,
+    namespace       text             NOT NULL DEFAULT 'default'  -- migrations/0019
 );
 
--- The claim query walks ready tasks in claim order (priority, then age) and stops at the
+-- The claim query walks one namespace's ready tasks in claim order (priority, then age) and stops at the
 -- first one that matches and is not locked by another claimer (SKIP LOCKED).
-CREATE INDEX tasks_ready_order ON tasks (priority DESC, seq) WHERE status = 'ready';
+CREATE INDEX tasks_ready_order ON tasks (namespace, priority DESC, seq) WHERE status = 'ready';
 CREATE INDEX tasks_by_status ON tasks (status);
 
 CREATE TABLE task_deps (
@@ -90,8 +91,14 @@ CREATE TABLE workers (
     reported_completed_total bigint    NOT NULL DEFAULT 0,
     reported_failed_total    bigint    NOT NULL DEFAULT 0,
     -- Orders the workers as they registered: the keyset of `worker list --after`.
-    seq               bigint           GENERATED ALWAYS AS IDENTITY UNIQUE
+    seq               bigint           GENERATED ALWAYS AS IDENTITY UNIQUE,
+    namespace         text             NOT NULL DEFAULT 'default'
 );
+
+-- One live worker per (namespace, host, pid): a second registration is refused by the
+-- database while the first is not dead or offline (store/workers.py).
+CREATE UNIQUE INDEX workers_one_live_per_process ON workers (namespace, hostname, pid)
+    WHERE pid IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 CREATE INDEX workers_watched ON workers (status)
     WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
@@ -230,11 +237,13 @@ EXECUTE FUNCTION runs_refuse_change_once_finished();
 -- max_running or has started `rate` claims in the last 60 s; enqueue refuses a task while
 -- max_ready tasks wait. A queue with no row has no limits.
 CREATE TABLE queue_limits (
-    queue       text             PRIMARY KEY,
+    namespace   text             NOT NULL DEFAULT 'default',
+    queue       text             NOT NULL,
     max_ready   integer          CHECK (max_ready IS NULL OR max_ready > 0),
     max_running integer          CHECK (max_running IS NULL OR max_running > 0),
     rate        double precision CHECK (rate IS NULL OR rate > 0),  -- claims per minute
-    updated_at  timestamptz      NOT NULL
+    updated_at  timestamptz      NOT NULL,
+    PRIMARY KEY (namespace, queue)
 );
 
 -- A provider account agents spend (`claude`, `claude:work`): capped at max_running agents
@@ -261,18 +270,20 @@ CREATE INDEX claims_by_task ON claims (task_id);
 -- The room left in a queue with a max_ready limit, counted after locking its limits row:
 -- enqueues into one limited queue take turns, and each counts the tasks the previous one
 -- committed (a function, because only a later statement sees what a lock waited for).
-CREATE FUNCTION corral_queue_room(wanted text)
+CREATE FUNCTION corral_queue_room(p_namespace text, wanted text)
 RETURNS TABLE (max_ready integer, waiting bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM 1 FROM queue_limits l WHERE l.queue = wanted AND l.max_ready IS NOT NULL
+    PERFORM 1 FROM queue_limits l
+    WHERE l.namespace = p_namespace AND l.queue = wanted AND l.max_ready IS NOT NULL
     FOR UPDATE;
     RETURN QUERY
     SELECT l.max_ready,
            (SELECT count(*) FROM tasks t
-            WHERE t.queue = l.queue AND t.status IN ('ready', 'blocked'))
+            WHERE t.namespace = p_namespace AND t.queue = l.queue
+              AND t.status IN ('ready', 'blocked'))
     FROM queue_limits l
-    WHERE l.queue = wanted AND l.max_ready IS NOT NULL;
+    WHERE l.namespace = p_namespace AND l.queue = wanted AND l.max_ready IS NOT NULL;
 END;
 $$;
 
@@ -458,7 +469,8 @@ CREATE TABLE tokens (
     secret_hash  text  NOT NULL,
     created_at   timestamptz NOT NULL,
     expires_at   timestamptz,
-    revoked_at   timestamptz
+    revoked_at   timestamptz,
+    namespace    text  NOT NULL DEFAULT 'default'  -- the one its holder acts in
 );
 
 -- Cron schedules (model/schedules.py): due ones are found by next_fire_at alone
@@ -477,7 +489,8 @@ CREATE TABLE schedules (
     last_fire_at     timestamptz,
     last_task_id     text,
     created_at       timestamptz      NOT NULL,
-    updated_at       timestamptz      NOT NULL
+    updated_at       timestamptz      NOT NULL,
+    namespace        text             NOT NULL DEFAULT 'default'  -- where its fires' tasks go
 );
 
 CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE NOT paused;

@@ -6,23 +6,25 @@
 -- name: insert_task
 INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
                    assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
-                   requires_review, created_at, updated_at)
+                   requires_review, created_at, updated_at, namespace)
 VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
         :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s, coalesce(:run_at, :now + :run_after_s),
-        :requires_review, :now, :now);
+        :requires_review, :now, :now, :namespace);
 
 -- name: insert_dependency
 INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
 
 -- name: task_statuses
-SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
+SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(:ids))
+  AND namespace = :namespace;
 
 -- name: get_task
 SELECT * FROM task_view WHERE id = :task_id;
 
 -- fragment: task_list_filters
--- `corral list`'s filters; each is off when NULL.
-(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+-- `corral list`'s filters in the handle's namespace; each other one is off when NULL.
+namespace = :namespace
+  AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:worker_id IS NULL OR worker_id = :worker_id)
@@ -64,14 +66,15 @@ LIMIT :limit;
 -- number that reads the same), newest first: a seed 001 session by its label. No index:
 -- a scan of the tasks in C, not rows read into Python.
 SELECT * FROM task_view
-WHERE kind = :kind AND json_type(payload, :path) = 'text'
+WHERE namespace = :namespace AND kind = :kind AND json_type(payload, :path) = 'text'
   AND json_extract(payload, :path) = :value
 ORDER BY seq DESC
 LIMIT :limit;
 
 -- fragment: ready_filters
--- The tasks claimable now, of a queue, of kinds, or that one worker may claim.
-status = 'ready' AND run_after <= :now
+-- The tasks of the namespace claimable now, of a queue, of kinds, or that one worker may
+-- claim.
+namespace = :namespace AND status = 'ready' AND run_after <= :now
   AND (:queue IS NULL OR queue = :queue)
   AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
@@ -100,7 +103,8 @@ LIMIT :limit;
 SELECT count(*) AS n FROM task_view WHERE /* fragment: ready_filters */;
 
 -- name: count_tasks_by_status
-SELECT status, count(*) AS n FROM tasks GROUP BY status ORDER BY status;
+SELECT status, count(*) AS n FROM tasks WHERE namespace = :namespace
+GROUP BY status ORDER BY status;
 
 -- name: dependency_statuses
 SELECT d.depends_on AS id, t.status AS status
@@ -110,7 +114,8 @@ ORDER BY d.depends_on;
 
 -- name: count_ahead
 SELECT count(*) FROM tasks o, tasks t
-WHERE t.id = :task_id AND o.status = 'ready' AND o.queue = t.queue AND o.run_after <= :now
+WHERE t.id = :task_id AND o.namespace = t.namespace AND o.status = 'ready'
+  AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
 -- name: claim_by_token
@@ -201,7 +206,7 @@ RETURNING id, (SELECT min(d.depends_on) FROM task_deps d
 -- name: lock_parent
 -- The parent of a task being added, locked before anything else the enqueue reads: a
 -- claim (SKIP LOCKED) passes it by, and two children added at once take turns.
-SELECT id, status FROM tasks WHERE id = :task_id;
+SELECT id, status FROM tasks WHERE id = :task_id AND namespace = :namespace;
 
 -- name: parent_standing
 -- How many ancestors :task_id has (0 for a task with no parent), and how many children.
@@ -273,10 +278,23 @@ UPDATE tasks SET priority = :priority, updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 
 -- name: insert_worker
+-- Refused (no row returned) while a live worker has the same namespace, host and pid:
+-- the partial unique index decides, so two registering at once cannot both win.
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
-                     status, registered_at, last_heartbeat_at, pid_started_at, provider)
+                     status, registered_at, last_heartbeat_at, pid_started_at, provider,
+                     namespace)
 VALUES (:id, :name, :hostname, :pid, :version, :queues, :kinds, :max_concurrent, :labels,
-        'starting', :now, :now, :pid_started_at, :provider);
+        'starting', :now, :now, :pid_started_at, :provider, :namespace)
+ON CONFLICT (namespace, hostname, pid)
+    WHERE pid IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+    DO NOTHING
+RETURNING id;
+
+-- name: live_twin
+-- The live worker with this namespace, host and pid (why a registration was refused).
+SELECT id, name FROM workers
+WHERE namespace = :namespace AND hostname = :hostname AND pid = :pid
+  AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 -- name: get_worker
 SELECT * FROM worker_view WHERE id = :worker_id;
@@ -287,13 +305,15 @@ SELECT * FROM worker_view WHERE id = :worker_id;
 
 -- name: list_workers
 SELECT * FROM worker_view
-WHERE (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+WHERE namespace = :namespace
+  AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
 ORDER BY registered_at, id;
 
 -- fragment: worker_filters
 -- `worker list`'s filters, each off when NULL: a worker with no queues (kinds) serves
 -- every queue (kind); :labels is an object every pair of which its labels must hold.
-(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+namespace = :namespace
+  AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queues = '[]'
        OR EXISTS (SELECT 1 FROM json_each(queues) WHERE value = :queue))
   AND (:kind IS NULL OR kinds = '[]'
@@ -397,7 +417,13 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
         :data);
 
 -- fragment: event_filter
-(:task_id IS NULL OR task_id = :task_id)
+-- An event is its task's namespace's, else its worker's, else the default's (the
+-- orchestrator's own, and those of tasks since pruned): read here, not stored, so writing
+-- an event costs nothing more.
+coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
+         (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
+         'default') = :namespace
+  AND (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
   AND (:names IS NULL OR name IN (SELECT value FROM json_each(:names)))
   AND (:since_at IS NULL OR at >= :since_at)
@@ -530,7 +556,8 @@ SELECT * FROM runs WHERE id = :run_id;
 -- name: list_runs
 -- Newest first, as they were opened (the rowid, read as seq), before the cursor :before_seq.
 SELECT *, rowid AS seq FROM runs
-WHERE (:task_id IS NULL OR task_id = :task_id)
+WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.id = runs.task_id AND t.namespace = :namespace)
+  AND (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id)
   AND rowid < :before_seq
 ORDER BY rowid DESC
@@ -538,7 +565,8 @@ LIMIT :limit;
 
 -- name: count_runs
 SELECT count(*) AS n FROM runs
-WHERE (:task_id IS NULL OR task_id = :task_id)
+WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.id = runs.task_id AND t.namespace = :namespace)
+  AND (:task_id IS NULL OR task_id = :task_id)
   AND (:worker_id IS NULL OR worker_id = :worker_id);
 
 -- name: record_agent_run
@@ -565,15 +593,16 @@ ORDER BY started_at, rowid;
 -- How many tasks wait in a queue with a max_ready limit (no row: no limit).
 SELECT l.max_ready,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = l.queue AND t.status IN ('ready', 'blocked')) AS waiting
+        WHERE t.namespace = l.namespace AND t.queue = l.queue
+          AND t.status IN ('ready', 'blocked')) AS waiting
 FROM queue_limits l
-WHERE l.queue = :queue AND l.max_ready IS NOT NULL;
+WHERE l.namespace = :namespace AND l.queue = :queue AND l.max_ready IS NOT NULL;
 
 -- name: set_queue_limits
 -- Each limit is replaced when its keep_ flag is false, else kept; NULL removes a limit.
-INSERT INTO queue_limits (queue, max_ready, max_running, rate, updated_at)
-VALUES (:queue, :max_ready, :max_running, :rate, :now)
-ON CONFLICT (queue) DO UPDATE SET
+INSERT INTO queue_limits (namespace, queue, max_ready, max_running, rate, updated_at)
+VALUES (:namespace, :queue, :max_ready, :max_running, :rate, :now)
+ON CONFLICT (namespace, queue) DO UPDATE SET
     max_ready = CASE WHEN :keep_max_ready THEN max_ready ELSE excluded.max_ready END,
     max_running = CASE WHEN :keep_max_running THEN max_running ELSE excluded.max_running END,
     rate = CASE WHEN :keep_rate THEN rate ELSE excluded.rate END,
@@ -582,27 +611,31 @@ RETURNING queue, max_ready, max_running, rate;
 
 -- name: drop_empty_queue_limits
 DELETE FROM queue_limits
-WHERE queue = :queue AND max_ready IS NULL AND max_running IS NULL AND rate IS NULL;
+WHERE namespace = :namespace AND queue = :queue AND max_ready IS NULL AND max_running IS NULL AND rate IS NULL;
 
 -- name: queue_stats
 -- Depth, load and limits of every queue that has unfinished tasks or limits.
 WITH names AS (
-    SELECT DISTINCT queue FROM tasks WHERE status IN ('blocked', 'ready', 'running')
-    UNION SELECT queue FROM queue_limits
+    SELECT DISTINCT queue FROM tasks
+    WHERE namespace = :namespace AND status IN ('blocked', 'ready', 'running')
+    UNION SELECT queue FROM queue_limits WHERE namespace = :namespace
 )
 SELECT n.queue,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after <= :now) AS ready,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'ready'
+          AND t.run_after <= :now) AS ready,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'ready' AND t.run_after > :now) AS delayed,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'ready'
+          AND t.run_after > :now) AS delayed,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'blocked') AS blocked,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'blocked') AS blocked,
        (SELECT count(*) FROM tasks t
-        WHERE t.queue = n.queue AND t.status = 'running') AS running,
+        WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'running') AS running,
        (SELECT count(*) FROM claims c JOIN tasks t ON t.id = c.task_id
-        WHERE t.queue = n.queue AND c.claimed_at > :now - 60) AS started_last_minute,
+        WHERE t.namespace = :namespace AND t.queue = n.queue
+          AND c.claimed_at > :now - 60) AS started_last_minute,
        l.max_ready, l.max_running, l.rate
-FROM names n LEFT JOIN queue_limits l ON l.queue = n.queue
+FROM names n LEFT JOIN queue_limits l ON l.namespace = :namespace AND l.queue = n.queue
 WHERE :queue IS NULL OR n.queue = :queue
 ORDER BY n.queue;
 
@@ -775,16 +808,22 @@ UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :hos
 -- :queues, narrowed by what it asked for; NULL is any), assigned to nobody or to it, and in
 -- no queue held back by its limits (at max_running, or at its rate of claims a minute).
 -- The one copy of this filter: claim_tasks and claim_task include it.
-status = 'ready' AND run_after <= :now
+namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id)
+AND status = 'ready' AND run_after <= :now
 AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
 AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
 AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
 AND queue NOT IN (
     SELECT l.queue FROM queue_limits l
-    WHERE l.max_running <= (SELECT count(*) FROM tasks r
-                            WHERE r.queue = l.queue AND r.status = 'running')
-       OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                     WHERE ct.queue = l.queue AND c.claimed_at > :now - 60))
+    WHERE l.namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id)
+      AND (l.max_running <= (SELECT count(*) FROM tasks r
+                             WHERE r.namespace = l.namespace AND r.queue = l.queue
+                               AND r.status = 'running')
+           -- CROSS JOIN: the last minute's claims first (claims_by_start), never every
+           -- task of the namespace.
+           OR l.rate <= (SELECT count(*) FROM claims c CROSS JOIN tasks ct ON ct.id = c.task_id
+                         WHERE c.claimed_at > :now - 60
+                           AND ct.namespace = l.namespace AND ct.queue = l.queue)))
 
 -- name: claim_tasks
 -- Up to :limit tasks the worker may claim, in claim order. The queue limits are read once,
@@ -808,7 +847,10 @@ RETURNING *;
 SELECT id FROM tasks WHERE id = :task_id AND /* fragment: claimable */;
 
 -- name: any_queue_limits
-SELECT EXISTS (SELECT 1 FROM queue_limits) AS limited;
+-- Whether the claiming worker's namespace has queue limits.
+SELECT EXISTS (SELECT 1 FROM queue_limits l
+               WHERE l.namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id))
+       AS limited;
 
 -- name: dependencies_of
 -- (Not a subquery of RETURNING above: there SQLite scans task_deps instead of seeking.)
@@ -1092,12 +1134,12 @@ ORDER BY started_at;
 -- API tokens (store/tokens.py).
 
 -- name: insert_token
-INSERT INTO tokens (id, name, role, queues, secret_hash, created_at, expires_at)
-VALUES (:id, :name, :role, :queues, :secret_hash, :now, :now + :expires_s)
+INSERT INTO tokens (id, name, role, queues, secret_hash, created_at, expires_at, namespace)
+VALUES (:id, :name, :role, :queues, :secret_hash, :now, :now + :expires_s, :namespace)
 RETURNING *;
 
 -- name: list_tokens
-SELECT * FROM tokens ORDER BY created_at, name;
+SELECT * FROM tokens WHERE namespace = :namespace ORDER BY created_at, name;
 
 -- name: token_by_id
 SELECT * FROM tokens WHERE id = :id;
@@ -1131,13 +1173,15 @@ UPDATE dashboard_sessions SET ended_at = :now WHERE id = :id AND ended_at IS NUL
 RETURNING id;
 
 -- name: count_tasks_by_queue_kind_status
--- What /metrics shows as corral_tasks{queue,kind,status}.
-SELECT queue, kind, status, count(*) AS n FROM tasks GROUP BY queue, kind, status
+-- What /metrics shows as corral_tasks{namespace,queue,kind,status}: the namespace's.
+SELECT queue, kind, status, count(*) AS n FROM tasks WHERE namespace = :namespace
+GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
 
 -- fragment: task_page_filters
 -- The dashboard's filters of the task list (task_page_*); each is off when NULL.
-(:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
+namespace = :namespace
+  AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kind IS NULL OR kind = :kind)
   AND (:assignee IS NULL OR assignee = :assignee)
@@ -1279,7 +1323,10 @@ LIMIT :limit;
 -- overview's chart), by events_by_name_at.
 SELECT name, CAST((at - :since_at) / 60 AS INTEGER) AS minute, count(*) AS n
 FROM events
-WHERE name IN (SELECT value FROM json_each(:names)) AND at >= :since_at
+WHERE coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
+               (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
+               'default') = :namespace
+  AND name IN (SELECT value FROM json_each(:names)) AND at >= :since_at
 GROUP BY name, minute;
 
 -- Retention (store/retention.py). Finished tasks last changed before :cutoff, newest
@@ -1381,9 +1428,9 @@ SELECT s.*, t.status AS last_task_status FROM schedules s LEFT JOIN tasks t ON t
 
 -- name: insert_schedule
 INSERT INTO schedules (id, cron, timezone, template, overlap, max_catchup, catchup_window_s,
-                       next_fire_at, created_at, updated_at)
+                       next_fire_at, created_at, updated_at, namespace)
 VALUES (:schedule_id, :cron, :timezone, :template, :overlap, :max_catchup, :catchup_window_s,
-        :next_fire_at, :now, :now)
+        :next_fire_at, :now, :now, :namespace)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -1391,7 +1438,7 @@ RETURNING id;
 /* fragment: schedule_columns */ WHERE s.id = :schedule_id;
 
 -- name: list_schedules
-/* fragment: schedule_columns */ ORDER BY s.id;
+/* fragment: schedule_columns */ WHERE s.namespace = :namespace ORDER BY s.id;
 
 -- name: due_schedules
 -- Walks schedules_due from the oldest due time: its cost is the due schedules', whatever
@@ -1417,7 +1464,7 @@ FROM (SELECT value ->> '$.schedule_id' AS plan_id, value ->> '$.seen' AS seen_at
 WHERE schedules.id = p.plan_id AND schedules.next_fire_at = p.seen_at AND schedules.paused = 0
 RETURNING id, cron, timezone, template, overlap, max_catchup, catchup_window_s, paused,
           pause_note, next_fire_at, last_fire_at, last_task_id, created_at, updated_at,
-          (SELECT status FROM tasks t WHERE t.id = last_task_id) AS last_task_status;
+          namespace, (SELECT status FROM tasks t WHERE t.id = last_task_id) AS last_task_status;
 
 -- name: insert_fires
 -- A fire happens once: a key already taken inserts nothing and is not returned. :fires is
@@ -1431,10 +1478,12 @@ RETURNING key;
 
 -- name: insert_fired_tasks
 -- The task of one fire, run once per row (Tx.send_rows: executemany): ready now.
+-- The task goes to its schedule's namespace (:task_namespace), whoever runs the pass.
 INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
-                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at)
+                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at,
+                   namespace)
 VALUES (:id, :title, :description, :queue, :kind, :priority, 'ready', :payload, :labels,
-        :max_attempts, :retry_base_s, :now, :requires_review, :now, :now);
+        :max_attempts, :retry_base_s, :now, :requires_review, :now, :now, :task_namespace);
 
 -- name: set_last_tasks
 -- Each schedule's newest task, run once per row (Tx.send_rows: executemany).
@@ -1465,3 +1514,13 @@ LIMIT :limit;
 
 -- name: next_run_after
 SELECT min(run_after) AS at FROM tasks WHERE status = 'ready' AND run_after > :now;
+
+-- name: namespace_counts
+-- Every namespace with a task or a worker, its tasks by status and its live workers
+-- (`corral namespace list`): one row per (namespace, status), status NULL for the workers.
+SELECT namespace, status, count(*) AS n FROM tasks GROUP BY namespace, status
+UNION ALL
+SELECT namespace, NULL AS status,
+       sum(status IN ('starting', 'idle', 'busy', 'draining', 'stale')) AS n
+FROM workers GROUP BY namespace
+ORDER BY namespace, status;

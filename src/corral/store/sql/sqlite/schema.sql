@@ -31,12 +31,13 @@ CREATE TABLE tasks (
     failure_reason  TEXT,
     created_at      REAL    NOT NULL,
     updated_at      REAL    NOT NULL,
-    finished_at     REAL
+    finished_at     REAL,
+    namespace       TEXT    NOT NULL DEFAULT 'default'  -- see migrations/0019_namespaces.sql
 );
 
--- The claim query seeks status = 'ready' here and walks in claim order (priority, then
+-- The claim query seeks namespace and status = 'ready' here and walks in claim order (priority, then
 -- age), stopping at the first task that matches: no sort, whatever the queue's depth.
-CREATE INDEX tasks_claim_order ON tasks (status, priority DESC, seq);
+CREATE INDEX tasks_claim_order ON tasks (namespace, status, priority DESC, seq);
 
 CREATE TABLE task_deps (
     task_id    TEXT NOT NULL REFERENCES tasks (id),
@@ -82,8 +83,14 @@ CREATE TABLE workers (
     completed_delta   INTEGER NOT NULL DEFAULT 0,
     failed_delta      INTEGER NOT NULL DEFAULT 0,
     reported_completed_total INTEGER NOT NULL DEFAULT 0,
-    reported_failed_total    INTEGER NOT NULL DEFAULT 0
+    reported_failed_total    INTEGER NOT NULL DEFAULT 0,
+    namespace         TEXT    NOT NULL DEFAULT 'default'
 );
+
+-- One live worker per (namespace, host, pid): a second registration is refused by the
+-- database while the first is not dead or offline (store/workers.py).
+CREATE UNIQUE INDEX workers_one_live_per_process ON workers (namespace, hostname, pid)
+    WHERE pid IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 CREATE INDEX workers_watched ON workers (status)
     WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
@@ -193,12 +200,14 @@ END;
 -- max_running or has started `rate` claims in the last 60 s; enqueue refuses a task while
 -- max_ready tasks wait. A queue with no row has no limits.
 CREATE TABLE queue_limits (
-    queue       TEXT    PRIMARY KEY,
+    namespace   TEXT    NOT NULL DEFAULT 'default',
+    queue       TEXT    NOT NULL,
     max_ready   INTEGER CHECK (max_ready IS NULL OR max_ready > 0),
     max_running INTEGER CHECK (max_running IS NULL OR max_running > 0),
     rate        REAL    CHECK (rate IS NULL OR rate > 0),  -- claims started per minute
-    updated_at  REAL    NOT NULL
-);
+    updated_at  REAL    NOT NULL,
+    PRIMARY KEY (namespace, queue)
+) WITHOUT ROWID;
 
 -- A provider account agents spend (`claude`, `claude:work`): capped at max_running agents
 -- at once across hosts (NULL: no cap), paused by an operator, or parked until its usage
@@ -329,7 +338,8 @@ CREATE TABLE tokens (
     secret_hash  TEXT  NOT NULL,
     created_at   REAL NOT NULL,
     expires_at   REAL,
-    revoked_at   REAL
+    revoked_at   REAL,
+    namespace    TEXT  NOT NULL DEFAULT 'default'  -- the one its holder acts in
 );
 
 -- Cron schedules (model/schedules.py): due ones are found by next_fire_at alone
@@ -348,7 +358,8 @@ CREATE TABLE schedules (
     last_fire_at     REAL,
     last_task_id     TEXT,
     created_at       REAL    NOT NULL,
-    updated_at       REAL    NOT NULL
+    updated_at       REAL    NOT NULL,
+    namespace        TEXT    NOT NULL DEFAULT 'default'  -- where its fires' tasks go
 );
 
 CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE paused = 0;
