@@ -5,6 +5,7 @@ psutil instead of pidfds. The scenarios are the fast paths' own tests, run again
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from collections.abc import Iterator
@@ -52,11 +53,28 @@ pytestmark = pytest.mark.usefixtures("portable")
 
 
 @pytest.fixture
-def portable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process and every process it starts take the fallbacks."""
+def portable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process and every process it starts take the fallbacks. A test process that
+    became a child subreaper in an earlier test (the fast path's) stops being one meanwhile,
+    as a portable runner never is: orphans then go to init, not to a process that no longer
+    reaps them."""
     monkeypatch.setenv(fastpaths.PORTABLE_ENV, "1")
     monkeypatch.setattr(spawn, "_FDS", None)  # read once, at import
     monkeypatch.setattr(proctree, "_state", {"on": False})
+    was = _subreaper(None)
+    _subreaper(False)
+    yield
+    _subreaper(was)
+
+
+def _subreaper(on: bool | None) -> bool:
+    """Whether this process is a child subreaper (prctl); set it first unless `on` is None."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if on is not None:
+        libc.prctl(36, int(on), 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    flag = ctypes.c_int(0)
+    libc.prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return bool(flag.value)
 
 
 @pytest.fixture

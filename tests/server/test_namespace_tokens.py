@@ -8,6 +8,8 @@ import urllib.request
 
 from tests.server.conftest import Server
 
+from corral.dashboard_sessions import sign_in
+
 B = "team-b"
 
 
@@ -57,9 +59,12 @@ def test_the_dashboard_shows_the_signed_in_tokens_namespace(server: Server) -> N
     viewer = server.corral("--namespace", B, "token", "create", "--role", "viewer")
     assert 0 == server.corral("--namespace", B, "add", "theirs-title").returncode
     assert 0 == server.corral("add", "ours-title").returncode
+    with server.store() as store:  # the session a sign-in with that token opens
+        opened = sign_in(store, viewer.stdout.strip(), max_age_s=60)
+    assert opened is not None
     server.start()
     request = urllib.request.Request(f"{server.url}/tasks")  # noqa: S310 - http://
-    request.add_header("Cookie", f"corral_session={viewer.stdout.strip()}")
+    request.add_header("Cookie", f"corral_session={opened[1]}")
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http://
         page = answer.read().decode()
     assert ("theirs-title" in page, "ours-title" in page) == (True, False)
