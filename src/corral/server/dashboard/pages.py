@@ -65,19 +65,23 @@ def render(
     **context: Any,
 ) -> Response:
     """Template `template` as the page of `request` for `visitor`, with its headers. With
-    `live` (a /live URL), the page listens to that stream and its live region follows it."""
+    `live` (a /live URL), the page listens to that stream and its live region follows it.
+    A notice is shown, and spent, by a whole page only: a live region's fetch (htmx's
+    `HX-Request`) that came between a write's redirect and the browser following it would
+    spend it where nobody sees it."""
+    notice = None if request.headers.get("hx-request") else request.cookies.get(NOTICE_COOKIE)
     html = _env.get_template(template).render(
         visitor=visitor,
         csrf=csrf.token_of(request),
         path=request.url.path,
         here=here(request),
         live=live,
-        notice=request.cookies.get(NOTICE_COOKIE),
+        notice=notice,
         **context,
     )
     response = HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
     csrf.remember(request, response)
-    if NOTICE_COOKIE in request.cookies:
+    if notice is not None:
         response.delete_cookie(NOTICE_COOKIE, samesite="strict")
     return response
 
