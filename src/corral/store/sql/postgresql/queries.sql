@@ -453,11 +453,8 @@ VALUES (:now, :name, :task_id::text, :worker_id::text, :token::bigint, :from_sta
 
 -- fragment: event_filter
 -- An event is its task's namespace's, else its worker's, else the default's (the
--- orchestrator's own, and those of tasks since pruned): read here, not stored, so writing
--- an event costs nothing more.
-coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
-         (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
-         'default') = :namespace
+-- orchestrator's own): kept on the event as it is written (events_namespace).
+events.namespace = :namespace
   AND (:task_id::text IS NULL OR task_id = :task_id::text)
   AND (:worker_id::text IS NULL OR worker_id = :worker_id::text)
   AND (:names::text[] IS NULL OR name = ANY(:names::text[]))
@@ -1215,9 +1212,7 @@ LIMIT :limit;
 -- overview's chart), by events_by_name_at.
 SELECT name, floor(extract(epoch FROM at - :since_at::timestamptz) / 60)::int AS minute, count(*) AS n
 FROM events
-WHERE coalesce((SELECT t.namespace FROM tasks t WHERE t.id = events.task_id),
-               (SELECT w.namespace FROM workers w WHERE w.id = events.worker_id),
-               'default') = :namespace
+WHERE namespace = :namespace
   AND name = ANY(:names::text[]) AND at >= :since_at::timestamptz
 GROUP BY name, minute;
 

@@ -139,8 +139,23 @@ CREATE TABLE events (
     data        jsonb,
     -- The writing transaction's id: a follower reads only events of transactions that
     -- have ended, in (xid, id) order (docs/state-machines.md, Following events).
-    xid         xid8        NOT NULL DEFAULT pg_current_xact_id()
+    xid         xid8        NOT NULL DEFAULT pg_current_xact_id(),
+    -- Its task's namespace, else its worker's, else the default (the orchestrator's own):
+    -- set as it is written (events_namespace), so a page of the log reads no other table.
+    namespace   text        NOT NULL DEFAULT 'default'
 );
+
+CREATE FUNCTION corral_event_namespace() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.namespace := coalesce((SELECT t.namespace FROM tasks t WHERE t.id = NEW.task_id),
+                              (SELECT w.namespace FROM workers w WHERE w.id = NEW.worker_id),
+                              'default');
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER events_namespace BEFORE INSERT ON events
+FOR EACH ROW EXECUTE FUNCTION corral_event_namespace();
 
 CREATE INDEX events_by_task ON events (task_id, id) WHERE task_id IS NOT NULL;
 CREATE INDEX events_by_worker ON events (worker_id, id) WHERE worker_id IS NOT NULL;

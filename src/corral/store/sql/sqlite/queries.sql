@@ -1179,8 +1179,12 @@ GROUP BY queue, kind, status
 ORDER BY queue, kind, status;
 
 -- fragment: task_page_filters
--- The dashboard's filters of the task list (task_page_*); each is off when NULL.
-namespace = :namespace
+-- The dashboard's filters of the task list (task_page_*); each is off when NULL. The
+-- namespace term is written `+namespace` so that it never picks an index: a page in seq
+-- order walks the rowid's range (an index led by the namespace would read every task of
+-- the namespace and sort them); the priority pages name the namespace again, plainly, to
+-- walk tasks_claim_order.
++namespace = :namespace
   AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:queue IS NULL OR queue = :queue)
   AND (:kind IS NULL OR kind = :kind)
@@ -1212,7 +1216,7 @@ LIMIT :limit;
 -- task_page_newest in claim order (priority, highest first, then oldest), after the
 -- cursor (:after_priority, :after_seq).
 SELECT * FROM task_view
-WHERE /* fragment: task_page_filters */
+WHERE namespace = :namespace AND /* fragment: task_page_filters */
   AND (:after_seq IS NULL OR priority < :after_priority
        OR (priority = :after_priority AND seq > :after_seq))
 ORDER BY priority DESC, seq
@@ -1222,7 +1226,7 @@ LIMIT :limit;
 -- task_page_priority of the tasks of one status, :status: read in the claim order's
 -- index (tasks_claim_order), not sorted after a scan.
 SELECT * FROM task_view
-WHERE status = :status AND /* fragment: task_page_filters */
+WHERE namespace = :namespace AND status = :status AND /* fragment: task_page_filters */
   AND (:after_seq IS NULL OR priority < :after_priority
        OR (priority = :after_priority AND seq > :after_seq))
 ORDER BY priority DESC, seq
@@ -1232,7 +1236,7 @@ LIMIT :limit;
 -- task_page_priority read backwards from the cursor: the page before it, last row first
 -- (the store turns it round).
 SELECT * FROM task_view
-WHERE /* fragment: task_page_filters */
+WHERE namespace = :namespace AND /* fragment: task_page_filters */
   AND (:after_seq IS NULL OR priority > :after_priority
        OR (priority = :after_priority AND seq < :after_seq))
 ORDER BY priority, seq DESC
@@ -1241,7 +1245,7 @@ LIMIT :limit;
 -- name: task_page_priority_of_status_back
 -- task_page_priority_of_status read backwards from the cursor.
 SELECT * FROM task_view
-WHERE status = :status AND /* fragment: task_page_filters */
+WHERE namespace = :namespace AND status = :status AND /* fragment: task_page_filters */
   AND (:after_seq IS NULL OR priority > :after_priority
        OR (priority = :after_priority AND seq < :after_seq))
 ORDER BY priority, seq DESC
