@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import os
 import sqlite3
-import subprocess
 import sys
 import time
 import urllib.request
@@ -127,23 +126,8 @@ def _served(url: str, count: int) -> Iterator[tuple[str, dict[str, str]]]:
     """`corral serve` on a store seeded with `count` tasks: (its base URL, its pages)."""
     task_id = _seed(url, count)
     port = 8600 + count % 97
-    argv = [CORRAL, "serve", "--port", str(port)]
-    env = measure.fresh_process_env(url)
-    with measure.spawned(
-        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    ) as proc:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1).read()  # noqa: S310
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+    with measure.served_loopback(url, port) as (_, base):
         yield base, _pages(task_id, count)
-        measure.stop_gently(proc)
 
 
 def _measure(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import urllib.request
@@ -95,14 +94,7 @@ def main() -> int:
         db = os.path.join(folder, "corral.db")
         small = _task_with_transcript(db, folder, "small", FLOOR_BYTES)
         big = _task_with_transcript(db, folder, "big", big_bytes)
-        port = measure.free_port()
-        argv = [CORRAL, "serve", "--port", str(port)]
-        with measure.spawned(
-            argv, env=measure.fresh_process_env(db), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ) as proc:  # fmt: skip
-            base = f"http://127.0.0.1:{port}"
-            _wait_up(base)
+        with measure.served_loopback(db) as (proc, base):
             server = psutil.Process(proc.pid)
             _times(f"{base}/tasks/{small}", 3)  # the templates compiled, the caches warm
             rss_before = server.memory_info().rss
@@ -124,7 +116,6 @@ def main() -> int:
                                found.p95_s < P95_S)  # fmt: skip
                 verdicts.check(f"{name}: ratio < {RATIO}", f"{ratio:.2f}", ratio < RATIO)
             grown = (server.memory_info().rss - rss_before) / 1e6
-            measure.stop_gently(proc)
     print(measure.table(
         ["page", "p50 10 KB", "p95 10 KB", f"p50 {args.mb:g} MB", f"p95 {args.mb:g} MB",
          "ratio p95"], rows,
@@ -135,18 +126,6 @@ def main() -> int:
         f"{grown:.1f} MB", grown < args.mb / 10,
     )  # fmt: skip
     return verdicts.finish()
-
-
-def _wait_up(base: str) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=1).read()  # noqa: S310
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 if __name__ == "__main__":

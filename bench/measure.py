@@ -298,6 +298,32 @@ def spawned(argv: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[Any]
         proc.wait()
 
 
+@contextmanager
+def served_loopback(
+    db: str, port: int | None = None
+) -> Iterator[tuple[subprocess.Popen[Any], str]]:
+    """`corral serve` on store `db` (no token: the loopback is let in), its process and base
+    URL once /healthz answers; stopped gently at the end."""
+    import urllib.request
+
+    port = port or free_port()
+    argv = [os.path.join(VENV_BIN, "corral"), "serve", "--port", str(port)]
+    env = fresh_process_env(db)
+    with spawned(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1).read()  # noqa: S310
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield proc, base
+        stop_gently(proc)
+
+
 def wait_exit(proc: subprocess.Popen[Any], timeout_s: float) -> bool:
     """Block until `proc` exits (True) or `timeout_s` passes (False), without reaping it.
 
