@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from corral.model.tokens import Role, Token
+from corral.model.tokens import Role, Token, matches, secret_hash
 from corral.server.token_cache import TokenCache
 
 T0 = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -81,3 +81,15 @@ def test_a_cache_time_of_zero_reads_the_store_every_time():
     for _ in range(3):
         assert store.answer == cache.token("corral_k-1_good", store.check)
     assert 3 == store.reads
+
+
+def test_a_secret_matches_its_own_hash_only_and_no_hash_matches_nothing():
+    """`matches` is the one comparison of a presented secret: an unknown id (no hash) is
+    refused, even for the secret whose hash it compares against to take the same time."""
+    stored = secret_hash("s3cret")
+    assert (True, False, False, False) == (
+        matches("s3cret", stored),
+        matches("other", stored),
+        matches("", None),
+        matches("s3cret", None),
+    )
