@@ -114,4 +114,5 @@ def test_outcomes_are_the_documented_reasons() -> None:
         "deferred",
         "shutdown",
         "stalled",
+        "waiting",
     ] == [str(o) for o in RunOutcome]

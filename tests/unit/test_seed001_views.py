@@ -28,7 +28,7 @@ def test_every_corral_state_has_a_place_on_the_board() -> None:
         ("in-progress", {TaskStatus.RUNNING}),
         ("review", {TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
         ("done", {TaskStatus.DONE}),
-        ("blocked", {TaskStatus.FAILED}),
+        ("blocked", {TaskStatus.FAILED, TaskStatus.WAITING}),
         ("cancelled", {TaskStatus.CANCELLED}),
     ],
 )

@@ -40,6 +40,7 @@ class Action(StrEnum):
     FAIL = "fail"  # ready after a backoff, or failed (the retry policy decides)
     DEFER = "defer"  # ready after a delay, the attempt not counted
     RELEASE = "release"  # ready now, the attempt not counted
+    WAIT = "wait"  # waiting for a person (its reason), the attempt not counted
 
 
 class RunStart(NamedTuple):
@@ -95,7 +96,7 @@ class Report(NamedTuple):
     final_commit: str | None = None  # the commit a task's worktree ends at
     delay_s: float | None = None  # DEFER: ready again this long from now ...
     run_at: datetime | None = None  # ... or at this instant
-    reason: str | None = None  # RELEASE, DEFER: recorded on the event
+    reason: str | None = None  # RELEASE, DEFER: recorded on the event; WAIT: on the task too
     retry: Outcome | None = None  # FAIL: the retry policy's decision (the use case makes it)
 
     @classmethod

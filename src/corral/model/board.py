@@ -9,7 +9,7 @@ more of corral's states, and moving a card is one of corral's use cases (corral.
     running                 ──► in-progress    in-progress: claim it for the caller
     in_review, approved     ──► review         review: submit under the caller's claim
     done                    ──► done           done: complete under the caller's claim
-    failed                  ──► blocked        blocked: fail under the caller's claim (ready
+    failed, waiting         ──► blocked        blocked: fail under the caller's claim (ready
                                                again after a backoff while attempts remain)
     cancelled               ──► cancelled      (shown only: the seed has no word for it)
 
@@ -45,6 +45,7 @@ ON_BOARD: dict[TaskStatus, str] = {
     TaskStatus.BLOCKED: BoardStatus.TODO,
     TaskStatus.READY: BoardStatus.TODO,
     TaskStatus.RUNNING: BoardStatus.IN_PROGRESS,
+    TaskStatus.WAITING: BoardStatus.BLOCKED,
     TaskStatus.IN_REVIEW: BoardStatus.REVIEW,
     TaskStatus.APPROVED: BoardStatus.REVIEW,
     TaskStatus.DONE: BoardStatus.DONE,

@@ -36,6 +36,7 @@ class RunOutcome(StrEnum):
     DEFERRED = "deferred"  # the task stepped aside (`corral defer`, exit code 75)
     SHUTDOWN = "shutdown"  # the worker shut down before it finished
     STALLED = "stalled"  # killed after printing nothing for the stall timeout
+    WAITING = "waiting"  # ended needing a person: no change, refused, a question
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

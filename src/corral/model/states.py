@@ -14,14 +14,17 @@ Tasks:
                                                              │
                           attempts used up, or lost leases ──┴──► failed   (reason: error, poison …)
     running ──release, or defer (run_after set)──► ready   (the attempt is given back)
+    running ──a person must act (no change, refused, a question)──► waiting
+                                           (the attempt is given back; worktree and session kept)
+    waiting ──answer (its text reaches the resumed session), or retry──► ready
     running ──submit──► in_review ──approve (pins the commit)──► approved ──merge──► done
                         in_review | approved ──request-changes──► ready (same branch)
                                                approved ──merge conflict──► ready (files recorded)
     done (its branch kept) ──land that conflicts──► ready (same branch, files recorded)
     ready ──a child added (--parent)──► blocked   (until each child is done or cancelled)
-    blocked | ready | running | in_review | approved ──cancel──► cancelled
+    blocked | ready | running | waiting | in_review | approved ──cancel──► cancelled
                                                   (and every unfinished descendant with it)
-    failed | cancelled ──retry──► ready (or blocked while a dependency is not done)
+    failed | cancelled | waiting ──retry──► ready (or blocked while a dependency is not done)
 
 A task with a failed or cancelled dependency stays blocked; `corral why` names the culprit.
 `attempts` counts claims that reached an outcome: a claim adds one, a release or a defer
@@ -53,6 +56,7 @@ class TaskStatus(StrEnum):
     BLOCKED = "blocked"
     READY = "ready"
     RUNNING = "running"
+    WAITING = "waiting"  # a person must act: the reason is recorded on the task
     IN_REVIEW = "in_review"
     APPROVED = "approved"
     DONE = "done"
@@ -71,6 +75,9 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "renew": frozenset({TaskStatus.RUNNING}),
     "release": frozenset({TaskStatus.RUNNING}),
     "defer": frozenset({TaskStatus.RUNNING}),
+    # A run that needs a person (model/waiting.py names the reasons); `corral answer` ends it.
+    "wait": frozenset({TaskStatus.RUNNING}),
+    "answer": frozenset({TaskStatus.WAITING}),
     "complete": frozenset({TaskStatus.RUNNING}),
     "fail": frozenset({TaskStatus.RUNNING}),
     "recover": frozenset({TaskStatus.RUNNING}),
@@ -78,7 +85,7 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     # A child added to a parent that has not started: the parent waits (model/subtasks.py).
     "block": frozenset({TaskStatus.READY, TaskStatus.BLOCKED}),
     "cancel": frozenset(set(TaskStatus) - FINAL),
-    "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED}),
+    "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.WAITING}),
     "reprioritise": frozenset(set(TaskStatus) - FINAL),
     # The review flow (corral.reviews): the branch is handed in, approved at a pinned
     # commit, merged; changes requested or a merge conflict send it back to work.

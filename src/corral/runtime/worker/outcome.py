@@ -43,19 +43,30 @@ class Done:
     final_commit: str | None = None  # the commit a task's worktree ended at
     defer_until: datetime | None = None  # deferred until then (an agent's usage limit) ...
     defer_reason: str | None = None  # ... for this reason
+    wait_reason: str | None = None  # a person must act (model/waiting.py): the task waits
 
 
 _FAILED = {Ending.TIMEOUT: RunOutcome.TIMEOUT, Ending.STALLED: RunOutcome.STALLED}
 
 
 def report_of(held: Held, done: Done) -> Report:
-    """What `done` does to the task `held`: complete, defer, release (stopped) or fail."""
+    """What `done` does to the task `held`: wait, complete, defer, release (stopped) or
+    fail."""
     done = storable(done)
     common: dict[str, Any] = {
         "exit_code": done.exit_code,
         "usage": done.usage,
         "final_commit": done.final_commit,
     }
+    if done.wait_reason is not None:
+        return Report.of(
+            held,
+            Action.WAIT,
+            RunOutcome.WAITING,
+            reason=done.wait_reason,
+            error=done.error,
+            **common,
+        )
     if done.success:
         return Report.of(held, Action.COMPLETE, RunOutcome.DONE, result=done.result, **common)
     if done.defer_until is not None or done.defer_s is not None:
