@@ -11,7 +11,7 @@ reviewer's note, or "you were interrupted; continue".
 While it runs (`StreamWatch.poll`, called at every poll of the command's watch): the
 transcript the agent writes is read as it grows (agent_streams.py). The session id is
 recorded the moment the stream names it, so a crash of the runner itself leaves it for
-the next run; a question flags the run `waiting` (event `task.waiting`); a usage limit
+the next run; a question flags the run `waiting` (event `run.waiting`); a usage limit
 parks the provider account at once (every worker of it, on every host, stops claiming in
 its next claim), and ends the run.
 
