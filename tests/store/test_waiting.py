@@ -309,3 +309,15 @@ def test_a_dependent_of_a_waiting_task_stays_blocked(
     dependent = add("after", depends_on=(task.id,))
     _waits(store, _held(store, w.id, settings))
     assert TaskStatus.BLOCKED == store.get_task(dependent.id).status
+
+
+def test_why_says_the_task_waits_for_a_person_and_what_ends_it(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """`why` of a waiting task: code `waiting`, its reason, and answer, retry or cancel."""
+    task, w = add(), worker()
+    _waits(store, _held(store, w.id, settings))
+    (found,) = corral.why(store, task.id, settings=settings).reasons
+    assert "waiting" == found.code
+    assert found.message.startswith(f"waiting for a person: {REFUSED}; `corral answer {task.id}")
+    assert "`corral retry`" in found.message and "`corral cancel`" in found.message
