@@ -13,8 +13,9 @@ benchmark renders them without a terminal.
     slot-1  w-5f2c...   t-81aa...   4m2s   fix the login bug  Running tests...
     slot-2  w-77d0...   -                  (no task)
 
-    WAITING FOR A PERSON
-    t-c09e...  refused: Bash, Edit       deploy the docs
+    WAITING FOR A PERSON                  (while there are any)
+    t-c09e...  refused: Bash, Edit  deploy the docs
+
     QUEUE    READY  DELAYED  ...
     EVENTS   (the newest last)
 

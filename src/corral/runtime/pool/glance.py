@@ -4,9 +4,9 @@ A redraw must cost the same whatever the store's history (bench/status_watch.py:
 running tasks beside 100,000 finished ones). So the tasks are counted by status and by
 queue, never listed; the running tasks are the oldest `running_limit` active claims, the
 tasks waiting for a person the oldest `running_limit` of them (a few: each needs a
-person), the events the newest `events_limit`; and each shown task's last output line comes from the
-last few KB of its file, read from the end. Unlike `corral status` it does not look for
-leftover processes: that reads the environment of every process on the host.
+person), the events the newest `events_limit`; and each shown task's last output line
+comes from the last few KB of its file, read from the end. Unlike `corral status` it does
+not look for leftover processes: that reads the environment of every process on the host.
 """
 
 from __future__ import annotations
