@@ -38,6 +38,7 @@ _HOMES = {
         "fail",
         "release",
         "renew",
+        "wait",
     ],
     "corral.clock": ["Clock", "FakeClock", "SystemClock"],
     "corral.diagnosis": ["Diagnosis", "why"],
@@ -68,7 +69,7 @@ _HOMES = {
     "corral.schedules": ["add_schedule", "fire_due"],
     "corral.settings": ["Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
-    "corral.tasks": ["cancel", "enqueue", "retry"],
+    "corral.tasks": ["answer", "cancel", "enqueue", "retry"],
     "corral.workers": ["Beat", "deregister", "drain", "heartbeat", "register"],
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -97,6 +98,7 @@ if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
     from corral.claims import fail as fail
     from corral.claims import release as release
     from corral.claims import renew as renew
+    from corral.claims import wait as wait
     from corral.clock import Clock as Clock
     from corral.clock import FakeClock as FakeClock
     from corral.clock import SystemClock as SystemClock
@@ -146,6 +148,7 @@ if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
     from corral.settings import load_settings as load_settings
     from corral.store import Store as Store
     from corral.store import open_store as open_store
+    from corral.tasks import answer as answer
     from corral.tasks import cancel as cancel
     from corral.tasks import enqueue as enqueue
     from corral.tasks import retry as retry

@@ -1,5 +1,5 @@
 """Use cases of the claim cycle: claim, claim (or hold) the next task, exchange, renew,
-release, defer, complete, fail.
+release, defer, wait, complete, fail.
 
 Plain functions over a `Store`: each decides what policy says (lease length, renewal
 bound, retry backoff) and hands the store one atomic change. Claiming and reporting are
@@ -293,6 +293,18 @@ def defer(
         reason=reason,
     )
     return _report(store, report, "defer")
+
+
+def wait(store: Store, task_id: str, *, reason: str, token: int | None = None) -> Task:
+    """Step aside for a person: the task waits (`reason`, model/waiting.py says its form)
+    until `answer`, `retry` or `cancel`, keeping its worktree; the attempt is not counted."""
+    if not reason.strip():
+        raise InvalidInput("reason", "why the task waits for a person", reason)
+    documents.check_text("reason", reason)
+    report = Report(
+        task_id=task_id, token=token, action=Action.WAIT, actor=_actor(token), reason=reason
+    )
+    return _report(store, report, "wait")
 
 
 def complete(store: Store, task_id: str, *, token: int | None = None, result: Any = None) -> Task:

@@ -158,6 +158,13 @@ def _settled(task: Task) -> Reason:
             "failed",
             f"failed ({task.failure_reason}): {error}; `corral retry {task.id}` runs it again",
         )
+    if task.status is TaskStatus.WAITING:
+        return Reason(
+            "waiting",
+            f"waiting for a person: {task.wait_reason or 'no reason recorded'}; "
+            f"`corral answer {task.id} [TEXT]` runs it again told TEXT, "
+            f"`corral retry` runs it afresh, `corral cancel` ends it",
+        )
     if task.status is TaskStatus.IN_REVIEW:
         return Reason("in_review", f"waiting for review: `corral approve {task.id}`")
     if task.status is TaskStatus.APPROVED:

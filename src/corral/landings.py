@@ -34,6 +34,7 @@ _AT_WORK = {
     TaskStatus.BLOCKED: "working",
     TaskStatus.READY: "working",
     TaskStatus.RUNNING: "working",
+    TaskStatus.WAITING: "working",  # for a person: it runs again once answered
     TaskStatus.IN_REVIEW: "in_review",
     TaskStatus.APPROVED: "in_review",
 }

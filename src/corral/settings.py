@@ -270,7 +270,8 @@ SPEC: dict[str, Spec] = {
         "",
         None,
         "text",
-        "run on task.failed, task.waiting, review requested, provider.parked (event on stdin)",
+        "run on task.failed, task.waiting, run.waiting, review requested, provider.parked "
+        "(event on stdin)",
     ),
     "review_require_rebase": Spec(
         "worktree.require_rebase",

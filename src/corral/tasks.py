@@ -1,4 +1,4 @@
-"""Use cases of tasks outside their claims: enqueue, cancel, retry, reprioritise.
+"""Use cases of tasks outside their claims: enqueue, cancel, retry, answer, reprioritise.
 
 Plain functions over a `Store`; the claim cycle (claim, renew, release, defer, complete,
 fail) is corral.claims. Task records and the state machine are in corral.model.
@@ -42,8 +42,17 @@ def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
 
 
 def retry(store: Store, task_id: str) -> Task:
-    """Put a failed or cancelled task back in the queue with a fresh attempt budget."""
+    """Put a failed, cancelled or waiting task back in the queue with a fresh attempt budget."""
     return store.retry(task_id, actor=OPERATOR)
+
+
+def answer(store: Store, task_id: str, text: str | None = None) -> Task:
+    """Answer a task waiting for a person: ready again, its next runs told `text` (an empty
+    one is no text: carry on) and the reason it waited."""
+    text = text.strip() if text is not None else None
+    if text:
+        documents.check_text("answer", text)
+    return store.answer(task_id, text or None, actor=OPERATOR)
 
 
 def reprioritise(store: Store, task_id: str, priority: int) -> Task:

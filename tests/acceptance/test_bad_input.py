@@ -266,6 +266,27 @@ def test_retrying_a_ready_task_exits_1_naming_its_state(scene):
     refused_without_write(scene, 1, ["retry", scene.ready], ["retry", "it is ready"])
 
 
+def test_answering_a_task_that_is_not_waiting_exits_1_naming_its_state(scene):
+    """An answer to a task no person is waited for is refused with exit 1, naming its state."""
+    refused_without_write(scene, 1, ["answer", scene.ready, "yes"], ["answer", "it is ready"])
+
+
+def test_an_answer_on_stdin_that_is_not_utf8_exits_2_and_changes_nothing(scene):
+    """`corral answer ID -` with bytes that are not UTF-8 is invalid input, one line."""
+    before = dump(scene.db)
+    proc = subprocess.run(
+        [CORRAL, "answer", scene.ready, "-"],
+        input=b"\xff\xfe not text",
+        capture_output=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")},
+             "CORRAL_DB": scene.db},
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert_one_line(proc, 2, "answer", "UTF-8")
+    assert before == dump(scene.db)
+
+
 # -- the store itself cannot be used: exit 3 ----------------------------------------------
 
 

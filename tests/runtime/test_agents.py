@@ -210,7 +210,7 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
 
 def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) -> None:
     """An agent that asks a person a question: the run is `waiting` (status, runs, event
-    task.waiting), and `[notify] command` gets that event, once, as JSON on stdin."""
+    run.waiting), and `[notify] command` gets that event, once, as JSON on stdin."""
     pool = sqlite_pool
     notices = pool.folder / "notices.jsonl"
     script = pool.folder / "notify.sh"
@@ -231,7 +231,7 @@ def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) ->
     assert run["waiting"] == waiting["reason"]
     kind, _, body = notices.read_text().strip().partition(" ")
     event = json.loads(body)
-    assert ("task.waiting", "task.waiting", task) == (kind, event["name"], event["task_id"])
+    assert ("run.waiting", "run.waiting", task) == (kind, event["name"], event["task_id"])
     assert "waiting" in pool.corral("runs", "--task", task).stdout
     stop(pool)
     assert 1 == len(notices.read_text().strip().splitlines())

@@ -112,3 +112,18 @@ def test_a_store_outage_before_any_read_shows_the_notice_alone() -> None:
     """With no data yet, the screen is the head line and the notice."""
     lines = screen(None, width=80, height=10, interval_s=1.0, notice="store unavailable: gone")
     assert ["store unavailable: gone"] == lines[1:]
+
+
+def test_the_screen_lists_the_tasks_waiting_for_a_person_with_their_reasons(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    """A waiting task is counted, and shown under WAITING FOR A PERSON with why."""
+    found = _running(store, settings, tmp_path, ["needs bash"])
+    task_id, token = found.running[0].task_id, found.running[0].token
+    corral.wait(store, task_id, reason="refused: Bash", token=token)
+    found = glance(store, settings=settings, running_limit=50, events_limit=50)
+    assert (1, [task_id]) == (found.tasks["waiting"], [t.id for t in found.waiting])
+    lines = screen(found, width=160, height=40, interval_s=1.0, notice=None)
+    assert "tasks:" in lines[2] and "waiting 1" in lines[2]
+    below = lines[lines.index("WAITING FOR A PERSON") + 1]
+    assert (True, True) == (task_id in below, "refused: Bash  needs bash" in below)

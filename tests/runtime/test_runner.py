@@ -322,7 +322,7 @@ def test_a_drained_runner_finishes_and_exits_0(h: Harness) -> None:
 
 
 def test_a_silent_command_is_flagged_stalled_and_killed_with_kill_stalled(h: Harness) -> None:
-    """No output for the stall timeout: a task.waiting event, and the run ends as stalled."""
+    """No output for the stall timeout: a run.waiting event, and the run ends as stalled."""
     task_id = h.add()
     runner = h.start(
         "--exec",
@@ -336,7 +336,7 @@ def test_a_silent_command_is_flagged_stalled_and_killed_with_kill_stalled(h: Har
     )
     assert 1 == runner.wait(30)
     assert RunOutcome.STALLED == h.runs(task_id)[0].outcome
-    assert "task.waiting" in _events(h.store, task_id)
+    assert "run.waiting" in _events(h.store, task_id)
 
 
 def test_worker_stop_sends_sigquit_and_the_task_is_released(h: Harness) -> None:
@@ -559,7 +559,7 @@ def test_output_after_a_stall_clears_the_stall_flag(h: Harness) -> None:
     agent = h.script("pause.sh", "echo start\nsleep 0.6\necho again\nsleep 0.1\n")
     task_id = h.add()
     assert 0 == h.start("--exec", agent, "--once", "--stall-timeout", "0.2").wait(30)
-    assert "task.waiting" in _events(h.store, task_id)
+    assert "run.waiting" in _events(h.store, task_id)
     assert None is h.runs(task_id)[0].stalled_at
 
 

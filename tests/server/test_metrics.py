@@ -82,6 +82,21 @@ def test_metrics_are_the_stores_state_in_the_prometheus_format(server: Server) -
     assert operator not in text and viewer not in text
 
 
+def test_a_task_waiting_for_a_person_is_counted_in_its_state(server: Server) -> None:
+    """A task a run left waiting is corral_tasks{status="waiting"}, not ready or running."""
+    viewer = server.token("viewer")
+    with open_store(server.db) as store:
+        task = corral.enqueue(store, corral.NewTask(title="asks"))
+        worker = corral.register(store, corral.NewWorker(name="w")).worker
+        claim = corral.claim(store, task.id, worker.id)
+        corral.wait(store, task.id, reason="question: which one?", token=claim.token)
+    server.start()
+    lines = set(server.text("/metrics", viewer).splitlines())
+    ns = 'namespace="default",'
+    assert f'corral_tasks{{kind="default",{ns}queue="default",status="waiting"}} 1.0' in lines
+    assert not any('status="running"' in line and "corral_tasks{" in line for line in lines)
+
+
 def test_counters_and_histograms_count_real_claims_completions_failures_and_repairs(
     served: Server,
 ) -> None:

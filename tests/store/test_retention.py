@@ -78,6 +78,22 @@ def test_finished_tasks_go_with_their_runs_and_files_and_nothing_younger(
     assert [] == store.list_runs(task_id=old)
 
 
+def test_a_task_waiting_for_a_person_is_never_pruned_however_old(
+    store: Store,
+    clock: FakeClock,
+    settings: Settings,
+    add: Callable[..., Any],
+    worker: Callable[..., Any],
+) -> None:
+    """Waiting is not finished: a week-old waiting task stays, whatever the retention age."""
+    task = add("asks").id
+    claim = corral.claim(store, task, worker("w").id, settings=settings)
+    corral.wait(store, task, reason="question: which one?", token=claim.token)
+    clock.advance(7 * DAY)
+    assert 0 == prune(store, Ages(finished_s=DAY)).tasks
+    assert TaskStatus.WAITING is store.get_task(task).status
+
+
 def test_a_task_something_kept_depends_on_stays_and_a_chain_goes_together(
     store: Store, clock: FakeClock, done: Callable[..., Any], add: Callable[..., Any]
 ) -> None:

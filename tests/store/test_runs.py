@@ -210,7 +210,7 @@ def test_an_unknown_run_is_not_found(store: Store) -> None:
 def test_mark_waiting_flags_the_run_once_with_an_event(
     store: Store, clock: FakeClock, claimed: Claimed
 ) -> None:
-    """The first mark sets stalled_at and writes task.waiting; a second mark changes nothing."""
+    """The first mark sets stalled_at and writes run.waiting; a second mark changes nothing."""
     claim = claimed()
     run = store.start_run(new_run(claim))
     clock.advance(300)
@@ -219,7 +219,7 @@ def test_mark_waiting_flags_the_run_once_with_an_event(
     clock.advance(60)
     store.mark_waiting(run.id, "stalled: no output for the stall timeout")
     assert flagged_at == store.get_run(run.id).stalled_at
-    stalled = [e for e in store.list_events(EventFilter(limit=10_000)) if e.name == "task.waiting"]
+    stalled = [e for e in store.list_events(EventFilter(limit=10_000)) if e.name == "run.waiting"]
     assert [(claim.task_id, claim.worker_id, claim.token)] == [
         (e.task_id, e.worker_id, e.token) for e in stalled
     ]
@@ -246,7 +246,7 @@ def test_progress_clears_a_stall_so_a_later_one_is_flagged_again(
     assert [
         {"run_id": run.id, "last_progress_at": None},
         {"run_id": run.id, "last_progress_at": progressed.to_dict()["last_progress_at"]},
-    ] == data_of(store, "task.waiting")
+    ] == data_of(store, "run.waiting")
 
 
 def test_progress_without_a_note_keeps_the_last_note(

@@ -73,6 +73,7 @@ SQLITE_ONLY = {
     "finish_stale_runs",
     "run_outcomes",
     "defer_task",
+    "wait_task",
 }
 
 
@@ -277,12 +278,12 @@ def test_every_task_status_update_of_the_functions_is_guarded():
     parameter (from ALLOWED_FROM), or claims through corral_may_claim (`status = 'ready'`)."""
     text = _normalise(Path(sql_path("postgresql", "functions.sql")).read_text(encoding="utf-8"))
     updates = re.findall(r"UPDATE tasks t SET status = .*?(?:;|RETURNING)", text)
-    assert 7 == len(updates)  # complete, unblock, two claims, fail, defer, release
+    assert 8 == len(updates)  # complete, unblock, two claims, fail, defer, wait, release
     for update in updates:
         where = update.split(" WHERE ", 1)[1]
-        assert re.search(r"t\.status = ANY\(p_(complete|fail|defer|release|unblock)\)", where) or (
-            "corral_may_claim(" in where
-        ), update
+        assert re.search(
+            r"t\.status = ANY\(p_(complete|fail|defer|wait|release|unblock)\)", where
+        ) or ("corral_may_claim(" in where), update
 
 
 def test_claim_literal_agrees_with_the_table():

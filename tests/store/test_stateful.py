@@ -407,8 +407,35 @@ class StoreMachine(RuleBasedStateMachine):
         self.let_go(task)
         assert ["task.released"] == self.new_events()
 
+    @precondition(lambda self: self.running())
+    @rule(pick=PICK)
+    def wait(self, pick: int) -> None:
+        task = self.pick_running(pick)
+        waiting = claims.wait(self.store, task.id, reason="question: which?", token=task.token)
+        task.status = TaskStatus.WAITING
+        task.attempts -= 1
+        self.let_go(task)
+        assert "question: which?" == waiting.wait_reason
+        assert ["task.waiting"] == self.new_events()
+
+    @precondition(lambda self: self.tasks)
+    @rule(pick=PICK, text=st.sampled_from([None, "go ahead"]))
+    def answer(self, pick: int, text: str | None) -> None:
+        task = self.pick_task(pick)
+
+        def call():
+            return tasks.answer(self.store, task.id, text)
+
+        if task.status is not TaskStatus.WAITING:
+            error = self.assert_refused_without_change(InvalidTransition, call)
+            assert f"it is {task.status}" in str(error)
+            return
+        assert (TaskStatus.READY, text) == (call().status, self.store.get_task(task.id).answer)
+        task.status, task.run_after = TaskStatus.READY, self.now()
+        assert ["task.answered"] == self.new_events()
+
     @precondition(lambda self: self.stale_tokens())
-    @rule(pick=PICK, action=st.sampled_from(["renew", "complete", "fail", "release"]))
+    @rule(pick=PICK, action=st.sampled_from(["renew", "complete", "fail", "wait", "release"]))
     def use_stale_token(self, pick: int, action: str) -> None:
         tokens = self.stale_tokens()
         token = tokens[pick % len(tokens)]
@@ -419,6 +446,7 @@ class StoreMachine(RuleBasedStateMachine):
             "fail": lambda: claims.fail(
                 self.store, task_id, token=token, error="late", settings=POLICY
             ),
+            "wait": lambda: claims.wait(self.store, task_id, reason="late", token=token),
             "release": lambda: claims.release(self.store, task_id, token=token),
         }
         if action == "release" and self.tasks[task_id].finished_by == token:

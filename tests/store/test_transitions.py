@@ -30,9 +30,11 @@ NON_FINAL = [
     TaskStatus.BLOCKED,
     TaskStatus.READY,
     TaskStatus.RUNNING,
+    TaskStatus.WAITING,
     TaskStatus.IN_REVIEW,
     TaskStatus.APPROVED,
 ]
+RETRIED = [TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.WAITING]
 FINAL = [TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED]
 
 
@@ -52,16 +54,25 @@ def in_state(
         if status is TaskStatus.READY:
             return task
         claim = corral.claim(store, task.id, worker(f"w-{status}").id, settings=settings)
-        if status is TaskStatus.FAILED:
-            return corral.fail(store, task.id, error="boom", token=claim.token, settings=settings)
-        if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED):
-            done = corral.complete(store, task.id, token=claim.token)
-            if status is TaskStatus.APPROVED:
-                done = store.approve(task.id, commit=None, note=None, actor="test")
-            return done
-        return store.get_task(task.id)
+        return _from_running(store, task.id, claim.token, status, settings)
 
     return make
+
+
+def _from_running(
+    store: Store, task_id: str, token: int, status: TaskStatus, settings: Settings
+) -> Task:
+    """The running task `task_id` brought to `status` under its claim's `token`."""
+    if status is TaskStatus.FAILED:
+        return corral.fail(store, task_id, error="boom", token=token, settings=settings)
+    if status is TaskStatus.WAITING:
+        return corral.wait(store, task_id, reason="question: which one?", token=token)
+    if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED):
+        done = corral.complete(store, task_id, token=token)
+        if status is TaskStatus.APPROVED:
+            done = store.approve(task_id, commit=None, note=None, actor="test")
+        return done
+    return store.get_task(task_id)
 
 
 def test_the_state_builder_reaches_every_state(in_state: Callable[[TaskStatus], Task]) -> None:
@@ -198,8 +209,8 @@ def test_cancel_from_a_final_state_is_refused_naming_it(
     assert seen == events()
 
 
-@pytest.mark.parametrize("status", [TaskStatus.FAILED, TaskStatus.CANCELLED])
-def test_retry_puts_a_failed_or_cancelled_task_back_with_a_fresh_budget(
+@pytest.mark.parametrize("status", RETRIED)
+def test_retry_puts_a_failed_cancelled_or_waiting_task_back_with_a_fresh_budget(
     store: Store, in_state: Callable[[TaskStatus], Task], status: TaskStatus
 ) -> None:
     """retry makes the task ready now, attempts and crashes reset, failure reason cleared."""
@@ -221,11 +232,12 @@ def test_retry_puts_a_failed_or_cancelled_task_back_with_a_fresh_budget(
     )
 
 
-@pytest.mark.parametrize("status", [*NON_FINAL, TaskStatus.DONE])
+@pytest.mark.parametrize("status", [s for s in [*NON_FINAL, TaskStatus.DONE] if s not in RETRIED])
 def test_retry_from_any_other_state_is_refused_naming_it(
     store: Store, in_state: Callable[[TaskStatus], Task], status: TaskStatus
 ) -> None:
-    """Retry from any state but failed or cancelled is InvalidTransition naming that state."""
+    """Retry from any state but failed, cancelled or waiting is InvalidTransition naming that
+    state."""
     task = in_state(status)
     before = store.get_task(task.id)
     with pytest.raises(InvalidTransition, match=f"it is {status}$") as caught:

@@ -31,7 +31,9 @@ def _event(name: str, to_status: str | None = None) -> Event:
     ("name", "to_status", "notice"),
     [
         ("task.failed", "failed", "task.failed"),
-        ("task.waiting", None, "task.waiting"),
+        ("task.waiting", "waiting", "task.waiting"),
+        ("run.waiting", None, "run.waiting"),
+        ("task.answered", "ready", None),  # a person acted: nobody else is needed
         ("provider.parked", None, "provider.parked"),
         ("review.stale", None, "review.stale"),
         ("task.submitted", "in_review", "review.requested"),

@@ -10,6 +10,7 @@ import pytest
 from corral.errors import InvalidInput
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task
+from corral.runtime.worker.agent_runs import continuation_prompt
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template, render_prompt
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -97,3 +98,39 @@ def test_an_unreadable_template_is_invalid_input_naming_the_file(tmp_path: Path)
         InvalidInput, match=r"^prompt_template: expected a readable UTF-8 text file"
     ):
         load_template(str(tmp_path / "missing.md"))
+
+
+def test_a_persons_answer_follows_the_prompt_with_the_reason_it_answered() -> None:
+    """After `corral answer`, the prompt ends with why the task waited and the answer."""
+    task = _task(answered_reason="refused: Bash", answer="You may run the tests with Bash.")
+    assert (
+        "Fix the login bug\n\nYou stopped earlier and waited for a person (refused: Bash).\n"
+        "A person answered: You may run the tests with Bash.\n"
+    ) == render_prompt(task, "${title}\n")
+
+
+def test_an_answer_without_text_says_to_carry_on() -> None:
+    """An answer with no text still tells the run why it had waited, and to go on."""
+    rendered = render_prompt(_task(answered_reason="no_change: nothing to commit"), "${title}")
+    assert rendered.endswith(
+        "(no_change: nothing to commit).\nA person sent the task back without an answer: "
+        "carry on.\n"
+    )
+
+
+def test_no_answer_leaves_the_prompt_as_the_template_renders_it() -> None:
+    """A task no person answered gets its template alone."""
+    assert "Fix the login bug" == render_prompt(_task(), "${title}")
+
+
+def test_a_resumed_session_is_told_the_answer_instead_of_to_carry_on() -> None:
+    """The short prompt of a resumed agent session carries the answer and the reason."""
+
+    task = _task(answered_reason="question: which database?", answer="staging")
+    told = continuation_prompt(task, None)
+    assert (
+        "About task t-1 (Fix the login bug):\nYou stopped earlier and waited for a person "
+        "(question: which database?).\nA person answered: staging\n"
+        "Continue, then finish as before."
+    ) == told
+    assert "A person answered: staging" in continuation_prompt(task, "add a test")

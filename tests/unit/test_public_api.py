@@ -48,6 +48,7 @@ PUBLIC = [
     "WorkerStatus",
     "WorkerUnavailable",
     "add_schedule",
+    "answer",
     "apply_configured_limits",
     "cancel",
     "claim",
@@ -70,6 +71,7 @@ PUBLIC = [
     "retry",
     "run_worker",
     "set_queue_limits",
+    "wait",
     "why",
 ]
 

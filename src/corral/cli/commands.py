@@ -27,6 +27,7 @@ COMMAND_MODULES = {
     "list": "task_cmds",
     "show": "task_cmds",
     "retry": "task_cmds",
+    "answer": "task_cmds",
     "why": "task_cmds",
     "cancel": "task_cmds",
     "events": "task_cmds",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from corral.durations import format_duration
+from corral.durations import format_duration, iso
 from corral.printable import one_line, visible
 
 if TYPE_CHECKING:
@@ -84,6 +84,9 @@ def task_detail(task: Task) -> str:
         "requires_review",
         "last_error",
         "failure_reason",
+        "wait_reason",
+        "answered_reason",
+        "answer",
         "result",
         "payload",
         "labels",
@@ -328,6 +331,7 @@ def overview(found: Overview) -> str:
         queue_table(found.queues) if found.queues else "queues: none with work or limits",
         task_counts(found.tasks),
         *([providers_block(found.providers)] if found.providers else []),
+        waiting_tasks_line(found.waiting_tasks, found.tasks.get("waiting", 0)),
         waiting_line(found.waiting),
         reviews_line(found.reviews),
         f"left behind by finished runs: {leftovers or 'none'}",
@@ -346,11 +350,27 @@ def providers_block(states: Sequence[ProviderState]) -> str:
     return "\n".join(lines)
 
 
+def waiting_tasks_line(shown: Sequence[Task], count: int) -> str:
+    """`tasks waiting for a person: 2`, then each one's id, since when and why: what
+    `corral answer` (or retry, or cancel) is for."""
+    if not count:
+        return "tasks waiting for a person: none"
+    lines = [
+        f"  {t.id} since {iso(t.updated_at)}: {one_line(t.wait_reason or '-')}  "
+        f"{one_line(t.title, 60)}"
+        for t in shown
+    ]
+    if count > len(shown):
+        lines.append(f"  … {count - len(shown)} more (`corral list --status waiting`)")
+    return f"tasks waiting for a person: {count}\n" + "\n".join(lines)
+
+
 def waiting_line(waiting: Sequence[dict[str, Any]]) -> str:
-    """`waiting for a person: t-abc (question: ...)`: runs that need attention."""
+    """`runs waiting for a person: t-abc (question: ...)`: runs still going that need
+    attention (silent, or their agent asked a question)."""
     if not waiting:
-        return "waiting for a person: none"
-    return "waiting for a person:\n" + "\n".join(
+        return "runs waiting for a person: none"
+    return "runs waiting for a person:\n" + "\n".join(
         f"  {w['task_id']} ({w['run_id']}) since {w['since']}: {w['reason']}" for w in waiting
     )
 

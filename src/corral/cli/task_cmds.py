@@ -1,7 +1,8 @@
-"""Task commands: add, ready, list, show, cancel, retry, why, events."""
+"""Task commands: add, ready, list, show, cancel, retry, answer, why, events."""
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timedelta
 
 from corral.cli import paging, parsing, render
@@ -124,6 +125,21 @@ def cmd_retry(ctx: Context) -> int:
     return 0
 
 
+def cmd_answer(ctx: Context) -> int:
+    """Answer a task waiting for a person: ready again, its next run told the answer."""
+    from corral import tasks  # noqa: PLC0415 - ready, list and show start without it
+
+    text = ctx.args.text
+    if text == "-":
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("answer", "UTF-8 text on standard input") from None
+    task = tasks.answer(ctx.store, ctx.args.id, text)
+    ctx.emit(task.to_dict(), f"{task.id} {task.status} (answered)")
+    return 0
+
+
 def cmd_why(ctx: Context) -> int:
     """Explain why a task is not running."""
     from corral import diagnosis  # noqa: PLC0415 - for `why` alone (worker records)
@@ -238,7 +254,14 @@ COMMANDS = (
         *paging.args(1000),
     ),
     Command("show", cmd_show, "show a task", ID),
-    Command("retry", cmd_retry, "return a failed or cancelled task to the queue", ID),
+    Command("retry", cmd_retry, "return a failed, cancelled or waiting task to the queue", ID),
+    Command(
+        "answer",
+        cmd_answer,
+        "answer a waiting task: back to ready, its next run told TEXT",
+        ID,
+        Arg("text", nargs="?", metavar="TEXT", help="the answer (- reads standard input)"),
+    ),
     Command("why", cmd_why, "why is this task not running?", ID),
     Command("cancel", cmd_cancel, "cancel a task", ID, Arg("--reason")),
     Command(

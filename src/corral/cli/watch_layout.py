@@ -13,10 +13,13 @@ benchmark renders them without a terminal.
     slot-1  w-5f2c...   t-81aa...   4m2s   fix the login bug  Running tests...
     slot-2  w-77d0...   -                  (no task)
 
+    WAITING FOR A PERSON                  (while there are any)
+    t-c09e...  refused: Bash, Edit  deploy the docs
+
     QUEUE    READY  DELAYED  ...
     EVENTS   (the newest last)
 
-The three sections share the rows left below the head one row at a time, so a long one
+The sections share the rows left below the head one row at a time, so a long one
 never pushes another off the screen; a section that is cut ends with `… N more`. Every
 piece of user data (titles, output lines, reasons, host names) goes through
 `screen_text.clean` before it is measured.
@@ -75,13 +78,17 @@ def _counts_line(found: Glance) -> str:
 
 
 def _sections(found: Glance, width: int, room: int) -> list[str]:
-    """Slots and running tasks, queues, events: each a title and rows, sharing `room`."""
+    """Slots and running tasks, tasks waiting for a person (when there are any), queues,
+    events: each a title and rows, sharing `room`."""
     running = _running_rows(found, width)
     hidden = max(0, found.tasks.get("running", 0) - len(found.running))
+    waiting = [f"{t.id}  {t.wait_reason or '-'}  {clean(t.title)}" for t in found.waiting]
+    more_waiting = max(0, found.tasks.get("waiting", 0) - len(found.waiting))
     queues = render.queue_table(found.queues).splitlines() or ["QUEUE", "(none with work)"]
     events = [render.event_line(e) for e in found.events] or ["(none)"]
     sections = [
         (running[0], running[1:], hidden),
+        *([("WAITING FOR A PERSON", waiting, more_waiting)] if waiting else []),
         (queues[0], queues[1:], 0),
         ("EVENTS (newest last)", events[::-1], 0),  # newest first while sharing rows
     ]

@@ -1,7 +1,8 @@
 """Orphaned worktrees: the ones no live claim and no review needs any more.
 
-A managed worktree is kept while its branch belongs to a task in review or approved, or
-to a running task whose worker lives (not dead or offline and, on this host, its process
+A managed worktree is kept while its branch belongs to a task in review, approved or
+waiting for a person (it runs again there once answered), or to a running task whose
+worker lives (not dead or offline and, on this host, its process
 still there). Every other one is removed, its uncommitted work saved as a backup ref
 first; its branch goes too when it holds nothing the base lacks (a task that runs again
 gets it back, created afresh from the base, under the same name). Then `git worktree
@@ -28,7 +29,8 @@ from corral.policies import WorktreePolicy
 from corral.processes import process_alive
 from corral.store import Store
 
-REVIEWED = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
+# A person has the task: its worktree waits with it, whoever holds or held it.
+WITH_A_PERSON = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED, TaskStatus.WAITING)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +107,7 @@ def _prune_listed(store: Store, trees: Worktrees, *, base_ref: str | None) -> Pr
 
 
 def _needs_worktree(store: Store, task: Task) -> bool:
-    if task.status in REVIEWED:
+    if task.status in WITH_A_PERSON:
         return True
     if task.status is not TaskStatus.RUNNING or task.worker_id is None:
         return False

@@ -7,8 +7,9 @@ enter(task, claim, job) ─► plan ─► record the branch in the store (under
     were requested, CORRAL_REVIEW_NOTE (the note is added to the prompt too)
 land(task) ─► after a run that succeeded, its branch landed as `worktree.land` says
     (git/task_landing.py)
-leave(task) ─► kept with --keep-worktrees or while the task is in review or approved (or,
-    for an agent that resumes its sessions, while it will run again);
+leave(task) ─► kept with --keep-worktrees or while the task is in review, approved or
+    waiting for a person (or, for an agent that resumes its sessions, while it will run
+    again);
     otherwise removed (uncommitted work saved as a backup ref first), and the branch
     deleted only when it holds nothing the base lacks (a kept or conflicting branch stays)
 """
@@ -30,7 +31,9 @@ from corral.model.tasks import Task
 from corral.policies import WorktreePolicy
 from corral.store import Store
 
-KEPT_FOR_REVIEW = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED})
+# Kept whatever the runner's options: a person looks at it (a review), or a person must act
+# and the task then runs again where it stopped (waiting: its session resumes in it).
+KEPT_FOR_A_PERSON = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED, TaskStatus.WAITING})
 WILL_RUN_AGAIN = frozenset({TaskStatus.READY, TaskStatus.BLOCKED, TaskStatus.RUNNING})
 SETUP_TAIL_CHARS = 500
 
@@ -85,7 +88,7 @@ class TaskWorktrees:
         self._require_rebase = policy.require_rebase
         # An agent that resumes its session needs the same folder again: a task that will
         # run again keeps its worktree (and the work left in it).
-        self._kept = KEPT_FOR_REVIEW | (WILL_RUN_AGAIN if keep_unfinished else frozenset())
+        self._kept = KEPT_FOR_A_PERSON | (WILL_RUN_AGAIN if keep_unfinished else frozenset())
         self._entered: dict[str, Entered] = {}
         self._lock = threading.Lock()
 

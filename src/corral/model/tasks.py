@@ -133,6 +133,9 @@ class Task:
     updated_at: datetime
     finished_at: datetime | None
     seq: int = 0  # its place in the order tasks were added: the key `list` pages by
+    wait_reason: str | None = None  # while it is waiting: why (model/waiting.py)
+    answer: str | None = None  # a person's answer to why it waited (None: none, or no text) ...
+    answered_reason: str | None = None  # ... and that reason; both told to its next runs
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -166,6 +169,9 @@ class Task:
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "finished_at": iso(self.finished_at),
+            "wait_reason": self.wait_reason,
+            "answer": self.answer,
+            "answered_reason": self.answered_reason,
         }
 
 

@@ -243,6 +243,18 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         ],
         "answers": {"200": _json(TASK), "404": _json(ERROR)},
     },
+    ("post", "/api/tasks/{task_id}/answer"): {
+        "role": Role.OPERATOR,
+        "summary": "Answer a task waiting for a person: ready again, its next run told the text",
+        "parameters": [_path("task_id")],
+        "body": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"text": {"type": "string"}},
+        },
+        "optional_body": True,
+        "answers": {"200": _json(TASK), "404": _json(ERROR), "409": _json(ERROR)},
+    },
     ("patch", "/api/tasks/{task_id}"): {
         "role": Role.WORKER,
         "summary": "Move a task on seed 001's board (todo, in-progress, review, done, blocked)",

@@ -1,8 +1,11 @@
-"""Task routes: list, read and add tasks (the use cases `corral list`, `show`, `add` call).
+"""Task routes: list, read, add and answer tasks (the use cases `corral list`, `show`,
+`add` and `answer` call).
 
 GET  /api/tasks?status=S&queue=Q&kind=K&parent=ID&limit=N   viewer   the tasks, in the order added
 GET  /api/tasks/{id}                              viewer   one task
 POST /api/tasks                                   operator add one: a JSON object
+POST /api/tasks/{id}/answer                       operator {text?}: a waiting task, ready
+                                                           again, its next run told the text
 
 With `view=seed001` the GETs answer seed 001's shape instead (seed_tasks.py).
 """
@@ -21,10 +24,11 @@ from corral.model.tasks import NewTask, TaskFilter
 from corral.model.tokens import Role
 from corral.server import params, seed_tasks
 from corral.server.answers import answer
-from corral.server.auth import require
+from corral.server.auth import admitted, require
 from corral.server.bodies import fields, json_object
 from corral.server.context import store_of
 from corral.server.paths import path_id
+from corral.tasks import answer as answer_waiting
 from corral.tasks import enqueue
 
 # The fields of POST /api/tasks and the JSON type each must have (bool is not an int here).
@@ -90,10 +94,22 @@ def _add(request: Request, body: dict[str, Any]) -> Response:
     return answer(task.to_dict(), 201)
 
 
+async def answer_task(request: Request) -> Response:
+    """Answer a task waiting for a person (`corral answer`): the task, ready again; 409
+    naming its state when it is not waiting."""
+    store, _ = await admitted(request, Role.OPERATOR)
+    task_id = path_id(request, "task_id", "task")
+    text = fields(await json_object(request, empty=True), {"text": (str,)}).get("text")
+    task = await run_in_threadpool(answer_waiting, store, task_id, text)
+    request.app.state.work_signal.notify()  # ready again: waiting claims look
+    return answer(task.to_dict())
+
+
 ROUTES = [
     Route("/api/tasks", list_tasks, methods=["GET"]),
     Route("/api/tasks", add_task, methods=["POST"]),
     Route("/api/tasks/{task_id}", get_task, methods=["GET"]),
+    Route("/api/tasks/{task_id}/answer", answer_task, methods=["POST"]),
 ]
 
 

@@ -9,8 +9,8 @@ statement by statement under one write lock. The steps, in order:
 1. end the claims the reports name, each a compare-and-set on its token (or, without one,
    whatever claim is active) and holder: `end_claims`. A report whose claim had ended
    elsewhere is stale and changes nothing of its task;
-2. apply the live reports: completions together, failures, deferrals and releases one by
-   one (they are rare); unblock the dependents of what is now done;
+2. apply the live reports: completions together, failures, deferrals, waits and releases
+   one by one (they are rare); unblock the dependents of what is now done;
 3. finish the runs the reports name: a live report's as it says, a stale one's as what was
    reported under its token meanwhile (`runs.reported`), else lease_lost. A report from
    outside a run (`corral done` by the agent) notes what it reported on the claim's open
@@ -21,8 +21,8 @@ statement by statement under one write lock. The steps, in order:
 
 Events are copied by SQL from the rows the steps wrote, one statement for task.claimed
 with run.started and one for task.completed with run.finished, so a batch of k tasks costs
-a fixed number of statements whatever k; the rare ones (failures, deferrals, releases,
-unblocked dependents) are written from Python, each group right after its change, so the
+a fixed number of statements whatever k; the rare ones (failures, deferrals, waits,
+releases, unblocked dependents) are written from Python, each group right after its change, so the
 log keeps their order.
 """
 
@@ -53,8 +53,15 @@ OpenRun = Callable[["Task", int, str], RunStart]
 Tally = dict[str, list[int]]
 # What a report from outside a run notes on the claim's open run, by action (a release
 # notes nothing: the run then ends as lease_lost).
-REPORTED = {Action.COMPLETE: "done", Action.FAIL: "failed", Action.DEFER: "deferred"}
-_ONE_AT_A_TIME = (Action.FAIL, Action.DEFER, Action.RELEASE)
+REPORTED = {
+    Action.COMPLETE: "done",
+    Action.FAIL: "failed",
+    Action.DEFER: "deferred",
+    Action.WAIT: "waiting",
+}
+_ONE_AT_A_TIME = (Action.FAIL, Action.DEFER, Action.WAIT, Action.RELEASE)
+# The actions that give their claim back (released) rather than finish it (completed).
+_RELEASING = (Action.DEFER, Action.WAIT, Action.RELEASE)
 
 
 def exchange(
@@ -111,7 +118,8 @@ def exchange(
 
 
 def _check(worker_id: str | None, reports: Sequence[Report], ask: ClaimAsk | None) -> None:
-    """Refuse what no exchange can mean: a claim with no worker, a task reported twice."""
+    """Refuse what no exchange can mean: a claim with no worker, a task reported twice, a
+    deferral with no time, a wait with no reason."""
     if ask is not None and not worker_id:
         raise errors.InvalidInput("worker", "the worker that claims")
     seen: set[str] = set()
@@ -121,6 +129,8 @@ def _check(worker_id: str | None, reports: Sequence[Report], ask: ClaimAsk | Non
         seen.add(report.task_id)
         if report.action is Action.DEFER and (report.delay_s is None) == (report.run_at is None):
             raise errors.InvalidInput("until", "a delay or an instant, exactly one of them")
+        if report.action is Action.WAIT and not report.reason:
+            raise errors.InvalidInput("reason", "why the task waits for a person")
 
 
 # -- reports --------------------------------------------------------------------------------
@@ -139,7 +149,7 @@ def _apply_reports(
             "task_id": r.task_id,
             "token": r.token,
             "holder": r.holder,
-            "released": r.action in (Action.DEFER, Action.RELEASE),
+            "released": r.action in _RELEASING,
         }
         for r in reports
     ]
@@ -217,7 +227,7 @@ def _record_finished(
 def _step_aside(
     tx: Tx, driver: Driver, r: Report, claim: tuple[int, str], events: list[dict[str, Any]]
 ) -> None:
-    """A failure, deferral or release: its task's change and its event."""
+    """A failure, deferral, wait or release: its task's change and its event."""
     token, holder = claim
     if r.action is Action.FAIL:
         assert r.retry is not None, "the use case decides every failure's retry"
@@ -235,9 +245,13 @@ def _step_aside(
         )
         assert row is not None  # its claim was active, so it was running
         name, data = "task.deferred", {"run_after": iso(driver.instant(row["run_after"]))}
+    elif r.action is Action.WAIT:
+        tx.run("wait_task", task_id=r.task_id, reason=r.reason, allowed=ALLOWED_FROM["wait"])
+        name, data = "task.waiting", None
     else:
         tx.run("release_task", task_id=r.task_id, allowed=ALLOWED_FROM["release"])
         name, data = "task.released", None
+    to_status = TaskStatus.WAITING if r.action is Action.WAIT else TaskStatus.READY
     events.append(
         journal.entry(
             name,
@@ -246,7 +260,7 @@ def _step_aside(
             worker_id=holder,
             token=token,
             from_status=TaskStatus.RUNNING,
-            to_status=TaskStatus.READY,
+            to_status=to_status,
             reason=r.reason,
             data=data,
         )

@@ -84,6 +84,9 @@ def task(
         updated_at=driver.instant(row["updated_at"]),
         finished_at=_maybe_instant(driver, row["finished_at"]),
         seq=_seq(row),
+        wait_reason=row["wait_reason"],
+        answer=row["answer"],
+        answered_reason=row["answered_reason"],
     )
 
 

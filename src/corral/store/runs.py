@@ -145,7 +145,7 @@ class RunOps:
             )
 
     def mark_waiting(self, run_id: str, reason: str) -> None:
-        """Flag an unfinished run as waiting for a person (event `task.waiting`): silent for
+        """Flag an unfinished run as waiting for a person (event `run.waiting`): silent for
         its stall timeout, or its agent asked a question; else change nothing.
 
         A run already flagged stays flagged without a second event until
@@ -159,7 +159,7 @@ class RunOps:
             last = row["last_progress_at"]
             journal.record(
                 tx,
-                "task.waiting",
+                "run.waiting",
                 actor=row["worker_id"],
                 task_id=row["task_id"],
                 worker_id=row["worker_id"],

@@ -1,4 +1,4 @@
-"""Store operations on tasks that hold no claim: enqueue, read, cancel, retry."""
+"""Store operations on tasks that hold no claim: enqueue, read, cancel, retry, answer."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class TaskOps:
-    """Enqueue and query tasks; cancel and retry them."""
+    """Enqueue and query tasks; cancel, retry and answer them."""
 
     _driver: Driver
 
@@ -282,6 +282,28 @@ class TaskOps:
                 task_id=task_id,
                 from_status=task.status,
                 to_status=row["status"],
+            )
+        return read_task(self._driver, task_id)
+
+    def answer(self, task_id: str, text: str | None, *, actor: str) -> Task:
+        """Send a waiting task back to ready with a person's answer (`text`; None: carry
+        on), which its next runs are told with the reason it answered."""
+        with self._driver.write() as tx:
+            task = task_in(tx, self._driver, task_id)
+            row = tx.one(
+                "answer_task", task_id=task_id, answer=text, allowed=ALLOWED_FROM["answer"]
+            )
+            if row is None:
+                raise errors.InvalidTransition(task_id, "answer", task.status)
+            journal.record(
+                tx,
+                "task.answered",
+                actor=actor,
+                task_id=task_id,
+                from_status=TaskStatus.WAITING,
+                to_status=TaskStatus.READY,
+                reason=row["answered_reason"],
+                data={"answer": text},
             )
         return read_task(self._driver, task_id)
 

@@ -3,9 +3,10 @@
 A redraw must cost the same whatever the store's history (bench/status_watch.py: 1,000
 running tasks beside 100,000 finished ones). So the tasks are counted by status and by
 queue, never listed; the running tasks are the oldest `running_limit` active claims, the
-events the newest `events_limit`; and each shown task's last output line comes from the
-last few KB of its file, read from the end. Unlike `corral status` it does not look for
-leftover processes: that reads the environment of every process on the host.
+tasks waiting for a person the oldest `running_limit` of them (a few: each needs a
+person), the events the newest `events_limit`; and each shown task's last output line
+comes from the last few KB of its file, read from the end. Unlike `corral status` it does
+not look for leftover processes: that reads the environment of every process on the host.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from corral import orchestrators, queues, workers
 from corral.model.claims import RunningTask
 from corral.model.events import Event, EventFilter
 from corral.model.queues import QueueStat
+from corral.model.states import TaskStatus
+from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
 from corral.orchestrators import OrchestratorReport
 from corral.settings import Settings
@@ -39,12 +42,13 @@ class Glance:
     running: list[RunningTask]
     last_output: dict[str, str]
     events: list[Event]
+    waiting: list[Task]  # waiting for a person, oldest first (their count: tasks["waiting"])
 
 
 def glance(store: Store, *, settings: Settings, running_limit: int, events_limit: int) -> Glance:
     """Read one screen: the orchestrator and its slots, the live workers, counts, the oldest
-    `running_limit` running tasks with their last output lines, the newest `events_limit`
-    events."""
+    `running_limit` running tasks with their last output lines and waiting tasks, the
+    newest `events_limit` events."""
     running = store.running_tasks(running_limit)
     return Glance(
         orchestrator=orchestrators.status(store, liveness=settings.liveness),
@@ -54,6 +58,7 @@ def glance(store: Store, *, settings: Settings, running_limit: int, events_limit
         running=running,
         last_output={r.task_id: last_output_line(r) for r in running},
         events=store.list_events(EventFilter(limit=events_limit)) if events_limit else [],
+        waiting=store.list_tasks(TaskFilter(statuses=(TaskStatus.WAITING,), limit=running_limit)),
     )
 
 

@@ -5,7 +5,11 @@ per store however many orchestrators share it), runs the command once for each e
 that asks for attention:
 
     task.failed                          a task failed for good (retries are not news)
-    task.waiting                         an agent asked a question, or fell silent
+    task.waiting                         a task waits for a person (the run changed
+                                         nothing, was refused, asked a question)
+    run.waiting                          a run still going waits: its agent asked a
+                                         question, or it fell silent (a question that ends
+                                         the run is then its task's task.waiting too)
     task.submitted, or a task completed  a task waits for review
         into in_review ("review.requested")
     provider.parked                      a provider account hit its usage limit
@@ -37,8 +41,8 @@ from corral.threads import ThreadService
 
 NOTIFY_TIMEOUT_S = 30.0
 POLL_S = 0.5  # a notice is for a person: half a second late is on time
-NOTICE_EVENTS = ("task.failed", "task.waiting", "task.submitted", "task.completed",
-                 "provider.parked", "review.stale")  # fmt: skip
+NOTICE_EVENTS = ("task.failed", "task.waiting", "run.waiting", "task.submitted",
+                 "task.completed", "provider.parked", "review.stale")  # fmt: skip
 REVIEW_REQUESTED = "review.requested"
 
 

@@ -1,5 +1,6 @@
 """`corral status` in one record: the orchestrator, the live workers, the queues, the reviews
-waiting, the task counts, and the processes finished runs left behind on this host.
+waiting, the task counts, the tasks and runs waiting for a person, and the processes
+finished runs left behind on this host.
 
 It lives with the pool because the last of these is found among this host's processes
 (corral.runtime.pool.leftovers), not in the store.
@@ -11,8 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import orchestrators, queues, reviews, workers
+from corral.durations import iso
 from corral.model.providers import ProviderState
 from corral.model.queues import QueueStat
+from corral.model.states import TaskStatus
+from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
 from corral.orchestrators import OrchestratorReport
 from corral.reviews import PendingReview
@@ -20,6 +24,9 @@ from corral.runtime.pool import leftovers
 from corral.runtime.pool.leftovers import Leftover
 from corral.settings import Settings
 from corral.store import Store
+
+# The waiting tasks `status` lists by name (the oldest); the count says how many there are.
+WAITING_SHOWN = 100
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +41,7 @@ class Overview:
     leftovers: list[Leftover]
     providers: list[ProviderState]
     waiting: list[dict[str, Any]]  # runs waiting for a person (store.waiting_runs)
+    waiting_tasks: list[Task]  # tasks waiting for a person, the oldest WAITING_SHOWN
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `corral status --json` (docs/cli.md)."""
@@ -46,6 +54,15 @@ class Overview:
             "leftovers": [leftover.to_dict() for leftover in self.leftovers],
             "providers": [p.to_dict() for p in self.providers],
             "waiting": self.waiting,
+            "waiting_tasks": [
+                {
+                    "task_id": t.id,
+                    "title": t.title,
+                    "reason": t.wait_reason,
+                    "since": iso(t.updated_at),
+                }
+                for t in self.waiting_tasks
+            ],
         }
 
 
@@ -60,4 +77,7 @@ def overview(store: Store, *, settings: Settings) -> Overview:
         leftovers=leftovers.find(store),
         providers=store.provider_states(),
         waiting=store.waiting_runs(),
+        waiting_tasks=store.list_tasks(
+            TaskFilter(statuses=(TaskStatus.WAITING,), limit=WAITING_SHOWN)
+        ),
     )

@@ -40,6 +40,7 @@ OUTCOMES = {
     "task.retry_scheduled": "retrying",
     "task.released": "released",
     "task.deferred": "deferred",
+    "task.waiting": "waiting",  # for a person: the reason follows the title
     "task.cancelled": "cancelled",
 }
 TITLE_WIDTH = 60

@@ -5,13 +5,14 @@ timeout, a lost lease, a deferral, a usage limit or `request-changes`) resumes t
 session its agent's last run recorded, when the profile can resume, the user did not
 turn it off (`[agents] resume = false`, or a task payload's `"resume": false`), the
 last run was of the same profile, and this run works in the same folder (an agent's
-sessions belong to a folder: a kept worktree is one). The prompt is then short: the
-reviewer's note, or "you were interrupted; continue".
+sessions belong to a folder: a kept worktree is one). The prompt is then short: a
+person's answer to why it waited (`corral answer`), the reviewer's note, or "you were
+interrupted; continue".
 
 While it runs (`StreamWatch.poll`, called at every poll of the command's watch): the
 transcript the agent writes is read as it grows (agent_streams.py). The session id is
 recorded the moment the stream names it, so a crash of the runner itself leaves it for
-the next run; a question flags the run `waiting` (event `task.waiting`); a usage limit
+the next run; a question flags the run `waiting` (event `run.waiting`); a usage limit
 parks the provider account at once (every worker of it, on every host, stops claiming in
 its next claim), and ends the run.
 
@@ -37,6 +38,7 @@ from corral.model.tasks import Task
 from corral.printable import visible
 from corral.runtime.worker.agent_streams import Limit, StreamFacts, StreamReader
 from corral.runtime.worker.config import Workplace
+from corral.runtime.worker.prompts import answer_note
 from corral.store import Store
 
 LIMIT_STOP = "usage_limit"  # the stop reason of a run ended by its provider's usage limit
@@ -77,12 +79,16 @@ def resume_of(store: Store, agent: AgentSetup, task: Task, cwd: str) -> Resume |
 
 
 def continuation_prompt(task: Task, changes_note: str | None) -> str:
-    """What a resumed session is told: the reviewer's note, or to carry on."""
+    """What a resumed session is told: a person's answer to why it waited, the reviewer's
+    note, or to carry on."""
+    answered = answer_note(task)
     if changes_note:
         return (
             f"The reviewer asked for changes to task {task.id} ({task.title}):\n"
-            f"{changes_note}\n\nMake them, then finish as before."
+            f"{changes_note}\n\n{answered}Make them, then finish as before."
         )
+    if answered:
+        return f"About task {task.id} ({task.title}):\n{answered}Continue, then finish as before."
     return (
         f"You were interrupted before you finished task {task.id} ({task.title}). "
         "Continue where you left off, then finish as before."

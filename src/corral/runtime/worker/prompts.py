@@ -6,6 +6,11 @@ top-level payload field by its name. Lists render as numbered lines, objects as 
 The fields seed prompts use (`instructions`, `deliverables`, `steps`) have defaults, so
 a template may name them for any task; other unknown placeholders are left as written.
 Nothing here is ever interpreted by a shell: the prompt goes to stdin or one argv item.
+
+A task a person answered (`corral answer`, after it waited: model/waiting.py) has the
+answer, and why it had waited, added after the rendered template (`answer_note`), in
+every run until it waits again; a resumed agent session is told it in its short prompt
+(agent_runs.continuation_prompt).
 """
 
 from __future__ import annotations
@@ -56,8 +61,20 @@ def _text(value: Any) -> str:
     return json.dumps(value)
 
 
+def answer_note(task: Task) -> str:
+    """What a person answered when the task last waited, and why it had waited; '' when no
+    person has answered it since."""
+    if task.answered_reason is None:
+        return ""
+    stopped = f"You stopped earlier and waited for a person ({task.answered_reason}).\n"
+    if task.answer is None:
+        return stopped + "A person sent the task back without an answer: carry on.\n"
+    return stopped + f"A person answered: {task.answer}\n"
+
+
 def render_prompt(task: Task, template: str = DEFAULT_TEMPLATE) -> str:
-    """The prompt for `task`; placeholders that name nothing stay as written."""
+    """The prompt for `task`, then the answer to its last wait, if a person gave one;
+    placeholders that name nothing stay as written."""
     fields: dict[str, str] = dict(_DEFAULTS)
     fields.update({k: _text(v) for k, v in task.payload.items() if isinstance(k, str)})
     fields.update(
@@ -70,7 +87,9 @@ def render_prompt(task: Task, template: str = DEFAULT_TEMPLATE) -> str:
         attempt=str(task.attempts),
         payload=json.dumps(task.payload, indent=2),
     )
-    return Template(template).safe_substitute(fields)
+    prompt = Template(template).safe_substitute(fields)
+    note = answer_note(task)
+    return f"{prompt.rstrip(chr(10))}\n\n{note}" if note else prompt
 
 
 def load_template(path: str) -> str:

@@ -1,9 +1,10 @@
 """The overview (`/`): the fleet at a glance, live.
 
-Tasks by status and by queue, runs per minute over the last hour (charts.py), workers by
-status, providers parked, reviews waiting, and the reconciler's last pass and its repairs
-over the last hour. Each figure is read through a use case or a store read; the two that
-read every task (the counts, the reviews waiting) through a `Snapshot` (snapshot.py), so
+Tasks by status and by queue, the tasks waiting for a person (and why), runs per minute
+over the last hour (charts.py), workers by status, providers parked, reviews waiting, and
+the reconciler's last pass and its repairs over the last hour. Each figure is read through
+a use case or a store read; those that read many tasks (the counts, the tasks and reviews
+waiting) through a `Snapshot` (snapshot.py), so
 the page costs the same at a million tasks as at a thousand. A namespace has a snapshot
 of its own, made at its first visit: a visitor sees their token's namespace alone.
 """
@@ -21,6 +22,7 @@ from starlette.routing import Route
 
 from corral import reviews, usage
 from corral.model.states import TaskStatus
+from corral.model.tasks import Task, TaskFilter
 from corral.reviews import PendingReview
 from corral.server.context import store_of
 from corral.server.dashboard import charts
@@ -32,6 +34,7 @@ from corral.settings import Settings
 from corral.store import Store
 
 RELOAD_AFTER_S = 1  # a page shown with figures behind the log loads itself again after this
+WAITING_SHOWN = 20  # the oldest tasks waiting for a person, by name; the count says the rest
 
 # The reconciler's repairs (docs/state-machines.md, Events), counted over the last hour.
 REPAIRS = (
@@ -50,6 +53,7 @@ class TaskFigures(NamedTuple):
 
     gauges: list[tuple[str, str, str, int]]  # (queue, kind, status, how many)
     waiting: list[PendingReview]
+    asking: list[Task]  # the oldest WAITING_SHOWN tasks waiting for a person
 
 
 class TaskFiguresByNamespace:
@@ -77,7 +81,11 @@ def task_figures(store: Store, settings: Settings) -> Snapshot[TaskFigures]:
 
     def read() -> TaskFigures:
         stale_after_s = settings.review_stale_after_s
-        return TaskFigures(store.task_gauges(), reviews.pending(store, stale_after_s=stale_after_s))
+        return TaskFigures(
+            store.task_gauges(),
+            reviews.pending(store, stale_after_s=stale_after_s),
+            store.list_tasks(TaskFilter(statuses=(TaskStatus.WAITING,), limit=WAITING_SHOWN)),
+        )
 
     return Snapshot(read, store.events_head)
 
@@ -108,6 +116,7 @@ def overview(request: Request, visitor: Visitor) -> Response:
         workers=sorted(workers.items()),
         parked=[p for p in usage.provider_states(store) if p.parked],
         waiting=figures.value.waiting,
+        asking=figures.value.asking,
         reload_after_s=None if figures.current else RELOAD_AFTER_S,
         orchestrator=store.get_orchestrator(),
         repairs=_repairs(store),

@@ -5,6 +5,7 @@ GET  /tasks/{id}?run=RUN&before=OFFSET   the page; `run` picks the transcript (d
                                          the newest run), `before` an earlier window of it;
                                          `part=transcript`: the transcript alone (no git)
 POST /tasks/{id}/retry | cancel          corral retry / cancel
+POST /tasks/{id}/answer                  corral answer, with the form's `answer`
 POST /tasks/{id}/approve                 corral approve (pins the branch's head)
 POST /tasks/{id}/request-changes         corral request-changes, with the form's `note`
 POST /tasks/{id}/merge                   corral merge, with `worktree.merge_strategy`
@@ -146,6 +147,13 @@ def cancel(request: Request, visitor: Visitor, form: Form) -> Response:
     return redirect(request, _back(task.id), "Cancelled.")
 
 
+def answer(request: Request, visitor: Visitor, form: Form) -> Response:
+    """corral answer: a waiting task back to ready, its next run told the form's answer."""
+    task = tasks.answer(store_of(request), path_id(request, "task_id", "task"), one(form, "answer"))
+    request.app.state.work_signal.notify()
+    return redirect(request, _back(task.id), "Answered: the task is ready again.")
+
+
 def approve(request: Request, visitor: Visitor, form: Form) -> Response:
     """corral approve, at the branch's head."""
     task_id = path_id(request, "task_id", "task")
@@ -191,6 +199,7 @@ ROUTES = routes(
         for name, action in (
             ("retry", retry),
             ("cancel", cancel),
+            ("answer", answer),
             ("approve", approve),
             ("request-changes", request_changes),
             ("merge", merge),

@@ -41,7 +41,7 @@ OpenRun = Callable[["Task", int, str], RunStart]
 # more than the rest of the call's parameters).
 _ALLOWED = {
     action: "{" + ",".join(sorted(ALLOWED_FROM[action])) + "}"
-    for action in ("complete", "fail", "defer", "release", "unblock")
+    for action in ("complete", "fail", "defer", "release", "wait", "unblock")
 }
 _CLAIMING = "{" + ",".join(sorted(CLAIMING)) + "}"
 

@@ -126,6 +126,7 @@ OPERATES = frozenset(
         "enqueue",
         "cancel",
         "retry",
+        "answer",
         "set_task_priority",
         "drain_worker",
         "start_run",

@@ -101,7 +101,7 @@ CREATE OR REPLACE FUNCTION corral_exchange(
     p_worker_id text, p_reports jsonb, p_limit integer, p_task_id text, p_kinds text[],
     p_queues text[], p_lease_s double precision, p_run jsonb, p_run_ids text[],
     p_claiming text[], p_complete text[], p_fail text[], p_defer text[], p_release text[],
-    p_unblock text[], p_return_tasks boolean, p_now timestamptz)
+    p_wait text[], p_unblock text[], p_return_tasks boolean, p_now timestamptz)
 RETURNS TABLE (row_kind text, report_task text, run_id text, outcome text,
                worker_status text, active integer, max_concurrent integer,
                claimed_at timestamptz, deadline_at timestamptz,
@@ -111,7 +111,8 @@ RETURNS TABLE (row_kind text, report_task text, run_id text, outcome text,
                retry_base_s double precision, timeout_s double precision,
                run_after timestamptz, requires_review boolean, branch text, result jsonb,
                last_error text, failure_reason text, created_at timestamptz,
-               updated_at timestamptz, finished_at timestamptz, namespace text, token bigint,
+               updated_at timestamptz, finished_at timestamptz, namespace text,
+               wait_reason text, answer text, answered_reason text, token bigint,
                worker_id text, lease_expires_at timestamptz, depends_on text[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 #variable_conflict use_column
@@ -154,7 +155,7 @@ BEGIN
              ORDER BY x.task_id LOOP
         PERFORM 1 FROM tasks t WHERE t.id = r.task_id FOR UPDATE;
         UPDATE claims c
-        SET status = CASE WHEN r.action IN ('defer', 'release') THEN 'released'
+        SET status = CASE WHEN r.action IN ('defer', 'release', 'wait') THEN 'released'
                           ELSE 'completed' END,
             ended_at = p_now
         WHERE c.task_id = r.task_id AND c.status = 'active'
@@ -210,7 +211,7 @@ BEGIN
                 v_actor := coalesce(v_actor, r.actor);
             END IF;
         ELSE
-            PERFORM corral_step_aside(r, p_fail, p_defer, p_release, p_now);
+            PERFORM corral_step_aside(r, p_fail, p_defer, p_release, p_wait, p_now);
         END IF;
         IF r.run_id IS NOT NULL THEN
             UPDATE runs u
@@ -224,8 +225,8 @@ BEGIN
             -- From outside the run (the task's own command): noted on the claim's open
             -- run, which ends as that whoever finishes it.
             UPDATE runs u
-            SET reported = CASE r.action WHEN 'complete' THEN 'done'
-                                         WHEN 'fail' THEN 'failed' ELSE 'deferred' END
+            SET reported = CASE r.action WHEN 'complete' THEN 'done' WHEN 'fail' THEN 'failed'
+                                         WHEN 'wait' THEN 'waiting' ELSE 'deferred' END
             WHERE u.worker_id = v_holder AND u.token = v_token AND u.finished_at IS NULL;
         END IF;
     END LOOP;
@@ -423,11 +424,11 @@ BEGIN
 END;
 $$;
 
--- A failure, deferral or release of exchange report p_report (with the token and holder
--- whose claim it ended): its task's change and its event.
+-- A failure, deferral, wait or release of exchange report p_report (with the token and
+-- holder whose claim it ended): its task's change and its event.
 CREATE OR REPLACE FUNCTION corral_step_aside(p_report corral_report, p_fail text[],
                                              p_defer text[], p_release text[],
-                                             p_now timestamptz)
+                                             p_wait text[], p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -467,6 +468,16 @@ BEGIN
         VALUES (p_now, 'task.deferred', p_report.task_id, p_report.holder, p_report.token,
                 'running', 'ready', p_report.actor, p_report.reason,
                 jsonb_build_object('run_after', corral_iso(v_run_after)));
+    ELSIF p_report.action = 'wait' THEN
+        -- A person must act: the attempt is given back, an earlier answer forgotten.
+        UPDATE tasks t
+        SET status = 'waiting', attempts = t.attempts - 1, wait_reason = p_report.reason,
+            answer = NULL, answered_reason = NULL, updated_at = p_now
+        WHERE t.id = p_report.task_id AND t.status = ANY(p_wait);
+        INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status, actor,
+                            reason)
+        VALUES (p_now, 'task.waiting', p_report.task_id, p_report.holder, p_report.token,
+                'running', 'waiting', p_report.actor, p_report.reason);
     ELSE
         -- A claim another worker committed meanwhile keeps the task.
         UPDATE tasks t SET status = 'ready', attempts = t.attempts - 1,

@@ -285,7 +285,7 @@ WHERE id = :task_id AND status = ANY(:allowed::text[])
 -- waited for the task's lock is not in what get_task returned (a join reads the older
 -- snapshot); this later statement sees it, and refuses rather than strand it.
 UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
-                 last_error = coalesce(:reason::text, last_error)
+                 last_error = coalesce(:reason::text, last_error), wait_reason = NULL
 WHERE id = :task_id AND status = ANY(:allowed::text[])
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
@@ -297,10 +297,19 @@ SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = 
                                WHERE d.task_id = tasks.id AND p.status != 'done'
                                FOR SHARE OF p)
                   THEN 'blocked' ELSE 'ready' END,
-    attempts = 0, crashes = 0, failure_reason = NULL, finished_at = NULL,
+    attempts = 0, crashes = 0, failure_reason = NULL, finished_at = NULL, wait_reason = NULL,
     run_after = :now, updated_at = :now
 WHERE id = :task_id AND status = ANY(:allowed::text[])
 RETURNING status;
+
+-- name: answer_task
+-- A waiting task, ready again with a person's :answer (NULL: none, carry on) and the reason
+-- it answered, which its next runs are told (every SET reads the row as it was).
+UPDATE tasks
+SET status = 'ready', answer = :answer::text, answered_reason = wait_reason,
+    wait_reason = NULL, run_after = :now, updated_at = :now
+WHERE id = :task_id AND status = ANY(:allowed::text[])
+RETURNING answered_reason;
 
 -- name: set_task_priority
 -- A new priority for a task that is not final; its place in the claim order follows.
@@ -919,8 +928,8 @@ SELECT * FROM corral_exchange(:worker_id::text, :reports::jsonb, :limit::integer
                               :task_id::text, :kinds::text[], :queues::text[],
                               :lease_s::float8, :run::jsonb, :run_ids::text[],
                               :claiming::text[], :complete::text[], :fail::text[],
-                              :defer::text[], :release::text[], :unblock::text[],
-                              :return_tasks::boolean, :now);
+                              :defer::text[], :release::text[], :wait::text[],
+                              :unblock::text[], :return_tasks::boolean, :now);
 
 -- name: describe_runs
 -- What a runner knows of each new run only once its task is claimed (:runs: {run_id,

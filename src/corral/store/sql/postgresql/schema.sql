@@ -14,8 +14,8 @@ CREATE TABLE tasks (
     kind            text             NOT NULL,
     priority        integer          NOT NULL DEFAULT 0,
     status          text             NOT NULL CHECK (status IN
-                        ('blocked', 'ready', 'running', 'in_review', 'approved', 'done', 'failed',
-                         'cancelled')),
+                        ('blocked', 'ready', 'running', 'waiting', 'in_review', 'approved', 'done',
+                         'failed', 'cancelled')),
     payload         jsonb            NOT NULL DEFAULT '{}',
     labels          jsonb            NOT NULL DEFAULT '{}',
     assignee        text,
@@ -34,7 +34,13 @@ CREATE TABLE tasks (
     created_at      timestamptz      NOT NULL,
     updated_at      timestamptz      NOT NULL,
     finished_at     timestamptz,
-    namespace       text             NOT NULL DEFAULT 'default'  -- migrations/0019
+    namespace       text             NOT NULL DEFAULT 'default',  -- migrations/0019
+    -- Why the task waits for a person (model/waiting.py), while it is `waiting`; then the
+    -- person's answer and the reason it answered, which the task's next runs are told
+    -- (runtime/worker/prompts.py) until it waits again. See migrations/0023_waiting.sql.
+    wait_reason     text,
+    answer          text,
+    answered_reason text
 );
 
 -- The claim query walks one namespace's ready tasks in claim order (priority, then age) and stops at the
@@ -192,7 +198,8 @@ CREATE TABLE runs (
     finished_at      timestamptz,
     exit_code        integer,
     outcome          text        CHECK (outcome IN ('done', 'failed', 'timeout', 'killed',
-                                                    'lease_lost', 'deferred', 'shutdown', 'stalled')),
+                                                    'lease_lost', 'deferred', 'shutdown', 'stalled',
+                                                    'waiting')),
     error            text,
     prompt           text,
     command          jsonb       NOT NULL DEFAULT '[]',
@@ -208,7 +215,7 @@ CREATE TABLE runs (
     -- What was reported of its task under its token from outside the runner (the task's
     -- own command ran `corral done`, `fail`, `defer` or `submit`): the run ends as that,
     -- whoever finishes it.
-    reported         text        CHECK (reported IN ('done', 'failed', 'deferred')),
+    reported         text        CHECK (reported IN ('done', 'failed', 'deferred', 'waiting')),
     -- The agent profile that ran, the agent's own session (and the run whose session it
     -- resumed), why the agent said it stopped, and why it waits for a person.
     agent            text,

@@ -169,6 +169,13 @@ SET status = 'ready', attempts = attempts - 1,
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING run_after;
 
+-- name: wait_task
+-- Waiting for a person, for :reason: the attempt is given back, an earlier answer forgotten.
+UPDATE tasks
+SET status = 'waiting', attempts = attempts - 1, wait_reason = :reason, answer = NULL,
+    answered_reason = NULL, updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
 -- name: fail_task
 UPDATE tasks
 SET status = :to_status,
@@ -259,7 +266,7 @@ WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 
 -- name: cancel_task
 UPDATE tasks SET status = 'cancelled', updated_at = :now, finished_at = :now,
-                 last_error = coalesce(:reason, last_error)
+                 last_error = coalesce(:reason, last_error), wait_reason = NULL
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 
 -- name: retry_task
@@ -267,10 +274,19 @@ UPDATE tasks
 SET status = CASE WHEN EXISTS (SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
                                WHERE d.task_id = tasks.id AND p.status != 'done')
                   THEN 'blocked' ELSE 'ready' END,
-    attempts = 0, crashes = 0, failure_reason = NULL, finished_at = NULL,
+    attempts = 0, crashes = 0, failure_reason = NULL, finished_at = NULL, wait_reason = NULL,
     run_after = :now, updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING status;
+
+-- name: answer_task
+-- A waiting task, ready again with a person's :answer (NULL: none, carry on) and the reason
+-- it answered, which its next runs are told (every SET reads the row as it was).
+UPDATE tasks
+SET status = 'ready', answer = :answer, answered_reason = wait_reason, wait_reason = NULL,
+    run_after = :now, updated_at = :now
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+RETURNING answered_reason;
 
 -- name: set_task_priority
 -- A new priority for a task that is not final; its place in the claim order follows.

@@ -12,8 +12,8 @@ CREATE TABLE tasks (
     kind            TEXT    NOT NULL,
     priority        INTEGER NOT NULL DEFAULT 0,
     status          TEXT    NOT NULL CHECK (status IN
-                        ('blocked', 'ready', 'running', 'in_review', 'approved', 'done', 'failed',
-                         'cancelled')),
+                        ('blocked', 'ready', 'running', 'waiting', 'in_review', 'approved', 'done',
+                         'failed', 'cancelled')),
     payload         TEXT    NOT NULL DEFAULT '{}',
     labels          TEXT    NOT NULL DEFAULT '{}',
     assignee        TEXT,
@@ -32,7 +32,13 @@ CREATE TABLE tasks (
     created_at      REAL    NOT NULL,
     updated_at      REAL    NOT NULL,
     finished_at     REAL,
-    namespace       TEXT    NOT NULL DEFAULT 'default'  -- see migrations/0019_namespaces.sql
+    namespace       TEXT    NOT NULL DEFAULT 'default',  -- see migrations/0019_namespaces.sql
+    -- Why the task waits for a person (model/waiting.py), while it is `waiting`; then the
+    -- person's answer and the reason it answered, which the task's next runs are told
+    -- (runtime/worker/prompts.py) until it waits again. See migrations/0023_waiting.sql.
+    wait_reason     TEXT,
+    answer          TEXT,
+    answered_reason TEXT
 );
 
 -- The claim query seeks namespace and status = 'ready' here and walks in claim order (priority, then
@@ -145,7 +151,8 @@ CREATE TABLE runs (
     finished_at      REAL,
     exit_code        INTEGER,
     outcome          TEXT    CHECK (outcome IN ('done', 'failed', 'timeout', 'killed',
-                                                'lease_lost', 'deferred', 'shutdown', 'stalled')),
+                                                'lease_lost', 'deferred', 'shutdown', 'stalled',
+                                                'waiting')),
     error            TEXT,
     prompt           TEXT,
     command          TEXT    NOT NULL DEFAULT '[]',
@@ -161,7 +168,7 @@ CREATE TABLE runs (
     -- What was reported of its task under its token from outside the runner (the task's
     -- own command ran `corral done`, `fail`, `defer` or `submit`): the run ends as that,
     -- whoever finishes it.
-    reported         TEXT    CHECK (reported IN ('done', 'failed', 'deferred')),
+    reported         TEXT    CHECK (reported IN ('done', 'failed', 'deferred', 'waiting')),
     -- The agent profile that ran, the agent's own session (and the run whose session it
     -- resumed), why the agent said it stopped, and why it waits for a person.
     agent            TEXT,
