@@ -308,7 +308,7 @@ def test_a_codex_run_records_its_thread_as_session_and_usage_without_cost(
         run["stop_reason"],
         run["outcome"],
     )
-    assert {"input_tokens": 2400, "cache_read_tokens": 1800, "output_tokens": 310} == run["usage"]
+    assert {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310} == run["usage"]
     (total,) = project.json("usage", "--by", "agent")
     assert (None, None) == (total["cost_usd"], total["cache_write_tokens"])
 

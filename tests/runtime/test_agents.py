@@ -200,7 +200,7 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
     calls = invocations(pool)
     assert ["exec", "--json", "-"] == calls[0]["argv"]
     assert ["exec", "resume", "--json", first["session_id"], "-"] == calls[1]["argv"]
-    assert {"input_tokens": 2400, "cache_read_tokens": 1800, "output_tokens": 310} == (
+    assert {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310} == (
         second["usage"]
     )
     assert 1 == pool.store.get_task(task).attempts

@@ -18,7 +18,9 @@ its next claim), and ends the run.
 At its end (`StreamWatch.finish`): the usage, the agent's own verdict (a stream that says
 it failed fails the run whatever the exit status), and a limit seen in the stream or in
 the profile's exit signature, which defers the task until the reset without counting an
-attempt.
+attempt. A run that otherwise succeeded but was refused tools (claude's
+permission_denials) or asked a question waits for a person (`wait_reason`): exit 0 is
+not success when the agent could not do what it was asked.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from corral.errors import CorralError
 from corral.logs import event
 from corral.model.agents import AgentProfile
 from corral.model.tasks import Task
+from corral.model.waiting import WaitKind
+from corral.model.waiting import reason as wait_text
 from corral.printable import visible
 from corral.runtime.worker.agent_streams import Limit, StreamFacts, StreamReader
 from corral.runtime.worker.config import Workplace
@@ -206,6 +210,14 @@ def _limit_signature(profile: AgentProfile, text: str) -> Limit | None:
     return None
 
 
+def wait_reason(facts: StreamFacts) -> str | None:
+    """Why a run that otherwise succeeded waits for a person: the tools it was refused
+    (distinct, in order), else the question it asked; None: it did not."""
+    if facts.denied:
+        return _short(wait_text(WaitKind.REFUSED, ", ".join(facts.denied)))
+    return facts.waiting
+
+
 def _stop_reason(facts: StreamFacts, exit_code: int | None, ending: str) -> str:
     """Why the agent stopped, in a word or a short line."""
     if ending != "exited":
@@ -213,7 +225,7 @@ def _stop_reason(facts: StreamFacts, exit_code: int | None, ending: str) -> str:
     if facts.error is not None:
         return _short(f"error: {facts.error}")
     if exit_code == 0:
-        return "success"
+        return wait_reason(facts) or "success"
     return f"exited with status {exit_code}"
 
 
