@@ -10,7 +10,8 @@ Formats (model.agents.OUTPUTS), checked on 2026-11-26 against the tools' docs an
   true or it names an api_error_status, whatever its subtype says (a 429 arrives as
   subtype success, is_error true, api_error_status 429: a usage limit, github/gh-aw#31073);
   a result whose permission_denials ([{tool_name, tool_use_id, tool_input}]) is not empty
-  was refused tools it needed, though its subtype is success and it exited 0. A question is an assistant tool_use named AskUserQuestion, its text in
+  was refused tools it needed, though its subtype is success and it exited 0. A
+  question is an assistant tool_use named AskUserQuestion, its text in
   input.questions[].question. anthropics/claude-code#49640 (2.1.74): a rate_limit_event
   can be written into the middle of another line, breaking it: malformed lines are skipped.
 - codex-json, Codex CLI 0.146 (`codex exec --json`, codex-rs/exec exec_events.rs):
@@ -19,7 +20,8 @@ Formats (model.agents.OUTPUTS), checked on 2026-11-26 against the tools' docs an
   so an error that a completed turn follows is no failure). Its usage's input_tokens
   already count the cached_input_tokens (OpenAI's convention, the opposite of Claude's):
   corral's input_tokens are the uncached ones, input_tokens - cached_input_tokens, so that
-  input_tokens + cache_read_tokens is what the turn read, for every tool alike. A usage limit is prose only:
+  input_tokens + cache_read_tokens is what the turn read, for every tool alike. A usage
+  limit is prose only:
   UsageLimitReachedError (codex-rs/core/src/error.rs) prints "You've hit your usage limit.
   ... try again at Aug 27th, 2026 5:05 AM." in local time (the time alone on the same
   day); releases of 2025 said "try again in 2 days 17 hours 14 minutes"; the backend's
@@ -203,9 +205,9 @@ class _Claude:
             if status not in (None, ""):
                 text = f"API error {visible(str(status))}: {text}"
             self.facts.error = text[:ERROR_CHARS]
-        if _count(status) == RATE_LIMITED or status == str(RATE_LIMITED):
-            if self.facts.limit is None:  # a rejected rate_limit_event came first: its reset
-                self.facts.limit = Limit(reset_at=None, message="claude API error 429")
+        rate_limited = _count(status) == RATE_LIMITED or status == str(RATE_LIMITED)
+        if rate_limited and self.facts.limit is None:  # else a rejected event's reset stands
+            self.facts.limit = Limit(reset_at=None, message="claude API error 429")
 
 
 def _renamed(usage: Any, names: dict[str, str]) -> dict[str, Any] | None:
