@@ -300,7 +300,7 @@ def test_a_codex_run_records_its_thread_as_session_and_usage_without_cost(
     assert 0 == project.work("--name", "c", "--agent", "codex").code
     run = only_run(project, task)
     (called,) = project.calls()
-    assert ["exec", "--json", "-"] == called["argv"]
+    assert ["exec", "--json", "-", "--sandbox", "workspace-write"] == called["argv"]
     assert run["prompt"] == called["prompt"]
     assert ("codex", called["session_id"], "success", "done") == (
         run["agent"],
@@ -341,16 +341,18 @@ def test_model_and_agent_args_follow_the_profiles_own_even_when_they_are_flags(
     project: Project,
 ) -> None:
     """`--model M` adds `--model M`; each `--agent-arg` adds one argument after the
-    profile's, a flag such as `--full-auto` too (written as docs/agents.md writes it)."""
+    profile's, a flag such as `--sandbox` too (written as docs/agents.md writes it), and a
+    sandbox of the user's replaces the profile's `--sandbox workspace-write`."""
     project.add("with flags")
     done = project.work(
         "--name", "c", "--agent", "codex", "--model", "gpt-5.1-codex",
-        "--agent-arg", "--full-auto", "--agent-arg", "-c", "--agent-arg", "x=1",
+        "--agent-arg", "--sandbox", "--agent-arg", "danger-full-access",
+        "--agent-arg", "-c", "--agent-arg", "x=1",
     )  # fmt: skip
     assert 0 == done.code, done.err
     (called,) = project.calls()
-    expected = ["exec", "--json", "-", "--model", "gpt-5.1-codex", "--full-auto", "-c", "x=1"]
-    assert expected == called["argv"]
+    model, sandbox = ["--model", "gpt-5.1-codex"], ["--sandbox", "danger-full-access"]
+    assert ["exec", "--json", "-", *model, *sandbox, "-c", "x=1"] == called["argv"]
 
 
 # --- user profiles ----------------------------------------------------------------------------
@@ -383,7 +385,8 @@ def test_a_prompt_arg_profile_passes_an_option_like_title_after_dash_dash(
     started = project.work("--name", "g", "--agent", "argy", "--prompt-template", template)
     assert 0 == started.code, started.err
     (called,) = project.calls()
-    assert [*flags, "--", "--dangerously-skip-permissions"] == called["argv"]
+    permissions = ["--permission-mode", "acceptEdits"]
+    assert [*flags, *permissions, "--", "--dangerously-skip-permissions"] == called["argv"]
     assert "--dangerously-skip-permissions" == called["prompt"]
     run = only_run(project, task)
     assert ("argy", "done", CLAUDE_USAGE) == (run["agent"], run["outcome"], run["usage"])

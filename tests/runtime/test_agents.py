@@ -112,7 +112,8 @@ def test_a_claude_run_records_usage_cost_session_and_its_stop_reason(any_pool: A
         "cache_write_tokens": 560,
         "cost_usd": 0.0421,
     } == run["usage"]
-    assert ["-p", "--output-format", "stream-json", "--verbose"] == called["argv"]
+    expected = ["-p", "--output-format", "stream-json", "--verbose"]
+    assert [*expected, "--permission-mode", "acceptEdits"] == called["argv"]
     assert "--dangerously-skip-permissions is a title" in called["prompt"]
     shown = json.loads(pool.corral("show", task, "--json").stdout)["totals"]
     assert (1, 1, 0.0421) == (shown["runs"], shown["with_usage"], shown["cost_usd"])
@@ -141,7 +142,12 @@ def test_a_killed_run_is_resumed_in_its_session_and_costs_total_over_three_runs(
     assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]
     session = runs[0]["session_id"]
     assert [session] * 3 == [r["session_id"] for r in runs]
-    assert [[], ["--resume", session], ["--resume", session]] == [c["argv"][4:] for c in calls]
+    permissions = ["--permission-mode", "acceptEdits"]
+    assert [
+        permissions,
+        ["--resume", session, *permissions],
+        ["--resume", session, *permissions],
+    ] == [c["argv"][4:] for c in calls]
     assert all("You were interrupted" in c["prompt"] for c in calls[1:])
     totals = json.loads(pool.corral("show", task, "--json").stdout)
     assert (3, 2, 0.0421, 2) == (
@@ -198,8 +204,9 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
     assert ("deferred", "usage_limit") == (first["outcome"], first["stop_reason"])
     assert first["session_id"] and first["session_id"] == second["session_id"]
     calls = invocations(pool)
-    assert ["exec", "--json", "-"] == calls[0]["argv"]
-    assert ["exec", "resume", "--json", first["session_id"], "-"] == calls[1]["argv"]
+    sandbox = ["--sandbox", "workspace-write"]
+    assert ["exec", "--json", "-", *sandbox] == calls[0]["argv"]
+    assert ["exec", "resume", "--json", first["session_id"], "-", *sandbox] == calls[1]["argv"]
     assert {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310} == (
         second["usage"]
     )
