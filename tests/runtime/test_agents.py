@@ -42,6 +42,7 @@ def _with_fakes(pool: Any) -> Any:
     pool.env["PATH"] = f"{FAKES}:{pool.env['PATH']}"
     pool.env["FAKE_AGENT_LOG"] = str(pool.folder / "agents.jsonl")
     pool.env["FAKE_LIMIT_UNTIL"] = str(pool.folder / "limit-until")
+    pool.env["CORRAL_AGENTS_PARK_MIN_S"] = "0"  # parks as short as the resets here
     return pool
 
 
@@ -269,7 +270,8 @@ def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: 
     assert killed["cwd"] == resumed["cwd"] == changed["cwd"] != str(pool.folder)
     session = runs[0]["session_id"]
     assert [None, session, session] == [
-        c["argv"][-1] if c["resumed"] else None for c in (killed, resumed, changed)
+        c["argv"][c["argv"].index("--resume") + 1] if c["resumed"] else None
+        for c in (killed, resumed, changed)
     ]
     assert note in changed["prompt"] and "The reviewer asked for changes" in changed["prompt"]
     assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]

@@ -74,9 +74,7 @@ class Directives:
 
 def directives(prompt: str) -> Directives:
     """The directives found anywhere in `prompt`."""
-    found = {
-        m.group(1).split("=")[0]: m.group(2) or m.group(3) for m in DIRECTIVE.finditer(prompt)
-    }
+    found = {m.group(1).split("=")[0]: m.group(2) or m.group(3) for m in DIRECTIVE.finditer(prompt)}
     task = os.environ.get("CORRAL_TASK_ID")
     return Directives(
         limit="limit" in found,

@@ -30,11 +30,12 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from corral.errors import CorralError
 from corral.logs import event
 from corral.model.agents import AgentProfile
+from corral.model.providers import park_until
 from corral.model.tasks import Task
 from corral.model.waiting import WaitKind
 from corral.model.waiting import reason as wait_text
@@ -57,6 +58,7 @@ class AgentSetup:
     provider: str | None = None  # the provider account it spends (parked at its limit)
     resume: bool = True  # [agents] resume
     park_s: float = 3600.0  # [agents] park_default: a limit with no reset time parks this long
+    park_min_s: float = 60.0  # [agents] park_min: every park lasts at least this long
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,13 +188,22 @@ class StreamWatch:
         return self._park
 
     def _decide_park(self, limit: Limit) -> tuple[datetime, str]:
-        """Until when, and why: the reset the stream gave, else `[agents] park_default`."""
-        park_s = self._agent.park_s
-        if limit.reset_at is not None:
-            until, reason = datetime.fromtimestamp(limit.reset_at, UTC), _short(limit.message)
+        """Until when, and why: the reset the stream gave, else `[agents] park_default`;
+        at least `[agents] park_min` from now (model/providers.py park_until)."""
+        agent = self._agent
+        reset = None if limit.reset_at is None else datetime.fromtimestamp(limit.reset_at, UTC)
+        until, least = park_until(
+            reset,
+            self._place.clock.now(),  # no store round trip
+            default_s=agent.park_s,
+            min_s=agent.park_min_s,
+        )
+        if least:
+            reason = _short(f"{limit.message} (parked the minimum, {agent.park_min_s:g} s)")
+        elif reset is None:
+            reason = _short(f"{limit.message} (no reset time given: parked {agent.park_s:g} s)")
         else:
-            until = self._place.clock.now() + timedelta(seconds=park_s)  # no store round trip
-            reason = _short(f"{limit.message} (no reset time given: parked {park_s:g} s)")
+            reason = _short(limit.message)
         event(self._place.log, "run.usage_limit", run_id=self._run,
               provider=self._agent.provider, until=until.isoformat(), reason=reason)  # fmt: skip
         return until, reason
