@@ -249,12 +249,28 @@ def test_usage_sums_real_claude_runs_by_agent_day_and_since(project: Project) ->
     assert pytest.approx(2 * 0.0421) == total["cost_usd"]
     assert total["wall_s"] > 0
     (day,) = {run["started_at"][:10] for run in project.json("runs")}  # UTC
-    header, row = project("usage", "--by", "day").out.splitlines()
+    header, row, total_row = project("usage", "--by", "day").out.splitlines()
     assert ["DAY", *USAGE_COLUMNS, "WALL_S"] == header.split()
     assert [day, "2", "2", "24", "68", "15600", "1120", "$0.0842"] == row.split()[:8]
+    assert ["total", "2", "2", "24", "68", "15600", "1120", "$0.0842"] == total_row.split()[:8]
     assert [total] == project.json("usage", "--by", "agent", "--since", "1h")
     time.sleep(0.01)  # so that 1 ms ago is after both runs started
     assert "no runs" == project("usage", "--since", "1ms").out.strip()
+
+
+def test_usage_by_task_shows_each_title_and_a_total_row(project: Project) -> None:
+    """`usage` (by task): the task's title last on its line (one printable line), then a
+    `total` row summing every figure; `--json` gives each group's `title`."""
+    first, second = project.add("port the parser"), project.add("fix \x1b[31mred\x1b[0m")
+    for name in ("a", "b"):
+        assert 0 == project.work("--name", name, "--agent", "claude").code
+    lines = project("usage").out.splitlines()
+    assert ["TASK", *USAGE_COLUMNS, "WALL_S", "TITLE"] == lines[0].split()
+    titles = {line.split()[0]: line.split(maxsplit=9)[9] for line in lines[1:3]}
+    assert {first: "port the parser", second: "fix \\x1b[31mred\\x1b[0m"} == titles
+    assert ["total", "2", "2", "24", "68", "15600", "1120", "$0.0842"] == lines[3].split()[:8]
+    by_key = {t["key"]: t["title"] for t in project.json("usage")}
+    assert {first: "port the parser", second: "fix \x1b[31mred\x1b[0m"} == by_key
 
 
 def test_usage_refuses_an_unknown_grouping(project: Project) -> None:
@@ -280,7 +296,8 @@ def test_a_run_without_usage_counts_in_runs_but_not_in_with_usage(project: Proje
         total["input_tokens"],
         total["cost_usd"],
     )
-    by_task = {row.split()[0]: row.split()[1:8] for row in project("usage").out.splitlines()[1:]}
+    rows = project("usage").out.splitlines()[1:-1]  # the total row last
+    by_task = {row.split()[0]: row.split()[1:8] for row in rows}
     assert {
         reported: ["1", "1", "12", "34", "7800", "560", "$0.0421"],
         silent: ["1", "0", "-", "-", "-", "-", "-"],
