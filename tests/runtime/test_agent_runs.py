@@ -105,7 +105,7 @@ def status(repo: Path) -> list[str]:
 def commits(repo: Path) -> int:
     """How many commits the repository's HEAD has."""
     done = subprocess.run(
-        ["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True, text=True
+        ["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
     )
     return int(done.stdout)
 

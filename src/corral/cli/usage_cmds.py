@@ -18,7 +18,6 @@ from corral.model.usage import GROUPINGS, UsageTotal, total_of
 from corral.printable import one_line
 from corral.usage import provider_states, set_provider, usage_totals
 
-
 TITLE_CHARS = 50
 
 

@@ -55,14 +55,15 @@ def _sum(values: list[Any]) -> Any:
 def total_of(totals: list[UsageTotal]) -> UsageTotal:
     """Every group of `totals` summed into one (key "total"); a figure no group reported
     stays None."""
-    figures = {
-        name: _sum([getattr(t, name) for t in totals])
-        for name in (*USAGE_KEYS, "cost_usd", "wall_s")
-    }
     return UsageTotal(
         key="total",
         runs=sum(t.runs for t in totals),
         with_usage=sum(t.with_usage for t in totals),
         tasks=sum(t.tasks for t in totals),
-        **figures,
+        input_tokens=_sum([t.input_tokens for t in totals]),
+        output_tokens=_sum([t.output_tokens for t in totals]),
+        cache_read_tokens=_sum([t.cache_read_tokens for t in totals]),
+        cache_write_tokens=_sum([t.cache_write_tokens for t in totals]),
+        cost_usd=_sum([t.cost_usd for t in totals]),
+        wall_s=_sum([t.wall_s for t in totals]),
     )
