@@ -23,7 +23,7 @@ NOW = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
         (-30, 60, 60, 60, True),  # already past (the agent still refuses): the minimum
         (None, 3600, 60, 3600, False),  # no reset given: park_default
         (None, 1, 60, 60, True),  # a park_default under the minimum: the minimum
-        (-30, 60, 0, -30, False),  # park_min 0: the reset as given, past or not
+        (-30, 60, 0, 0, True),  # park_min 0: a reset past parks no later than now
     ],
 )
 def test_a_park_lasts_until_the_reset_but_at_least_the_minimum(
