@@ -13,9 +13,9 @@ the environment:
   (FAKE_SLEEP seconds, 30 by default);
 - `FAKE:sleep=N`: a sleep of N seconds before finishing (to hold a slot);
 - `FAKE:edit=PATH`: the file the run edits (relative to its folder; PATH ends at the next
-  whitespace); without it, every
-  successful run edits `fake-edit-<CORRAL_TASK_ID>.txt` (`fake-edit.txt` outside a task)
-  by appending one line naming the agent, the run and the prompt's first line;
+  whitespace); without it, every successful run edits `fake-edit-<CORRAL_TASK_ID>.txt`
+  (`fake-edit.txt` outside a task), appending one line that names the agent, the run
+  (CORRAL_RUN_ID) and the prompt's first line;
 - `FAKE:nochange`: exit 0 having changed nothing (no edit, no commit).
 
 Files and git, as the real tools behave (their docs, checked 2026-11-29):
