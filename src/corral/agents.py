@@ -13,6 +13,9 @@ what it names: a binary's path, a flag, the provider account:
     provider = "claude:work"
 
 A file's name is the profile's name; a user profile named as a built-in one replaces it.
+An extended profile keeps its base's `permissions` (the flags that let it work unattended)
+unless the file sets them (`permissions = []`: none), and they are left out whenever its
+command or `--agent-arg` already chooses the tool's permissions.
 """
 
 from __future__ import annotations
@@ -30,7 +33,15 @@ from corral.model.agents import BUILT_IN, PROFILE_PATTERN, AgentProfile, with_ov
 from corral.store.location import state_dir
 
 GENERIC = "generic"  # `--exec CMD` as it is, with the last-line usage convention
-_LISTS = ("command", "resume", "model", "limit_patterns", "version_command")
+_LISTS = (
+    "command",
+    "resume",
+    "model",
+    "limit_patterns",
+    "version_command",
+    "permissions",
+    "permission_flags",
+)
 _TEXTS = ("output", "prompt", "provider", "written_against")
 MAX_PROFILE_BYTES = 65536
 
@@ -176,7 +187,7 @@ def _seen(profile: AgentProfile, source: str) -> ProfileSeen:
         source=source,
         provider=profile.provider,
         can_resume=profile.can_resume,
-        command=shlex.join(profile.command),
+        command=shlex.join((*profile.command, *profile.permissions)),
         program=program,
         version=_version(profile) if program is not None else None,
         written_against=profile.written_against,

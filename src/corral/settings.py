@@ -255,6 +255,13 @@ SPEC: dict[str, Spec] = {
         "s",
         "how long a usage limit parks its provider when the agent does not say when it resets",
     ),
+    "agents_park_min_s": Spec(
+        "agents.park_min",
+        60,
+        0,
+        "s",
+        "a usage limit parks its provider at least this long, even when its reset is now",
+    ),
     "status_file": Spec(
         "status.file",
         "",
@@ -400,6 +407,7 @@ class Settings:
     worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     agents_resume: bool = _default("agents_resume")
     agents_park_s: float = float(_default("agents_park_s"))
+    agents_park_min_s: float = float(_default("agents_park_min_s"))
     notify_command: str = str(_default("notify_command"))
     status_file: str = str(_default("status_file"))
     status_interval_s: float = float(_default("status_interval_s"))

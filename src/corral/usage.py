@@ -8,10 +8,11 @@ whichever process asks.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Literal
 
-from corral.errors import InvalidInput
+from corral.errors import InvalidInput, NotFound
 from corral.model.actors import OPERATOR
 from corral.model.providers import ProviderState, check_provider
 from corral.model.usage import UsageTotal
@@ -24,7 +25,20 @@ def usage_totals(
 ) -> list[UsageTotal]:
     """The runs started in the last `since_s` seconds (None: all), summed by `by`."""
     since = None if since_s is None else store.now() - timedelta(seconds=since_s)
-    return store.usage_by(by, since=since, limit=limit)
+    totals = store.usage_by(by, since=since, limit=limit)
+    return _titled(store, totals) if by == "task" else totals
+
+
+def _titled(store: Store, totals: list[UsageTotal]) -> list[UsageTotal]:
+    """`totals` by task, each with its task's title (None for a task deleted since)."""
+    titled = []
+    for total in totals:
+        try:
+            title: str | None = store.get_task(total.key).title
+        except NotFound:
+            title = None
+        titled.append(replace(total, title=title))
+    return titled
 
 
 def task_totals(store: Store, task_id: str) -> UsageTotal | None:

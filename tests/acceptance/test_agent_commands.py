@@ -249,12 +249,28 @@ def test_usage_sums_real_claude_runs_by_agent_day_and_since(project: Project) ->
     assert pytest.approx(2 * 0.0421) == total["cost_usd"]
     assert total["wall_s"] > 0
     (day,) = {run["started_at"][:10] for run in project.json("runs")}  # UTC
-    header, row = project("usage", "--by", "day").out.splitlines()
+    header, row, total_row = project("usage", "--by", "day").out.splitlines()
     assert ["DAY", *USAGE_COLUMNS, "WALL_S"] == header.split()
     assert [day, "2", "2", "24", "68", "15600", "1120", "$0.0842"] == row.split()[:8]
+    assert ["total", "2", "2", "24", "68", "15600", "1120", "$0.0842"] == total_row.split()[:8]
     assert [total] == project.json("usage", "--by", "agent", "--since", "1h")
     time.sleep(0.01)  # so that 1 ms ago is after both runs started
     assert "no runs" == project("usage", "--since", "1ms").out.strip()
+
+
+def test_usage_by_task_shows_each_title_and_a_total_row(project: Project) -> None:
+    """`usage` (by task): the task's title last on its line (one printable line), then a
+    `total` row summing every figure; `--json` gives each group's `title`."""
+    first, second = project.add("port the parser"), project.add("fix \x1b[31mred\x1b[0m")
+    for name in ("a", "b"):
+        assert 0 == project.work("--name", name, "--agent", "claude").code
+    lines = project("usage").out.splitlines()
+    assert ["TASK", *USAGE_COLUMNS, "WALL_S", "TITLE"] == lines[0].split()
+    titles = {line.split()[0]: line.split(maxsplit=9)[9] for line in lines[1:3]}
+    assert {first: "port the parser", second: "fix \\x1b[31mred\\x1b[0m"} == titles
+    assert ["total", "2", "2", "24", "68", "15600", "1120", "$0.0842"] == lines[3].split()[:8]
+    by_key = {t["key"]: t["title"] for t in project.json("usage")}
+    assert {first: "port the parser", second: "fix \x1b[31mred\x1b[0m"} == by_key
 
 
 def test_usage_refuses_an_unknown_grouping(project: Project) -> None:
@@ -280,7 +296,8 @@ def test_a_run_without_usage_counts_in_runs_but_not_in_with_usage(project: Proje
         total["input_tokens"],
         total["cost_usd"],
     )
-    by_task = {row.split()[0]: row.split()[1:8] for row in project("usage").out.splitlines()[1:]}
+    rows = project("usage").out.splitlines()[1:-1]  # the total row last
+    by_task = {row.split()[0]: row.split()[1:8] for row in rows}
     assert {
         reported: ["1", "1", "12", "34", "7800", "560", "$0.0421"],
         silent: ["1", "0", "-", "-", "-", "-", "-"],
@@ -300,7 +317,7 @@ def test_a_codex_run_records_its_thread_as_session_and_usage_without_cost(
     assert 0 == project.work("--name", "c", "--agent", "codex").code
     run = only_run(project, task)
     (called,) = project.calls()
-    assert ["exec", "--json", "-"] == called["argv"]
+    assert ["exec", "--json", "-", "--sandbox", "workspace-write"] == called["argv"]
     assert run["prompt"] == called["prompt"]
     assert ("codex", called["session_id"], "success", "done") == (
         run["agent"],
@@ -308,7 +325,7 @@ def test_a_codex_run_records_its_thread_as_session_and_usage_without_cost(
         run["stop_reason"],
         run["outcome"],
     )
-    assert {"input_tokens": 2400, "cache_read_tokens": 1800, "output_tokens": 310} == run["usage"]
+    assert {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310} == run["usage"]
     (total,) = project.json("usage", "--by", "agent")
     assert (None, None) == (total["cost_usd"], total["cache_write_tokens"])
 
@@ -341,16 +358,18 @@ def test_model_and_agent_args_follow_the_profiles_own_even_when_they_are_flags(
     project: Project,
 ) -> None:
     """`--model M` adds `--model M`; each `--agent-arg` adds one argument after the
-    profile's, a flag such as `--full-auto` too (written as docs/agents.md writes it)."""
+    profile's, a flag such as `--sandbox` too (written as docs/agents.md writes it), and a
+    sandbox of the user's replaces the profile's `--sandbox workspace-write`."""
     project.add("with flags")
     done = project.work(
         "--name", "c", "--agent", "codex", "--model", "gpt-5.1-codex",
-        "--agent-arg", "--full-auto", "--agent-arg", "-c", "--agent-arg", "x=1",
+        "--agent-arg", "--sandbox", "--agent-arg", "danger-full-access",
+        "--agent-arg", "-c", "--agent-arg", "x=1",
     )  # fmt: skip
     assert 0 == done.code, done.err
     (called,) = project.calls()
-    expected = ["exec", "--json", "-", "--model", "gpt-5.1-codex", "--full-auto", "-c", "x=1"]
-    assert expected == called["argv"]
+    model, sandbox = ["--model", "gpt-5.1-codex"], ["--sandbox", "danger-full-access"]
+    assert ["exec", "--json", "-", *model, *sandbox, "-c", "x=1"] == called["argv"]
 
 
 # --- user profiles ----------------------------------------------------------------------------
@@ -383,7 +402,8 @@ def test_a_prompt_arg_profile_passes_an_option_like_title_after_dash_dash(
     started = project.work("--name", "g", "--agent", "argy", "--prompt-template", template)
     assert 0 == started.code, started.err
     (called,) = project.calls()
-    assert [*flags, "--", "--dangerously-skip-permissions"] == called["argv"]
+    permissions = ["--permission-mode", "acceptEdits"]
+    assert [*flags, *permissions, "--", "--dangerously-skip-permissions"] == called["argv"]
     assert "--dangerously-skip-permissions" == called["prompt"]
     run = only_run(project, task)
     assert ("argy", "done", CLAUDE_USAGE) == (run["agent"], run["outcome"], run["usage"])

@@ -42,6 +42,7 @@ def _with_fakes(pool: Any) -> Any:
     pool.env["PATH"] = f"{FAKES}:{pool.env['PATH']}"
     pool.env["FAKE_AGENT_LOG"] = str(pool.folder / "agents.jsonl")
     pool.env["FAKE_LIMIT_UNTIL"] = str(pool.folder / "limit-until")
+    pool.env["CORRAL_AGENTS_PARK_MIN_S"] = "0"  # parks as short as the resets here
     return pool
 
 
@@ -112,7 +113,8 @@ def test_a_claude_run_records_usage_cost_session_and_its_stop_reason(any_pool: A
         "cache_write_tokens": 560,
         "cost_usd": 0.0421,
     } == run["usage"]
-    assert ["-p", "--output-format", "stream-json", "--verbose"] == called["argv"]
+    expected = ["-p", "--output-format", "stream-json", "--verbose"]
+    assert [*expected, "--permission-mode", "acceptEdits"] == called["argv"]
     assert "--dangerously-skip-permissions is a title" in called["prompt"]
     shown = json.loads(pool.corral("show", task, "--json").stdout)["totals"]
     assert (1, 1, 0.0421) == (shown["runs"], shown["with_usage"], shown["cost_usd"])
@@ -141,7 +143,12 @@ def test_a_killed_run_is_resumed_in_its_session_and_costs_total_over_three_runs(
     assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]
     session = runs[0]["session_id"]
     assert [session] * 3 == [r["session_id"] for r in runs]
-    assert [[], ["--resume", session], ["--resume", session]] == [c["argv"][4:] for c in calls]
+    permissions = ["--permission-mode", "acceptEdits"]
+    assert [
+        permissions,
+        ["--resume", session, *permissions],
+        ["--resume", session, *permissions],
+    ] == [c["argv"][4:] for c in calls]
     assert all("You were interrupted" in c["prompt"] for c in calls[1:])
     totals = json.loads(pool.corral("show", task, "--json").stdout)
     assert (3, 2, 0.0421, 2) == (
@@ -198,9 +205,10 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
     assert ("deferred", "usage_limit") == (first["outcome"], first["stop_reason"])
     assert first["session_id"] and first["session_id"] == second["session_id"]
     calls = invocations(pool)
-    assert ["exec", "--json", "-"] == calls[0]["argv"]
-    assert ["exec", "resume", "--json", first["session_id"], "-"] == calls[1]["argv"]
-    assert {"input_tokens": 2400, "cache_read_tokens": 1800, "output_tokens": 310} == (
+    sandbox = ["--sandbox", "workspace-write"]
+    assert ["exec", "--json", "-", *sandbox] == calls[0]["argv"]
+    assert ["exec", "resume", "--json", first["session_id"], "-", *sandbox] == calls[1]["argv"]
+    assert {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310} == (
         second["usage"]
     )
     assert 1 == pool.store.get_task(task).attempts
@@ -262,7 +270,8 @@ def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: 
     assert killed["cwd"] == resumed["cwd"] == changed["cwd"] != str(pool.folder)
     session = runs[0]["session_id"]
     assert [None, session, session] == [
-        c["argv"][-1] if c["resumed"] else None for c in (killed, resumed, changed)
+        c["argv"][c["argv"].index("--resume") + 1] if c["resumed"] else None
+        for c in (killed, resumed, changed)
     ]
     assert note in changed["prompt"] and "The reviewer asked for changes" in changed["prompt"]
     assert [None, runs[0]["id"], runs[1]["id"]] == [r["resumed_from"] for r in runs]

@@ -5,6 +5,8 @@ out for a terminal's size (cli/watch_layout.py)."""
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,14 +16,15 @@ import corral
 from corral import NewTask, NewWorker, Settings, Store
 from corral.cli.screen_text import width_of
 from corral.cli.watch_layout import screen
-from corral.runtime.pool.glance import TAIL_BYTES, Glance, glance, last_line
+from corral.durations import iso
+from corral.runtime.pool.glance import LONG_TAIL_BYTES, TAIL_BYTES, Glance, glance, last_line
 
 
 def test_last_line_reads_the_end_of_a_big_file_only(tmp_path: Path) -> None:
     """The last non-blank line comes back from a file far bigger than what is read."""
     path = tmp_path / "out"
     path.write_bytes(b"x" * (10 * TAIL_BYTES) + b"\nfirst\n  the last line \n\n   \n")
-    assert "  the last line " == last_line(str(path))
+    assert "the last line" == last_line(str(path))
 
 
 @pytest.mark.parametrize(
@@ -32,7 +35,8 @@ def test_last_line_reads_the_end_of_a_big_file_only(tmp_path: Path) -> None:
         (b"\n\n", ""),
         (b"no newline at the end", "no newline at the end"),
         (b"bad \xff byte\n", "bad \ufffd byte"),
-        (b"y" * (2 * TAIL_BYTES), "y" * TAIL_BYTES),  # a line longer than the tail: its end
+        (b"y" * (2 * TAIL_BYTES), "y" * 2 * TAIL_BYTES),  # longer than the tail: the long tail
+        (b"z" * (20 * LONG_TAIL_BYTES), ""),  # longer than the long tail: a piece, not shown
     ],
 )
 def test_last_line_of_files_as_runs_leave_them(
@@ -127,3 +131,66 @@ def test_the_screen_lists_the_tasks_waiting_for_a_person_with_their_reasons(
     assert "tasks:" in lines[2] and "waiting 1" in lines[2]
     below = lines[lines.index("WAITING FOR A PERSON") + 1]
     assert (True, True) == (task_id in below, "refused: Bash  needs bash" in below)
+
+
+def _claude_transcript(path: Path, text: str) -> None:
+    """A claude stream-json transcript: init, the assistant's `text`, a Bash call, and the
+    call's result, longer than the short tail."""
+
+    def line(event: dict[str, object]) -> str:
+        return json.dumps(event, separators=(",", ":")) + "\n"
+
+    def say(*blocks: dict[str, object]) -> str:
+        return line(
+            {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}}
+        )
+
+    output = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "ok " * TAIL_BYTES}
+    path.write_text(
+        line({"type": "system", "subtype": "init", "session_id": "s-1"})
+        + say({"type": "text", "text": text})
+        + say(
+            {
+                "type": "tool_use",
+                "id": "toolu_01",
+                "name": "Bash",
+                "input": {"command": "make test"},
+            }
+        )
+        + line({"type": "user", "message": {"role": "user", "content": [output]}})
+    )
+
+
+def test_an_agents_json_stream_is_shown_in_words_never_raw(tmp_path: Path) -> None:
+    """The last event with words wins, even behind a tool result longer than the short
+    tail; the assistant's text is shown when it is the last."""
+    path = tmp_path / "run.jsonl"
+    _claude_transcript(path, "Fixing the parser.")
+    assert "Bash: make test" == last_line(str(path))
+    with path.open("a") as handle:
+        message = {"role": "assistant", "content": [{"type": "text", "text": "Tests pass."}]}
+        handle.write(json.dumps({"type": "assistant", "message": message}) + "\n")
+    assert "Tests pass." == last_line(str(path))
+
+
+def test_the_screen_shows_held_providers_and_an_agents_words_cleaned(
+    store: Store, settings: Settings, tmp_path: Path
+) -> None:
+    """A parked provider is listed with its reset and reason above the slots; an agent's
+    hostile text is shown in words without its escape sequences, and no raw JSON."""
+    found = _running(store, settings, tmp_path, ["agent task"])
+    path = Path(found.running[0].transcript_path or "")
+    _claude_transcript(path, "done")
+    with path.open("a") as handle:
+        text = "evil \x1b[2J\x1b]0;pwned\x07words"
+        message = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        handle.write(json.dumps({"type": "assistant", "message": message}) + "\n")
+    until = store.now() + timedelta(hours=1)
+    store.park_provider("claude", until=until, reason="claude five_hour limit", actor="w")
+    found = glance(store, settings=settings, running_limit=50, events_limit=50)
+    lines = screen(found, width=200, height=40, interval_s=1.0, notice=None)
+    at = lines.index("PROVIDERS HELD BACK")
+    assert lines[at + 1].startswith(f"claude  parked until {iso(until)}: claude five_hour limit")
+    line = next(x for x in lines if found.running[0].task_id in x)
+    assert line.rstrip().endswith("evil words")
+    assert not any('{"' in x or "\x1b" in x for x in lines)

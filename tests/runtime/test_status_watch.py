@@ -6,17 +6,21 @@ a real orchestrator whose agents print a line and keep running."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import CORRAL
 
 from corral import NewTask, enqueue
+from corral.durations import iso
 
 TMUX = shutil.which("tmux")
 if TMUX is None and os.environ.get("CI") != "true":
@@ -147,3 +151,45 @@ def test_ctrl_c_ends_the_screen_with_exit_code_0(any_pool: object, tmux: Tmux) -
     assert "EXIT=0" == tmux.exit_code()
     assert "Traceback" not in tmux.screen()
     assert ("0", "1") == (tmux.show("alternate_on"), tmux.show("cursor_flag"))
+
+
+def _says(*blocks: dict[str, object]) -> str:
+    """One claude stream-json assistant line, quoted for sh; TASK becomes the task id."""
+    event = {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}}
+    text = json.dumps(event, separators=(",", ":"))
+    return "'" + text.replace("TASK", "'\"$CORRAL_TASK_ID\"'") + "'"
+
+
+# An agent that streams claude stream-json: its text (with an escape sequence that would
+# clear the screen), then a tool call; then it keeps running.
+_TEXT = _says({"type": "text", "text": "Reading \x1b[2Jthe parser"})
+_TOOL = _says({"type": "tool_use", "name": "Bash", "input": {"command": "make TASK"}})
+STREAMING_AGENT = (
+    "#!/bin/sh\ncat > /dev/null\n"
+    + "".join(f"printf '%s\\n' {line}\n" for line in (_TEXT, _TOOL))
+    + "exec sleep 120\n"
+)
+
+
+def test_the_screen_shows_parked_providers_and_agents_in_words(
+    any_pool: object, tmux: Tmux
+) -> None:
+    """A parked provider account is listed with its reset and reason; each running agent's
+    stream-json is shown as the tool it is using, never as JSON."""
+    pool: Any = any_pool
+    pool.agent.write_text(STREAMING_AGENT)
+    store = pool.store
+    task = enqueue(store, NewTask(title="stream me")).id
+    until = store.now() + timedelta(hours=2)
+    store.park_provider("claude", until=until, reason="claude five_hour limit", actor="test")
+    pool.start(workers=1)
+    pool.wait(lambda: pool.store.task_counts().get("running") == 1)
+    tmux.start("status", "--watch", "--interval", "0.2")
+    shown = tmux.wait_for(
+        "PROVIDERS HELD BACK",
+        f"claude  parked until {iso(until)}: claude five_hour limit",
+        f"Bash: make {task}",
+    )
+    assert '{"type"' not in shown and "[2J" not in shown
+    tmux.tmux("send-keys", "-t", "w", "q")
+    assert "EXIT=0" == tmux.exit_code()

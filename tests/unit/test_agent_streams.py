@@ -183,6 +183,77 @@ def test_a_failed_result_gives_its_text_or_else_its_subtype(tmp_path: Path) -> N
     assert "error_max_turns" == claude(write(tmp_path / "b.jsonl", turns)).error
 
 
+DENIAL_WRITE = {
+    "tool_name": "Write",
+    "tool_use_id": "toolu_01A",
+    "tool_input": {"file_path": "/w/notes.txt", "content": "hi"},
+}
+DENIAL_BASH = {"tool_name": "Bash", "tool_use_id": "toolu_01B", "tool_input": {"command": "ls"}}
+DENIAL_EDIT = {
+    "tool_name": "Edit",
+    "tool_use_id": "toolu_01C",
+    "tool_input": {"file_path": "/w/a.py", "old_string": "a", "new_string": "b"},
+}
+
+
+@pytest.mark.parametrize(
+    ("fields", "denied", "error", "limit"),
+    [
+        ({}, (), None, None),
+        ({"permission_denials": []}, (), None, None),
+        ({"permission_denials": [DENIAL_WRITE]}, ("Write",), None, None),
+        (
+            {"permission_denials": [DENIAL_WRITE, DENIAL_BASH, DENIAL_WRITE, DENIAL_EDIT]},
+            ("Write", "Bash", "Edit"),
+            None,
+            None,
+        ),
+        ({"permission_denials": [{"tool_use_id": "x"}, "Write", None]}, (), None, None),
+        ({"is_error": True, "result": "boom"}, (), "boom", None),
+        (
+            {"is_error": True, "api_error_status": 500, "result": "API Error: 500"},
+            (),
+            "API error 500: API Error: 500",
+            None,
+        ),
+        (
+            {"api_error_status": "529", "result": "Overloaded"},
+            (),
+            "API error 529: Overloaded",
+            None,
+        ),
+        (
+            {"is_error": True, "api_error_status": 429, "result": "API Error: 429 rate limit"},
+            (),
+            "API error 429: API Error: 429 rate limit",
+            Limit(reset_at=None, message="claude API error 429"),
+        ),
+        ({"api_error_status": None}, (), None, None),
+    ],
+)
+def test_a_claude_result_says_what_was_refused_and_whether_it_failed(
+    tmp_path: Path,
+    fields: dict[str, Any],
+    denied: tuple[str, ...],
+    error: str | None,
+    limit: Limit | None,
+) -> None:
+    """permission_denials: the distinct tool names in order (a subtype success still); an
+    is_error or an api_error_status is a failure; a 429 is a usage limit too."""
+    facts = claude(write(tmp_path / "t.jsonl", result(**fields)))
+    assert (denied, error, limit) == (facts.denied, facts.error, facts.limit)
+
+
+def test_a_429_result_keeps_the_reset_of_a_rejected_rate_limit_event(tmp_path: Path) -> None:
+    """A rejected rate_limit_event's reset stands when the 429 result follows it."""
+    path = write(
+        tmp_path / "t.jsonl",
+        rate_limit("rejected", resetsAt=1900000000, rateLimitType="five_hour"),
+        result(is_error=True, api_error_status=429, result="limit"),
+    )
+    assert Limit(reset_at=1900000000.0, message="claude five_hour limit") == claude(path).limit
+
+
 def test_ask_user_question_is_waiting_with_the_first_question(tmp_path: Path) -> None:
     """The first AskUserQuestion counts; a text naming the tool or another tool does not."""
     first = {"questions": [{"question": "Which database?", "header": "DB", "options": []}]}
@@ -319,7 +390,33 @@ def test_codex_usage_is_summed_over_turns_under_corral_names(tmp_path: Path) -> 
     )
     facts = codex(path)
     assert "0199a213-81c0-7800-8aa1-bbab2a035a53" == facts.session_id
-    assert {"input_tokens": 3400, "cache_read_tokens": 2700, "output_tokens": 352} == facts.usage
+    assert {"input_tokens": 700, "cache_read_tokens": 2700, "output_tokens": 352} == facts.usage
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        (
+            {"input_tokens": 2400, "cached_input_tokens": 1800, "output_tokens": 310},
+            {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310},
+        ),
+        (
+            {"input_tokens": 2400, "output_tokens": 310},
+            {"input_tokens": 2400, "output_tokens": 310},
+        ),
+        (
+            {"input_tokens": 100, "cached_input_tokens": 150, "output_tokens": 1},
+            {"input_tokens": 0, "cache_read_tokens": 100, "output_tokens": 1},
+        ),
+    ],
+)
+def test_codex_cached_input_is_counted_once(
+    tmp_path: Path, usage: dict[str, int], expected: dict[str, int]
+) -> None:
+    """Codex's input_tokens include cached_input_tokens: corral's input_tokens are the
+    uncached rest, so input + cache_read is what the turn read, never more."""
+    path = write(tmp_path / "t.jsonl", line({"type": "turn.completed", "usage": usage}))
+    assert expected == codex(path).usage
 
 
 def test_a_codex_error_a_completed_turn_outlives_is_no_failure(tmp_path: Path) -> None:
@@ -480,7 +577,7 @@ FAKE_CLAUDE_USAGE = {
     "cache_write_tokens": 560,
     "cost_usd": 0.0421,
 }
-FAKE_CODEX_USAGE = {"input_tokens": 2400, "cache_read_tokens": 1800, "output_tokens": 310}
+FAKE_CODEX_USAGE = {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310}
 FAKE_AIDER_USAGE = {
     "input_tokens": 5500,
     "cache_write_tokens": 1200,

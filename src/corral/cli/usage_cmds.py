@@ -14,8 +14,11 @@ from corral.cli.render import table
 from corral.durations import iso
 from corral.errors import InvalidInput
 from corral.model.providers import ProviderState
-from corral.model.usage import GROUPINGS, UsageTotal
+from corral.model.usage import GROUPINGS, UsageTotal, total_of
+from corral.printable import one_line
 from corral.usage import provider_states, set_provider, usage_totals
+
+TITLE_CHARS = 50
 
 
 def cmd_usage(ctx: Context) -> int:
@@ -28,7 +31,8 @@ def cmd_usage(ctx: Context) -> int:
 
 
 def usage_table(totals: Sequence[UsageTotal], by: str) -> str:
-    """One line a group; `-` where no run of it reported that figure."""
+    """One line a group (by task: its title last), then the total; `-` where no run of it
+    reported that figure."""
 
     def number(value: float | None, form: str = "d") -> str:
         return "-" if value is None else format(value, form)
@@ -44,11 +48,13 @@ def usage_table(totals: Sequence[UsageTotal], by: str) -> str:
             number(t.cache_write_tokens),
             "-" if t.cost_usd is None else f"${t.cost_usd:.4f}",
             number(t.wall_s, ".0f"),
+            *((one_line(t.title or "-", TITLE_CHARS),) if by == "task" else ()),
         )
-        for t in totals
+        for t in (*totals, total_of(list(totals)))
     ]
     headers = (by.upper(), "RUNS", "WITH_USAGE", "INPUT", "OUTPUT", "CACHE_READ", "CACHE_WRITE")
-    return table((*headers, "COST", "WALL_S"), rows)
+    title = ("TITLE",) if by == "task" else ()
+    return table((*headers, "COST", "WALL_S", *title), rows)
 
 
 def cmd_provider_list(ctx: Context) -> int:

@@ -9,8 +9,11 @@ benchmark renders them without a terminal.
     workers: 4 live (busy 3, idle 1)   tasks: ready 12, running 3, done 5120
     (a store outage, while it lasts)
 
+    PROVIDERS HELD BACK           (only while one is: parked, paused, at its cap)
+    claude  parked until 2026-11-26T09:00:00+00:00: claude five_hour limit
+
     SLOT    WORKER      TASK        TIME   TITLE              LAST OUTPUT
-    slot-1  w-5f2c...   t-81aa...   4m2s   fix the login bug  Running tests...
+    slot-1  w-5f2c...   t-81aa...   4m2s   fix the login bug  Bash: make test
     slot-2  w-77d0...   -                  (no task)
 
     WAITING FOR A PERSON                  (while there are any)
@@ -19,10 +22,11 @@ benchmark renders them without a terminal.
     QUEUE    READY  DELAYED  ...
     EVENTS   (the newest last)
 
-The sections share the rows left below the head one row at a time, so a long one
-never pushes another off the screen; a section that is cut ends with `… N more`. Every
-piece of user data (titles, output lines, reasons, host names) goes through
-`screen_text.clean` before it is measured.
+An agent's last output line is in words (the assistant's text, the tool it is using),
+never its raw JSON (corral.runtime.worker.stream_text). The sections share the rows left
+below the head one row at a time, so a long one never pushes another off the screen; a
+section that is cut ends with `… N more`. Every piece of user data (titles, output
+lines, reasons, host names) goes through `screen_text.clean` before it is measured.
 """
 
 from __future__ import annotations
@@ -78,15 +82,17 @@ def _counts_line(found: Glance) -> str:
 
 
 def _sections(found: Glance, width: int, room: int) -> list[str]:
-    """Slots and running tasks, tasks waiting for a person (when there are any), queues,
-    events: each a title and rows, sharing `room`."""
+    """Held providers (if any), slots and running tasks, tasks waiting for a person (when
+    there are any), queues, events: each a title and rows, sharing `room`."""
     running = _running_rows(found, width)
     hidden = max(0, found.tasks.get("running", 0) - len(found.running))
     waiting = [f"{t.id}  {t.wait_reason or '-'}  {clean(t.title)}" for t in found.waiting]
     more_waiting = max(0, found.tasks.get("waiting", 0) - len(found.waiting))
     queues = render.queue_table(found.queues).splitlines() or ["QUEUE", "(none with work)"]
     events = [render.event_line(e) for e in found.events] or ["(none)"]
+    held = [f"{p.name}  {p.held}" for p in found.held]
     sections = [
+        *([("PROVIDERS HELD BACK", held, 0)] if held else []),
         (running[0], running[1:], hidden),
         *([("WAITING FOR A PERSON", waiting, more_waiting)] if waiting else []),
         (queues[0], queues[1:], 0),

@@ -159,4 +159,5 @@ def _agent(options: WorkerOptions, checked: preflight.Checked, ctx: Context) -> 
         provider=checked.provider,
         resume=ctx.settings.agents_resume,
         park_s=ctx.settings.agents_park_s,
+        park_min_s=ctx.settings.agents_park_min_s,
     )

@@ -8,6 +8,14 @@ command: today's `--exec`). A user's own profiles live in `.corral/agents/NAME.t
 (corral/agents.py reads them) and may `extends` a built-in one, changing only what
 differs (a binary's path, a flag).
 
+Unattended: an agent run by corral has nobody to grant it a permission, so a built-in
+profile adds what its tool needs to edit files in a worktree (`permissions`: claude's
+`--permission-mode acceptEdits`, codex's `--sandbox workspace-write`), unless the command
+or the user's arguments already hold one of the flags by which a user chooses the tool's
+permissions (`permission_flags`, as `--flag`, `--flag=value` or `-c sandbox_mode=...`):
+then the user's choice stands alone. docs/agents.md "Permissions and commits" says what
+each allows.
+
 The prompt reaches the agent as data, never as an option: on stdin, as one argument
 after `--`, or in a file named by an argument (aider's `--message-file`). Placeholders
 in argument lists are whole arguments: `{session_id}`, `{model}`, `{prompt_file}`; a
@@ -51,6 +59,10 @@ class AgentProfile:
     # second of the reset, when the message says it.
     limit_patterns: tuple[str, ...] = ()
     version_command: tuple[str, ...] = ()  # prints the agent's version (`corral agents`)
+    # Added after the command so the agent can work unattended, unless the arguments
+    # already hold one of `permission_flags` (module docstring).
+    permissions: tuple[str, ...] = ()
+    permission_flags: tuple[str, ...] = ()
     written_against: str = ""  # the tool's version this profile was checked against
 
     @property
@@ -70,7 +82,14 @@ class AgentProfile:
         base = self.resume if session_id is not None else self.command
         model_args = self.model if model else ()
         values = {SESSION: session_id, MODEL: model, PROMPT_FILE: prompt_file}
-        return tuple(_fill(arg, values) for arg in (*base, *model_args, *extra))
+        chosen = self.permissions_chosen((*base, *extra))
+        permissions = () if chosen else self.permissions
+        return tuple(_fill(arg, values) for arg in (*base, *permissions, *model_args, *extra))
+
+    def permissions_chosen(self, args: tuple[str, ...]) -> bool:
+        """Whether `args` choose the tool's permissions (one of `permission_flags`, alone
+        or as `--flag=value`, or a config override naming one: `sandbox_mode=...`)."""
+        return any(arg.partition("=")[0] in self.permission_flags for arg in args)
 
     def check(self) -> AgentProfile:
         """This profile, if it is whole and consistent; else InvalidInput naming the field."""
@@ -130,6 +149,15 @@ BUILT_IN: dict[str, AgentProfile] = {
         limit_patterns=(r"usage limit reached\|(?P<reset>\d{9,11})", r"(?i)usage limit reached"),
         version_command=("claude", "--version"),
         written_against="Claude Code 2.1 (stream-json, headless mode docs)",
+        # Without one, headless Claude Code edits nothing: each Write/Edit is denied and
+        # listed in the result's permission_denials (the run then waits: refused).
+        permissions=("--permission-mode", "acceptEdits"),
+        # --allowedTools is not among them: its rules add to the mode, they choose none.
+        permission_flags=(
+            "--permission-mode",
+            "--dangerously-skip-permissions",
+            "--permission-prompt-tool",
+        ),
     ),
     "codex": AgentProfile(
         name="codex",
@@ -142,6 +170,18 @@ BUILT_IN: dict[str, AgentProfile] = {
         limit_patterns=(r"(?i)you've hit your usage limit", r"(?i)usage_limit_reached"),
         version_command=("codex", "--version"),
         written_against="Codex CLI 0.146 (`codex exec --json` events)",
+        # codex exec's default sandbox is read-only; --full-auto is deprecated. In
+        # workspace-write a linked worktree's git dir (under the main repository's .git)
+        # is not writable: codex cannot commit there, so corral commits for it.
+        permissions=("--sandbox", "workspace-write"),
+        permission_flags=(
+            "--sandbox",
+            "-s",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--yolo",
+            "--full-auto",
+            "sandbox_mode",
+        ),
     ),
     "aider": AgentProfile(
         name="aider",

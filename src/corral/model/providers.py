@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from corral.durations import iso
@@ -73,3 +73,18 @@ class ProviderState:
             "workers": self.workers,
             "held": self.held,
         }
+
+
+def park_until(
+    reset_at: datetime | None, now: datetime, *, default_s: float, min_s: float
+) -> tuple[datetime, bool]:
+    """Until when a usage limit parks its provider, and whether the minimum decided it.
+
+    The reset the agent gave, else `default_s` from now (`[agents] park_default`); never
+    less than `min_s` from now (`[agents] park_min`): an agent that still refuses just
+    past its `resetsAt` (clocks differ; a reset is approximate) parks the account again
+    for a while, instead of a claim, a refusal and a defer over and over.
+    """
+    least = now + timedelta(seconds=min_s)
+    until = reset_at if reset_at is not None else now + timedelta(seconds=default_s)
+    return (until, False) if until >= least else (least, True)

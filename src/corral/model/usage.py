@@ -30,6 +30,7 @@ class UsageTotal:
     cache_write_tokens: int | None
     cost_usd: float | None
     wall_s: float | None
+    title: str | None = None  # the task's title, when grouped by task
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md, `usage` and `show`)."""
@@ -41,4 +42,28 @@ class UsageTotal:
             **{name: getattr(self, name) for name in USAGE_KEYS},
             "cost_usd": self.cost_usd,
             "wall_s": self.wall_s,
+            **({"title": self.title} if self.title is not None else {}),  # by task
         }
+
+
+def _sum(values: list[Any]) -> Any:
+    """The sum of the figures reported; None when none was."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def total_of(totals: list[UsageTotal]) -> UsageTotal:
+    """Every group of `totals` summed into one (key "total"); a figure no group reported
+    stays None."""
+    return UsageTotal(
+        key="total",
+        runs=sum(t.runs for t in totals),
+        with_usage=sum(t.with_usage for t in totals),
+        tasks=sum(t.tasks for t in totals),
+        input_tokens=_sum([t.input_tokens for t in totals]),
+        output_tokens=_sum([t.output_tokens for t in totals]),
+        cache_read_tokens=_sum([t.cache_read_tokens for t in totals]),
+        cache_write_tokens=_sum([t.cache_write_tokens for t in totals]),
+        cost_usd=_sum([t.cost_usd for t in totals]),
+        wall_s=_sum([t.wall_s for t in totals]),
+    )

@@ -227,7 +227,7 @@ class RunOps:
     ) -> list[UsageTotal]:
         """The runs started since `since` (of task `task_id`), summed by `by` (one of
         model.usage.GROUPINGS), the costliest first."""
-        from corral.model.usage import GROUPINGS, USAGE_KEYS, UsageTotal
+        from corral.model.usage import GROUPINGS, UsageTotal
 
         if by not in GROUPINGS:
             raise errors.InvalidInput("by", "one of " + ", ".join(GROUPINGS), by)
@@ -239,7 +239,10 @@ class RunOps:
                 runs=row["runs"],
                 with_usage=row["with_usage"],
                 tasks=row["tasks"],
-                **{name: _whole(row[name]) for name in USAGE_KEYS},
+                input_tokens=_whole(row["input_tokens"]),
+                output_tokens=_whole(row["output_tokens"]),
+                cache_read_tokens=_whole(row["cache_read_tokens"]),
+                cache_write_tokens=_whole(row["cache_write_tokens"]),
                 cost_usd=row["cost_usd"],
                 wall_s=row["wall_s"],
             )

@@ -11,7 +11,31 @@ the environment:
 - `FAKE:nousage`: success whose stream reports no usage at all;
 - `FAKE:question`: (claude) a question for a person, then a sleep until killed
   (FAKE_SLEEP seconds, 30 by default);
-- `FAKE:sleep=N`: a sleep of N seconds before finishing (to hold a slot).
+- `FAKE:sleep=N`: a sleep of N seconds before finishing (to hold a slot);
+- `FAKE:edit=PATH`: the file the run edits (relative to its folder; PATH ends at the next
+  whitespace); without it, every successful run edits `fake-edit-<CORRAL_TASK_ID>.txt`
+  (`fake-edit.txt` outside a task), appending one line that names the agent, the run
+  (CORRAL_RUN_ID) and the prompt's first line;
+- `FAKE:nochange`: exit 0 having changed nothing (no edit, no commit).
+
+Files and git, as the real tools behave (their docs, checked 2026-11-29):
+- claude edits only in a permission mode that allows edits (`--permission-mode
+  acceptEdits|bypassPermissions|auto` or `--dangerously-skip-permissions`, or an
+  `--allowedTools` rule naming Write/Edit); a path under `.git` only with
+  bypassPermissions. Otherwise it edits nothing and its result (subtype success,
+  is_error false, exit 0) lists the refused call in `permission_denials`. It runs `git
+  commit` (its Bash tool) only when the prompt asks it to commit, and only when Bash is
+  allowed (bypassPermissions, or an `--allowedTools` rule `Bash` / `Bash(git ...)`):
+  acceptEdits allows edits, not git; a refused commit is a denial of Bash.
+- codex never commits. Its sandbox (`--sandbox`/`-s`, default read-only; `--full-auto`
+  is workspace-write; `--dangerously-bypass-approvals-and-sandbox`/`--yolo` none): in
+  read-only it writes nothing; in workspace-write it writes inside its folder but never
+  under the repository's git directory (`.git`, or for a linked worktree the main
+  repository's `.git/worktrees/NAME`): such a write fails, as the sandbox makes it. A
+  failed write is a failed `file_change` item; the turn still completes (exit 0).
+- aider commits each edit itself (`aider: <prompt's first line>`) unless
+  `--no-auto-commits`, and on its first run in a repository adds `.aider*` to
+  `.gitignore` and leaves that edit uncommitted, as the real one does.
 
 Every invocation appends one JSON line to the file named by FAKE_AGENT_LOG, if set:
 the agent, its argv, cwd, prompt, the session id it reports, whether it resumed one, and
@@ -24,11 +48,15 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
-DIRECTIVE = re.compile(r"FAKE:(limit|crash|nousage|question|sleep=(\d+(?:\.\d+)?))")
+DIRECTIVE = re.compile(
+    r"FAKE:(limit|crash|nousage|question|nochange|sleep=(\d+(?:\.\d+)?)|edit=([^\s]+))"
+)
+COMMIT_ASKED = re.compile(r"(?i)\bcommit\b")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,18 +68,76 @@ class Directives:
     nousage: bool = False
     question: bool = False
     sleep_s: float = 0.0
+    nochange: bool = False
+    edit: str = ""  # the file the run edits, relative to its folder
+    commit: bool = False  # the prompt asks the agent to commit
 
 
 def directives(prompt: str) -> Directives:
     """The directives found anywhere in `prompt`."""
-    found = {m.group(1).split("=")[0]: m.group(2) for m in DIRECTIVE.finditer(prompt)}
+    found = {m.group(1).split("=")[0]: m.group(2) or m.group(3) for m in DIRECTIVE.finditer(prompt)}
+    task = os.environ.get("CORRAL_TASK_ID")
     return Directives(
         limit="limit" in found,
         crash="crash" in found,
         nousage="nousage" in found,
         question="question" in found,
         sleep_s=float(found["sleep"]) if "sleep" in found else 0.0,
+        nochange="nochange" in found,
+        edit=found.get("edit") or (f"fake-edit-{task}.txt" if task else "fake-edit.txt"),
+        commit=COMMIT_ASKED.search(DIRECTIVE.sub("", prompt)) is not None,
     )
+
+
+def first_line(prompt: str) -> str:
+    """The prompt's first non-empty line, its directives left out (a commit message)."""
+    lines = [line.strip() for line in DIRECTIVE.sub("", prompt).splitlines() if line.strip()]
+    return lines[0][:72] if lines else "fake edit"
+
+
+def edit(path: str, agent: str, prompt: str) -> str:
+    """Append this run's line to `path` (made with its folders); the absolute path."""
+    full = os.path.abspath(path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    run = os.environ.get("CORRAL_RUN_ID", "no run")
+    with open(full, "a", encoding="utf-8") as handle:
+        handle.write(f"{agent} {run}: {first_line(prompt)}\n")
+    return full
+
+
+def git(*args: str) -> subprocess.CompletedProcess[str]:
+    """git in the current folder, its output captured."""
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+
+
+def git_dirs() -> tuple[str, ...]:
+    """The real paths of the repository's git directories (this worktree's and the
+    common one), or () outside a repository."""
+    done = git("rev-parse", "--absolute-git-dir", "--git-common-dir")
+    if done.returncode != 0:
+        return ()
+    return tuple(os.path.realpath(line) for line in done.stdout.splitlines() if line)
+
+
+def under_git_dir(path: str) -> bool:
+    """Whether `path` lies in one of the repository's git directories (or is named .git)."""
+    real = os.path.realpath(path)
+    if ".git" in real.split(os.sep):
+        return True
+    return any(real == d or real.startswith(d + os.sep) for d in git_dirs())
+
+
+def commit(message: str, *paths: str) -> bool:
+    """`git add` and `git commit` (`paths`, or everything): whether a commit was made. An
+    identity is lent when the repository has none (as a user's global config would)."""
+    if not git_dirs():
+        return False
+    git("add", "--", *(paths or (".",)))
+    identity: tuple[str, ...] = ()
+    if git("config", "user.email").returncode != 0:
+        identity = ("-c", "user.name=Fake Agent", "-c", "user.email=agent@fake.invalid")
+    done = git(*identity, "commit", "-q", "-m", message, "--", *paths)
+    return done.returncode == 0
 
 
 def limited_until() -> int | None:

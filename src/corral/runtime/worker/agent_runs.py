@@ -19,7 +19,9 @@ its next claim), and ends the run.
 At its end (`StreamWatch.finish`): the usage, the agent's own verdict (a stream that says
 it failed fails the run whatever the exit status), and a limit seen in the stream or in
 the profile's exit signature, which defers the task until the reset without counting an
-attempt.
+attempt. A run that otherwise succeeded but was refused tools (claude's
+permission_denials) or asked a question waits for a person (`wait_reason`): exit 0 is
+not success when the agent could not do what it was asked.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from corral.errors import CorralError
 from corral.logs import event
 from corral.model.agents import AgentProfile
+from corral.model.providers import park_until
 from corral.model.tasks import Task
+from corral.model.waiting import WaitKind
+from corral.model.waiting import reason as wait_text
 from corral.printable import visible
 from corral.runtime.worker.agent_streams import Limit, StreamFacts, StreamReader
 from corral.runtime.worker.config import Workplace
@@ -55,6 +60,7 @@ class AgentSetup:
     provider: str | None = None  # the provider account it spends (parked at its limit)
     resume: bool = True  # [agents] resume
     park_s: float = 3600.0  # [agents] park_default: a limit with no reset time parks this long
+    park_min_s: float = 60.0  # [agents] park_min: every park lasts at least this long
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,13 +194,22 @@ class StreamWatch:
         return self._park
 
     def _decide_park(self, limit: Limit) -> tuple[datetime, str]:
-        """Until when, and why: the reset the stream gave, else `[agents] park_default`."""
-        park_s = self._agent.park_s
-        if limit.reset_at is not None:
-            until, reason = datetime.fromtimestamp(limit.reset_at, UTC), _short(limit.message)
+        """Until when, and why: the reset the stream gave, else `[agents] park_default`;
+        at least `[agents] park_min` from now (model/providers.py park_until)."""
+        agent = self._agent
+        reset = None if limit.reset_at is None else datetime.fromtimestamp(limit.reset_at, UTC)
+        until, least = park_until(
+            reset,
+            self._place.clock.now(),  # no store round trip
+            default_s=agent.park_s,
+            min_s=agent.park_min_s,
+        )
+        if least:
+            reason = _short(f"{limit.message} (parked the minimum, {agent.park_min_s:g} s)")
+        elif reset is None:
+            reason = _short(f"{limit.message} (no reset time given: parked {agent.park_s:g} s)")
         else:
-            until = self._place.clock.now() + timedelta(seconds=park_s)  # no store round trip
-            reason = _short(f"{limit.message} (no reset time given: parked {park_s:g} s)")
+            reason = _short(limit.message)
         event(self._place.log, "run.usage_limit", run_id=self._run,
               provider=self._agent.provider, until=until.isoformat(), reason=reason)  # fmt: skip
         return until, reason
@@ -212,6 +227,14 @@ def _limit_signature(profile: AgentProfile, text: str) -> Limit | None:
     return None
 
 
+def wait_reason(facts: StreamFacts) -> str | None:
+    """Why a run that otherwise succeeded waits for a person: the tools it was refused
+    (distinct, in order), else the question it asked; None: it did not."""
+    if facts.denied:
+        return _short(wait_text(WaitKind.REFUSED, ", ".join(facts.denied)))
+    return facts.waiting
+
+
 def _stop_reason(facts: StreamFacts, exit_code: int | None, ending: str) -> str:
     """Why the agent stopped, in a word or a short line."""
     if ending != "exited":
@@ -219,7 +242,7 @@ def _stop_reason(facts: StreamFacts, exit_code: int | None, ending: str) -> str:
     if facts.error is not None:
         return _short(f"error: {facts.error}")
     if exit_code == 0:
-        return "success"
+        return wait_reason(facts) or "success"
     return f"exited with status {exit_code}"
 
 

@@ -36,6 +36,7 @@ from corral.runtime.worker.agent_runs import (
     StreamWatch,
     continuation_prompt,
     resume_of,
+    wait_reason,
 )
 from corral.runtime.worker.agent_streams import last_usage
 from corral.runtime.worker.artifacts import keep_artifacts
@@ -340,7 +341,8 @@ def _agent_done(
     watch: StreamWatch,
 ) -> Done:
     """An agent's run described from its stream: its usage, a limit (the task deferred
-    until the reset, no attempt counted), its own verdict."""
+    until the reset, no attempt counted), its own verdict, and a wait for a person when
+    it succeeded but was refused tools or asked a question."""
     verdict = watch.finish(
         exit_code=result.exit_code, stderr_tail=result.stderr_tail, ending=str(result.ending)
     )
@@ -357,8 +359,13 @@ def _agent_done(
             defer_reason=f"usage limit: {verdict.limit_reason}",
         )
     done = _done(job, prepared, result, stop_reason, usage)
-    if done.success and verdict.facts.error is not None:  # the agent's own word wins
+    if not done.success:
+        return done
+    if verdict.facts.error is not None:  # the agent's own word wins
         return replace(done, success=False, error=f"the agent failed: {verdict.stop_reason}")
+    waits = wait_reason(verdict.facts)  # refused tools, or a question: a person must act
+    if waits is not None:
+        return replace(done, success=False, wait_reason=waits)
     return done
 
 

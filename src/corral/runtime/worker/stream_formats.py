@@ -6,13 +6,22 @@ Formats (model.agents.OUTPUTS), checked on 2026-11-26 against the tools' docs an
   `system`/`init` first (session_id, claude_code_version), `assistant`/`user` messages,
   `rate_limit_event` (since 2.1.45: status allowed|allowed_warning|rejected, resetsAt in
   epoch seconds, rateLimitType), one `result` last (usage, total_cost_usd, is_error,
-  subtype). A question is an assistant tool_use named AskUserQuestion, its text in
+  subtype, api_error_status, permission_denials). A result is a failure when is_error is
+  true or it names an api_error_status, whatever its subtype says (a 429 arrives as
+  subtype success, is_error true, api_error_status 429: a usage limit, github/gh-aw#31073);
+  a result whose permission_denials ([{tool_name, tool_use_id, tool_input}]) is not empty
+  was refused tools it needed, though its subtype is success and it exited 0. A
+  question is an assistant tool_use named AskUserQuestion, its text in
   input.questions[].question. anthropics/claude-code#49640 (2.1.74): a rate_limit_event
   can be written into the middle of another line, breaking it: malformed lines are skipped.
 - codex-json, Codex CLI 0.146 (`codex exec --json`, codex-rs/exec exec_events.rs):
   thread.started (thread_id), turn.started, item.*, turn.completed (that turn's usage),
   turn.failed (error.message), error (message; also transient "Reconnecting..." notes,
-  so an error that a completed turn follows is no failure). A usage limit is prose only:
+  so an error that a completed turn follows is no failure). Its usage's input_tokens
+  already count the cached_input_tokens (OpenAI's convention, the opposite of Claude's):
+  corral's input_tokens are the uncached ones, input_tokens - cached_input_tokens, so that
+  input_tokens + cache_read_tokens is what the turn read, for every tool alike. A usage
+  limit is prose only:
   UsageLimitReachedError (codex-rs/core/src/error.rs) prints "You've hit your usage limit.
   ... try again at Aug 27th, 2026 5:05 AM." in local time (the time alone on the same
   day); releases of 2025 said "try again in 2 days 17 hours 14 minutes"; the backend's
@@ -33,7 +42,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from corral.clock import Clock
-from corral.printable import one_line
+from corral.model.waiting import WaitKind, reason
+from corral.printable import one_line, visible
 
 TEXT_CHARS = 200  # Limit.message, StreamFacts.waiting
 ERROR_CHARS = 2000
@@ -57,8 +67,10 @@ class StreamFacts:
     # Normalized (module docstring); None: the stream reported none (never zeros).
     usage: dict[str, Any] | None = None
     limit: Limit | None = None
-    waiting: str | None = None  # why the agent waits for a person (the first seen)
+    # Why the agent waits for a person (the first seen): a wait reason, model/waiting.py.
+    waiting: str | None = None
     error: str | None = None  # the agent's own failure text
+    denied: tuple[str, ...] = ()  # the tools it was refused (claude permission_denials)
     agent_version: str | None = None
 
 
@@ -129,11 +141,12 @@ _CLAUDE_USAGE = {
     "cache_read_input_tokens": "cache_read_tokens",
     "cache_creation_input_tokens": "cache_write_tokens",
 }
-_CODEX_USAGE = {  # codex's input_tokens include the cached ones (OpenAI's convention)
+_CODEX_USAGE = {  # codex's input_tokens include the cached ones: _uncached takes them out
     "input_tokens": "input_tokens",
     "cached_input_tokens": "cache_read_tokens",
     "output_tokens": "output_tokens",
 }
+RATE_LIMITED = 429  # an api_error_status that is a usage limit
 
 
 class _Claude:
@@ -185,9 +198,16 @@ class _Claude:
             usage = {**(usage or {}), "cost_usd": cost}
         if usage is not None:
             self.facts.usage = usage
-        if event.get("is_error") is True:
+        self.facts.denied = _denied(event.get("permission_denials"))
+        status = event.get("api_error_status")
+        if event.get("is_error") is True or status not in (None, ""):
             text = _text(event.get("result")) or _text(event.get("subtype")) or "error"
+            if status not in (None, ""):
+                text = f"API error {visible(str(status))}: {text}"
             self.facts.error = text[:ERROR_CHARS]
+        rate_limited = _count(status) == RATE_LIMITED or status == str(RATE_LIMITED)
+        if rate_limited and self.facts.limit is None:  # else a rejected event's reset stands
+            self.facts.limit = Limit(reset_at=None, message="claude API error 429")
 
 
 def _renamed(usage: Any, names: dict[str, str]) -> dict[str, Any] | None:
@@ -199,13 +219,24 @@ def _renamed(usage: Any, names: dict[str, str]) -> dict[str, Any] | None:
     return counts or None
 
 
+def _denied(denials: Any) -> tuple[str, ...]:
+    """The distinct tool names of a result's permission_denials, in order."""
+    names: dict[str, None] = {}
+    for denial in denials if isinstance(denials, list) else ():
+        name = _text(denial.get("tool_name")) if isinstance(denial, dict) else None
+        if name is not None:
+            names[one_line(name, TEXT_CHARS)] = None
+    return tuple(names)
+
+
 def _question(message: Any) -> str | None:
-    """The question asked ("question: <text>") when the message calls AskUserQuestion."""
+    """The question asked, as the task's wait reason ("question: <text>"), when the message
+    calls AskUserQuestion."""
     content = message.get("content") if isinstance(message, dict) else None
     for block in content if isinstance(content, list) else ():
         if isinstance(block, dict) and block.get("name") == "AskUserQuestion":
             text = _question_text(block.get("input"))
-            return one_line(f"question: {text}" if text else "question", TEXT_CHARS)
+            return one_line(reason(WaitKind.QUESTION, text or ""), TEXT_CHARS)
     return None
 
 
@@ -217,6 +248,14 @@ def _question_text(tool_input: Any) -> str | None:
     if isinstance(questions, list) and questions and isinstance(questions[0], dict):
         return _text(questions[0].get("question"))
     return _text(tool_input.get("question"))
+
+
+def _uncached(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Codex's counts with input_tokens made the uncached ones (its own include the cached)."""
+    if usage is None or "input_tokens" not in usage or "cache_read_tokens" not in usage:
+        return usage
+    cached = min(usage["cache_read_tokens"], usage["input_tokens"])
+    return {**usage, "input_tokens": usage["input_tokens"] - cached, "cache_read_tokens": cached}
 
 
 class _Codex:
@@ -247,7 +286,7 @@ class _Codex:
         if kind == "thread.started":
             self.facts.session_id = _text(event.get("thread_id")) or self.facts.session_id
         elif kind == "turn.completed":
-            self._add_usage(_renamed(event.get("usage"), _CODEX_USAGE))
+            self._add_usage(_uncached(_renamed(event.get("usage"), _CODEX_USAGE)))
             if not self._failed:
                 self.facts.error = None
         elif kind == "turn.failed":
