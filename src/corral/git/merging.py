@@ -81,8 +81,10 @@ class GitBranches:
         merged_tree = tree.out.split()[0]
         if merged_tree == old_tree:
             # The base has it all already: a merge recorded in git whose recording in the
-            # store was cut short (the process killed between the two). No second commit.
-            return MergeAttempt(merged_commit=old)
+            # store was cut short (the process killed between the two). No second commit;
+            # the commit named is the branch's own when the base has it, never a later one.
+            on_base = self._git.ok("merge-base", "--is-ancestor", head, old)
+            return MergeAttempt(merged_commit=head if on_base else old)
         new = self._commit(
             strategy, merged_tree, base=old, head=head, message=message, branch=branch
         )
