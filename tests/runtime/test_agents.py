@@ -247,6 +247,7 @@ def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: 
     for args in (("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "start")):
         subprocess.run(["git", *args], cwd=pool.folder, env=env, check=True)
     assert 0 == pool.corral("init").returncode
+    pool.env["CORRAL_WORKTREE_ON_EMPTY"] = "done"  # the stand-in claude edits nothing
     task = add(pool, "review me FAKE:sleep=1.5", requires_review=True, max_attempts=3)
     pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
     pool.wait(lambda: len(runs_of(pool, task)) == 1 and runs_of(pool, task)[0]["session_id"], 30)
