@@ -30,6 +30,7 @@ from corral.model import waiting
 from corral.model.batches import Held
 from corral.model.reviews import WorkOutcome
 from corral.model.tasks import Task
+from corral.model.waiting import WaitKind
 from corral.runtime.worker.command_job import CommandJob, CommandRuns, prepare
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Stop
@@ -80,6 +81,32 @@ def in_worktree(job: CommandJob, entered: Entered, task: Task) -> CommandJob:
     )
 
 
+def settle(
+    trees: TaskWorktrees, task: Task, run_id: str, done: Done, written: tuple[str | None, ...]
+) -> Done:
+    """After the command: what the agent left committed (`worktree.commit = auto`; a commit
+    git refuses fails the run), and a run that changed nothing ended as `worktree.on_empty`
+    says (recorded as no_change); a refused run recorded as refused."""
+    if not done.success:
+        if waiting.kind_of(done.wait_reason) is WaitKind.REFUSED:
+            trees.note_outcome(task.id, WorkOutcome.REFUSED)
+        return done
+    try:
+        trees.commit_left(task, run_id, written)
+    except CommitFailed as exc:
+        return replace(done, success=False, error=exc.message)
+    if trees.changed(task.id):
+        return done
+    trees.note_outcome(task.id, WorkOutcome.NO_CHANGE)
+    if trees.on_empty == "wait":
+        return replace(
+            done, success=False, wait_reason=waiting.reason(WaitKind.NO_CHANGE, NO_CHANGE)
+        )
+    if trees.on_empty == "fail":
+        return replace(done, success=False, error=NO_CHANGE)
+    return done
+
+
 class WorktreeRuns:
     """The runs of a worktree job for one worker (jobs.Runs): prepared once in the worktree."""
 
@@ -112,7 +139,7 @@ class WorktreeRuns:
         place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.start_commit))
         done = self._commands.run(job, run_id, prepared, stop)
         written = (prepared.prompt_file, prepared.spec.transcript_path, prepared.spec.stderr_path)
-        done = self._settle(task, run_id, done, written)
+        done = settle(self._trees, task, run_id, done, written)
         if self._verify is not None:
             done = self._verify.after(
                 done,
@@ -129,27 +156,6 @@ class WorktreeRuns:
         if error is not None:
             return replace(done, success=False, error=error, final_commit=head)
         return replace(done, final_commit=head)
-
-    def _settle(self, task: Task, run_id: str, done: Done, written: tuple[str | None, ...]) -> Done:
-        """After the command: what the agent left committed, and a run that changed nothing
-        ended as `worktree.on_empty` says; a refused run's outcome recorded."""
-        if not done.success:
-            if waiting.kind_of(done.wait_reason) is waiting.WaitKind.REFUSED:
-                self._trees.note_outcome(task.id, WorkOutcome.REFUSED)
-            return done
-        try:
-            self._trees.commit_left(task, run_id, written)
-        except CommitFailed as exc:
-            return replace(done, success=False, error=exc.message)
-        if self._trees.changed(task.id):
-            return done
-        self._trees.note_outcome(task.id, WorkOutcome.NO_CHANGE)
-        if self._trees.on_empty == "wait":
-            why = waiting.reason(waiting.WaitKind.NO_CHANGE, NO_CHANGE)
-            return replace(done, success=False, wait_reason=why)
-        if self._trees.on_empty == "fail":
-            return replace(done, success=False, error=NO_CHANGE)
-        return done
 
     def close(self, held: Held, opened: Opened[None]) -> None:
         """Leave the task's worktree: removed, unless kept or the task is in review."""
