@@ -73,3 +73,17 @@ def test_a_landing_and_a_submission_record_their_outcomes(store, settings):
     other, other_token = _claimed(store, settings)
     store.submit(other, token=other_token, note=None, pr_url=None, actor="w")
     assert WorkOutcome.IN_REVIEW is store.get_review(other).outcome
+
+
+def test_a_clean_up_under_another_tasks_claim_is_refused(store, settings):
+    """The claim a clean-up names must be one of its task's: nothing recorded otherwise."""
+    task_id, _ = _claimed(store, settings)
+    _, other_token = _claimed(store, settings)
+    with pytest.raises(CorralError):
+        store.record_cleanup(
+            task_id, token=other_token, backups=("refs/x",), branch_deleted=True, actor="w"
+        )
+    assert ((), False) == (
+        store.get_review(task_id).backup_refs,
+        store.get_review(task_id).branch_deleted,
+    )

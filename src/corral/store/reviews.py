@@ -225,6 +225,9 @@ class ReviewOps:
             return
         with self._driver.write() as tx:
             task_in(tx, self._driver, task_id)
+            claimed = None if token is None else tx.one("claim_by_token", token=token)
+            if token is not None and (claimed is None or claimed["task_id"] != task_id):
+                raise errors.Refused(f"claim {token} is not a claim of task {task_id}")
             review = _review_in(tx, self._driver, task_id)
             refs = review.backup_refs + tuple(b for b in backups if b not in review.backup_refs)
             deleted = review.branch_deleted or branch_deleted
