@@ -196,12 +196,15 @@ class TaskWorktrees:
 
     def note_outcome(self, task_id: str, outcome: WorkOutcome) -> None:
         """Record where the run's work ended, under its claim; a claim the agent already
-        ended itself (`corral done`) records nothing, with a warning in the log."""
+        ended itself (`corral done`, `corral submit`, which records in_review) records
+        nothing."""
         with self._lock:
             token = self._tokens.get(task_id)
         if token is None:
             return
         try:
+            if self._store.get_task(task_id).status is not TaskStatus.RUNNING:
+                return
             self._store.record_outcome(
                 task_id, token=token, outcome=str(outcome), actor=f"token:{token}"
             )
