@@ -182,3 +182,30 @@ def test_a_removed_worktrees_backup_is_where_the_next_run_starts(cli, repo, tmp_
     assert "draft\nsecond part\n" == (repo / "edit.txt").read_text()
     assert "done" == _json(cli, "show", task)["status"]
     assert backup in _json(cli, "show", task)["work"]["backup_refs"]
+
+
+def test_land_says_who_deleted_a_branch(cli, repo, tmp_path):
+    """A landed task's branch, deleted by corral: land names corral and that the base has
+    its work; a kept branch (its worktree kept too) deleted by hand: "deleted outside
+    corral"."""
+    script, obs = agent_script(tmp_path, EDITOR)
+    landed = cli("add", "Landed").out.strip()
+    assert 0 == _run(cli, repo, script, obs).code
+    again = cli("land", landed, "--repo", str(repo))
+    assert 1 == again.code
+    assert "was deleted by corral, holding nothing main lacked" in again.err
+    kept = cli("add", "Kept").out.strip()
+    assert 0 == _run(cli, repo, script, obs, env={"CORRAL_WORKTREE_LAND": "keep"}).code
+    branch = _json(cli, "show", kept)["branch"]
+    assert "kept" == _branch_state(cli, repo, kept)["state"]
+    assert "kept" == _json(cli, "show", kept)["work"]["outcome"]
+    git(
+        repo,
+        "worktree",
+        "remove",
+        "--force",
+        str(repo / ".corral" / "worktrees" / branch.replace("/", "-")),
+    )
+    git(repo, "branch", "-D", branch)
+    gone = cli("land", kept, "--repo", str(repo))
+    assert (1, True) == (gone.code, "no longer exists (deleted outside corral)" in gone.err)
