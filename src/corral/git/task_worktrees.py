@@ -49,7 +49,6 @@ class Entered:
     path: str
     branch: str
     base_ref: str
-    base_commit: str
     start_commit: str  # the commit the run starts from: a run that ends there changed nothing
     reused: bool = False  # the worktree was there already (its agent's session may resume)
     restored_from: str | None = None  # the backup ref the branch was brought forward to
@@ -114,14 +113,13 @@ class TaskWorktrees:
             actor=worker_id,
         )
         start = self._trees.create(plan)
-        base_commit = self._trees.git.out("rev-parse", base)
+        if restored:  # work brought back from a backup is this run's to land: it never landed
+            start = before or self._trees.git.out("rev-parse", base)
         entered = Entered(
             path=plan.path,
             branch=plan.branch,
             base_ref=base,
-            base_commit=base_commit,
-            # Work brought back from a backup is this run's to land: it never reached the base.
-            start_commit=(before or base_commit) if restored else start,
+            start_commit=start,
             reused=plan.reuse,
             restored_from=restored,
             changes_note=review.changes_note,
