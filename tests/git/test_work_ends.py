@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.conftest import CORRAL
 
 import corral
 from corral.clock import SystemClock
@@ -209,3 +210,29 @@ def test_land_says_who_deleted_a_branch(cli, repo, tmp_path):
     git(repo, "branch", "-D", branch)
     gone = cli("land", kept, "--repo", str(repo))
     assert (1, True) == (gone.code, "no longer exists (deleted outside corral)" in gone.err)
+
+
+SELF_REPORTING = """#!/bin/sh
+# Edit without committing, then report the task itself, as an agent told to may do.
+echo "edit by $CORRAL_TASK_ID" >> edit.txt
+exec "$CORRAL" "$REPORT" "$CORRAL_TASK_ID"
+"""
+
+
+@pytest.mark.parametrize("report", ["done", "submit"])
+def test_an_agent_that_reports_its_own_task_still_gets_its_edit_committed(
+    cli, repo, tmp_path, report
+):
+    """The agent runs `corral done` (its edit then lands on main) or `corral submit` (its
+    branch, in review, holds the edit) before corral commits: corral commits anyway."""
+    script, obs = agent_script(tmp_path, SELF_REPORTING)
+    task = cli("add", "Self-reported").out.strip()
+    ran = _run(cli, repo, script, obs, env={"CORRAL": CORRAL, "REPORT": report})
+    assert 0 == ran.code, ran.err
+    shown = _json(cli, "show", task)
+    if report == "done":
+        assert ("done", "landed") == (shown["status"], shown["work"]["outcome"])
+        assert f"edit by {task}\n" == (repo / "edit.txt").read_text()
+    else:
+        assert ("in_review", "in_review") == (shown["status"], shown["work"]["outcome"])
+        assert f"edit by {task}" == git(repo, "show", f"{shown['branch']}:edit.txt")
