@@ -112,6 +112,9 @@ def test_commit_agent_leaves_the_edit_to_a_backup_that_land_then_lands(cli, repo
     assert [] == _events(cli, task, "task.landed")
     state = _branch_state(cli, repo, task)
     assert ("no_change", [backup]) == (state["state"], state["backup_refs"])
+    retried = cli("retry", task)
+    assert 1 == retried.code
+    assert f"in backup ref {backup}: land it with `corral land {task}`" in retried.err
     landed = cli("land", task, "--repo", str(repo))
     assert 0 == landed.code, landed.err
     assert f"edit by {task}\n" == (repo / "edit.txt").read_text()
