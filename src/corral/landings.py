@@ -51,6 +51,14 @@ class LandingBranches(Branches, Protocol):
         """The backup refs corral wrote of `branch` before deleting it with unmerged work."""
         ...
 
+    def contains(self, base: str, commit: str) -> bool:
+        """Whether `commit` is on `base` (an ancestor of its tip, or the tip)."""
+        ...
+
+    def restore_branch(self, branch: str, ref: str) -> bool:
+        """Make the deleted `branch` again at backup `ref`; whether it did."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Landed:
@@ -123,7 +131,9 @@ def land(
 def land_kept(
     store: Store, task_id: str, *, repo: LandingBranches, strategy: MergeStrategy, actor: str
 ) -> Landed:
-    """`corral land`: land the kept branch of a done task, then remove it and its worktree."""
+    """`corral land`: land the kept branch of a done task, then remove it and its worktree.
+    A branch corral deleted with work the base lacks is made again from the newest backup
+    ref of it first, so that work lands too."""
     task = store.get_task(task_id)
     if task.status is not TaskStatus.DONE:
         raise Refused(f"cannot land task {task_id}: it is {task.status}, not done")
@@ -132,9 +142,7 @@ def land_kept(
         raise Refused(f"task {task_id} has no branch to land")
     with repo.locked():
         if repo.head_of(task.branch) is None:
-            raise Refused(
-                f"branch {task.branch} of task {task_id} no longer exists (deleted outside corral)"
-            )
+            _bring_back(repo, task, review)
         landed = land(
             store,
             task,
@@ -149,7 +157,28 @@ def land_kept(
         backups = repo.clean_up(
             branch=task.branch, base=review.base_ref, worktree_path=review.worktree_path
         )
+    store.record_cleanup(
+        task_id, token=None, backups=tuple(backups), branch_deleted=True, actor=actor
+    )
     return Landed(task=task, merged_commit=landed.merged_commit, backups=tuple(backups))
+
+
+def _bring_back(repo: LandingBranches, task: Task, review: Review) -> None:
+    """Make the task's deleted branch again at the newest backup ref of its work; Refused,
+    naming what happened to it, when there is none."""
+    assert task.branch is not None
+    refs = list(review.backup_refs) + repo.backups_of(task.branch)
+    for ref in reversed(refs):
+        if repo.restore_branch(task.branch, ref):
+            return
+    if review.branch_deleted:
+        raise Refused(
+            f"branch {task.branch} of task {task.id} was deleted by corral, holding nothing "
+            f"{review.base_ref} lacked, and no backup ref of it is left"
+        )
+    raise Refused(
+        f"branch {task.branch} of task {task.id} no longer exists (deleted outside corral)"
+    )
 
 
 class Where(StrEnum):
@@ -164,7 +193,8 @@ class Where(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BranchState:
-    """One branch corral made for a task, and where its work is."""
+    """One branch corral made for a task, where its work is, and what the store recorded
+    of where its last run's work ended (`state`: model.reviews.WorkOutcome)."""
 
     task: Task
     branch: str
@@ -173,6 +203,14 @@ class BranchState:
     head: str | None
     merged_commit: str | None
     backups: tuple[str, ...] = ()
+    state: str | None = None
+    pr_url: str | None = None
+
+    @property
+    def sha(self) -> str | None:
+        """The commit that holds the work: the one that reached the base once landed,
+        else the branch's head."""
+        return self.merged_commit if self.where is Where.LANDED else self.head
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `corral branches --json` (docs/cli.md)."""
@@ -183,9 +221,13 @@ class BranchState:
             "branch": self.branch,
             "base_ref": self.base_ref,
             "where": str(self.where),
+            "state": self.state,
+            "sha": self.sha,
             "head": self.head,
             "merged_commit": self.merged_commit,
             "backups": list(self.backups),
+            "backup_refs": list(self.backups),
+            "pr_url": self.pr_url,
         }
 
 
@@ -193,24 +235,35 @@ def branch_states(store: Store, repo: LandingBranches) -> list[BranchState]:
     """Every task branch corral recorded, oldest task first, with where its work is."""
     tasks = store.branched_tasks()
     reviews = store.reviews_of([t.id for t in tasks])
-    states = []
-    for task in tasks:
-        assert task.branch is not None
-        review = reviews.get(task.id)
-        head = repo.head_of(task.branch)
-        backups = () if head is not None else tuple(repo.backups_of(task.branch))
-        states.append(
-            BranchState(
-                task=task,
-                branch=task.branch,
-                base_ref=None if review is None else review.base_ref,
-                where=_where(repo, task, review, head, backups),
-                head=head,
-                merged_commit=None if review is None else review.merged_commit,
-                backups=backups,
-            )
-        )
-    return states
+    return [_state(repo, task, reviews.get(task.id)) for task in tasks]
+
+
+def _state(repo: LandingBranches, task: Task, review: Review | None) -> BranchState:
+    """What the store recorded of the branch's work, checked against git."""
+    assert task.branch is not None
+    head = repo.head_of(task.branch)
+    recorded = () if review is None else review.backup_refs
+    found = () if head is not None else tuple(repo.backups_of(task.branch))
+    backups = recorded + tuple(ref for ref in found if ref not in recorded)
+    landed = _landed_at(repo, review)
+    return BranchState(
+        task=task,
+        branch=task.branch,
+        base_ref=None if review is None else review.base_ref,
+        where=Where.LANDED if landed else _where(repo, task, review, head, backups),
+        head=head,
+        merged_commit=None if review is None else review.merged_commit,
+        backups=backups,
+        state=None if review is None or review.outcome is None else str(review.outcome),
+        pr_url=None if review is None else review.pr_url,
+    )
+
+
+def _landed_at(repo: LandingBranches, review: Review | None) -> bool:
+    """Whether the store recorded a land whose commit git finds on the base still."""
+    if review is None or review.merged_commit is None or review.base_ref is None:
+        return False
+    return repo.contains(review.base_ref, review.merged_commit)
 
 
 def _where(

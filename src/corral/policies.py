@@ -159,6 +159,9 @@ class WorktreePolicy:
     verify: str = ""  # a command that must pass in the worktree after a successful run
     require_rebase: bool = False  # approve only branches on top of their base
     verify_timeout_s: float = 1800.0
+    commit: str = "auto"  # COMMIT_MODES: corral commits what the agent left, or only the agent
+    author: str = "corral <corral@localhost>"  # of the commits corral makes for a run
+    on_empty: str = "wait"  # ON_EMPTY: what a run that changed nothing ends as
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -215,6 +215,9 @@ def merge(
             actor=OPERATOR,
         )
         backups = repo.clean_up(branch=task.branch, base=base, worktree_path=review.worktree_path)
+    store.record_cleanup(
+        task_id, token=None, backups=tuple(backups), branch_deleted=True, actor=OPERATOR
+    )
     return MergeResult(
         task=done, merged_commit=attempt.merged_commit, conflicts=(), backups=tuple(backups)
     )
@@ -269,6 +272,8 @@ def show(
     if not task.branch or not review.base_ref:
         return ReviewDetail(task=task, review=review, diff_stat=None)
     repo = branches()
+    if repo.head_of(task.branch) is None and (review.branch_deleted or review.merged_commit):
+        return ReviewDetail(task=task, review=review, diff_stat=None)  # landed, then deleted
     _head(repo, task)
     return ReviewDetail(
         task=task,

@@ -11,6 +11,7 @@ where each value came from, so `corral config show` can say.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -238,6 +239,27 @@ SPEC: dict[str, Spec] = {
     "worktree_verify_timeout_s": Spec(
         "worktree.verify_timeout", 1800, POSITIVE_S, "s", "how long worktree.verify may run"
     ),
+    "worktree_commit": Spec(
+        "worktree.commit",
+        "auto",
+        None,
+        "text",
+        "after a run that succeeded: auto (corral commits what the agent left) or agent",
+    ),
+    "worktree_author": Spec(
+        "worktree.author",
+        "corral <corral@localhost>",
+        None,
+        "text",
+        "the author of the commits corral makes for a run (worktree.commit = auto)",
+    ),
+    "worktree_on_empty": Spec(
+        "worktree.on_empty",
+        "wait",
+        None,
+        "text",
+        "a run that changed nothing: wait (for a person), fail, or done",
+    ),
     "review_queues": Spec(
         "worktree.review_queues", (), None, "list", "queues whose tasks all require review"
     ),
@@ -313,13 +335,19 @@ _MAXIMUM = {
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
 LAND_MODES = ("merge", "keep", "command")
+COMMIT_MODES = ("auto", "agent")
+ON_EMPTY = ("wait", "fail", "done")
 STORE_MODES = ("private", "group")
 _CHOICES = {
     "merge_strategy": MERGE_STRATEGIES,
     "worktree_land": LAND_MODES,
+    "worktree_commit": COMMIT_MODES,
+    "worktree_on_empty": ON_EMPTY,
     "store_mode": STORE_MODES,
 }
 FLAGS = "command line"  # the source of values given as flags, as `config show` would say
+# `Name <email>`, as git's --author takes it (the name not empty, nothing after the `>`).
+AUTHOR = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>")
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -405,6 +433,9 @@ class Settings:
     worktree_land_command: str = str(_default("worktree_land_command"))
     worktree_verify: str = str(_default("worktree_verify"))
     worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
+    worktree_commit: str = str(_default("worktree_commit"))
+    worktree_author: str = str(_default("worktree_author"))
+    worktree_on_empty: str = str(_default("worktree_on_empty"))
     agents_resume: bool = _default("agents_resume")
     agents_park_s: float = float(_default("agents_park_s"))
     agents_park_min_s: float = float(_default("agents_park_min_s"))
@@ -437,6 +468,8 @@ class Settings:
             raise InvalidInput(
                 "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
             )
+        if not AUTHOR.fullmatch(self.worktree_author):
+            raise InvalidInput("worktree_author", "Name <email>", self.worktree_author)
         if "{task}" not in self.worktree_branch_template:
             raise InvalidInput(
                 "worktree_branch_template",
@@ -520,6 +553,9 @@ class Settings:
             land_command=self.worktree_land_command,
             verify=self.worktree_verify,
             verify_timeout_s=self.worktree_verify_timeout_s,
+            commit=self.worktree_commit,
+            author=self.worktree_author,
+            on_empty=self.worktree_on_empty,
         )
 
     def source_of(self, name: str) -> str:

@@ -42,8 +42,36 @@ def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
 
 
 def retry(store: Store, task_id: str) -> Task:
-    """Put a failed, cancelled or waiting task back in the queue with a fresh attempt budget."""
-    return store.retry(task_id, actor=OPERATOR)
+    """Put a failed, cancelled or waiting task back in the queue with a fresh attempt budget. A done
+    task is final: one whose work never landed is told to `corral land` instead."""
+    from corral.errors import InvalidTransition, Refused  # noqa: PLC0415 - a refusal only
+
+    try:
+        return store.retry(task_id, actor=OPERATOR)
+    except InvalidTransition as exc:
+        hint = _land_instead(store, task_id)
+        if hint is None:
+            raise
+        raise Refused(f"{exc.message}: {hint}") from None
+
+
+def _land_instead(store: Store, task_id: str) -> str | None:
+    """Where a done task's work is, and how to land it, when it is not on its base."""
+    from corral.model.reviews import WorkOutcome  # noqa: PLC0415 - a refusal only
+    from corral.model.states import TaskStatus  # noqa: PLC0415 - a refusal only
+
+    task = store.get_task(task_id)
+    if task.status is not TaskStatus.DONE or not task.branch:
+        return None
+    review = store.get_review(task_id)
+    if review.outcome is WorkOutcome.LANDED or not review.base_ref:
+        return None
+    where = (
+        f"backup ref {review.backup_refs[-1]}" if review.backup_refs else f"branch {task.branch}"
+    )
+    return (
+        f"its work is not on {review.base_ref} but in {where}: land it with `corral land {task_id}`"
+    )
 
 
 def answer(store: Store, task_id: str, text: str | None = None) -> Task:

@@ -174,44 +174,42 @@ def _killed_mid_task(cli, repo, tmp_path, *, commit: bool) -> tuple[str, Path]:
     removed = []
 
     def reconciled() -> bool:
-        # The worktree may go in a pass that comes before the one that finds the worker
-        # dead (its process is gone at once, its heartbeats only run out later).
         done = json.loads(cli("reconcile", "--repo", str(repo), "--json", env=FAST).out)
         removed.append(done.get("worktrees_removed", 0))
         return json.loads(cli("show", task, "--json").out)["status"] == "ready"
 
     wait_until(reconciled, 30, interval_s=0.1)
-    assert 1 == sum(removed)
-    assert not path.exists()
+    assert 0 == sum(removed)  # the task runs again: its worktree is its next run's
+    assert "not committed yet\n" == (path / "draft.txt").read_text()
     return task, path
 
 
 FAST = {"CORRAL_HEARTBEAT_INTERVAL_S": "0.05", "CORRAL_DEAD_AFTER_MISSED": "1"}
 
-
-def test_kill_9_mid_task_then_reconcile_cleans_the_worktree_and_keeps_the_work(cli, repo, tmp_path):
-    """The worker and its agent die; reconcile returns the task, removes the worktree (the
-    draft saved as a backup ref) and keeps the branch with its commit for the next run."""
-    task, _ = _killed_mid_task(cli, repo, tmp_path, commit=True)
-    backups = json.loads(cli("worktree", "list", "--backups", "--repo", str(repo), "--json").out)
-    [wip] = backups["backups"]
-    assert "not committed yet" == git(repo, "show", f"{wip['ref']}:draft.txt")
-    assert "committed" == git(repo, "show", f"corral/w1/{task}:done.txt")
+FINISHER = """#!/bin/sh
+# Record where it ran and what it found, then add a line and leave it uncommitted.
+echo "$PWD" > "$OBS/$CORRAL_TASK_ID.cwd"
+cat draft.txt > "$OBS/$CORRAL_TASK_ID.draft" 2>/dev/null
+echo "finished" >> draft.txt
+"""
 
 
-def test_kill_9_before_any_commit_leaves_no_branch_behind(cli, repo, tmp_path):
-    """Nothing committed: the branch is not useful and goes; the draft is still backed up,
-    and the task's next run starts a fresh branch of the same name."""
-    task, _ = _killed_mid_task(cli, repo, tmp_path, commit=False)
-    assert "" == git(repo, "branch", "--list", "corral/*")
-    backups = json.loads(cli("worktree", "list", "--backups", "--repo", str(repo), "--json").out)
-    assert 1 == len(backups["backups"])
-    script = tmp_path / "agent.sh"
-    script.write_text(AGENT)
-    script.chmod(0o755)
-    obs = tmp_path / "obs"
-    assert 0 == _start(cli, repo, (str(script), obs), "w2").code
-    assert f"corral/w1/{task}" == (obs / f"{task}.branch").read_text().strip()
+@pytest.mark.parametrize("commit", [True, False])
+def test_kill_9_mid_task_then_reconcile_keeps_the_worktree_for_the_next_run(
+    cli, repo, tmp_path, commit
+):
+    """The worker and its agent die; reconcile returns the task and keeps its worktree; the
+    next run, on another worker, starts in the same path with the draft there, and lands it
+    (committed by corral) with the commit the first run made, if any."""
+    task, path = _killed_mid_task(cli, repo, tmp_path, commit=commit)
+    (tmp_path / "next").mkdir()
+    script, obs = agent_script(tmp_path / "next", FINISHER)
+    assert 0 == _start(cli, repo, (script, obs), "w2").code
+    assert str(path) == (obs / f"{task}.cwd").read_text().strip()
+    assert "not committed yet\n" == (obs / f"{task}.draft").read_text()
+    assert "done" == json.loads(cli("show", task, "--json").out)["status"]
+    assert "not committed yet\nfinished\n" == (repo / "draft.txt").read_text()
+    assert commit == (repo / "done.txt").exists()
 
 
 SUBMITTER = """#!/bin/sh

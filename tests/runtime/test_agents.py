@@ -245,6 +245,35 @@ def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) ->
     assert 1 == len(notices.read_text().strip().splitlines())
 
 
+def test_a_worktree_made_again_starts_a_fresh_session(sqlite_pool: Any) -> None:
+    """--worktree: a cancelled task's worktree is removed; after `retry` its next run is in
+    a worktree made again at the same path, where its agent starts a fresh session (the
+    folder that session was made in is gone), not a resumed one."""
+    pool = sqlite_pool
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "start")):
+        subprocess.run(["git", *args], cwd=pool.folder, env=env, check=True)
+    assert 0 == pool.corral("init").returncode
+    pool.env["CORRAL_WORKTREE_ON_EMPTY"] = "done"  # the stand-in claude edits nothing
+    task = add(pool, "run twice FAKE:sleep=1.5")
+    pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
+    pool.wait(lambda: len(runs_of(pool, task)) == 1 and runs_of(pool, task)[0]["session_id"], 30)
+    assert 0 == pool.corral("cancel", task).returncode
+    pool.wait(
+        lambda: (
+            not any(p.is_dir() for p in (pool.folder / ".corral" / "worktrees").glob("corral-*"))
+        ),
+        30,
+    )
+    assert 0 == pool.corral("retry", task).returncode
+    pool.wait(lambda: finished(pool, task), 30)
+    stop(pool)
+    first, second = invocations(pool)
+    assert (first["cwd"], False) == (second["cwd"], second["resumed"])
+    assert [None, None] == [r["resumed_from"] for r in runs_of(pool, task)]
+
+
 def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: Any) -> None:
     """--worktree: a task in review sent back with a note resumes its agent's session in the
     worktree it ran in, told the reviewer's note; a killed run keeps its worktree for the
@@ -255,6 +284,7 @@ def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: 
     for args in (("init", "-q", "-b", "main"), ("commit", "-q", "--allow-empty", "-m", "start")):
         subprocess.run(["git", *args], cwd=pool.folder, env=env, check=True)
     assert 0 == pool.corral("init").returncode
+    pool.env["CORRAL_WORKTREE_ON_EMPTY"] = "done"  # the stand-in claude edits nothing
     task = add(pool, "review me FAKE:sleep=1.5", requires_review=True, max_attempts=3)
     pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
     pool.wait(lambda: len(runs_of(pool, task)) == 1 and runs_of(pool, task)[0]["session_id"], 30)

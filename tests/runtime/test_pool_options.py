@@ -139,6 +139,7 @@ def test_pool_keys_reach_the_workers_and_flags_win_over_them(any_pool: Any) -> N
     config.write_text(
         f'[pool]\nworkers = 1\nexec = "{recorder}"\nworktree = true\nconcurrency = 3\n'
         'labels = ["from=file"]\ntimeout = "1h"\n'
+        '[worktree]\non_empty = "done"\n'  # the recorder changes nothing
     )
     task = _add(pool, "in a worktree")
     pool.start("--concurrency", "2", workers=None)

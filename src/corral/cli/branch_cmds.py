@@ -45,8 +45,12 @@ def cmd_land(ctx: Context) -> int:
 def cmd_branches(ctx: Context) -> int:
     """Every branch corral made for a task: landed, working, in review, kept or abandoned."""
     states = landings.branch_states(ctx.store, _repo(ctx))
-    rows = [(s.task.id, str(s.where), s.branch, s.base_ref or "-", s.task.title) for s in states]
-    human = render.table(("TASK", "WHERE", "BRANCH", "BASE", "TITLE"), rows) if rows else ""
+    rows = [
+        (s.task.id, str(s.where), s.state or "-", (s.sha or "-")[:12], s.branch, s.task.title)
+        for s in states
+    ]
+    columns = ("TASK", "WHERE", "STATE", "SHA", "BRANCH", "TITLE")
+    human = render.table(columns, rows) if rows else ""
     ctx.emit([s.to_dict() for s in states], human or "no task branches")
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timedelta
+from typing import Any
 
 from corral.cli import paging, parsing, render
 from corral.cli.commands import Arg, Command, status_filter
@@ -14,7 +15,7 @@ from corral.model.paging import Page
 from corral.model.states import TaskStatus
 from corral.model.subtasks import MAX_CHILDREN
 from corral.model.task_pages import PageKey
-from corral.model.tasks import NewTask, TaskFilter
+from corral.model.tasks import NewTask, Task, TaskFilter
 from corral.printable import one_line
 
 STATUSES = [str(s) for s in TaskStatus]
@@ -96,15 +97,44 @@ def cmd_show(ctx: Context) -> int:
         human += "\n" + render.children(children)
     if totals is not None:
         human += "\n" + render.task_totals(totals, task.attempts)
+    work = _work(ctx, task) if task.branch else None
+    if work is not None:
+        human += "\n" + _work_line(work)
     ctx.emit(
         {
             **task.to_dict(),
             "children": [{"id": c.id, "title": c.title, "status": str(c.status)} for c in children],
             "totals": None if totals is None else totals.to_dict(),
+            "work": work,
         },
         human,
     )
     return 0
+
+
+def _work(ctx: Context, task: Task) -> dict[str, Any]:
+    """Where the task's work in a worktree ended, as the store recorded it."""
+    review = ctx.store.get_review(task.id)
+    return {
+        "outcome": None if review.outcome is None else str(review.outcome),
+        "merged_commit": review.merged_commit,
+        "backup_refs": list(review.backup_refs),
+        "branch_deleted": review.branch_deleted,
+        "pr_url": review.pr_url,
+    }
+
+
+def _work_line(work: dict[str, Any]) -> str:
+    """`work: landed at 0123456789ab`, with the backup refs and a pull request, if any."""
+    outcome = (work["outcome"] or "not recorded").replace("_", " ")
+    line = f"work: {outcome}"
+    if work["outcome"] == "landed" and work["merged_commit"]:
+        line += f" at {work['merged_commit'][:12]}"
+    if work["backup_refs"]:
+        line += f" (backups: {', '.join(work['backup_refs'])})"
+    if work["pr_url"]:
+        line += f" (pull request {work['pr_url']})"
+    return line
 
 
 def cmd_cancel(ctx: Context) -> int:

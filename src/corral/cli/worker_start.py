@@ -84,7 +84,6 @@ def _worktrees(ctx: Context, options: WorkerOptions, checked: preflight.Checked)
         base_ref=checked.base_ref,
         policy=ctx.settings.worktree,
         keep=options.keep_worktrees,
-        keep_unfinished=checked.agent is not None and checked.agent.can_resume,
         log=logger("corral.worker"),
     )
 

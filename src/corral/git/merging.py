@@ -50,6 +50,15 @@ class GitBranches:
         """The backup refs written of `branch` before it was deleted with unmerged work."""
         return [ref for ref, _ in self._trees.backups(f"{branch}/")]
 
+    def contains(self, base: str, commit: str) -> bool:
+        """Whether `commit` is on local branch `base` (its tip or an ancestor of it)."""
+        return self._git.ok("merge-base", "--is-ancestor", commit, f"refs/heads/{base}")
+
+    def restore_branch(self, branch: str, ref: str) -> bool:
+        """Make `branch` again at backup `ref` (git/worktrees.py: restore); whether it did."""
+        commit = self._git.commit_of(ref)
+        return commit is not None and self._trees.restore(branch, commit)
+
     def diff_stat(self, base: str, branch: str) -> str:
         """What the branch changes since it left the base."""
         return self._git.out("diff", "--stat", f"{base}...{branch}")
@@ -81,8 +90,10 @@ class GitBranches:
         merged_tree = tree.out.split()[0]
         if merged_tree == old_tree:
             # The base has it all already: a merge recorded in git whose recording in the
-            # store was cut short (the process killed between the two). No second commit.
-            return MergeAttempt(merged_commit=old)
+            # store was cut short (the process killed between the two). No second commit;
+            # the commit named is the branch's own when the base has it, never a later one.
+            on_base = self._git.ok("merge-base", "--is-ancestor", head, old)
+            return MergeAttempt(merged_commit=head if on_base else old)
         new = self._commit(
             strategy, merged_tree, base=old, head=head, message=message, branch=branch
         )

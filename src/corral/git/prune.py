@@ -1,12 +1,12 @@
 """Orphaned worktrees: the ones no live claim and no review needs any more.
 
-A managed worktree is kept while its branch belongs to a task in review, approved or
-waiting for a person (it runs again there once answered), or to a running task whose
-worker lives (not dead or offline and, on this host, its process
-still there). Every other one is removed, its uncommitted work saved as a backup ref
-first; its branch goes too when it holds nothing the base lacks (a task that runs again
-gets it back, created afresh from the base, under the same name). Then `git worktree
-prune` forgets worktrees whose folders vanished.
+A managed worktree is kept while its branch belongs to a task that is not finished: one
+that runs again (ready after a defer, a park at a usage limit, a retry's backoff, changes
+requested, or its runner's death), waits for a person, runs, or is reviewed. Its agent's
+session resumes only from the folder it was made in, and the work left there is the next
+run's. Every other one is removed, its uncommitted work saved as a backup ref first; its
+branch goes too when it holds nothing the base lacks. Both are recorded on the task
+(store: record_cleanup). Then `git worktree prune` forgets worktrees whose folders vanished.
 
 The pass holds the repository's worktree lock (git/repo_lock.py) from its listing to its
 last removal, and the worktrees are listed before the store is read: a runner records a
@@ -23,14 +23,9 @@ from typing import Any
 from corral.errors import NotFound
 from corral.git.repo import GitUnavailable
 from corral.git.worktrees import Worktrees
-from corral.model.states import FINAL, GONE, TaskStatus
-from corral.model.tasks import Task, TaskFilter
+from corral.model.states import FINAL
 from corral.policies import WorktreePolicy
-from corral.processes import process_alive
 from corral.store import Store
-
-# A person has the task: its worktree waits with it, whoever holds or held it.
-WITH_A_PERSON = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED, TaskStatus.WAITING)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,8 +83,9 @@ def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> Pr
 
 def _prune_listed(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:
     listed = trees.trees()
-    unfinished = [t for t in store.list_tasks(TaskFilter(limit=100_000)) if t.status not in FINAL]
-    needed = {t.branch for t in unfinished if t.branch and _needs_worktree(store, t)}
+    branched = store.branched_tasks()
+    needed = {t.branch for t in branched if t.status not in FINAL}
+    owners = {t.branch: t.id for t in branched}
     removed, backups, deleted = [], [], []
     for tree in listed:
         if tree.branch in needed:
@@ -97,26 +93,30 @@ def _prune_listed(store: Store, trees: Worktrees, *, base_ref: str | None) -> Pr
         saved = trees.remove(tree.path)
         removed.append(tree.path)
         backups += [saved] if saved else []
-        if base_ref and tree.branch and trees.is_merged(tree.branch, base_ref):
+        gone = bool(base_ref and tree.branch and trees.is_merged(tree.branch, base_ref))
+        if gone:
+            assert base_ref is not None and tree.branch is not None
             trees.delete_branch(tree.branch, base_ref)
             deleted.append(tree.branch)
+        _record(store, owners.get(tree.branch or ""), saved, branch_deleted=gone)
     trees.prune_git()
     return PruneReport(
         removed=tuple(removed), backups=tuple(backups), branches_deleted=tuple(deleted)
     )
 
 
-def _needs_worktree(store: Store, task: Task) -> bool:
-    if task.status in WITH_A_PERSON:
-        return True
-    if task.status is not TaskStatus.RUNNING or task.worker_id is None:
-        return False
+def _record(store: Store, task_id: str | None, backup: str | None, *, branch_deleted: bool) -> None:
+    """Note on the branch's task what the pass did to its work (a task deleted meanwhile:
+    nothing to note)."""
+    if task_id is None:
+        return
     try:
-        worker = store.get_worker(task.worker_id)
+        store.record_cleanup(
+            task_id,
+            token=None,
+            backups=(backup,) if backup else (),
+            branch_deleted=branch_deleted,
+            actor="prune",
+        )
     except NotFound:
-        return False
-    if worker.status in GONE:
-        return False
-    if worker.hostname != os.uname().nodename:
-        return True  # cannot look at another host's processes: its heartbeats decide
-    return process_alive(worker.pid, worker.registered_at.timestamp())
+        return

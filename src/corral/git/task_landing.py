@@ -1,7 +1,8 @@
 """What a runner does with a task's branch after a run that succeeded (`worktree.land`).
 
-    run succeeded ─► review required, or no commit since the base ─► nothing (review flow)
-                  ─► land = keep     ─► the branch stays; `corral branches` lists it as kept
+    run succeeded ─► no commit since the run started ─► nothing (worktree.on_empty decides)
+                  ─► review required ─► nothing (the review flow), noted in_review
+                  ─► land = keep     ─► the branch stays, noted kept: `corral branches`
                   ─► land = merge    ─► under the merge lock: merged onto the base and
                                         recorded (the branch then goes with the worktree),
                                         or a conflict: the files and a note for the next run
@@ -23,13 +24,13 @@ import logging
 import os
 import shlex
 import subprocess
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from corral import landings
 from corral.errors import InvalidInput, Refused
 from corral.git.merging import GitBranches
 from corral.logs import event
-from corral.model.reviews import MergeStrategy
+from corral.model.reviews import MergeStrategy, WorkOutcome
 from corral.model.states import TaskStatus
 
 if TYPE_CHECKING:
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
 # this long is stuck; its run fails rather than holding the worker's slot for ever.
 LAND_COMMAND_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 500
+
+
+class AfterSuccess(NamedTuple):
+    """What landing a run's branch did: the error that fails the run, and where the work
+    ended when the runner is to record it (a land records `landed` itself)."""
+
+    error: str | None = None
+    outcome: WorkOutcome | None = None
 
 
 class TaskLanding:
@@ -62,18 +71,20 @@ class TaskLanding:
 
     def after_success(
         self, task: Task, token: int, entered: Entered, head: str | None
-    ) -> str | None:
-        """Land the branch of a run that succeeded; the error that fails the run, if any."""
-        if task.requires_review or head is None or head == entered.base_commit:
-            return None
+    ) -> AfterSuccess:
+        """Land the branch of a run that succeeded: what it did."""
+        if head is None or head == entered.start_commit:
+            return AfterSuccess()
+        if task.requires_review:
+            return AfterSuccess(outcome=WorkOutcome.IN_REVIEW)
         if self._mode == "keep":
             event(self._log, "task.branch_kept", task_id=task.id, branch=entered.branch)
-            return None
+            return AfterSuccess(outcome=WorkOutcome.KEPT)
         if self._mode == "command":
-            return self._run_command(task, entered)
+            return AfterSuccess(error=self._run_command(task, entered))
         return self._merge(task, token, entered)
 
-    def _merge(self, task: Task, token: int, entered: Entered) -> str | None:
+    def _merge(self, task: Task, token: int, entered: Entered) -> AfterSuccess:
         with self._repo.locked():
             now = self._store.get_task(task.id)
             if now.status is TaskStatus.DONE:  # the agent ran `corral done` itself
@@ -81,7 +92,7 @@ class TaskLanding:
             elif now.status is TaskStatus.RUNNING:
                 token_or_none = token
             else:  # submitted for review by its agent, or no longer ours: not to land
-                return None
+                return AfterSuccess()
             try:
                 landed = landings.land(
                     self._store,
@@ -101,9 +112,10 @@ class TaskLanding:
                     branch=entered.branch,
                     reason=exc.message,
                 )
-                return None
+                return AfterSuccess(outcome=WorkOutcome.KEPT)
         if landed.conflicts:
-            return f"land conflict with {entered.base_ref} in {', '.join(landed.conflicts)}"
+            files = ", ".join(landed.conflicts)
+            return AfterSuccess(error=f"land conflict with {entered.base_ref} in {files}")
         event(
             self._log,
             "task.landed",
@@ -112,7 +124,7 @@ class TaskLanding:
             base=entered.base_ref,
             commit=landed.merged_commit,
         )
-        return None
+        return AfterSuccess()
 
     def _run_command(self, task: Task, entered: Entered) -> str | None:
         env = {

@@ -1,17 +1,22 @@
 """A runner's worktrees: each task runs in its own, and leaves it as its outcome says.
 
-enter(task, claim, job) ─► plan ─► record the branch in the store (under the claim's
-    token, before git creates anything, so the reconciler never takes the new worktree
-    for an orphan) ─► git worktree add ─► `worktree.setup` in a new worktree ─► the job,
-    with its working directory, CORRAL_WORKTREE_PATH, CORRAL_BRANCH and, after changes
-    were requested, CORRAL_REVIEW_NOTE (the note is added to the prompt too)
+enter(task, claim, job) ─► the task's branch brought forward to the backup ref corral
+    last wrote of its work, if the branch lacks it ─► plan ─► record the branch in the
+    store (under the claim's token, before git creates anything, so the reconciler never
+    takes the new worktree for an orphan) ─► git worktree add (or the same path again,
+    when it still holds the branch) ─► `worktree.setup` in a new worktree ─► the job, with
+    its working directory, CORRAL_WORKTREE_PATH, CORRAL_BRANCH and, after changes were
+    requested, CORRAL_REVIEW_NOTE (the note is added to the prompt too)
+commit_left(task) ─► after a run that succeeded, with `worktree.commit = auto`: what the
+    agent left, committed on the branch (git/run_commit.py)
+changed(task) ─► whether the run made a commit (else `worktree.on_empty` decides)
 land(task) ─► after a run that succeeded, its branch landed as `worktree.land` says
     (git/task_landing.py)
-leave(task) ─► kept with --keep-worktrees or while the task is in review, approved or
-    waiting for a person (or, for an agent that resumes its sessions, while it will run
-    again);
-    otherwise removed (uncommitted work saved as a backup ref first), and the branch
-    deleted only when it holds nothing the base lacks (a kept or conflicting branch stays)
+leave(task) ─► kept with --keep-worktrees, while the task is not finished (it runs again,
+    waits, or is reviewed: its agent's session resumes only in the same folder), or when
+    it is done with its branch kept; otherwise removed (uncommitted work saved as a backup
+    ref first), the branch deleted only when it holds nothing the base lacks, and both
+    recorded on the task (store: record_cleanup)
 """
 
 from __future__ import annotations
@@ -20,21 +25,20 @@ import logging
 import shlex
 import subprocess
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from corral.errors import CorralError, InvalidInput
+from corral.git.run_commit import commit_left, message_of
 from corral.git.task_landing import TaskLanding
 from corral.git.worktrees import Worktrees
 from corral.logs import event
-from corral.model.states import TaskStatus
+from corral.model.reviews import Review, WorkOutcome
+from corral.model.states import FINAL, TaskStatus
 from corral.model.tasks import Task
 from corral.policies import WorktreePolicy
 from corral.store import Store
 
-# Kept whatever the runner's options: a person looks at it (a review), or a person must act
-# and the task then runs again where it stopped (waiting: its session resumes in it).
-KEPT_FOR_A_PERSON = frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED, TaskStatus.WAITING})
-WILL_RUN_AGAIN = frozenset({TaskStatus.READY, TaskStatus.BLOCKED, TaskStatus.RUNNING})
 SETUP_TAIL_CHARS = 500
 
 
@@ -45,7 +49,9 @@ class Entered:
     path: str
     branch: str
     base_ref: str
-    base_commit: str
+    start_commit: str  # the commit the run starts from: a run that ends there changed nothing
+    reused: bool = False  # the worktree was there already (its agent's session may resume)
+    restored_from: str | None = None  # the backup ref the branch was brought forward to
     changes_note: str | None = None  # what the reviewer asked for, when changes were requested
     rebase_onto: str | None = None  # with require_rebase, after changes were requested
 
@@ -73,7 +79,6 @@ class TaskWorktrees:
         base_ref: str,
         policy: WorktreePolicy,
         keep: bool = False,
-        keep_unfinished: bool = False,
         log: logging.Logger,
     ) -> None:
         try:
@@ -86,16 +91,18 @@ class TaskWorktrees:
         self._store, self._trees, self._worker = store, trees, worker_name
         self._base, self._keep, self._log = base_ref, keep, log
         self._require_rebase = policy.require_rebase
-        # An agent that resumes its session needs the same folder again: a task that will
-        # run again keeps its worktree (and the work left in it).
-        self._kept = KEPT_FOR_A_PERSON | (WILL_RUN_AGAIN if keep_unfinished else frozenset())
+        self._commit_auto, self._author = policy.commit == "auto", policy.author
+        self.on_empty = policy.on_empty
         self._entered: dict[str, Entered] = {}
+        self._tokens: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def enter(self, task: Task, token: int, worker_id: str) -> Entered:
         """Make (or reuse) the task's worktree; where it is and what it started from."""
         review = self._store.get_review(task.id)
         base = review.base_ref or self._base
+        before = self._trees.git.commit_of(f"refs/heads/{task.branch}") if task.branch else None
+        restored = self._restore(task, review)
         plan = self._trees.plan(self._worker, task.id, base, task.branch)
         self._store.record_branch(
             task.id,
@@ -105,21 +112,45 @@ class TaskWorktrees:
             worktree_path=plan.path,
             actor=worker_id,
         )
-        self._trees.create(plan)
+        start = self._trees.create(plan)
+        if restored:  # work brought back from a backup is this run's to land: it never landed
+            start = before or self._trees.git.out("rev-parse", base)
         entered = Entered(
             path=plan.path,
             branch=plan.branch,
             base_ref=base,
-            base_commit=self._trees.git.out("rev-parse", base),
+            start_commit=start,
+            reused=plan.reuse,
+            restored_from=restored,
             changes_note=review.changes_note,
             rebase_onto=base if self._require_rebase and review.changes_note else None,
         )
         with self._lock:
-            self._entered[task.id] = entered
-        event(self._log, "worktree.entered", task_id=task.id, path=plan.path, branch=plan.branch)
+            self._entered[task.id], self._tokens[task.id] = entered, token
+        event(
+            self._log,
+            "worktree.entered",
+            task_id=task.id,
+            path=plan.path,
+            branch=plan.branch,
+            restored_from=restored,
+        )
         if self._setup and not plan.reuse:
             self._run_setup(plan.path)
         return entered
+
+    def _restore(self, task: Task, review: Review) -> str | None:
+        """The backup ref corral last wrote of the task's work, when the task's branch was
+        brought forward to it (or made again at it): a worktree removed with uncommitted
+        work, or a branch deleted, is where the next run starts, not the base."""
+        if not task.branch or not review.backup_refs:
+            return None
+        ref = review.backup_refs[-1]
+        commit = self._trees.git.commit_of(ref)
+        if commit is None or not self._trees.restore(task.branch, commit):
+            return None
+        event(self._log, "worktree.restored", task_id=task.id, branch=task.branch, backup=ref)
+        return ref
 
     def _run_setup(self, path: str) -> None:
         try:
@@ -135,36 +166,94 @@ class TaskWorktrees:
                 f"{proc.returncode}" + (f": {tail}" if tail else "")
             )
 
+    def _current(self, task_id: str) -> Entered | None:
+        with self._lock:
+            return self._entered.get(task_id)
+
+    def commit_left(self, task: Task, run_id: str, written: Iterable[str | None]) -> str | None:
+        """With `worktree.commit = auto`, commit what the run left in the task's worktree
+        (not `written`, the files corral wrote for it); the commit, if one was made.
+        CommitFailed (git/run_commit.py) when git refuses."""
+        entered = self._current(task.id)
+        if entered is None or not self._commit_auto:
+            return None
+        made = commit_left(
+            self._trees.git.at(entered.path),
+            message=message_of(task.title, task.id, run_id),
+            author=self._author,
+            written=written,
+        )
+        if made is not None:
+            event(self._log, "worktree.committed", task_id=task.id, run_id=run_id, commit=made)
+        return made
+
+    def changed(self, task_id: str) -> bool:
+        """Whether the task's branch moved past the commit the run started from."""
+        entered = self._current(task_id)
+        return entered is None or self.final_commit(task_id) != entered.start_commit
+
+    def note_outcome(self, task_id: str, outcome: WorkOutcome) -> None:
+        """Record where the run's work ended, under its claim; a claim the agent already
+        ended itself (`corral done`, `corral submit`, which records in_review) records
+        nothing."""
+        with self._lock:
+            token = self._tokens.get(task_id)
+        if token is None:
+            return
+        try:
+            if self._store.get_task(task_id).status is not TaskStatus.RUNNING:
+                return
+            self._store.record_outcome(
+                task_id, token=token, outcome=str(outcome), actor=f"token:{token}"
+            )
+        except CorralError as exc:
+            event(
+                self._log,
+                "task.outcome_not_recorded",
+                logging.WARNING,
+                task_id=task_id,
+                outcome=str(outcome),
+                error=exc.message,
+            )
+
     def final_commit(self, task_id: str) -> str | None:
         """The head of the task's worktree now, if it has one."""
-        with self._lock:
-            entered = self._entered.get(task_id)
+        entered = self._current(task_id)
         if entered is None:
             return None
         return self._trees.git.at(entered.path).commit_of("HEAD")
 
     def land(self, task: Task, token: int, head: str | None) -> str | None:
         """Land the task's branch after a run that succeeded; the error failing it, if any."""
-        with self._lock:
-            entered = self._entered.get(task.id)
+        entered = self._current(task.id)
         if entered is None:
             return None
-        return self._landing.after_success(task, token, entered, head)
+        after = self._landing.after_success(task, token, entered, head)
+        if after.outcome is not None:
+            self.note_outcome(task.id, after.outcome)
+        return after.error
 
     def leave(self, task_id: str) -> None:
         """Remove the task's worktree unless kept; never raises (the task's outcome stands)."""
         with self._lock:
             entered = self._entered.pop(task_id, None)
+            token = self._tokens.pop(task_id, None)
         if entered is None or self._keep:
             return
         try:
-            status = self._store.get_task(task_id).status
-            if status in self._kept:
+            if self._keeps(task_id):
                 return
             backup = self._trees.remove(entered.path)
             deleted = self._trees.is_merged(entered.branch, entered.base_ref)
             if deleted:
                 self._trees.delete_branch(entered.branch, entered.base_ref)
+            self._store.record_cleanup(
+                task_id,
+                token=token,
+                backups=(backup,) if backup else (),
+                branch_deleted=deleted,
+                actor=self._worker,
+            )
             event(
                 self._log,
                 "worktree.removed",
@@ -181,3 +270,13 @@ class TaskWorktrees:
                 task_id=task_id,
                 error=exc.message,
             )
+
+    def _keeps(self, task_id: str) -> bool:
+        """Whether the task's worktree stays: the task is not finished (it runs again,
+        waits for a person or is reviewed), or it is done with its branch kept."""
+        status = self._store.get_task(task_id).status
+        if status not in FINAL:
+            return True
+        if status is not TaskStatus.DONE:
+            return False
+        return self._store.get_review(task_id).outcome is WorkOutcome.KEPT

@@ -272,6 +272,25 @@ class Worktrees:
         self.git.out("update-ref", ref, commit)
         return ref
 
+    def restore(self, branch: str, commit: str) -> bool:
+        """Bring `branch` to backup `commit`: made again there when it is gone, moved
+        forward when the commit descends from its head (a worktree's backup: its parent is
+        the head). False, changing nothing, when the branch has the commit already, is
+        checked out in a worktree (whose files are the newer truth) or went another way."""
+        head = self.git.commit_of(f"refs/heads/{branch}")
+        if head is None:
+            with self.locked():
+                self.git.out("branch", "--quiet", branch, commit)
+            return True
+        if self.git.ok("merge-base", "--is-ancestor", commit, head):
+            return False
+        if self.path_of(branch) is not None:
+            return False
+        if not self.git.ok("merge-base", "--is-ancestor", head, commit):
+            return False
+        self.git.out("update-ref", "-m", "corral: restored", f"refs/heads/{branch}", commit, head)
+        return True
+
     def path_of(self, branch: str) -> str | None:
         """The path of the worktree that has `branch` checked out, if one does."""
         for tree in self.trees(everywhere=True):

@@ -13,6 +13,16 @@ from enum import StrEnum
 from typing import Any
 
 
+class WorkOutcome(StrEnum):
+    """Where a task's work in a worktree ended (docs/review.md, Where the work is)."""
+
+    LANDED = "landed"  # on the base of record, at the recorded merged_commit
+    IN_REVIEW = "in_review"  # submitted for review
+    KEPT = "kept"  # the branch stays: `worktree.land = keep`, or a land that needs a person
+    NO_CHANGE = "no_change"  # the run left no new commit and nothing to commit
+    REFUSED = "refused"  # the agent reported it was denied what it needed
+
+
 class MergeStrategy(StrEnum):
     """How `merge` brings an approved branch into its base."""
 
@@ -35,6 +45,9 @@ class Review:
     changes_note: str | None = None
     conflict_files: tuple[str, ...] | None = None
     merged_commit: str | None = None
+    outcome: WorkOutcome | None = None
+    backup_refs: tuple[str, ...] = ()  # written by corral before it removed work, oldest first
+    branch_deleted: bool = False  # corral deleted the branch itself (after a land, say)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -48,6 +61,9 @@ class Review:
             "changes_note": self.changes_note,
             "conflict_files": None if self.conflict_files is None else list(self.conflict_files),
             "merged_commit": self.merged_commit,
+            "outcome": None if self.outcome is None else str(self.outcome),
+            "backup_refs": list(self.backup_refs),
+            "branch_deleted": self.branch_deleted,
         }
 
 

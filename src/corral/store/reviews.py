@@ -78,7 +78,7 @@ class ReviewOps:
                     to=TaskStatus.IN_REVIEW,
                     event="task.submitted",
                 ),
-                {"note": note, "pr_url": pr_url, "conflict_files": None},
+                {"note": note, "pr_url": pr_url, "conflict_files": None, "outcome": "in_review"},
                 actor=actor,
                 claim=claim,
                 reason=note,
@@ -125,7 +125,11 @@ class ReviewOps:
             self._step(
                 tx,
                 step,
-                {"merged_commit": merged_commit, "conflict_files": None},
+                {
+                    "merged_commit": merged_commit,
+                    "conflict_files": None,
+                    "outcome": "landed" if merged_commit else None,
+                },
                 actor=actor,
                 data={"commit": approved_commit, "merged_commit": merged_commit},
             )
@@ -158,6 +162,8 @@ class ReviewOps:
     ) -> None:
         """Note that the task's branch is on its base at `merged_commit`: under the claim's
         token while its runner holds it, or once the task is done (`corral land`)."""
+        from corral.model.reviews import WorkOutcome
+
         with self._driver.write() as tx:
             claim = self._landing_claim(tx, task_id, token)
             _save(
@@ -167,6 +173,7 @@ class ReviewOps:
                     base_ref=base_ref,
                     merged_commit=merged_commit,
                     conflict_files=None,
+                    outcome=WorkOutcome.LANDED,
                 ),
             )
             journal.record(
@@ -177,6 +184,61 @@ class ReviewOps:
                 worker_id=None if claim is None else claim.worker_id,
                 token=token,
                 data={"branch": branch, "base_ref": base_ref, "merged_commit": merged_commit},
+            )
+
+    def record_outcome(self, task_id: str, *, token: int, outcome: str, actor: str) -> None:
+        """Note where the work of the run holding claim `token` ended (model.reviews'
+        WorkOutcome: kept, no_change, refused ...), under that claim."""
+        from corral.model.reviews import WorkOutcome
+
+        ended = WorkOutcome(outcome)
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="record the outcome of", token=token,
+                worker_id=None,
+            )  # fmt: skip
+            _save(tx, replace(_review_in(tx, self._driver, task_id), outcome=ended))
+            journal.record(
+                tx,
+                "task.outcome",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=token,
+                data={"outcome": str(ended)},
+            )
+
+    def record_cleanup(
+        self,
+        task_id: str,
+        *,
+        token: int | None,
+        backups: tuple[str, ...],
+        branch_deleted: bool,
+        actor: str,
+    ) -> None:
+        """Note what corral's own clean-up did to the task's work: the backup refs it wrote
+        (appended) and whether it deleted the branch. Not fenced: it records what git did
+        after the claim ended; `token`, the claim the runner held, only says (over HTTP)
+        whose task it is. Nothing to note records nothing."""
+        if not backups and not branch_deleted:
+            return
+        with self._driver.write() as tx:
+            task_in(tx, self._driver, task_id)
+            claimed = None if token is None else tx.one("claim_by_token", token=token)
+            if token is not None and (claimed is None or claimed["task_id"] != task_id):
+                raise errors.Refused(f"claim {token} is not a claim of task {task_id}")
+            review = _review_in(tx, self._driver, task_id)
+            refs = review.backup_refs + tuple(b for b in backups if b not in review.backup_refs)
+            deleted = review.branch_deleted or branch_deleted
+            _save(tx, replace(review, backup_refs=refs, branch_deleted=deleted))
+            journal.record(
+                tx,
+                "task.branch_cleaned_up",
+                actor=actor,
+                task_id=task_id,
+                token=token,
+                data={"backups": list(backups), "branch_deleted": branch_deleted},
             )
 
     def land_conflict(
@@ -330,4 +392,5 @@ def _save(tx: Tx, review: Review) -> None:
     fields: dict[str, Any] = review.to_dict()
     files = fields["conflict_files"]
     fields["conflict_files"] = None if files is None else Json(files)
+    fields["backup_refs"] = Json(fields["backup_refs"]) if fields["backup_refs"] else None
     tx.run("save_review", task_id=review.task_id, **fields)

@@ -228,8 +228,8 @@ def run(driver: Driver, row: Row) -> Run:
 
 def review(driver: Driver, row: Row) -> Review:
     """A `reviews` row."""
-    files = row["conflict_files"]
-    from corral.model.reviews import Review
+    files, backups, outcome = row["conflict_files"], row["backup_refs"], row["outcome"]
+    from corral.model.reviews import Review, WorkOutcome
 
     return Review(
         task_id=row["task_id"],
@@ -242,6 +242,9 @@ def review(driver: Driver, row: Row) -> Review:
         changes_note=row["changes_note"],
         conflict_files=None if files is None else tuple(driver.json(files)),
         merged_commit=row["merged_commit"],
+        outcome=None if outcome is None else WorkOutcome(outcome),
+        backup_refs=() if backups is None else tuple(driver.json(backups)),
+        branch_deleted=bool(row["branch_deleted"]),
     )
 
 

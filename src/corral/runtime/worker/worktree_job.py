@@ -5,12 +5,16 @@ The same command job (command_job.py), with the worktree around each run
 
     open     the run record says the command and this directory for now: git must not
              run under the claim's write lock
-    perform  enter the task's worktree (made, or reused after changes were requested)
-             ─► prepare the command there ─► record where the run really runs, and the
-             commit it starts from ─► run it ─► after a success, the verify step, if
-             configured (verify_step.py: its failure fails the run) ─► the commit it ends
-             at, in its report; after a success, its branch landed as `worktree.land`
-             says, while the claim is held (a land conflict fails the run)
+    perform  enter the task's worktree (made, reused while the task runs again, or made
+             from the backup of its work) ─► prepare the command there (an agent resumes
+             its session only in a worktree that was there already) ─► record where the
+             run really runs, and the commit it starts from ─► run it ─► after a success:
+             what the agent left committed (`worktree.commit = auto`; a refused commit
+             fails the run), a run that changed nothing ended as `worktree.on_empty` says,
+             the verify step, if configured (verify_step.py: its failure fails the run)
+             ─► the commit it ends at, in its report; after a success, its branch landed
+             as `worktree.land` says, while the claim is held (a land conflict fails the
+             run); a refused run (the agent was denied what it needed) recorded as such
     close    after the report was applied, so that a task now in review keeps its
              worktree: leave it (removed unless kept)
 """
@@ -20,14 +24,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from corral.git.run_commit import CommitFailed
 from corral.git.task_worktrees import Entered, TaskWorktrees
+from corral.model import waiting
 from corral.model.batches import Held
+from corral.model.reviews import WorkOutcome
 from corral.model.tasks import Task
+from corral.model.waiting import WaitKind
 from corral.runtime.worker.command_job import CommandJob, CommandRuns, prepare
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.outcome import Done
 from corral.runtime.worker.verify_step import VerifyStep, prompt_note
+
+NO_CHANGE = "the run changed nothing"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +81,32 @@ def in_worktree(job: CommandJob, entered: Entered, task: Task) -> CommandJob:
     )
 
 
+def settle(
+    trees: TaskWorktrees, task: Task, run_id: str, done: Done, written: tuple[str | None, ...]
+) -> Done:
+    """After the command: what the agent left committed (`worktree.commit = auto`; a commit
+    git refuses fails the run), and a run that changed nothing ended as `worktree.on_empty`
+    says (recorded as no_change); a refused run recorded as refused."""
+    if not done.success:
+        if waiting.kind_of(done.wait_reason) is WaitKind.REFUSED:
+            trees.note_outcome(task.id, WorkOutcome.REFUSED)
+        return done
+    try:
+        trees.commit_left(task, run_id, written)
+    except CommitFailed as exc:
+        return replace(done, success=False, error=exc.message)
+    if trees.changed(task.id):
+        return done
+    trees.note_outcome(task.id, WorkOutcome.NO_CHANGE)
+    if trees.on_empty == "wait":
+        return replace(
+            done, success=False, wait_reason=waiting.reason(WaitKind.NO_CHANGE, NO_CHANGE)
+        )
+    if trees.on_empty == "fail":
+        return replace(done, success=False, error=NO_CHANGE)
+    return done
+
+
 class WorktreeRuns:
     """The runs of a worktree job for one worker (jobs.Runs): prepared once in the worktree."""
 
@@ -98,10 +134,12 @@ class WorktreeRuns:
             db=place.store.url,
             namespace=place.store.namespace,
         )
-        if job.agent is not None:
+        if job.agent is not None and entered.reused:
             prepared = self._commands.resumed(job, held, prepared)
-        place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.base_commit))
+        place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.start_commit))
         done = self._commands.run(job, run_id, prepared, stop)
+        written = (prepared.prompt_file, prepared.spec.transcript_path, prepared.spec.stderr_path)
+        done = settle(self._trees, task, run_id, done, written)
         if self._verify is not None:
             done = self._verify.after(
                 done,

@@ -87,6 +87,8 @@ WORKER_OWNS = {
     "record_artifacts": "run_id",
     "record_branch": "token",
     "record_landing": "token",
+    "record_outcome": "token",
+    "record_cleanup": "token",
     "land_conflict": "token",
     "submit": "token",
     "park_provider": None,  # an account's limit, seen by any of its agents

@@ -324,7 +324,12 @@ CREATE TABLE reviews (
     conflict_files  jsonb,
     merged_commit   text,
     -- When its `review.stale` event was raised (once; a new submit clears it).
-    stale_noted_at  timestamptz
+    stale_noted_at  timestamptz,
+    -- Where the work ended (landed, in_review, kept, no_change, refused), the backup refs
+    -- corral wrote (a JSON list, oldest first), whether corral deleted the branch itself.
+    outcome         text,
+    backup_refs     jsonb,
+    branch_deleted  boolean NOT NULL DEFAULT false
 );
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read

@@ -269,7 +269,12 @@ CREATE TABLE reviews (
     conflict_files  TEXT,
     merged_commit   TEXT,
     -- When its `review.stale` event was raised (once; a new submit clears it).
-    stale_noted_at  REAL
+    stale_noted_at  REAL,
+    -- Where the work ended (landed, in_review, kept, no_change, refused), the backup refs
+    -- corral wrote (a JSON list, oldest first), whether corral deleted the branch itself.
+    outcome         TEXT,
+    backup_refs     TEXT,
+    branch_deleted  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read

@@ -1,0 +1,51 @@
+"""The task page says where a task's work ended, served by a real `corral serve` on
+loopback (no browser needed: the page's HTML is read)."""
+
+from __future__ import annotations
+
+import urllib.request
+
+from tests.git.conftest import GIT_ENV, claim_into_worktree, git
+
+from corral import landings, reviews
+from corral.git import merging, worktrees
+from corral.model.reviews import MergeStrategy
+from corral.model.tasks import NewTask
+from corral.settings import Settings
+from corral.tasks import enqueue
+
+
+def test_a_landed_task_whose_branch_corral_deleted_shows_landed_not_deleted_outside(
+    server, monkeypatch
+):
+    """Approved and merged (corral removed its branch): the page names the outcome and the
+    commit, and never says "deleted outside corral"; `branches` says landed."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    server.env.update(GIT_ENV)
+    root = server.folder
+    git(root, "init", "--quiet", "-b", "main")
+    (root / ".git" / "info" / "exclude").write_text(".corral/\n*.log\n")
+    (root / "README").write_text("hello\n")
+    git(root, "add", "README")
+    git(root, "commit", "--quiet", "-m", "initial")
+    with server.store() as store:
+        task = enqueue(store, NewTask(title="greet", requires_review=True))
+        trees = worktrees.Worktrees.open(str(root), Settings().worktree)
+        held, _ = claim_into_worktree(store, Settings(), trees, task.id, "w1", {"hi.txt": "hi\n"})
+        reviews.submit(store, task.id, token=held.token, note=None)
+
+        def repo() -> merging.GitBranches:
+            return merging.GitBranches(trees)
+
+        reviews.approve(store, task.id, branches=repo)
+        merged = reviews.merge(store, task.id, branches=repo, strategy=MergeStrategy.MERGE)
+        [state] = landings.branch_states(store, repo())
+    assert ("landed", "landed", merged.merged_commit) == (state.where, state.state, state.sha)
+    server.start()
+    url = f"http://127.0.0.1:{server.port}/tasks/{task.id}"
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        page = answer.read().decode()
+    assert "deleted outside corral" not in page
+    assert f'landed at <span class="mono">{merged.merged_commit[:12]}</span>' in page
+    assert "deleted by corral" in page

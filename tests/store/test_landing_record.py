@@ -1,0 +1,89 @@
+"""The record of where a task's work ended (reviews: outcome, backup_refs, branch_deleted),
+on every store: SQLite, PostgreSQL and HTTP over loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+import corral
+from corral.errors import CorralError
+from corral.model.events import EventFilter
+from corral.model.reviews import WorkOutcome
+from corral.model.tasks import NewTask
+
+
+def _claimed(store, settings):
+    """A task claimed by a new worker, with its branch recorded: (task id, token)."""
+    task = corral.enqueue(store, NewTask(title="edit"), settings=settings)
+    spec = corral.NewWorker(name="w", hostname="h", pid=None)
+    worker = corral.register(store, spec, settings=settings).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    store.record_branch(
+        task.id,
+        token=claim.token,
+        branch="corral/w/t",
+        base_ref="main",
+        worktree_path="/repo/.corral/worktrees/t",
+        actor=worker.id,
+    )
+    return task.id, claim.token
+
+
+def test_an_outcome_is_recorded_under_the_claim_with_its_event(store, settings):
+    """record_outcome under the held claim: the review says it, one task.outcome event."""
+    task_id, token = _claimed(store, settings)
+    store.record_outcome(task_id, token=token, outcome="no_change", actor="w")
+    assert WorkOutcome.NO_CHANGE is store.get_review(task_id).outcome
+    [noted] = store.list_events(EventFilter(task_id=task_id, names=("task.outcome",)))
+    assert {"outcome": "no_change"} == noted.data
+
+
+def test_an_outcome_under_a_token_no_longer_held_is_refused(store, settings):
+    """A stale token records nothing."""
+    task_id, token = _claimed(store, settings)
+    with pytest.raises(CorralError):
+        store.record_outcome(task_id, token=token + 1000, outcome="kept", actor="w")
+    assert store.get_review(task_id).outcome is None
+
+
+def test_clean_ups_append_backup_refs_and_note_a_deletion(store, settings):
+    """Each clean-up appends its backup refs (once each, oldest first); a deletion by
+    corral sticks; a clean-up that did nothing records nothing."""
+    task_id, token = _claimed(store, settings)
+    store.record_cleanup(task_id, token=token, backups=("refs/a",), branch_deleted=False, actor="w")
+    store.record_cleanup(task_id, token=None, backups=(), branch_deleted=False, actor="prune")
+    store.record_cleanup(
+        task_id, token=None, backups=("refs/a", "refs/b"), branch_deleted=True, actor="prune"
+    )
+    review = store.get_review(task_id)
+    assert (("refs/a", "refs/b"), True) == (review.backup_refs, review.branch_deleted)
+    noted = store.list_events(EventFilter(task_id=task_id, names=("task.branch_cleaned_up",)))
+    assert 2 == len(noted)
+
+
+def test_a_landing_and_a_submission_record_their_outcomes(store, settings):
+    """record_landing records landed with the commit; submit records in_review."""
+    task_id, token = _claimed(store, settings)
+    store.record_landing(
+        task_id, token=token, branch="corral/w/t", base_ref="main", merged_commit="c0ffee",
+        actor="w",
+    )  # fmt: skip
+    review = store.get_review(task_id)
+    assert (WorkOutcome.LANDED, "c0ffee") == (review.outcome, review.merged_commit)
+    other, other_token = _claimed(store, settings)
+    store.submit(other, token=other_token, note=None, pr_url=None, actor="w")
+    assert WorkOutcome.IN_REVIEW is store.get_review(other).outcome
+
+
+def test_a_clean_up_under_another_tasks_claim_is_refused(store, settings):
+    """The claim a clean-up names must be one of its task's: nothing recorded otherwise."""
+    task_id, _ = _claimed(store, settings)
+    _, other_token = _claimed(store, settings)
+    with pytest.raises(CorralError):
+        store.record_cleanup(
+            task_id, token=other_token, backups=("refs/x",), branch_deleted=True, actor="w"
+        )
+    assert ((), False) == (
+        store.get_review(task_id).backup_refs,
+        store.get_review(task_id).branch_deleted,
+    )
