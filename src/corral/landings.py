@@ -50,6 +50,10 @@ class LandingBranches(Branches, Protocol):
         """The backup refs corral wrote of `branch` before deleting it with unmerged work."""
         ...
 
+    def named(self, base: str) -> str:
+        """How a task's worktree names the base of record (`origin/main` with a remote)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Landed:
@@ -103,7 +107,7 @@ def land(
             task.id,
             token=token,
             files=attempt.conflicts,
-            note=conflict_note(base, attempt.conflicts),
+            note=conflict_note(repo.named(base), attempt.conflicts),
             actor=actor,
         )
         return Landed(task=after, conflicts=attempt.conflicts)

@@ -159,6 +159,7 @@ class WorktreePolicy:
     verify: str = ""  # a command that must pass in the worktree after a successful run
     require_rebase: bool = False  # approve only branches on top of their base
     verify_timeout_s: float = 1800.0
+    remote: str = ""  # the remote whose base is the base of record (git/remote_base.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -204,6 +204,13 @@ SPEC: dict[str, Spec] = {
     "worktree_base": Spec(
         "worktree.base", "", None, "text", "branch tasks start from (empty: the checked-out one)"
     ),
+    "worktree_remote": Spec(
+        "worktree.remote",
+        "",
+        None,
+        "text",
+        "the remote whose base every host starts from and lands on (empty: this repository)",
+    ),
     "worktree_setup": Spec(
         "worktree.setup", "", None, "text", "command run in each new worktree before the task"
     ),
@@ -392,6 +399,7 @@ class Settings:
     worktree_branch_template: str = str(_default("worktree_branch_template"))
     worktree_base: str = str(_default("worktree_base"))
     worktree_setup: str = str(_default("worktree_setup"))
+    worktree_remote: str = str(_default("worktree_remote"))
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
@@ -504,6 +512,7 @@ class Settings:
             branch_template=self.worktree_branch_template,
             base=self.worktree_base,
             setup=self.worktree_setup,
+            remote=self.worktree_remote,
             merge_strategy=self.merge_strategy,
             review_stale_after_s=self.review_stale_after_s,
             require_rebase=self.review_require_rebase,

@@ -14,7 +14,8 @@ its work is on the base, so its dependents start from a base that has it. A merg
 refuses outright (the base's checkout has uncommitted changes, a fast-forward that is
 not one) keeps the branch, with a warning in the worker's log: the work stays visible in
 `corral branches` for `corral land`, rather than failing every task while someone edits
-the checkout.
+the checkout. With a remote of record (`[worktree] remote`), a branch that stays (in
+review, kept, a land refused) is pushed there, so any host can review or land it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import subprocess
 from typing import TYPE_CHECKING
 
 from corral import landings
-from corral.errors import InvalidInput, Refused
+from corral.errors import CorralError, InvalidInput, Refused
 from corral.git.merging import GitBranches
 from corral.logs import event
 from corral.model.reviews import MergeStrategy
@@ -57,18 +58,22 @@ class TaskLanding:
             raise InvalidInput(
                 "worktree.land_command", "a command with balanced quotes", policy.land_command
             ) from None
-        self._store, self._repo, self._log = store, GitBranches(trees), log
+        # The runner lands the branch it has: no fetch of the remote's copy (merging.py).
+        self._store, self._repo, self._log = store, GitBranches(trees, local_branches=True), log
+        self._remote = trees.remote
         self._mode, self._strategy = policy.land, MergeStrategy(policy.merge_strategy)
 
     def after_success(
         self, task: Task, token: int, entered: Entered, head: str | None
     ) -> str | None:
         """Land the branch of a run that succeeded; the error that fails the run, if any."""
-        if task.requires_review or head is None or head == entered.base_commit:
+        if head is None or head == entered.base_commit:
             return None
-        if self._mode == "keep":
-            event(self._log, "task.branch_kept", task_id=task.id, branch=entered.branch)
-            return None
+        if task.requires_review or self._mode == "keep":
+            error = self._publish(task, entered)
+            if error is None and not task.requires_review:
+                event(self._log, "task.branch_kept", task_id=task.id, branch=entered.branch)
+            return error
         if self._mode == "command":
             return self._run_command(task, entered)
         return self._merge(task, token, entered)
@@ -81,6 +86,7 @@ class TaskLanding:
             elif now.status is TaskStatus.RUNNING:
                 token_or_none = token
             else:  # submitted for review by its agent, or no longer ours: not to land
+                self._publish(task, entered)
                 return None
             try:
                 landed = landings.land(
@@ -101,6 +107,7 @@ class TaskLanding:
                     branch=entered.branch,
                     reason=exc.message,
                 )
+                self._publish(task, entered)
                 return None
         if landed.conflicts:
             return f"land conflict with {entered.base_ref} in {', '.join(landed.conflicts)}"
@@ -111,6 +118,25 @@ class TaskLanding:
             branch=entered.branch,
             base=entered.base_ref,
             commit=landed.merged_commit,
+        )
+        return None
+
+    def _publish(self, task: Task, entered: Entered) -> str | None:
+        """With a remote of record, push the branch that stays (in review, kept) so every
+        host can show, approve, merge or land it; the error that fails the run, if any."""
+        if self._remote is None:
+            return None
+        try:
+            commit = self._remote.publish(entered.branch)
+        except CorralError as exc:
+            return exc.message
+        event(
+            self._log,
+            "task.branch_published",
+            task_id=task.id,
+            branch=entered.branch,
+            remote=self._remote.name,
+            commit=commit,
         )
         return None
 

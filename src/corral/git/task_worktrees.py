@@ -93,7 +93,10 @@ class TaskWorktrees:
         """Make (or reuse) the task's worktree; where it is and what it started from."""
         review = self._store.get_review(task.id)
         base = review.base_ref or self._base
-        plan = self._trees.plan(self._worker, task.id, base, task.branch)
+        # With a remote of record, from its base as fetched now (git/remote_base.py).
+        remote = self._trees.remote
+        start = base if remote is None else remote.start(base, task.branch)
+        plan = self._trees.plan(self._worker, task.id, start, task.branch)
         self._store.record_branch(
             task.id,
             token=token,
@@ -107,9 +110,11 @@ class TaskWorktrees:
             path=plan.path,
             branch=plan.branch,
             base_ref=base,
-            base_commit=self._trees.git.out("rev-parse", base),
+            base_commit=self._trees.git.out("rev-parse", start),
             changes_note=review.changes_note,
-            rebase_onto=base if self._require_rebase and review.changes_note else None,
+            rebase_onto=(base if remote is None else remote.shown(base))
+            if self._require_rebase and review.changes_note
+            else None,
         )
         with self._lock:
             self._entered[task.id] = entered
