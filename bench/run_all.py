@@ -24,6 +24,7 @@ SCRIPTS = (
     "runner_idle",
     "worktree_ops",
     "landing",
+    "land_remote",
     "orchestrator_throughput",
     "orchestrator_lifecycle",
     "pg_claim_cycle",

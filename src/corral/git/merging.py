@@ -136,12 +136,14 @@ class GitBranches:
         self, remote: RemoteBase, *, branch: str, base: str, strategy: MergeStrategy, message: str
     ) -> MergeAttempt:
         """The merge built on the remote's base and pushed there (the module says how)."""
-        tracking = remote.tracking(base)
+        tracking, branch_ref = remote.tracking(base), self._branch_ref(branch)
         fresh = base in self._fetched
         for _ in range(PUSH_ATTEMPTS):
-            if not fresh and self._git.commit_of(tracking) is None:
+            tips = self._read_tips(tracking, branch_ref)
+            if tips is None and not fresh:  # this host has not fetched the base yet
                 fresh = self._fetch(remote, base)
-            old, old_tree, head = self._tips(tracking, base, self._branch_ref(branch))
+                continue
+            old, old_tree, head = tips or self._tips(tracking, base, branch_ref)
             built = self._build(old, old_tree, head, strategy, message=message, branch=branch)
             if built.conflicts and not fresh:  # perhaps only with a base since moved on
                 fresh = self._fetch(remote, base)
@@ -196,17 +198,24 @@ class GitBranches:
         """The base's commit and tree and the branch's head, read at once (one git process:
         a land's time is mostly processes started, bench/landing.py)."""
         branch_ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
-        refs = (base_ref, f"{base_ref}^{{tree}}", branch_ref)
-        found = self._git.run("rev-parse", *refs)
-        names = found.out.split()
-        if found.code == 0 and len(names) == len(refs):
-            return names[0], names[1], names[2]
-        if self._git.commit_of(refs[0]) is None:
+        tips = self._read_tips(base_ref, branch_ref)
+        if tips is not None:
+            return tips
+        if self._git.commit_of(base_ref) is None:
             where = "a local branch" if self._remote is None else f"a branch of {self._remote.name}"
             raise Refused(f"base {base} is not {where} of {self._trees.root}")
         raise Refused(
             f"branch {branch.removeprefix('refs/heads/')} does not exist in {self._trees.root}"
         )
+
+    def _read_tips(self, base_ref: str, branch_ref: str) -> tuple[str, str, str] | None:
+        """`_tips`, or None when a ref is missing."""
+        refs = (base_ref, f"{base_ref}^{{tree}}", branch_ref)
+        found = self._git.run("rev-parse", *refs)
+        names = found.out.split()
+        if found.code == 0 and len(names) == len(refs):
+            return names[0], names[1], names[2]
+        return None
 
     def _fast_forward(self, checkout: str, base: str, new: str) -> None:
         """Move the checked-out base to `new`, its files with it; git refuses (and so do

@@ -41,6 +41,18 @@ class RemoteBase:
 
     def __init__(self, git: Git, name: str) -> None:
         self.git, self.name = git, name
+        self._push_tracks: bool | None = None
+
+    def _track(self, branch: str, commit: str) -> None:
+        """After a push, the remote-tracking ref at `commit`: git moves it itself when the
+        remote's fetch refspec maps branches there (as `git clone` and `git remote add`
+        configure it), and corral only otherwise (one git process less in a land)."""
+        if self._push_tracks is None:
+            specs = self.git.run("config", "--get-all", f"remote.{self.name}.fetch").out.split()
+            mapped = f"refs/heads/*:refs/remotes/{self.name}/*"
+            self._push_tracks = mapped in specs or f"+{mapped}" in specs
+        if not self._push_tracks:
+            self.git.out("update-ref", self.tracking(branch), commit)
 
     def check(self) -> None:
         """Refuse a name that is not a remote of the repository (`git remote`)."""
@@ -75,7 +87,7 @@ class RemoteBase:
         refused because its base moved since it was fetched. Never forced."""
         pushed = self._push(f"{new}:refs/heads/{base}")
         if pushed.code == 0:
-            self.git.out("update-ref", self.tracking(base), new)
+            self._track(base, new)
             return True
         refused = [line for line in pushed.out.splitlines() if line.startswith("!")]
         if refused and any(word in refused[0] for word in _MOVED):
@@ -89,7 +101,7 @@ class RemoteBase:
         pushed = self._push(f"+{head}:refs/heads/{branch}")
         if pushed.code != 0:
             raise Refused(f"cannot push {branch} to remote {self.name}: {_last_line(pushed)}")
-        self.git.out("update-ref", self.tracking(branch), head)
+        self._track(branch, head)
         return head
 
     def unpublish(self, branch: str) -> None:
