@@ -156,6 +156,8 @@ class WorktreePolicy:
     review_stale_after_s: float
     land: str = "merge"  # LAND_MODES: what a runner does with a finished task's branch
     land_command: str = ""  # with land = "command": the command that gets the branch
+    pr_command: str = ""  # with land = "pr": opens the pull request (git/pull_requests.py)
+    pr_view_command: str = ""  # with land = "pr": the reconciler's look at one
     verify: str = ""  # a command that must pass in the worktree after a successful run
     require_rebase: bool = False  # approve only branches on top of their base
     verify_timeout_s: float = 1800.0

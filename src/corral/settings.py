@@ -226,7 +226,7 @@ SPEC: dict[str, Spec] = {
         "merge",
         None,
         "text",
-        "a finished task's branch without review: merge (onto the base), keep, command",
+        "a finished task's branch without review: merge (onto the base), keep, command, pr",
     ),
     "worktree_land_command": Spec(
         "worktree.land_command",
@@ -234,6 +234,20 @@ SPEC: dict[str, Spec] = {
         None,
         "text",
         "with land = command: run in the worktree, told the branch, base and task",
+    ),
+    "worktree_pr_command": Spec(
+        "worktree.pr_command",
+        "gh pr create --base {base} --head {branch} --title {title} --body-file {body_file}",
+        None,
+        "text",
+        "with land = pr: opens the pull request and prints its URL ({base} ... whole arguments)",
+    ),
+    "worktree_pr_view_command": Spec(
+        "worktree.pr_view_command",
+        "gh pr view {url} --json state,mergeCommit",
+        None,
+        "text",
+        "with land = pr: the reconciler's look at a pull request, as `gh pr view --json` answers",
     ),
     "worktree_verify": Spec(
         "worktree.verify",
@@ -311,7 +325,7 @@ _MAXIMUM = {
 
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
-LAND_MODES = ("merge", "keep", "command")
+LAND_MODES = ("merge", "keep", "command", "pr")
 STORE_MODES = ("private", "group")
 _CHOICES = {
     "merge_strategy": MERGE_STRATEGIES,
@@ -403,6 +417,8 @@ class Settings:
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
+    worktree_pr_command: str = str(_default("worktree_pr_command"))
+    worktree_pr_view_command: str = str(_default("worktree_pr_view_command"))
     worktree_verify: str = str(_default("worktree_verify"))
     worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     agents_resume: bool = _default("agents_resume")
@@ -431,6 +447,10 @@ class Settings:
         if self.worktree_land == "command" and not self.worktree_land_command.strip():
             raise InvalidInput(
                 "worktree_land_command", "a command to run, since worktree.land is command"
+            )
+        if self.worktree_land == "pr" and not self.worktree_remote.strip():
+            raise InvalidInput(
+                "worktree_remote", "a remote to push branches to, since worktree.land is pr"
             )
         if not self.env_deny:  # an empty list would pass every secret, and say nothing
             raise InvalidInput(
@@ -518,6 +538,8 @@ class Settings:
             require_rebase=self.review_require_rebase,
             land=self.worktree_land,
             land_command=self.worktree_land_command,
+            pr_command=self.worktree_pr_command,
+            pr_view_command=self.worktree_pr_view_command,
             verify=self.worktree_verify,
             verify_timeout_s=self.worktree_verify_timeout_s,
         )

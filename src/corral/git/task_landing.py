@@ -8,6 +8,9 @@
                                         recorded, and the run fails
                   ─► land = command  ─► the user's command, in the worktree, told the branch,
                                         base and task; a non-zero exit fails the run
+                  ─► land = pr       ─► the branch pushed to the remote, a pull request
+                                        opened (git/pull_requests.py), the task submitted
+                                        for review with its URL; a failure fails the run
 
 It runs before the run is reported, while the claim is held: the task is done only once
 its work is on the base, so its dependents start from a base that has it. A merge git
@@ -26,9 +29,10 @@ import shlex
 import subprocess
 from typing import TYPE_CHECKING
 
-from corral import landings
+from corral import landings, reviews
 from corral.errors import CorralError, InvalidInput, Refused
 from corral.git.merging import GitBranches
+from corral.git.pull_requests import PullRequests
 from corral.logs import event
 from corral.model.reviews import MergeStrategy
 from corral.model.states import TaskStatus
@@ -61,6 +65,7 @@ class TaskLanding:
         # The runner lands the branch it has: no fetch of the remote's copy (merging.py).
         self._store, self._repo, self._log = store, GitBranches(trees, local_branches=True), log
         self._remote = trees.remote
+        self._prs = PullRequests(policy) if policy.land == "pr" else None
         self._mode, self._strategy = policy.land, MergeStrategy(policy.merge_strategy)
 
     def after_success(
@@ -76,7 +81,29 @@ class TaskLanding:
             return error
         if self._mode == "command":
             return self._run_command(task, entered)
+        if self._prs is not None:
+            return self._open_pull_request(self._prs, task, token, entered)
         return self._merge(task, token, entered)
+
+    def _open_pull_request(
+        self, prs: PullRequests, task: Task, token: int, entered: Entered
+    ) -> str | None:
+        """Push the branch, open its pull request, submit the task for review with its URL."""
+        error = self._publish(task, entered)
+        if error is not None:
+            return error
+        if self._store.get_task(task.id).status is not TaskStatus.RUNNING:
+            return None  # submitted for review by its agent, or no longer ours
+        env = {**os.environ, **entered.env(), "CORRAL_TASK_ID": task.id}
+        try:
+            url = prs.open(
+                task, branch=entered.branch, base=entered.base_ref, cwd=entered.path, env=env
+            )
+            reviews.submit(self._store, task.id, token=token, pr_url=url)
+        except CorralError as exc:
+            return f"pull request: {exc.message}"
+        event(self._log, "task.pr_opened", task_id=task.id, branch=entered.branch, url=url)
+        return None
 
     def _merge(self, task: Task, token: int, entered: Entered) -> str | None:
         with self._repo.locked():

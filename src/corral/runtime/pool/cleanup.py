@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import reconcile, schedules
+from corral.git import pull_requests
 from corral.git.prune import PruneReport, prune_if_managed, prune_in
+from corral.logs import logger
 from corral.reconcile import ReconcileReport
 from corral.runtime.worker.tmp import prune_tmp
 from corral.schedules import PassReport
@@ -27,12 +29,14 @@ from corral.store import Store
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CleanupReport:
     """What the pass repaired, the fires the scheduler pass made, the worktrees pruned
-    (None: no repository was looked at), and the temporary folders removed."""
+    (None: no repository was looked at), the temporary folders removed, and the tasks
+    whose pull request was merged or closed (None: `worktree.land` is not `pr`)."""
 
     reconciled: ReconcileReport
     fired: PassReport
     pruned: PruneReport | None
     tmp_dirs_removed: tuple[str, ...]
+    pull_requests: pull_requests.SettleReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `reconcile --json`: counts (docs/cli.md)."""
@@ -40,6 +44,9 @@ class CleanupReport:
         if self.pruned is not None:
             counts["worktrees_removed"] = len(self.pruned.removed)
         counts["tmp_dirs_removed"] = len(self.tmp_dirs_removed)
+        if self.pull_requests is not None:
+            counts["prs_merged"] = len(self.pull_requests.merged)
+            counts["prs_closed"] = len(self.pull_requests.closed)
         return counts
 
 
@@ -49,6 +56,9 @@ def reconcile_and_clean_up(
     """One pass, then the clean-up: worktrees in `repo` (default: the repository above the
     current folder, if it has corral worktrees) and the store `db`'s temporary folders."""
     reconciled = reconcile.reconcile_once(store, settings=settings)
+    settled = pull_requests.settle(
+        store, settings.worktree, cwd=repo or os.getcwd(), log=logger("corral.reconcile")
+    )
     fired = schedules.fire_due(store, settings=settings, actor="reconcile")
     # After the pass: tasks of dead workers no longer hold worktrees.
     pruned = (
@@ -57,5 +67,9 @@ def reconcile_and_clean_up(
         else prune_if_managed(store, os.getcwd(), settings.worktree)
     )
     return CleanupReport(
-        reconciled=reconciled, fired=fired, pruned=pruned, tmp_dirs_removed=tuple(prune_tmp(db))
+        reconciled=reconciled,
+        fired=fired,
+        pruned=pruned,
+        tmp_dirs_removed=tuple(prune_tmp(db)),
+        pull_requests=settled,
     )

@@ -154,6 +154,7 @@ def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[W
     for key, line in (
         ("worktree.setup", policy.setup),
         ("worktree.land_command", policy.land_command),
+        ("worktree.pr_command", policy.pr_command),
         ("worktree.verify", policy.verify),
     ):
         try:

@@ -707,15 +707,16 @@ SELECT * FROM reviews WHERE task_id = ANY(:ids::text[]);
 
 -- name: save_review
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
-                     approve_note, changes_note, conflict_files, merged_commit)
+                     approve_note, changes_note, conflict_files, merged_commit, pr_state)
 VALUES (:task_id, :base_ref::text, :worktree_path::text, :note::text, :pr_url::text,
         :approved_commit::text, :approve_note::text, :changes_note::text,
-        :conflict_files::jsonb, :merged_commit::text)
+        :conflict_files::jsonb, :merged_commit::text, :pr_state::text)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
     approve_note = excluded.approve_note, changes_note = excluded.changes_note,
-    conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit;
+    conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
+    pr_state = excluded.pr_state;
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.

@@ -317,7 +317,9 @@ CREATE TABLE reviews (
     conflict_files  jsonb,
     merged_commit   text,
     -- When its `review.stale` event was raised (once; a new submit clears it).
-    stale_noted_at  timestamptz
+    stale_noted_at  timestamptz,
+    -- Where the pull request at pr_url stands: open (or unset), merged, closed.
+    pr_state        text
 );
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read

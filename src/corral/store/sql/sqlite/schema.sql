@@ -262,7 +262,9 @@ CREATE TABLE reviews (
     conflict_files  TEXT,
     merged_commit   TEXT,
     -- When its `review.stale` event was raised (once; a new submit clears it).
-    stale_noted_at  REAL
+    stale_noted_at  REAL,
+    -- Where the pull request at pr_url stands: open (or unset), merged, closed.
+    pr_state        TEXT
 ) WITHOUT ROWID;
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
