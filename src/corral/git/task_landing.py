@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from corral import landings, reviews
 from corral.errors import CorralError, InvalidInput, Refused
+from corral.git.catch_up import merge_base_in
 from corral.git.merging import GitBranches
 from corral.git.pull_requests import PullRequests
 from corral.logs import event
@@ -66,6 +67,7 @@ class TaskLanding:
         self._store, self._repo, self._log = store, GitBranches(trees, local_branches=True), log
         self._remote = trees.remote
         self._prs = PullRequests(policy) if policy.land == "pr" else None
+        self._trees = trees
         self._mode, self._strategy = policy.land, MergeStrategy(policy.merge_strategy)
 
     def after_success(
@@ -84,6 +86,22 @@ class TaskLanding:
         if self._prs is not None:
             return self._open_pull_request(self._prs, task, token, entered)
         return self._merge(task, token, entered)
+
+    def catch_up(self, task: Task, entered: Entered) -> None:
+        """Before the verify step of a run whose branch will land (`land = merge`, no
+        review): the base of record merged into the branch (git/catch_up.py)."""
+        if self._mode != "merge" or task.requires_review:
+            return
+        try:
+            merge_base_in(self._trees, entered.path, entered.base_ref)
+        except CorralError as exc:  # the step then checks the branch as its agent left it
+            event(
+                self._log,
+                "task.catch_up_failed",
+                logging.WARNING,
+                task_id=task.id,
+                error=exc.message,
+            )
 
     def _open_pull_request(
         self, prs: PullRequests, task: Task, token: int, entered: Entered

@@ -145,6 +145,13 @@ class TaskWorktrees:
             return None
         return self._trees.git.at(entered.path).commit_of("HEAD")
 
+    def catch_up(self, task: Task) -> None:
+        """Before a land's verify step, the base merged into the branch (git/catch_up.py)."""
+        with self._lock:
+            entered = self._entered.get(task.id)
+        if entered is not None:
+            self._landing.catch_up(task, entered)
+
     def land(self, task: Task, token: int, head: str | None) -> str | None:
         """Land the task's branch after a run that succeeded; the error failing it, if any."""
         with self._lock:

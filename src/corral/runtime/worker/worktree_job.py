@@ -8,7 +8,8 @@ The same command job (command_job.py), with the worktree around each run
     perform  enter the task's worktree (made, or reused after changes were requested)
              ─► prepare the command there ─► record where the run really runs, and the
              commit it starts from ─► run it ─► after a success, the verify step, if
-             configured (verify_step.py: its failure fails the run) ─► the commit it ends
+             configured (verify_step.py: its failure fails the run; before it, a branch
+             that will land has the base merged in, git/catch_up.py) ─► the commit it ends
              at, in its report; after a success, its branch landed as `worktree.land`
              says, while the claim is held (a land conflict fails the run)
     close    after the report was applied, so that a task now in review keeps its
@@ -103,6 +104,8 @@ class WorktreeRuns:
         place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.base_commit))
         done = self._commands.run(job, run_id, prepared, stop)
         if self._verify is not None:
+            if done.success:  # so the step checks what the land will put on the base
+                self._trees.catch_up(task)
             done = self._verify.after(
                 done,
                 task=task,
