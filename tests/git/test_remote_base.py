@@ -257,3 +257,60 @@ def test_corral_land_on_another_host_lands_a_kept_branch(store, settings, bare, 
     )
     assert git(bare, "rev-parse", "main") == landed.merged_commit
     assert "k" == git(bare, "show", "main:k.txt")
+
+
+def test_a_task_run_again_on_another_host_continues_from_the_remotes_branch(
+    store, settings, bare, a, b
+):
+    """Host B's review gets changes requested; host A runs the task next: its worktree has
+    host B's commit, and its own lands on top after review."""
+    task, token, runner, entered = start(store, settings, b, review=True)
+    work(entered, "b.txt", "b\n")
+    finish(store, task, token, runner)
+    reviews.request_changes(store, task.id, note="more")
+    worker = corral.register(
+        store, corral.NewWorker(name="a", hostname="a", pid=None), settings=settings
+    ).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    on_a = a.runner(store)
+    again = on_a.enter(store.get_task(task.id), claim.token, worker.id)
+    assert entered.branch == again.branch
+    assert "b\n" == (Path(again.path) / "b.txt").read_text()
+    work(again, "a.txt", "a\n")
+    assert None is finish(store, store.get_task(task.id), claim.token, on_a)
+    reviews.approve(store, task.id, branches=b.branches)
+    merged = reviews.merge(store, task.id, branches=b.branches, strategy=MergeStrategy.MERGE)
+    assert ("a", "b") == (git(bare, "show", "main:a.txt"), git(bare, "show", "main:b.txt"))
+    assert git(bare, "rev-parse", "main") == merged.merged_commit
+
+
+def test_a_push_the_remote_refuses_for_good_keeps_the_branch_there(store, settings, bare, b):
+    """The remote's hook declines every push to main: nothing is forced, the task is done
+    with its branch kept (and pushed, so any host can land it later)."""
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(
+        '#!/bin/sh\nwhile read old new ref; do [ "$ref" = refs/heads/main ] && exit 1; done\n'
+        "exit 0\n"
+    )
+    hook.chmod(0o755)
+    before = git(bare, "rev-parse", "main")
+    task, token, runner, entered = start(store, settings, b)
+    work(entered, "a.txt", "a\n")
+    assert None is finish(store, task, token, runner)
+    assert before == git(bare, "rev-parse", "main")
+    assert git(b.clone, "rev-parse", entered.branch) == git(bare, "rev-parse", entered.branch)
+    places = {s.task.id: s.where for s in landings.branch_states(store, b.branches())}
+    assert {task.id: Where.KEPT} == places
+
+
+def test_a_remote_whose_fetch_refspec_maps_nothing_still_tracks_the_pushed_base(
+    store, settings, bare, b
+):
+    """Without `remote.origin.fetch`, git's push moves no remote-tracking ref: corral moves
+    it, so the host's view of the base has the land (and the branch is found merged)."""
+    git(b.clone, "config", "--unset-all", "remote.origin.fetch")
+    task, token, runner, entered = start(store, settings, b)
+    work(entered, "a.txt", "a\n")
+    assert None is finish(store, task, token, runner)
+    assert git(bare, "rev-parse", "main") == git(b.clone, "rev-parse", "refs/remotes/origin/main")
+    assert "" == git(b.clone, "branch", "--list", entered.branch)
