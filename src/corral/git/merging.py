@@ -45,7 +45,7 @@ class GitBranches:
         self._git = worktrees.git
         self._remote = worktrees.remote
         self._local_first = local_branches
-        self._fetched: set[str] = set()  # branches fetched from the remote by this instance
+        self._fetched_all = False  # every branch of the remote fetched, by this instance
 
     def head_of(self, branch: str) -> str | None:
         """The tip of task branch `branch` (the remote's copy when it has one), or None."""
@@ -68,9 +68,7 @@ class GitBranches:
         local = f"refs/heads/{branch}"
         if self._remote is None or self._local_first:
             return local
-        if branch not in self._fetched:
-            self._remote.fetch(branch)
-            self._fetched.add(branch)
+        self._fetch_all(self._remote)
         theirs = self._remote.tracking(branch)
         return theirs if self._git.commit_of(theirs) else local
 
@@ -78,10 +76,15 @@ class GitBranches:
         """The ref of the base of record: the local branch, or the remote's, fetched."""
         if self._remote is None:
             return f"refs/heads/{base}"
-        if base not in self._fetched:
-            self._remote.fetch(base)
-            self._fetched.add(base)
+        self._fetch_all(self._remote)
         return self._remote.tracking(base)
+
+    def _fetch_all(self, remote: RemoteBase) -> None:
+        """Every branch of the remote, once per instance: one round trip, however many
+        branches a listing (`corral branches`) then reads."""
+        if not self._fetched_all:
+            remote.fetch_all()
+            self._fetched_all = True
 
     def named(self, base: str) -> str:
         """How a task's worktree names the base of record: `NAME/BASE` with a remote."""
@@ -137,7 +140,7 @@ class GitBranches:
     ) -> MergeAttempt:
         """The merge built on the remote's base and pushed there (the module says how)."""
         tracking, branch_ref = remote.tracking(base), self._branch_ref(branch)
-        fresh = base in self._fetched
+        fresh = self._fetched_all
         for _ in range(PUSH_ATTEMPTS):
             tips = self._read_tips(tracking, branch_ref)
             if tips is None and not fresh:  # this host has not fetched the base yet
@@ -161,7 +164,6 @@ class GitBranches:
 
     def _fetch(self, remote: RemoteBase, base: str) -> bool:
         remote.fetch(base)
-        self._fetched.add(base)
         return True
 
     def _build(

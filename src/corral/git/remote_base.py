@@ -4,7 +4,8 @@ approved and merged the same from any other.
 
     fetch(branch)        ─► `git fetch NAME +refs/heads/B:refs/remotes/NAME/B`: the remote's
                             tip in the remote-tracking ref (None, and that ref dropped, when
-                            the remote has no such branch)
+                            the remote has no such branch); fetch_all(): every branch
+                            at once, for a listing
     push_base(new, base) ─► `git push NAME NEW:refs/heads/BASE`, never forced: the remote
                             refuses what is not a fast-forward, and that refusal is the
                             compare-and-set between hosts (False: the base moved; fetch,
@@ -78,9 +79,15 @@ class RemoteBase:
             return None
         raise Refused(f"cannot fetch {branch} from remote {self.name}: {_last_line(got)}")
 
-    def tip(self, branch: str) -> str | None:
-        """The remote's tip of `branch` as last fetched, else fetched now."""
-        return self.git.commit_of(self.tracking(branch)) or self.fetch(branch)
+    def fetch_all(self) -> None:
+        """Every branch of the remote into its remote-tracking ref, and the tracking refs of
+        branches the remote no longer has dropped (`--prune`), in one round trip."""
+        spec = f"+refs/heads/*:refs/remotes/{self.name}/*"
+        got = self.git.run(
+            "fetch", "--quiet", "--prune", "--no-tags", self.name, spec, env=_NO_PROMPT
+        )
+        if got.code != 0:
+            raise Refused(f"cannot fetch from remote {self.name}: {_last_line(got)}")
 
     def push_base(self, new: str, base: str) -> bool:
         """Move the remote's `base` to `new`, a descendant of its tip; False when the remote
