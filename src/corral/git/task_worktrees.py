@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass
 
 from corral.errors import CorralError, InvalidInput
+from corral.git.index_trust import trust_index
 from corral.git.task_landing import TaskLanding
 from corral.git.worktrees import Worktrees
 from corral.logs import event
@@ -106,6 +107,8 @@ class TaskWorktrees:
             actor=worker_id,
         )
         self._trees.create(plan)
+        if not plan.reuse:  # the commit step after the run then reads only what changed
+            trust_index(self._trees.git.at(plan.path))
         entered = Entered(
             path=plan.path,
             branch=plan.branch,
