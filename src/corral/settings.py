@@ -300,6 +300,13 @@ SPEC: dict[str, Spec] = {
         "flag",
         "approve only branches on top of their base; changes requested say to rebase",
     ),
+    "worktree_merge_approved": Spec(
+        "worktree.merge_approved",
+        False,
+        None,
+        "flag",
+        "the reconcile pass merges approved tasks, oldest approval first (no `corral merge`)",
+    ),
     "review_stale_after_s": Spec(
         "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
     ),
@@ -414,6 +421,7 @@ class Settings:
     worktree_base: str = str(_default("worktree_base"))
     worktree_setup: str = str(_default("worktree_setup"))
     worktree_remote: str = str(_default("worktree_remote"))
+    worktree_merge_approved: bool = _default("worktree_merge_approved")
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
@@ -540,6 +548,7 @@ class Settings:
             land_command=self.worktree_land_command,
             pr_command=self.worktree_pr_command,
             pr_view_command=self.worktree_pr_view_command,
+            merge_approved=self.worktree_merge_approved,
             verify=self.worktree_verify,
             verify_timeout_s=self.worktree_verify_timeout_s,
         )
