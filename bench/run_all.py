@@ -25,6 +25,7 @@ SCRIPTS = (
     "worktree_ops",
     "landing",
     "land_remote",
+    "land_queue",
     "orchestrator_throughput",
     "orchestrator_lifecycle",
     "pg_claim_cycle",

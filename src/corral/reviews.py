@@ -176,9 +176,15 @@ def request_changes(store: Store, task_id: str, *, note: str) -> Task:
 
 
 def merge(
-    store: Store, task_id: str, *, branches: BranchesFactory, strategy: MergeStrategy
+    store: Store,
+    task_id: str,
+    *,
+    branches: BranchesFactory,
+    strategy: MergeStrategy,
+    clean_up: bool = True,
 ) -> MergeResult:
-    """Merge an approved task's branch into its base and mark it done.
+    """Merge an approved task's branch into its base and mark it done; with `clean_up`,
+    then remove its worktree and branch (a queue of merges does that after the last one).
 
     Refused, changing nothing, when the task is not approved, its branch is gone or moved
     after approval, or the base checkout is dirty. A conflict sends the task back to ready
@@ -215,7 +221,11 @@ def merge(
             merged_commit=attempt.merged_commit,
             actor=OPERATOR,
         )
-        backups = repo.clean_up(branch=task.branch, base=base, worktree_path=review.worktree_path)
+        backups = (
+            repo.clean_up(branch=task.branch, base=base, worktree_path=review.worktree_path)
+            if clean_up
+            else []
+        )
     return MergeResult(
         task=done, merged_commit=attempt.merged_commit, conflicts=(), backups=tuple(backups)
     )

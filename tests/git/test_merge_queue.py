@@ -48,6 +48,8 @@ def test_approved_tasks_editing_one_file_all_land_in_turn(store, settings, repo:
     assert [TaskStatus.DONE] * 4 == [store.get_task(i).status for i in ids]
     text = git(repo, "show", "main:many.txt").splitlines()
     assert [f"changed {n}" for n in range(4)] == [text[3 * n] for n in range(4)]
+    trees = Worktrees.open(str(repo), POLICY)
+    assert ([], "") == (trees.trees(), git(repo, "branch", "--list", "corral/*"))
 
 
 def test_one_git_cannot_merge_goes_back_to_ready(store, settings, repo: Path):

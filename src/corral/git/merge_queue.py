@@ -7,7 +7,8 @@ pushed with a remote of record), so tasks that edit the same file land in turn w
 git can merge them, with no conflict step. One that git cannot merge goes back to ready
 with its files recorded, as after a merge conflict, for its agent's next run; one git
 refuses outright (its branch moved after approval, a dirty checkout) stays approved, with
-the reason logged, for a person.
+the reason logged, for a person. The landed tasks' worktrees and branches are removed
+after the last merge, so that no task's land waits for another's clean-up.
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ def merge_approved(
     approved = store.list_tasks(TaskFilter(statuses=(TaskStatus.APPROVED,)))
     if not approved:
         return ()
-    trees = Worktrees.open(repo, policy)
+    # One view of the repository for the pass: with a remote, its branches fetched once.
+    repository = GitBranches(Worktrees.open(repo, policy))
     strategy = MergeStrategy(policy.merge_strategy)
     landed = []
     for task in sorted(approved, key=lambda t: (t.updated_at, t.seq)):
         try:
             result = reviews.merge(
-                store, task.id, branches=lambda: GitBranches(trees), strategy=strategy
+                store, task.id, branches=lambda: repository, strategy=strategy, clean_up=False
             )
         except StoreError:
             raise
@@ -54,4 +56,26 @@ def merge_approved(
         if not result.conflicts:
             landed.append(task.id)
             event(log, "task.merged", task_id=task.id, commit=result.merged_commit)
+    _clean_up(store, repository, landed, log)
     return tuple(landed)
+
+
+def _clean_up(
+    store: Store, repository: GitBranches, landed: list[str], log: logging.Logger
+) -> None:
+    """After the last merge (so no task's land waits for another's clean-up): the landed
+    tasks' worktrees and branches removed, as `corral merge` removes them."""
+    reviewed = store.reviews_of(landed)
+    for task_id in landed:
+        task, review = store.get_task(task_id), reviewed.get(task_id)
+        if task.branch is None or review is None or review.base_ref is None:
+            continue
+        try:
+            with repository.locked():
+                repository.clean_up(
+                    branch=task.branch, base=review.base_ref, worktree_path=review.worktree_path
+                )
+        except CorralError as exc:  # the task is landed; `worktree prune` finishes this
+            event(
+                log, "worktree.cleanup_failed", logging.WARNING, task_id=task_id, error=exc.message
+            )
