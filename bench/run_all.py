@@ -24,6 +24,8 @@ SCRIPTS = (
     "runner_idle",
     "worktree_ops",
     "landing",
+    "land_remote",
+    "land_queue",
     "orchestrator_throughput",
     "orchestrator_lifecycle",
     "pg_claim_cycle",

@@ -59,6 +59,10 @@ class LandingBranches(Branches, Protocol):
         """Make the deleted `branch` again at backup `ref`; whether it did."""
         ...
 
+    def named(self, base: str) -> str:
+        """How a task's worktree names the base of record (`origin/main` with a remote)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Landed:
@@ -112,7 +116,7 @@ def land(
             task.id,
             token=token,
             files=attempt.conflicts,
-            note=conflict_note(base, attempt.conflicts),
+            note=conflict_note(repo.named(base), attempt.conflicts),
             actor=actor,
         )
         return Landed(task=after, conflicts=attempt.conflicts)

@@ -156,12 +156,16 @@ class WorktreePolicy:
     review_stale_after_s: float
     land: str = "merge"  # LAND_MODES: what a runner does with a finished task's branch
     land_command: str = ""  # with land = "command": the command that gets the branch
+    pr_command: str = ""  # with land = "pr": opens the pull request (git/pull_requests.py)
+    pr_view_command: str = ""  # with land = "pr": the reconciler's look at one
+    merge_approved: bool = False  # the reconcile pass merges approved tasks (merge_queue.py)
     verify: str = ""  # a command that must pass in the worktree after a successful run
     require_rebase: bool = False  # approve only branches on top of their base
     verify_timeout_s: float = 1800.0
     commit: str = "auto"  # COMMIT_MODES: corral commits what the agent left, or only the agent
     author: str = "corral <corral@localhost>"  # of the commits corral makes for a run
     on_empty: str = "wait"  # ON_EMPTY: what a run that changed nothing ends as
+    remote: str = ""  # the remote whose base is the base of record (git/remote_base.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,6 +4,7 @@
     in_review ──approve (pins the branch's head)──► approved ──merge──► done
     in_review | approved ──request-changes──► ready (same branch; the note goes to the next run)
     approved ──merge conflict──► ready (the conflicting files recorded)
+    in_review | approved ──its pull request merged (`land = pr`)──► done
 
 Git stays behind the `Branches` protocol (implemented in corral.git.merging), so these
 functions decide and the store applies; a factory is passed rather than a repository so a
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from corral.errors import InvalidInput, Refused
-from corral.model.actors import OPERATOR
+from corral.model.actors import OPERATOR, RECONCILER
 from corral.model.reviews import MergeStrategy, Review, is_stale, waiting_s
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
@@ -175,9 +176,15 @@ def request_changes(store: Store, task_id: str, *, note: str) -> Task:
 
 
 def merge(
-    store: Store, task_id: str, *, branches: BranchesFactory, strategy: MergeStrategy
+    store: Store,
+    task_id: str,
+    *,
+    branches: BranchesFactory,
+    strategy: MergeStrategy,
+    clean_up: bool = True,
 ) -> MergeResult:
-    """Merge an approved task's branch into its base and mark it done.
+    """Merge an approved task's branch into its base and mark it done; with `clean_up`,
+    then remove its worktree and branch (a queue of merges does that after the last one).
 
     Refused, changing nothing, when the task is not approved, its branch is gone or moved
     after approval, or the base checkout is dirty. A conflict sends the task back to ready
@@ -214,12 +221,27 @@ def merge(
             merged_commit=attempt.merged_commit,
             actor=OPERATOR,
         )
-        backups = repo.clean_up(branch=task.branch, base=base, worktree_path=review.worktree_path)
-    store.record_cleanup(
-        task_id, token=None, backups=tuple(backups), branch_deleted=True, actor=OPERATOR
-    )
+        backups = (
+            repo.clean_up(branch=task.branch, base=base, worktree_path=review.worktree_path)
+            if clean_up
+            else []
+        )
+    if clean_up:
+        store.record_cleanup(
+            task_id, token=None, backups=tuple(backups), branch_deleted=True, actor=OPERATOR
+        )
     return MergeResult(
         task=done, merged_commit=attempt.merged_commit, conflicts=(), backups=tuple(backups)
+    )
+
+
+def settle_pull_request(
+    store: Store, task_id: str, *, pr_url: str, merged_commit: str | None
+) -> Task:
+    """The task's pull request merged at `merged_commit` (done), or closed unmerged (None:
+    it stays in review for a person); `worktree.land = pr` (git/pull_requests.py)."""
+    return store.settle_pull_request(
+        task_id, pr_url=pr_url, merged_commit=merged_commit, actor=RECONCILER
     )
 
 

@@ -205,6 +205,13 @@ SPEC: dict[str, Spec] = {
     "worktree_base": Spec(
         "worktree.base", "", None, "text", "branch tasks start from (empty: the checked-out one)"
     ),
+    "worktree_remote": Spec(
+        "worktree.remote",
+        "",
+        None,
+        "text",
+        "the remote whose base every host starts from and lands on (empty: this repository)",
+    ),
     "worktree_setup": Spec(
         "worktree.setup", "", None, "text", "command run in each new worktree before the task"
     ),
@@ -220,7 +227,7 @@ SPEC: dict[str, Spec] = {
         "merge",
         None,
         "text",
-        "a finished task's branch without review: merge (onto the base), keep, command",
+        "a finished task's branch without review: merge (onto the base), keep, command, pr",
     ),
     "worktree_land_command": Spec(
         "worktree.land_command",
@@ -228,6 +235,20 @@ SPEC: dict[str, Spec] = {
         None,
         "text",
         "with land = command: run in the worktree, told the branch, base and task",
+    ),
+    "worktree_pr_command": Spec(
+        "worktree.pr_command",
+        "gh pr create --base {base} --head {branch} --title {title} --body-file {body_file}",
+        None,
+        "text",
+        "with land = pr: opens the pull request and prints its URL ({base} ... whole arguments)",
+    ),
+    "worktree_pr_view_command": Spec(
+        "worktree.pr_view_command",
+        "gh pr view {url} --json state,mergeCommit",
+        None,
+        "text",
+        "with land = pr: the reconciler's look at a pull request, as `gh pr view --json` answers",
     ),
     "worktree_verify": Spec(
         "worktree.verify",
@@ -309,6 +330,13 @@ SPEC: dict[str, Spec] = {
         "flag",
         "approve only branches on top of their base; changes requested say to rebase",
     ),
+    "worktree_merge_approved": Spec(
+        "worktree.merge_approved",
+        False,
+        None,
+        "flag",
+        "the reconcile pass merges approved tasks, oldest approval first (no `corral merge`)",
+    ),
     "review_stale_after_s": Spec(
         "worktree.review_stale_after", 86400, 0, "s", "a review waiting longer is flagged stale"
     ),
@@ -334,7 +362,7 @@ _MAXIMUM = {
 
 
 MERGE_STRATEGIES = ("ff", "merge", "squash")
-LAND_MODES = ("merge", "keep", "command")
+LAND_MODES = ("merge", "keep", "command", "pr")
 COMMIT_MODES = ("auto", "agent")
 ON_EMPTY = ("wait", "fail", "done")
 STORE_MODES = ("private", "group")
@@ -428,9 +456,13 @@ class Settings:
     worktree_branch_template: str = str(_default("worktree_branch_template"))
     worktree_base: str = str(_default("worktree_base"))
     worktree_setup: str = str(_default("worktree_setup"))
+    worktree_remote: str = str(_default("worktree_remote"))
+    worktree_merge_approved: bool = _default("worktree_merge_approved")
     merge_strategy: str = str(_default("merge_strategy"))
     worktree_land: str = str(_default("worktree_land"))
     worktree_land_command: str = str(_default("worktree_land_command"))
+    worktree_pr_command: str = str(_default("worktree_pr_command"))
+    worktree_pr_view_command: str = str(_default("worktree_pr_view_command"))
     worktree_verify: str = str(_default("worktree_verify"))
     worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     worktree_commit: str = str(_default("worktree_commit"))
@@ -460,10 +492,7 @@ class Settings:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
                 raise InvalidInput(name, f"one of {', '.join(choices)}", getattr(self, name))
-        if self.worktree_land == "command" and not self.worktree_land_command.strip():
-            raise InvalidInput(
-                "worktree_land_command", "a command to run, since worktree.land is command"
-            )
+        self._check_land()
         if not self.env_deny:  # an empty list would pass every secret, and say nothing
             raise InvalidInput(
                 "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
@@ -475,6 +504,17 @@ class Settings:
                 "worktree_branch_template",
                 "a template naming {task}",
                 self.worktree_branch_template,
+            )
+
+    def _check_land(self) -> None:
+        """What `worktree.land` needs beside it: a command to run, a remote to push to."""
+        if self.worktree_land == "command" and not self.worktree_land_command.strip():
+            raise InvalidInput(
+                "worktree_land_command", "a command to run, since worktree.land is command"
+            )
+        if self.worktree_land == "pr" and not self.worktree_remote.strip():
+            raise InvalidInput(
+                "worktree_remote", "a remote to push branches to, since worktree.land is pr"
             )
 
     @property
@@ -546,11 +586,15 @@ class Settings:
             branch_template=self.worktree_branch_template,
             base=self.worktree_base,
             setup=self.worktree_setup,
+            remote=self.worktree_remote,
             merge_strategy=self.merge_strategy,
             review_stale_after_s=self.review_stale_after_s,
             require_rebase=self.review_require_rebase,
             land=self.worktree_land,
             land_command=self.worktree_land_command,
+            pr_command=self.worktree_pr_command,
+            pr_view_command=self.worktree_pr_view_command,
+            merge_approved=self.worktree_merge_approved,
             verify=self.worktree_verify,
             verify_timeout_s=self.worktree_verify_timeout_s,
             commit=self.worktree_commit,

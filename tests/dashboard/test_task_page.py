@@ -66,6 +66,50 @@ def test_approve_and_merge_a_review_lands_its_branch(repo_server, open_page):
         assert TaskStatus.DONE == store.get_task(task_id).status
 
 
+def test_a_review_run_on_another_host_is_approved_and_merged_onto_the_remote(
+    server, open_page, tmp_path, monkeypatch
+):
+    """With `[worktree] remote`, the server's folder is host A's clone; the task ran on host
+    B, whose branch only the remote has: the page shows its diff and its pull request, and
+    Approve then Merge put it on the remote's main."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    server.env.update(GIT_ENV)
+    bare, host_b = tmp_path / "origin.git", tmp_path / "b"
+    git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(bare))
+    git(tmp_path, "clone", "--quiet", str(bare), str(host_b))
+    git(host_b, "checkout", "--quiet", "-b", "main")
+    (host_b / "README").write_text("hello\n")
+    git(host_b, "add", "README")
+    git(host_b, "commit", "--quiet", "-m", "initial")
+    git(host_b, "push", "--quiet", "origin", "main")
+    root = server.folder  # host A: the server's folder, a clone of the remote
+    git(root, "init", "--quiet", "-b", "main")
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "fetch", "--quiet", "origin")
+    git(root, "reset", "--quiet", "--hard", "origin/main")
+    (root / ".git" / "info" / "exclude").write_text(".corral/\n*.log\n")
+    (root / ".corral" / "config.toml").write_text('[worktree]\nremote = "origin"\n')
+    remote = Settings(worktree_remote="origin")
+    url = "https://github.example/acme/repo/pull/7"
+    with server.store() as store:
+        task = enqueue(store, NewTask(title="from b", requires_review=True))
+        trees = worktrees.Worktrees.open(str(host_b), remote.worktree)
+        held, _ = claim_into_worktree(store, remote, trees, task.id, "b", {"b.txt": "from b\n"})
+        assert trees.remote is not None
+        trees.remote.publish(store.get_task(task.id).branch or "")
+        submit(store, task.id, token=held.token, pr_url=url)
+    server.start()
+    page = open_page(f"{server.url}/tasks/{task.id}")
+    expect(page.get_by_label("Diff against the base")).to_contain_text("+from b")
+    expect(page.get_by_role("link", name=url)).to_have_attribute("href", url)
+    page.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("status")).to_contain_text("Approved")
+    page.get_by_role("button", name="Merge").click()
+    expect(page.get_by_role("status")).to_contain_text("Merged")
+    assert "from b" == git(bare, "show", "main:b.txt")
+
+
 def test_request_changes_sends_the_task_back_with_its_note(repo_server, open_page):
     """Request changes with a note: the task is ready again on its branch, the note kept."""
     server = repo_server

@@ -101,6 +101,7 @@ def test_the_transition_table() -> None:
         "approve": {TaskStatus.IN_REVIEW},
         "request_changes": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
         "merge": {TaskStatus.APPROVED},
+        "merge_pr": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
         "land": {TaskStatus.DONE},
         "reprioritise": {
             TaskStatus.BLOCKED,

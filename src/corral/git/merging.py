@@ -11,6 +11,14 @@ makes git refuse, changing nothing (checking the whole checkout first, as `git s
 does, cost more than the merge on a large repository: bench/landing.py). A file lock in
 the repository's git directory (git/repo_lock.py) serializes merges, which all move the
 same base; a merge takes the worktree lock inside it, never the other way round.
+
+With a remote of record (`[worktree] remote`, git/remote_base.py) the same merge is built
+on the remote's base as last fetched and pushed there, never forced: a push the remote
+refuses because its base moved fetches, merges again and pushes again (at most
+PUSH_ATTEMPTS times), and a conflict found on a base that was not just fetched is checked
+again on a fresh one. The local branch of the base does not move. Task branches are read
+from the remote's copy when it has one (another host may have run the task), except by a
+runner landing its own branch (`local_branches`), which saves the fetch.
 """
 
 from __future__ import annotations
@@ -19,32 +27,68 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from corral.errors import Refused
+from corral.git.remote_base import RemoteBase
 from corral.git.worktrees import Worktrees
 from corral.model.reviews import MergeStrategy
 from corral.reviews import MergeAttempt
 
 MERGE_LOCK = "corral-merge.lock"
+# Pushes to the remote's base that may be refused because another host moved it first.
+PUSH_ATTEMPTS = 10
 
 
 class GitBranches:
     """The review flow's and landing's view of one repository."""
 
-    def __init__(self, worktrees: Worktrees) -> None:
+    def __init__(self, worktrees: Worktrees, *, local_branches: bool = False) -> None:
         self._trees = worktrees
         self._git = worktrees.git
+        self._remote = worktrees.remote
+        self._local_first = local_branches
+        self._fetched_all = False  # every branch of the remote fetched, by this instance
 
     def head_of(self, branch: str) -> str | None:
-        """The tip of local branch `branch`, or None."""
-        return self._git.commit_of(f"refs/heads/{branch}")
+        """The tip of task branch `branch` (the remote's copy when it has one), or None."""
+        return self._git.commit_of(self._branch_ref(branch))
 
     def is_merged(self, branch: str, base: str) -> bool:
-        """Whether the base has every change of the branch (git/worktrees.py says how)."""
-        return self._trees.is_merged(branch, base)
+        """Whether the base of record has every change of the branch (git/worktrees.py)."""
+        self._base_ref(base)  # fetched, with a remote
+        return self._trees.is_merged(self._branch_ref(branch), base)
 
     def is_on_top(self, branch: str, base: str) -> bool:
         """Whether the base's tip is an ancestor of the branch (`git merge-base
         --is-ancestor`): merging it adds only the branch's own commits."""
-        return self._git.ok("merge-base", "--is-ancestor", f"refs/heads/{base}", branch)
+        return self._git.ok(
+            "merge-base", "--is-ancestor", self._base_ref(base), self._branch_ref(branch)
+        )
+
+    def _branch_ref(self, branch: str) -> str:
+        """The ref of task branch `branch`: the remote's copy, fetched, when it has one."""
+        local = f"refs/heads/{branch}"
+        if self._remote is None or self._local_first:
+            return local
+        self._fetch_all(self._remote)
+        theirs = self._remote.tracking(branch)
+        return theirs if self._git.commit_of(theirs) else local
+
+    def _base_ref(self, base: str) -> str:
+        """The ref of the base of record: the local branch, or the remote's, fetched."""
+        if self._remote is None:
+            return f"refs/heads/{base}"
+        self._fetch_all(self._remote)
+        return self._remote.tracking(base)
+
+    def _fetch_all(self, remote: RemoteBase) -> None:
+        """Every branch of the remote, once per instance: one round trip, however many
+        branches a listing (`corral branches`) then reads."""
+        if not self._fetched_all:
+            remote.fetch_all()
+            self._fetched_all = True
+
+    def named(self, base: str) -> str:
+        """How a task's worktree names the base of record: `NAME/BASE` with a remote."""
+        return base if self._remote is None else self._remote.shown(base)
 
     def backups_of(self, branch: str) -> list[str]:
         """The backup refs written of `branch` before it was deleted with unmerged work."""
@@ -61,11 +105,16 @@ class GitBranches:
 
     def diff_stat(self, base: str, branch: str) -> str:
         """What the branch changes since it left the base."""
-        return self._git.out("diff", "--stat", f"{base}...{branch}")
+        return self._git.out("diff", "--stat", self._range(base, branch))
 
     def diff(self, base: str, branch: str) -> str:
         """Every change of the branch since it left the base, as a patch."""
-        return self._git.out("diff", f"{base}...{branch}")
+        return self._git.out("diff", self._range(base, branch))
+
+    def _range(self, base: str, branch: str) -> str:
+        """`BASE...BRANCH` (the base as recorded, a branch or a commit; the remote's, with one)."""
+        shown = base if self._remote is None else self._base_ref(base)
+        return f"{shown}...{self._branch_ref(branch)}"
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -77,8 +126,67 @@ class GitBranches:
         self, *, branch: str, base: str, strategy: MergeStrategy, message: str
     ) -> MergeAttempt:
         """Merge, or return the conflicts having changed nothing."""
-        old, old_tree, head = self._tips(base, branch)
+        if self._remote is not None:
+            return self._merge_remote(
+                self._remote, branch=branch, base=base, strategy=strategy, message=message
+            )
+        old, old_tree, head = self._tips(f"refs/heads/{base}", base, branch)
         checkout = self._trees.path_of(base)
+        built = self._build(old, old_tree, head, strategy, message=message, branch=branch)
+        if built.conflicts or built.merged_commit == old:
+            return built
+        assert built.merged_commit is not None
+        if checkout is not None:
+            self._fast_forward(checkout, base, built.merged_commit)
+        else:
+            self._git.out(
+                "update-ref", "-m", message, f"refs/heads/{base}", built.merged_commit, old
+            )
+        return built
+
+    def _merge_remote(
+        self, remote: RemoteBase, *, branch: str, base: str, strategy: MergeStrategy, message: str
+    ) -> MergeAttempt:
+        """The merge built on the remote's base and pushed there (the module says how)."""
+        tracking, branch_ref = remote.tracking(base), self._branch_ref(branch)
+        fresh = self._fetched_all
+        for _ in range(PUSH_ATTEMPTS):
+            tips = self._read_tips(tracking, branch_ref)
+            if tips is None and not fresh:  # this host has not fetched the base yet
+                fresh = self._fetch(remote, base)
+                continue
+            old, old_tree, head = tips or self._tips(tracking, base, branch_ref)
+            built = self._build(old, old_tree, head, strategy, message=message, branch=branch)
+            if built.conflicts and not fresh:  # perhaps only with a base since moved on
+                fresh = self._fetch(remote, base)
+                continue
+            if built.conflicts or built.merged_commit == old:
+                return built
+            assert built.merged_commit is not None
+            if remote.push_base(built.merged_commit, base):
+                return built
+            fresh = self._fetch(remote, base)
+        raise Refused(
+            f"the base {base} of remote {remote.name} kept moving: {PUSH_ATTEMPTS} pushes of "
+            f"{branch} were refused; land it again"
+        )
+
+    def _fetch(self, remote: RemoteBase, base: str) -> bool:
+        remote.fetch(base)
+        return True
+
+    def _build(
+        self,
+        old: str,
+        old_tree: str,
+        head: str,
+        strategy: MergeStrategy,
+        *,
+        message: str,
+        branch: str,
+    ) -> MergeAttempt:
+        """The merged commit of `head` onto base commit `old` (built, not yet the base's),
+        `old` itself when the base has it all already, or the conflicting files."""
         tree = self._git.run(
             "merge-tree", "--write-tree", "--name-only", "--no-messages", old, head
         )
@@ -86,7 +194,7 @@ class GitBranches:
             files = tuple(dict.fromkeys(line for line in tree.out.splitlines()[1:] if line))
             return MergeAttempt(conflicts=files)
         if tree.code != 0:
-            raise Refused(f"cannot merge {branch} into {base}: {tree.err.strip()}")
+            raise Refused(f"cannot merge {branch} onto {old[:12]}: {tree.err.strip()}")
         merged_tree = tree.out.split()[0]
         if merged_tree == old_tree:
             # The base has it all already: a merge recorded in git whose recording in the
@@ -97,23 +205,30 @@ class GitBranches:
         new = self._commit(
             strategy, merged_tree, base=old, head=head, message=message, branch=branch
         )
-        if checkout is not None:
-            self._fast_forward(checkout, base, new)
-        else:
-            self._git.out("update-ref", "-m", message, f"refs/heads/{base}", new, old)
         return MergeAttempt(merged_commit=new)
 
-    def _tips(self, base: str, branch: str) -> tuple[str, str, str]:
+    def _tips(self, base_ref: str, base: str, branch: str) -> tuple[str, str, str]:
         """The base's commit and tree and the branch's head, read at once (one git process:
         a land's time is mostly processes started, bench/landing.py)."""
-        refs = (f"refs/heads/{base}", f"refs/heads/{base}^{{tree}}", f"refs/heads/{branch}")
+        branch_ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        tips = self._read_tips(base_ref, branch_ref)
+        if tips is not None:
+            return tips
+        if self._git.commit_of(base_ref) is None:
+            where = "a local branch" if self._remote is None else f"a branch of {self._remote.name}"
+            raise Refused(f"base {base} is not {where} of {self._trees.root}")
+        raise Refused(
+            f"branch {branch.removeprefix('refs/heads/')} does not exist in {self._trees.root}"
+        )
+
+    def _read_tips(self, base_ref: str, branch_ref: str) -> tuple[str, str, str] | None:
+        """`_tips`, or None when a ref is missing."""
+        refs = (base_ref, f"{base_ref}^{{tree}}", branch_ref)
         found = self._git.run("rev-parse", *refs)
         names = found.out.split()
         if found.code == 0 and len(names) == len(refs):
             return names[0], names[1], names[2]
-        if self._git.commit_of(refs[0]) is None:
-            raise Refused(f"base {base} is not a local branch of {self._trees.root}")
-        raise Refused(f"branch {branch} does not exist in {self._trees.root}")
+        return None
 
     def _fast_forward(self, checkout: str, base: str, new: str) -> None:
         """Move the checked-out base to `new`, its files with it; git refuses (and so do
@@ -151,4 +266,6 @@ class GitBranches:
                 saved = self._trees.remove(path)
                 backups += [saved] if saved else []
         saved = self._trees.delete_branch(branch, base)
+        if self._remote is not None:
+            self._remote.unpublish(branch)
         return backups + ([saved] if saved else [])

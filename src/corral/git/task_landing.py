@@ -9,13 +9,17 @@
                                         recorded, and the run fails
                   ─► land = command  ─► the user's command, in the worktree, told the branch,
                                         base and task; a non-zero exit fails the run
+                  ─► land = pr       ─► the branch pushed to the remote, a pull request
+                                        opened (git/pull_requests.py), the task submitted
+                                        for review with its URL; a failure fails the run
 
 It runs before the run is reported, while the claim is held: the task is done only once
 its work is on the base, so its dependents start from a base that has it. A merge git
 refuses outright (the base's checkout has uncommitted changes, a fast-forward that is
 not one) keeps the branch, with a warning in the worker's log: the work stays visible in
 `corral branches` for `corral land`, rather than failing every task while someone edits
-the checkout.
+the checkout. With a remote of record (`[worktree] remote`), a branch that stays (in
+review, kept, a land refused) is pushed there, so any host can review or land it.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ import shlex
 import subprocess
 from typing import TYPE_CHECKING, NamedTuple
 
-from corral import landings
-from corral.errors import InvalidInput, Refused
+from corral import landings, reviews
+from corral.errors import CorralError, InvalidInput, Refused
+from corral.git.catch_up import merge_base_in
 from corral.git.merging import GitBranches
+from corral.git.pull_requests import PullRequests
 from corral.logs import event
 from corral.model.reviews import MergeStrategy, WorkOutcome
 from corral.model.states import TaskStatus
@@ -66,7 +72,11 @@ class TaskLanding:
             raise InvalidInput(
                 "worktree.land_command", "a command with balanced quotes", policy.land_command
             ) from None
-        self._store, self._repo, self._log = store, GitBranches(trees), log
+        # The runner lands the branch it has: no fetch of the remote's copy (merging.py).
+        self._store, self._repo, self._log = store, GitBranches(trees, local_branches=True), log
+        self._remote = trees.remote
+        self._prs = PullRequests(policy) if policy.land == "pr" else None
+        self._trees = trees
         self._mode, self._strategy = policy.land, MergeStrategy(policy.merge_strategy)
 
     def after_success(
@@ -75,14 +85,59 @@ class TaskLanding:
         """Land the branch of a run that succeeded: what it did."""
         if head is None or head == entered.start_commit:
             return AfterSuccess()
-        if task.requires_review:
-            return AfterSuccess(outcome=WorkOutcome.IN_REVIEW)
-        if self._mode == "keep":
-            event(self._log, "task.branch_kept", task_id=task.id, branch=entered.branch)
-            return AfterSuccess(outcome=WorkOutcome.KEPT)
+        if task.requires_review or self._mode == "keep":
+            return self._stays(task, entered)
         if self._mode == "command":
             return AfterSuccess(error=self._run_command(task, entered))
+        if self._prs is not None:
+            return AfterSuccess(error=self._open_pull_request(self._prs, task, token, entered))
         return self._merge(task, token, entered)
+
+    def _stays(self, task: Task, entered: Entered) -> AfterSuccess:
+        """A branch that stays, for its review or kept: pushed to a remote of record."""
+        error = self._publish(task, entered)
+        if error is not None:
+            return AfterSuccess(error=error)
+        if task.requires_review:
+            return AfterSuccess(outcome=WorkOutcome.IN_REVIEW)
+        event(self._log, "task.branch_kept", task_id=task.id, branch=entered.branch)
+        return AfterSuccess(outcome=WorkOutcome.KEPT)
+
+    def catch_up(self, task: Task, entered: Entered) -> None:
+        """Before the verify step of a run whose branch will land (`land = merge`, no
+        review): the base of record merged into the branch (git/catch_up.py)."""
+        if self._mode != "merge" or task.requires_review:
+            return
+        try:
+            merge_base_in(self._trees, entered.path, entered.base_ref)
+        except CorralError as exc:  # the step then checks the branch as its agent left it
+            event(
+                self._log,
+                "task.catch_up_failed",
+                logging.WARNING,
+                task_id=task.id,
+                error=exc.message,
+            )
+
+    def _open_pull_request(
+        self, prs: PullRequests, task: Task, token: int, entered: Entered
+    ) -> str | None:
+        """Push the branch, open its pull request, submit the task for review with its URL."""
+        error = self._publish(task, entered)
+        if error is not None:
+            return error
+        if self._store.get_task(task.id).status is not TaskStatus.RUNNING:
+            return None  # submitted for review by its agent, or no longer ours
+        env = {**os.environ, **entered.env(), "CORRAL_TASK_ID": task.id}
+        try:
+            url = prs.open(
+                task, branch=entered.branch, base=entered.base_ref, cwd=entered.path, env=env
+            )
+            reviews.submit(self._store, task.id, token=token, pr_url=url)
+        except CorralError as exc:
+            return f"pull request: {exc.message}"
+        event(self._log, "task.pr_opened", task_id=task.id, branch=entered.branch, url=url)
+        return None
 
     def _merge(self, task: Task, token: int, entered: Entered) -> AfterSuccess:
         with self._repo.locked():
@@ -92,6 +147,7 @@ class TaskLanding:
             elif now.status is TaskStatus.RUNNING:
                 token_or_none = token
             else:  # submitted for review by its agent, or no longer ours: not to land
+                self._publish(task, entered)
                 return AfterSuccess()
             try:
                 landed = landings.land(
@@ -112,6 +168,7 @@ class TaskLanding:
                     branch=entered.branch,
                     reason=exc.message,
                 )
+                self._publish(task, entered)
                 return AfterSuccess(outcome=WorkOutcome.KEPT)
         if landed.conflicts:
             files = ", ".join(landed.conflicts)
@@ -125,6 +182,25 @@ class TaskLanding:
             commit=landed.merged_commit,
         )
         return AfterSuccess()
+
+    def _publish(self, task: Task, entered: Entered) -> str | None:
+        """With a remote of record, push the branch that stays (in review, kept) so every
+        host can show, approve, merge or land it; the error that fails the run, if any."""
+        if self._remote is None:
+            return None
+        try:
+            commit = self._remote.publish(entered.branch)
+        except CorralError as exc:
+            return exc.message
+        event(
+            self._log,
+            "task.branch_published",
+            task_id=task.id,
+            branch=entered.branch,
+            remote=self._remote.name,
+            commit=commit,
+        )
+        return None
 
     def _run_command(self, task: Task, entered: Entered) -> str | None:
         env = {

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from corral.errors import CorralError, InvalidInput
+from corral.git.index_trust import trust_index
 from corral.git.run_commit import commit_left, message_of
 from corral.git.task_landing import TaskLanding
 from corral.git.worktrees import Worktrees
@@ -101,9 +102,12 @@ class TaskWorktrees:
         """Make (or reuse) the task's worktree; where it is and what it started from."""
         review = self._store.get_review(task.id)
         base = review.base_ref or self._base
+        # With a remote of record, from its base as fetched now (git/remote_base.py).
+        remote = self._trees.remote
+        start_ref = base if remote is None else remote.start(base, task.branch)
         before = self._trees.git.commit_of(f"refs/heads/{task.branch}") if task.branch else None
         restored = self._restore(task, review)
-        plan = self._trees.plan(self._worker, task.id, base, task.branch)
+        plan = self._trees.plan(self._worker, task.id, start_ref, task.branch)
         self._store.record_branch(
             task.id,
             token=token,
@@ -113,8 +117,10 @@ class TaskWorktrees:
             actor=worker_id,
         )
         start = self._trees.create(plan)
+        if not plan.reuse:  # the commit step after the run then reads only what changed
+            trust_index(self._trees.git.at(plan.path))
         if restored:  # work brought back from a backup is this run's to land: it never landed
-            start = before or self._trees.git.out("rev-parse", base)
+            start = before or self._trees.git.out("rev-parse", start_ref)
         entered = Entered(
             path=plan.path,
             branch=plan.branch,
@@ -123,7 +129,9 @@ class TaskWorktrees:
             reused=plan.reuse,
             restored_from=restored,
             changes_note=review.changes_note,
-            rebase_onto=base if self._require_rebase and review.changes_note else None,
+            rebase_onto=(base if remote is None else remote.shown(base))
+            if self._require_rebase and review.changes_note
+            else None,
         )
         with self._lock:
             self._entered[task.id], self._tokens[task.id] = entered, token
@@ -222,6 +230,13 @@ class TaskWorktrees:
         if entered is None:
             return None
         return self._trees.git.at(entered.path).commit_of("HEAD")
+
+    def catch_up(self, task: Task) -> None:
+        """Before a land's verify step, the base merged into the branch (git/catch_up.py)."""
+        with self._lock:
+            entered = self._entered.get(task.id)
+        if entered is not None:
+            self._landing.catch_up(task, entered)
 
     def land(self, task: Task, token: int, head: str | None) -> str | None:
         """Land the task's branch after a run that succeeded; the error failing it, if any."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from corral import filemodes
 from corral.errors import InvalidInput, Refused
+from corral.git.remote_base import RemoteBase
 from corral.git.repo import Git
 from corral.git.repo_lock import RepoLock, repo_lock
 from corral.policies import WorktreePolicy
@@ -46,6 +47,7 @@ class WorktreeConfig:
 
     base_dir: str = ".corral/worktrees"  # relative to the repository's root
     branch_template: str = "corral/{worker}/{task}"
+    remote: str = ""  # the remote of record (git/remote_base.py); empty: this repository
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +97,7 @@ class Worktrees:
         self.config = config
         self.base_dir = os.path.join(self.root, config.base_dir)
         self._common_dir: str | None = None
+        self.remote = RemoteBase(self.git, config.remote) if config.remote else None
 
     @classmethod
     def open(cls, path: str, policy: WorktreePolicy) -> Worktrees:
@@ -104,7 +107,9 @@ class Worktrees:
         git = Git(os.path.abspath(path))
         if not git.ok("rev-parse", "--git-dir"):
             raise InvalidInput("repo", "a folder inside a git repository", path)
-        config = WorktreeConfig(base_dir=policy.dir, branch_template=policy.branch_template)
+        config = WorktreeConfig(
+            base_dir=policy.dir, branch_template=policy.branch_template, remote=policy.remote
+        )
         return cls(git, config)
 
     def common_dir(self) -> str:
@@ -224,7 +229,14 @@ class Worktrees:
                     self.git.out("worktree", "add", "--quiet", plan.path, plan.branch)
                 else:
                     self.git.out(
-                        "worktree", "add", "--quiet", "-b", plan.branch, plan.path, plan.base_ref
+                        "worktree",
+                        "add",
+                        "--quiet",
+                        "--no-track",
+                        "-b",
+                        plan.branch,
+                        plan.path,
+                        plan.base_ref,
                     )
         return self.git.at(plan.path).out("rev-parse", "HEAD")
 
@@ -300,8 +312,15 @@ class Worktrees:
 
     # -- merged or not ------------------------------------------------------------------------
 
+    def of_record(self, base: str) -> str:
+        """The ref of the base of record: the remote's base as last fetched, with a remote
+        (git/remote_base.py); else `base` itself."""
+        return base if self.remote is None else self.remote.tracking(base)
+
     def is_merged(self, branch: str, base: str) -> bool:
-        """Whether the base already has all of the branch's changes (patch equivalence)."""
+        """Whether the base of record already has all of the branch's changes (patch
+        equivalence)."""
+        base = self.of_record(base)
         cherry = self.git.out("cherry", base, branch)
         if not any(line.startswith("+") for line in cherry.splitlines()):
             return True

@@ -6,3 +6,4 @@ does not build the event records (bench/cli_latency.py).
 """
 
 OPERATOR = "operator"  # a person, through a command without a claim's token
+RECONCILER = "reconciler"  # the reconcile pass (store/recovery.py names it too)

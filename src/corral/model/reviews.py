@@ -23,6 +23,14 @@ class WorkOutcome(StrEnum):
     REFUSED = "refused"  # the agent reported it was denied what it needed
 
 
+class PullRequestState(StrEnum):
+    """Where a task's pull request stands (`worktree.land = pr`), as its forge says."""
+
+    OPEN = "open"  # (an unset state with a pull request's URL is open too)
+    MERGED = "merged"  # the task is done, the forge's merge commit recorded
+    CLOSED = "closed"  # closed unmerged: the task is in review in corral again
+
+
 class MergeStrategy(StrEnum):
     """How `merge` brings an approved branch into its base."""
 
@@ -40,6 +48,7 @@ class Review:
     worktree_path: str | None = None
     note: str | None = None
     pr_url: str | None = None
+    pr_state: str | None = None  # PullRequestState of the pull request at pr_url
     approved_commit: str | None = None
     approve_note: str | None = None
     changes_note: str | None = None
@@ -56,6 +65,7 @@ class Review:
             "worktree_path": self.worktree_path,
             "note": self.note,
             "pr_url": self.pr_url,
+            "pr_state": self.pr_state,
             "approved_commit": self.approved_commit,
             "approve_note": self.approve_note,
             "changes_note": self.changes_note,

@@ -93,6 +93,8 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "approve": frozenset({TaskStatus.IN_REVIEW}),
     "request_changes": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
     "merge": frozenset({TaskStatus.APPROVED}),
+    # A pull request the runner opened (`worktree.land = pr`) merged on the forge.
+    "merge_pr": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
     # Landing (corral.landings): a finished task's kept branch brought onto its base.
     "land": frozenset({TaskStatus.DONE}),
 }

@@ -1,5 +1,6 @@
 """Store operations of the review flow: record a branch, submit, approve, request changes,
-merge, merge conflict; and of landing: record a landing, a land conflict.
+merge, merge conflict, a pull request merged or closed; and of landing: record a landing,
+a land conflict.
 
 Each is one write transaction: a compare-and-set on the task's status (from
 `ALLOWED_FROM`), the review row saved whole, and one event. Merge and merge conflict are
@@ -78,7 +79,13 @@ class ReviewOps:
                     to=TaskStatus.IN_REVIEW,
                     event="task.submitted",
                 ),
-                {"note": note, "pr_url": pr_url, "conflict_files": None, "outcome": "in_review"},
+                {
+                    "note": note,
+                    "pr_url": pr_url,
+                    "pr_state": None,
+                    "conflict_files": None,
+                    "outcome": "in_review",
+                },
                 actor=actor,
                 claim=claim,
                 reason=note,
@@ -134,6 +141,35 @@ class ReviewOps:
                 data={"commit": approved_commit, "merged_commit": merged_commit},
             )
             journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
+        return read_task(self._driver, task_id)
+
+    def settle_pull_request(
+        self, task_id: str, *, pr_url: str, merged_commit: str | None, actor: str
+    ) -> Task:
+        """The task's open pull request `pr_url` merged at `merged_commit` (in_review or
+        approved -> done, dependents unblocked), or, with None, closed unmerged (the task
+        stays in review, for a person; the pull request recorded closed). Refused, changing
+        nothing, when the review no longer names that pull request as open."""
+        from corral.model.reviews import PullRequestState
+
+        with self._driver.write() as tx:
+            review = _review_in(tx, self._driver, task_id)
+            if review.pr_url != pr_url or review.pr_state not in (None, PullRequestState.OPEN):
+                raise errors.Refused(f"task {task_id} has no open pull request {pr_url}")
+            data = {"pr_url": pr_url, "merged_commit": merged_commit}
+            if merged_commit is not None:
+                step = Step(
+                    task_id=task_id, action="merge_pr", to=TaskStatus.DONE, event="task.pr_merged"
+                )
+                changes = {
+                    "merged_commit": merged_commit,
+                    "pr_state": PullRequestState.MERGED,
+                    "conflict_files": None,
+                }
+                self._step(tx, step, changes, actor=actor, data=data)
+                journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
+            else:
+                _close_pull_request(tx, self._driver, review, actor=actor, data=data)
         return read_task(self._driver, task_id)
 
     def merge_conflict(
@@ -379,6 +415,26 @@ def _check_approved_at(tx: Tx, driver: Driver, task_id: str, commit: str | None)
         raise errors.Refused(
             f"task {task_id} was approved again meanwhile (at {review.approved_commit})"
         )
+
+
+def _close_pull_request(
+    tx: Tx, driver: Driver, review: Review, *, actor: str, data: dict[str, Any]
+) -> None:
+    """Record the task's pull request closed unmerged; the task stays in review."""
+    from corral.model.reviews import PullRequestState
+
+    task = task_in(tx, driver, review.task_id)
+    if task.status not in ALLOWED_FROM["merge_pr"]:
+        raise errors.InvalidTransition(review.task_id, "close the pull request of", task.status)
+    _save(tx, replace(review, pr_state=PullRequestState.CLOSED))
+    journal.record(
+        tx,
+        "task.pr_closed",
+        actor=actor,
+        task_id=review.task_id,
+        reason=f"pull request {review.pr_url} closed unmerged",
+        data=data,
+    )
 
 
 def _review_in(tx: Tx, driver: Driver, task_id: str) -> Review:

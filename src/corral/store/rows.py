@@ -237,6 +237,7 @@ def review(driver: Driver, row: Row) -> Review:
         worktree_path=row["worktree_path"],
         note=row["note"],
         pr_url=row["pr_url"],
+        pr_state=row["pr_state"],
         approved_commit=row["approved_commit"],
         approve_note=row["approve_note"],
         changes_note=row["changes_note"],

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import reconcile, schedules
+from corral.git import merge_queue, pull_requests
 from corral.git.prune import PruneReport, prune_if_managed, prune_in
+from corral.logs import logger
 from corral.reconcile import ReconcileReport
 from corral.runtime.worker.tmp import prune_tmp
 from corral.schedules import PassReport
@@ -27,12 +29,16 @@ from corral.store import Store
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CleanupReport:
     """What the pass repaired, the fires the scheduler pass made, the worktrees pruned
-    (None: no repository was looked at), and the temporary folders removed."""
+    (None: no repository was looked at), the temporary folders removed, and the tasks
+    whose pull request was merged or closed (None: `worktree.land` is not `pr`), and the
+    approved tasks merged (None: `worktree.merge_approved` is off)."""
 
     reconciled: ReconcileReport
     fired: PassReport
     pruned: PruneReport | None
     tmp_dirs_removed: tuple[str, ...]
+    pull_requests: pull_requests.SettleReport | None = None
+    approved_merged: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `reconcile --json`: counts (docs/cli.md)."""
@@ -40,6 +46,11 @@ class CleanupReport:
         if self.pruned is not None:
             counts["worktrees_removed"] = len(self.pruned.removed)
         counts["tmp_dirs_removed"] = len(self.tmp_dirs_removed)
+        if self.pull_requests is not None:
+            counts["prs_merged"] = len(self.pull_requests.merged)
+            counts["prs_closed"] = len(self.pull_requests.closed)
+        if self.approved_merged is not None:
+            counts["approved_merged"] = len(self.approved_merged)
         return counts
 
 
@@ -49,6 +60,9 @@ def reconcile_and_clean_up(
     """One pass, then the clean-up: worktrees in `repo` (default: the repository above the
     current folder, if it has corral worktrees) and the store `db`'s temporary folders."""
     reconciled = reconcile.reconcile_once(store, settings=settings)
+    log = logger("corral.reconcile")
+    settled = pull_requests.settle(store, settings.worktree, cwd=repo or os.getcwd(), log=log)
+    merged = merge_queue.merge_approved(store, settings.worktree, repo=repo or os.getcwd(), log=log)
     fired = schedules.fire_due(store, settings=settings, actor="reconcile")
     # After the pass: tasks of dead workers no longer hold worktrees.
     pruned = (
@@ -57,5 +71,10 @@ def reconcile_and_clean_up(
         else prune_if_managed(store, os.getcwd(), settings.worktree)
     )
     return CleanupReport(
-        reconciled=reconciled, fired=fired, pruned=pruned, tmp_dirs_removed=tuple(prune_tmp(db))
+        reconciled=reconciled,
+        fired=fired,
+        pruned=pruned,
+        tmp_dirs_removed=tuple(prune_tmp(db)),
+        pull_requests=settled,
+        approved_merged=merged,
     )

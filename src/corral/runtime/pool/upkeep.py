@@ -23,6 +23,7 @@ from datetime import datetime
 from corral import reconcile, retention, schedules
 from corral.clock import Clock
 from corral.errors import CorralError, StoreError
+from corral.git import merge_queue, pull_requests
 from corral.git.prune import prune_if_managed
 from corral.logs import event
 from corral.runtime.pool import leftovers
@@ -58,8 +59,25 @@ class Upkeep:
             counts = {k: v for k, v in report.to_dict().items() if v}
             event(self._log, "reconcile.repaired", **counts)
         self.reconciled = True  # the next beat records the pass
+        self._land_reviewed()
         self.clean_up()
         self._retain()
+
+    def _land_reviewed(self) -> None:
+        """With `worktree.land = pr`: settle the tasks whose pull request was merged or
+        closed (git/pull_requests.py); with `worktree.merge_approved`, merge the approved
+        tasks (git/merge_queue.py). A failure is logged; the next pass tries again."""
+        try:
+            pull_requests.settle(
+                self._store, self._settings.worktree, cwd=os.getcwd(), log=self._log
+            )
+            merge_queue.merge_approved(
+                self._store, self._settings.worktree, repo=os.getcwd(), log=self._log
+            )
+        except StoreError:
+            raise
+        except CorralError as exc:
+            event(self._log, "reconcile.land_failed", logging.WARNING, error=exc.message)
 
     def _retain(self) -> None:
         """A retention pass, when one is due; never through `corral serve` (the runs'

@@ -144,12 +144,17 @@ def _worktrees(o: WorkerOptions, worker: str, policy: WorktreePolicy) -> tuple[W
         )
     trees = Worktrees.open(o.workdir or os.getcwd(), policy)
     base = o.base or policy.base or trees.default_base()
-    if trees.git.commit_of(base) is None:
+    if trees.remote is not None:  # the base of record is the remote's (git/remote_base.py)
+        trees.remote.check()
+        if trees.remote.fetch(base) is None:
+            raise InvalidInput("base", f"a branch of remote {trees.remote.name}", base)
+    elif trees.git.commit_of(base) is None:
         raise InvalidInput("base", "a branch or commit of the repository", base)
     trees.check_policy(worker)
     for key, line in (
         ("worktree.setup", policy.setup),
         ("worktree.land_command", policy.land_command),
+        ("worktree.pr_command", policy.pr_command),
         ("worktree.verify", policy.verify),
     ):
         try:

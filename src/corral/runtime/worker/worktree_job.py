@@ -11,7 +11,9 @@ The same command job (command_job.py), with the worktree around each run
              run really runs, and the commit it starts from ─► run it ─► after a success:
              what the agent left committed (`worktree.commit = auto`; a refused commit
              fails the run), a run that changed nothing ended as `worktree.on_empty` says,
-             the verify step, if configured (verify_step.py: its failure fails the run)
+             the verify step, if configured (verify_step.py: its failure fails the run;
+             before it, a branch that will land has the base merged in,
+             git/catch_up.py)
              ─► the commit it ends at, in its report; after a success, its branch landed
              as `worktree.land` says, while the claim is held (a land conflict fails the
              run); a refused run (the agent was denied what it needed) recorded as such
@@ -141,6 +143,8 @@ class WorktreeRuns:
         written = (prepared.prompt_file, prepared.spec.transcript_path, prepared.spec.stderr_path)
         done = settle(self._trees, task, run_id, done, written)
         if self._verify is not None:
+            if done.success:  # so the step checks what the land will put on the base
+                self._trees.catch_up(task)
             done = self._verify.after(
                 done,
                 task=task,

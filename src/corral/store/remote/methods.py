@@ -137,6 +137,7 @@ OPERATES = frozenset(
         "request_changes",
         "finish_merge",
         "merge_conflict",
+        "settle_pull_request",
         "set_queue_limits",
         "set_provider",
         "create_token",

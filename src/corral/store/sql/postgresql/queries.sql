@@ -717,18 +717,18 @@ SELECT * FROM reviews WHERE task_id = ANY(:ids::text[]);
 -- name: save_review
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
                      approve_note, changes_note, conflict_files, merged_commit, outcome,
-                     backup_refs, branch_deleted)
+                     backup_refs, branch_deleted, pr_state)
 VALUES (:task_id, :base_ref::text, :worktree_path::text, :note::text, :pr_url::text,
         :approved_commit::text, :approve_note::text, :changes_note::text,
         :conflict_files::jsonb, :merged_commit::text, :outcome::text, :backup_refs::jsonb,
-        :branch_deleted::boolean)
+        :branch_deleted::boolean, :pr_state::text)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
     approve_note = excluded.approve_note, changes_note = excluded.changes_note,
     conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
     outcome = excluded.outcome, backup_refs = excluded.backup_refs,
-    branch_deleted = excluded.branch_deleted;
+    branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state;
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.

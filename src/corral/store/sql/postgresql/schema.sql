@@ -329,7 +329,9 @@ CREATE TABLE reviews (
     -- corral wrote (a JSON list, oldest first), whether corral deleted the branch itself.
     outcome         text,
     backup_refs     jsonb,
-    branch_deleted  boolean NOT NULL DEFAULT false
+    branch_deleted  boolean NOT NULL DEFAULT false,
+    -- Where the pull request at pr_url stands: open (or unset), merged, closed.
+    pr_state        text
 );
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read

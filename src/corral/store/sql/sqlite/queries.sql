@@ -671,17 +671,17 @@ SELECT * FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
 -- name: save_review
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
                      approve_note, changes_note, conflict_files, merged_commit, outcome,
-                     backup_refs, branch_deleted)
+                     backup_refs, branch_deleted, pr_state)
 VALUES (:task_id, :base_ref, :worktree_path, :note, :pr_url, :approved_commit,
         :approve_note, :changes_note, :conflict_files, :merged_commit, :outcome,
-        :backup_refs, :branch_deleted)
+        :backup_refs, :branch_deleted, :pr_state)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
     approve_note = excluded.approve_note, changes_note = excluded.changes_note,
     conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
     outcome = excluded.outcome, backup_refs = excluded.backup_refs,
-    branch_deleted = excluded.branch_deleted;
+    branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state;
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.

@@ -274,7 +274,9 @@ CREATE TABLE reviews (
     -- corral wrote (a JSON list, oldest first), whether corral deleted the branch itself.
     outcome         TEXT,
     backup_refs     TEXT,
-    branch_deleted  INTEGER NOT NULL DEFAULT 0
+    branch_deleted  INTEGER NOT NULL DEFAULT 0,
+    -- Where the pull request at pr_url stands: open (or unset), merged, closed.
+    pr_state        TEXT
 ) WITHOUT ROWID;
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read

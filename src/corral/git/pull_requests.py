@@ -1,0 +1,184 @@
+"""Pull requests for `[worktree] land = pr`: a runner opens one for a finished task's branch
+and the task waits in review; the reconciler looks at each open one through the forge's
+CLI, and settles its task when it was merged or closed.
+
+    runner     the branch pushed to the remote of record (remote_base.py) ─► `pr_command`
+               in the task's worktree ─► the URL it prints last ─► the task submitted for
+               review with that URL (`pr_url`, pull request open)
+    reconcile  each task in review whose pull request is open ─► `pr_view_command` ─►
+                 {"state": "MERGED", "mergeCommit": {"oid": SHA}} ─► done, SHA recorded
+                 {"state": "CLOSED"}                              ─► in review, for a person
+                 {"state": "OPEN"}, or a look that failed (logged) ─► as it was
+
+The commands are argument lists from the settings, run without a shell; a placeholder
+(`{base}`, `{branch}`, `{title}`, `{body_file}`, `{task}`, `{url}`) is replaced only as a
+whole argument, so a title is one argument whatever it holds. The defaults are GitHub's
+`gh` (`gh pr create ...`, `gh pr view URL --json state,mergeCommit`); another forge's CLI
+that answers the same JSON fits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from corral import reviews
+from corral.errors import CorralError, InvalidInput, InvalidTransition, Refused, StoreError
+from corral.logs import event
+from corral.model.reviews import PullRequestState
+from corral.model.states import TaskStatus
+from corral.model.tasks import Task, TaskFilter
+from corral.policies import WorktreePolicy
+from corral.store import Store
+
+# A forge's CLI that has not answered in this long is stuck (a network that hangs).
+COMMAND_TIMEOUT_S = 120.0
+OUTPUT_TAIL_CHARS = 500
+_STATES = {state.name: state for state in PullRequestState}  # as `gh` spells them: OPEN ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Looked:
+    """What the forge says of one pull request."""
+
+    state: PullRequestState
+    merged_commit: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettleReport:
+    """The tasks one pass found merged and closed."""
+
+    merged: tuple[str, ...] = ()
+    closed: tuple[str, ...] = ()
+
+
+def render(argv: tuple[str, ...], values: dict[str, str]) -> list[str]:
+    """`argv` with each argument that is exactly `{name}` replaced by `values[name]`."""
+    return [
+        values.get(arg[1:-1], arg) if arg.startswith("{") and arg.endswith("}") else arg
+        for arg in argv
+    ]
+
+
+class PullRequests:
+    """The forge's CLI, as `[worktree] pr_command` and `pr_view_command` say."""
+
+    def __init__(self, policy: WorktreePolicy) -> None:
+        self._create = _split("worktree.pr_command", policy.pr_command)
+        self._view = _split("worktree.pr_view_command", policy.pr_view_command)
+
+    def open(self, task: Task, *, branch: str, base: str, cwd: str, env: dict[str, str]) -> str:
+        """Open the pull request of `branch` onto `base`; its URL (the last line printed
+        that is one). CorralError, with the output's tail, when there is none."""
+        body = "\n\n".join(part for part in (task.description, f"corral task {task.id}") if part)
+        with tempfile.TemporaryDirectory(prefix="corral-pr-") as folder:
+            body_file = os.path.join(folder, "body.md")
+            with open(body_file, "w", encoding="utf-8") as handle:
+                handle.write(body + "\n")
+            values = {
+                "base": base,
+                "branch": branch,
+                "title": task.title,
+                "body_file": body_file,
+                "task": task.id,
+            }
+            out = _run(render(self._create, values), cwd, env)
+        urls = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("http")]
+        if not urls:
+            raise CorralError(f"{self._create[0]} printed no pull request URL: {_tail(out)}")
+        return urls[-1]
+
+    def look(self, url: str, cwd: str) -> Looked:
+        """Where the pull request at `url` stands."""
+        out = _run(render(self._view, {"url": url}), cwd, dict(os.environ))
+        try:
+            data: Any = json.loads(out)
+            state = _STATES[str(data["state"]).upper()]
+        except (ValueError, KeyError, TypeError):
+            raise CorralError(
+                f"{self._view[0]} answered no state for {url}: {_tail(out)}"
+            ) from None
+        merge = data.get("mergeCommit") or {}
+        commit = merge.get("oid") if isinstance(merge, dict) else None
+        if state is PullRequestState.MERGED and not commit:
+            raise CorralError(f"{self._view[0]} says {url} is merged, but not at which commit")
+        return Looked(state=state, merged_commit=commit)
+
+
+def settle(
+    store: Store, policy: WorktreePolicy, *, cwd: str, log: logging.Logger
+) -> SettleReport | None:
+    """One pass over the tasks whose pull request is open (None: `land` is not `pr`)."""
+    if policy.land != "pr":
+        return None
+    prs = PullRequests(policy)
+    tasks = store.list_tasks(TaskFilter(statuses=(TaskStatus.IN_REVIEW, TaskStatus.APPROVED)))
+    found = store.reviews_of([t.id for t in tasks])
+    merged: list[str] = []
+    closed: list[str] = []
+    for task_id, review in found.items():
+        if not review.pr_url or review.pr_state not in (None, PullRequestState.OPEN):
+            continue
+        try:
+            looked = prs.look(review.pr_url, cwd)
+        except StoreError:
+            raise
+        except CorralError as exc:
+            event(log, "task.pr_look_failed", logging.WARNING, task_id=task_id, error=exc.message)
+            continue
+        if looked.state is PullRequestState.OPEN:
+            continue
+        try:
+            reviews.settle_pull_request(
+                store, task_id, pr_url=review.pr_url, merged_commit=looked.merged_commit
+            )
+        except (Refused, InvalidTransition):  # settled meanwhile (another pass, a person)
+            continue
+        (merged if looked.merged_commit else closed).append(task_id)
+        event(log, "task.pr_settled", task_id=task_id, url=review.pr_url, state=looked.state)
+    return SettleReport(merged=tuple(merged), closed=tuple(closed))
+
+
+def _split(key: str, line: str) -> tuple[str, ...]:
+    try:
+        argv = tuple(shlex.split(line))
+    except ValueError:
+        raise InvalidInput(key, "a command line with balanced quotes", line) from None
+    if not argv:
+        raise InvalidInput(key, "a command to run, since worktree.land is pr", line)
+    return argv
+
+
+def _run(argv: list[str], cwd: str, env: dict[str, str]) -> str:
+    """The command's stdout; CorralError with its output's tail when it fails."""
+    try:
+        # S603: the user's own configured command, as an argument list.
+        proc = subprocess.run(  # noqa: S603
+            argv,
+            cwd=cwd,
+            env={**env, "GIT_TERMINAL_PROMPT": "0"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CorralError(f"{argv[0]} failed: {exc}") from None
+    if proc.returncode != 0:
+        raise CorralError(
+            f"{argv[0]} exited with status {proc.returncode}: {_tail(proc.stderr or proc.stdout)}"
+        )
+    return proc.stdout
+
+
+def _tail(text: str) -> str:
+    return text.strip()[-OUTPUT_TAIL_CHARS:] or "(no output)"

@@ -1,0 +1,213 @@
+"""`[worktree] land = pr` against a stand-in `gh` (tests/agents/fakes/gh) that records its
+arguments and answers from a file the test writes: the runner pushes the branch, opens a
+pull request and leaves the task in review with its URL; the reconcile pass settles the
+task when the pull request is merged (done, at the forge's commit) or closed unmerged (in
+review again, for a person)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.conftest import CORRAL
+
+import corral
+from corral.git import pull_requests
+from corral.git.task_worktrees import TaskWorktrees
+from corral.model.events import EventFilter
+from corral.model.reviews import PullRequestState
+from corral.model.states import TaskStatus
+from corral.model.tasks import NewTask
+from corral.settings import Settings
+
+from .conftest import agent_script, commit_file, git
+from .test_remote_base import Host, bare, host
+
+__all__ = ["bare"]  # the fixture, shared with the remote base's tests
+
+FAKES = Path(__file__).parents[1] / "agents" / "fakes"
+POLICY = Settings(worktree_remote="origin", worktree_land="pr").worktree
+LOG = logging.getLogger("test")
+
+
+@pytest.fixture
+def gh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-in `gh` first on PATH; its log and its answers' file in `tmp_path`."""
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("GH_LOG", str(tmp_path / "gh.log"))
+    monkeypatch.setenv("GH_STATE", str(tmp_path / "gh-state.json"))
+    return tmp_path
+
+
+def calls(gh: Path) -> list[dict]:
+    """What the stand-in `gh` was asked, in order."""
+    log = gh / "gh.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def answer(gh: Path, url: str, state: str, commit: str | None = None) -> None:
+    """Make the stand-in's `gh pr view URL` answer `state` (and the merge commit)."""
+    path = gh / "gh-state.json"
+    states = json.loads(path.read_text()) if path.exists() else {}
+    states[url] = {"mergeCommit": None if commit is None else {"oid": commit}, "state": state}
+    path.write_text(json.dumps(states))
+
+
+def run_to_pr(store, settings, on: Host, title: str = "edit"):
+    """A task run on host `on` whose agent commits a file: the runner lands it (opens the
+    pull request); the task and its branch."""
+    task = corral.enqueue(
+        store, NewTask(title=title, description="Make a file."), settings=settings
+    )
+    worker = corral.register(
+        store, corral.NewWorker(name=on.name, hostname=on.name, pid=None), settings=settings
+    ).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    runner = TaskWorktrees(
+        store, on.trees, worker_name=on.name, base_ref="main", policy=POLICY, log=LOG
+    )
+    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
+    commit_file(entered.path, f"{task.id}.txt", "work\n")
+    error = runner.land(store.get_task(task.id), claim.token, runner.final_commit(task.id))
+    assert None is error
+    runner.leave(task.id)
+    return store.get_task(task.id), entered.branch
+
+
+def test_a_pull_request_is_opened_for_the_pushed_branch_and_the_task_waits_in_review(
+    store, settings, bare, tmp_path, gh
+):
+    """gh is asked once, with whole arguments (the title one argument), after the branch is
+    on the remote; the task is in review with the URL; the worktree stays."""
+    b = host(tmp_path, bare, "b")
+    task, branch = run_to_pr(store, settings, b, title="fix the $HOME; rm -rf / thing")
+    review = store.get_review(task.id)
+    assert TaskStatus.IN_REVIEW == task.status
+    url = "https://github.example/acme/repo/pull/1"
+    assert (url, None) == (review.pr_url, review.pr_state)
+    [made] = calls(gh)
+    body_file = made["args"][-1]
+    expected = ["pr", "create", "--base", "main", "--head", branch]
+    expected += ["--title", "fix the $HOME; rm -rf / thing", "--body-file", body_file]
+    assert expected == made["args"]
+    assert f"Make a file.\n\ncorral task {task.id}\n" == made["body"]
+    assert git(bare, "rev-parse", branch) == git(b.clone, "rev-parse", branch)
+
+
+def test_a_merged_pull_request_makes_the_task_done_at_the_forges_commit(
+    store, settings, bare, tmp_path, gh
+):
+    """While open, a pass changes nothing; once merged (the forge's merge made on the remote),
+    the task is done with that commit, its event recorded, and no later pass asks again."""
+    b = host(tmp_path, bare, "b")
+    task, branch = run_to_pr(store, settings, b)
+    url = store.get_review(task.id).pr_url
+    assert ((), ()) == _settled(store)
+    assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
+    forge = tmp_path / "forge"
+    git(tmp_path, "clone", "--quiet", str(bare), str(forge))
+    git(forge, "merge", "--quiet", "--no-ff", "-m", "Merge pull request #1", f"origin/{branch}")
+    git(forge, "push", "--quiet", "origin", "main")
+    merged = git(forge, "rev-parse", "HEAD")
+    answer(gh, url, "MERGED", merged)
+    assert ((task.id,), ()) == _settled(store)
+    review = store.get_review(task.id)
+    assert TaskStatus.DONE == store.get_task(task.id).status
+    assert (merged, PullRequestState.MERGED) == (review.merged_commit, review.pr_state)
+    events = [e.name for e in store.list_events(EventFilter(task_id=task.id))]
+    assert "task.pr_merged" in events
+    views = len(calls(gh))
+    assert ((), ()) == _settled(store)
+    assert views == len(calls(gh))
+
+
+def test_a_pull_request_closed_unmerged_returns_the_task_to_review(
+    store, settings, bare, tmp_path, gh
+):
+    """Closed on the forge: the task stays in review in corral (a person approves, merges or
+    asks for changes there), the pull request recorded closed, and no pass asks again."""
+    b = host(tmp_path, bare, "b")
+    task, _ = run_to_pr(store, settings, b)
+    url = store.get_review(task.id).pr_url
+    answer(gh, url, "CLOSED")
+    assert ((), (task.id,)) == _settled(store)
+    review = store.get_review(task.id)
+    assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
+    assert (url, PullRequestState.CLOSED, None) == (
+        review.pr_url,
+        review.pr_state,
+        review.merged_commit,
+    )
+    closed = [
+        e for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "task.pr_closed"
+    ]
+    assert [f"pull request {url} closed unmerged"] == [e.reason for e in closed]
+    views = len(calls(gh))
+    assert ((), ()) == _settled(store)
+    assert views == len(calls(gh))
+
+
+def test_a_pr_command_that_prints_no_url_fails_the_run(store, settings, bare, tmp_path, gh):
+    """`pr_command` exits 0 without a URL: the run fails, saying so; nothing is submitted."""
+    b = host(tmp_path, bare, "b")
+    policy = Settings(worktree_remote="origin", worktree_land="pr", worktree_pr_command="true")
+    task = corral.enqueue(store, NewTask(title="edit"), settings=settings)
+    worker = corral.register(store, corral.NewWorker(name="b", pid=None), settings=settings).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    runner = TaskWorktrees(
+        store, b.trees, worker_name="b", base_ref="main", policy=policy.worktree, log=LOG
+    )
+    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
+    commit_file(entered.path, "x.txt", "x\n")
+    error = runner.land(store.get_task(task.id), claim.token, runner.final_commit(task.id))
+    assert "pull request: true printed no pull request URL: (no output)" == error
+    assert TaskStatus.RUNNING == store.get_task(task.id).status
+
+
+def _settled(store) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    report = pull_requests.settle(store, POLICY, cwd=os.getcwd(), log=LOG)
+    assert report is not None
+    return report.merged, report.closed
+
+
+AGENT = """#!/bin/sh
+echo "$CORRAL_TASK_ID" > "$CORRAL_TASK_ID.txt"
+git add -A && git commit --quiet -m "work on $CORRAL_TASK_ID"
+"""
+
+
+def test_a_runner_opens_the_pull_request_and_reconcile_finishes_the_task(bare, tmp_path, gh):
+    """`corral worker start --worktree` with land = pr: the run ends with its task in review
+    and its pull request's URL; `corral reconcile` after the merge: done, prs_merged 1."""
+    b = host(tmp_path, bare, "b")
+    script, _ = agent_script(tmp_path, AGENT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    env |= {
+        "CORRAL_DB": str(tmp_path / "corral.db"),
+        "CORRAL_WORKTREE_REMOTE": "origin",
+        "CORRAL_WORKTREE_LAND": "pr",
+    }
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CORRAL, *args], env=env, cwd=b.clone, capture_output=True, text=True, check=False
+        )
+
+    task = cli("add", "make a file").stdout.strip()
+    ran = cli("worker", "start", "--name", "b", "--exec", script, "--once", "--worktree")
+    assert 0 == ran.returncode, ran.stderr
+    shown = json.loads(cli("review", "show", task, "--json").stdout)
+    url = "https://github.example/acme/repo/pull/1"
+    assert ("in_review", url) == (shown["task"]["status"], shown["review"]["pr_url"])
+    answer(gh, url, "MERGED", git(bare, "rev-parse", "main"))
+    reconciled = cli("reconcile", "--json")
+    assert 0 == reconciled.returncode, reconciled.stderr
+    assert (1, 0) == (
+        json.loads(reconciled.stdout)["prs_merged"],
+        json.loads(reconciled.stdout)["prs_closed"],
+    )
+    assert "done" == json.loads(cli("show", task, "--json").stdout)["status"]
