@@ -2,13 +2,18 @@
 its own worktree, and their work lands on its main while you watch.
 
 The repository is made fresh in `.corral/demo/repo` (a few files on `main`), with `corral
-init` (which keeps `.corral/` out of git). Eighteen tasks are added: eleven that each write
+init` (which keeps `.corral/` out of git). Eighteen tasks are added: ten that each write
 their own file, a flaky one that fails its first attempt, three that require review (the
 demo plays the reviewer: it asks for changes once, then approves and merges), a slow one
 whose worker the demo kills with SIGKILL mid-task (the orchestrator returns the task to the
-queue and restarts the worker), and two that set the same line of `settings.ini` from the
+queue and restarts the worker), two that set the same line of `settings.ini` from the
 same base, so that whichever lands second conflicts, is told so, merges main in and lands
-on its next run.
+on its next run, and one whose agent is unsure and changes nothing: the task waits for a
+person, the demo answers it (`corral answer`), and its next run writes the answer.
+
+The sample agent (examples/agent.sh) behaves as the real agent CLIs do about git: it
+commits only when its prompt asks it to (half the tasks say `Commit: yes`), so corral
+commits what the others leave (`[worktree] commit = auto`) before landing it.
 
     corral orchestrator start --workers 3 --agent generic --exec examples/agent.sh --worktree
 
@@ -86,7 +91,7 @@ def describe(**fields: str | int) -> str:
 
 
 def enqueue(store: corral.Store, settings: corral.Settings) -> dict[str, str]:
-    """The eighteen tasks; their ids by role (conflict, flaky, slow, review)."""
+    """The eighteen tasks; their ids by role (conflict, flaky, slow, review, unsure)."""
 
     def add(title: str, desc: str, **fields: object) -> str:
         spec = corral.NewTask(title=title, description=desc, **fields)  # type: ignore[arg-type]
@@ -118,11 +123,16 @@ def enqueue(store: corral.Store, settings: corral.Settings) -> dict[str, str]:
         roles[f"review-{n}"] = add(
             title, describe(File=file, Line=f"{title}: written by an agent."), requires_review=True
         )
-    for topic in (*NOTES, "deploy", "security"):
+    for topic in (*NOTES, "deploy"):
+        asked = {"Commit": "yes"} if len(topic) % 2 else {}  # some prompts ask for a commit
         add(
             f"Write notes on {topic}",
-            describe(File=f"notes/{topic}.md", Line=f"# {topic.title()}"),
+            describe(File=f"notes/{topic}.md", Line=f"# {topic.title()}", **asked),
         )
+    roles["unsure"] = add(
+        "Proofread the README",
+        describe(File="README.md", Line="(proofread)", Unsure="yes"),
+    )
     return roles
 
 
@@ -151,9 +161,13 @@ class Reviewer:
         self.killed = False
 
     def step(self) -> None:
-        """One look at the store: review what waits, kill the slow task's worker once."""
-        waiting = corral.TaskFilter(statuses=(corral.TaskStatus.IN_REVIEW,))
-        for task in self.store.list_tasks(waiting):
+        """One look at the store: answer what waits for a person, review what waits for
+        review, kill the slow task's worker once."""
+        asking = corral.TaskFilter(statuses=(corral.TaskStatus.WAITING,))
+        for task in self.store.list_tasks(asking):
+            cli("answer", task.id, "The README reads well; say so in one line at its end.")
+        in_review = corral.TaskFilter(statuses=(corral.TaskStatus.IN_REVIEW,))
+        for task in self.store.list_tasks(in_review):
             if task.id == self.roles["review-0"] and task.id not in self.asked:
                 self.asked.add(task.id)
                 cli("request-changes", task.id, "--note", "please add a test")
@@ -259,7 +273,18 @@ def told(store: corral.Store, roles: dict[str, str], reviewer: Reviewer) -> dict
         and "task.crashed" in events("slow"),
         "a review asked for changes, then was approved and merged": "task.changes_requested"
         in events("review-0"),
+        "a run changed nothing, waited for a person, was answered and landed": {
+            "task.waiting",
+            "task.answered",
+        }
+        <= events("unsure"),
+        "corral committed what the agents left, and landed it": corral_committed(),
     }
+
+
+def corral_committed() -> bool:
+    """Whether main holds commits corral made for its agents (its default author)."""
+    return bool(git("log", "--format=%an", "--author=corral <corral@localhost>", "main"))
 
 
 def _json(text: str) -> list[dict[str, str]]:

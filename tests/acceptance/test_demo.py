@@ -17,7 +17,8 @@ DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.py"
 @pytest.mark.timeout(300)  # ~12 s alone; several times that on a loaded machine
 def test_the_demo_lands_all_eighteen_tasks_and_tells_its_whole_story(tmp_path: Path) -> None:
     """A pool of three sample agents in worktrees: all done, every branch landed, main
-    clean, and the conflict, the flaky retry, the killed worker and the review all seen."""
+    clean, and the conflict, the flaky retry, the killed worker, the review, the task that
+    waited for a person's answer and corral's commits of what agents left all seen."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     with subprocess.Popen(
         [sys.executable, str(DEMO)],
@@ -42,4 +43,9 @@ def test_the_demo_lands_all_eighteen_tasks_and_tells_its_whole_story(tmp_path: P
         for line in summary
     )
     assert [] == [line for line in summary if line.startswith("  NO ")]
+    told = {line[7:] for line in summary if line.startswith("  yes  ")}
+    assert {
+        "a run changed nothing, waited for a person, was answered and landed",
+        "corral committed what the agents left, and landed it",
+    } <= told
     assert "Traceback" not in done.stdout + done.stderr

@@ -76,3 +76,22 @@ def test_a_hook_that_refuses_fails_with_the_tail_of_its_output(repo):
         commit_left(Git(str(repo)), message="m", author=AUTHOR)
     assert "lint: trailing whitespace in new.txt" in failed.value.message
     assert head == git(repo, "rev-parse", "HEAD")
+
+
+def test_a_merge_resolved_but_not_committed_is_committed_as_a_merge(repo):
+    """An agent that merged the base in, settled the conflict on its own side and left it:
+    the merge is committed with both parents, though the files equal the branch's."""
+    git(repo, "checkout", "-q", "-b", "task")
+    (repo / "shared.txt").write_text("task's line\n")
+    git(repo, "commit", "-qam", "task")
+    git(repo, "checkout", "-q", "-")
+    (repo / "shared.txt").write_text("base's line\n")
+    git(repo, "commit", "-qam", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "task")
+    assert 0 != Git(str(repo)).run("merge", "--no-edit", base).code  # a conflict
+    git(repo, "checkout", "--ours", "--", "shared.txt")
+    made = commit_left(Git(str(repo)), message=message_of("Merge", "t-1", "r-1"), author=AUTHOR)
+    assert made is not None
+    parents = git(repo, "log", "-1", "--format=%P", made).split()
+    assert (2, base) == (len(parents), parents[1])

@@ -7,7 +7,9 @@ verified, landed or reviewed, so a run's work is always a commit. Never committe
 own files, anything under a `.corral/` folder (its store, run output, worktrees) and the
 files it wrote for the run (a prompt file) when they lie inside the worktree. The commit
 runs the repository's hooks as any commit does: one that refuses fails the run, with the
-tail of git's output.
+tail of git's output. A merge the agent resolved but did not commit (`git merge BASE`
+after a land conflict, the files settled) is committed as the merge it is, even when the
+resolution leaves the branch's files as they were: else the branch would conflict again.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def commit_left(
     staged = git.run("add", "--all", "--", ".", *excluded)
     if staged.code != 0:
         raise CommitFailed(_failure("git add", staged.err or staged.out))
-    if git.ok("diff", "--cached", "--quiet"):
+    merging = git.ok("rev-parse", "--quiet", "--verify", "MERGE_HEAD")
+    if not merging and git.ok("diff", "--cached", "--quiet"):
         return None
     done = git.run("commit", "--quiet", "--no-edit", "-m", message, env=author_env(author))
     if done.code != 0:
