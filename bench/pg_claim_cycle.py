@@ -70,6 +70,10 @@ def drain_corral(start: Any, url: str, worker_id: str) -> tuple[float, float, in
     return began, ended, cycles
 
 
+# The report actions whose allowed states the exchange's function takes (functions.sql).
+REPORT_ACTIONS = ("complete", "fail", "defer", "release", "wait")
+
+
 class RawCycle:
     """The store's SQL for one claim_next + complete on a bare connection, sent as the
     driver sends it (`Driver.call`): each call of the exchange's function a transaction of
@@ -95,16 +99,19 @@ class RawCycle:
             "run_ids": [],
             "claiming": sorted(CLAIMING),
             "return_tasks": not limit,
-            **{a: sorted(ALLOWED_FROM[a]) for a in ("complete", "fail", "defer", "release")},
+            **{a: sorted(ALLOWED_FROM[a]) for a in REPORT_ACTIONS},
             "unblock": sorted(ALLOWED_FROM["unblock"]),
         }
         return self.cur.execute(self.write["exchange_on_server"], params).fetchall()
 
     def claim(self) -> tuple[str, int] | None:
         """claim_next: (task id, token) of the held row, or None."""
-        for row in self.call([], 1):
-            if row[0] == "held":  # columns: corral_exchange's RETURNS TABLE (functions.sql)
-                return row[10], row[36]
+        rows = self.call([], 1)
+        # Columns by name: corral_exchange's RETURNS TABLE (functions.sql) grows.
+        names = [column.name for column in self.cur.description or ()]
+        for row in rows:
+            if row[0] == "held":
+                return row[names.index("id")], row[names.index("token")]
         return None
 
     def complete(self, task_id: str, token: int) -> None:

@@ -247,9 +247,11 @@ def test_logs_follow_of_a_finished_run_prints_it_and_exits(cli, scene: Scene) ->
 
 
 def _task(cli, task_id: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """The task as `show` prints it, without what it adds: totals over its runs, children."""
+    """The task as `show` prints it, without what it adds: totals over its runs, children,
+    where its work is."""
     shown: dict[str, Any] = json.loads(cli("show", task_id, "--json").out)
     shown.pop("totals")
+    assert None is shown.pop("work")
     assert [] == shown.pop("children")
     return shown
 

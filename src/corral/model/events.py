@@ -93,6 +93,8 @@ EVENT_NAMES = (
     "task.merge_conflict",
     "task.landed",
     "task.land_conflict",
+    "task.pr_merged",
+    "task.pr_closed",
     "task.outcome",
     "task.branch_cleaned_up",
     "review.stale",
