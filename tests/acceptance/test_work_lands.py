@@ -265,3 +265,29 @@ def test_a_usage_limit_mid_edit_parks_and_the_edit_survives_upkeep_to_land(tmp_p
         ]
     finally:
         pool.close()
+
+
+def test_aider_in_a_worktree_on_a_server_store_finds_its_prompt_file(tmp_path: Path, pg_url):
+    """On a store that is no file (PostgreSQL here, HTTP alike) the runs folder is `.corral`
+    in the runner's folder: the prompt file handed to aider, which runs in the worktree,
+    is named by an absolute path, so aider reads it and the task lands."""
+    init_repo(tmp_path)
+    project = Project(tmp_path)
+    env = project.env | {"CORRAL_DB": pg_url}
+    add = [CORRAL, "add", "Rename the flag", "--db", pg_url]
+    subprocess.run([CORRAL, "init", "--db", pg_url], env=env, check=True, capture_output=True)
+    task = subprocess.run(add, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    ran = subprocess.run(
+        [CORRAL, "worker", "start", "--name", "w", "--agent", "aider", "--once", "--worktree"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 0 == ran.returncode, ran.stderr
+    [call] = project.calls()
+    prompt_file = call["argv"][call["argv"].index("--message-file") + 1]
+    assert os.path.isabs(prompt_file)
+    assert git(tmp_path, "show", f"main:fake-edit-{task}.txt").startswith("aider ")
