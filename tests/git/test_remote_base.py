@@ -17,7 +17,7 @@ from corral.git.merging import GitBranches
 from corral.git.task_worktrees import Entered, TaskWorktrees
 from corral.git.worktrees import Worktrees
 from corral.landings import Where
-from corral.model.reviews import MergeStrategy
+from corral.model.reviews import MergeStrategy, WorkOutcome
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.settings import Settings
@@ -196,6 +196,20 @@ def test_a_real_conflict_goes_back_to_the_task_and_main_keeps_the_first(
     assert ("shared.txt",) == review.conflict_files
     assert review.changes_note == landings.conflict_note("origin/main", ("shared.txt",))
     assert store.get_review(t1.id).merged_commit == git(bare, "rev-parse", "main")
+
+
+def test_a_conflicting_branch_is_kept_and_on_the_remote_for_any_host(store, settings, bare, a, b):
+    """The land that conflicts notes the task's work kept (a land that needs a person) and
+    pushes its branch to the remote, so the other host sees it and no edit is only on the
+    host that ran it."""
+    t1, k1, r1, e1 = start(store, settings, a, title="one")
+    t2, k2, r2, e2 = start(store, settings, b, title="two")
+    work(e1, "shared.txt", "one\nmine\nthree\n")
+    work(e2, "shared.txt", "one\ntheirs\nthree\n")
+    assert None is finish(store, t1, k1, r1)
+    assert "land conflict with main in shared.txt" == finish(store, t2, k2, r2)
+    assert WorkOutcome.KEPT == store.get_review(t2.id).outcome
+    assert git(b.clone, "rev-parse", e2.branch) == git(bare, "rev-parse", e2.branch)
 
 
 def test_a_review_run_on_one_host_is_shown_approved_and_merged_on_the_other(
