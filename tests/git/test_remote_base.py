@@ -5,6 +5,8 @@ land there, never forced, and either host shows, approves and merges the other's
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,3 +330,42 @@ def test_a_remote_whose_fetch_refspec_maps_nothing_still_tracks_the_pushed_base(
     assert None is finish(store, task, token, runner)
     assert git(bare, "rev-parse", "main") == git(b.clone, "rev-parse", "refs/remotes/origin/main")
     assert "" == git(b.clone, "branch", "--list", entered.branch)
+
+
+RACER = """
+import sys
+from corral.errors import Refused
+from corral.git.worktrees import Worktrees
+from corral.settings import Settings
+
+role, clone, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+remote = Worktrees.open(clone, Settings(worktree_remote="origin").worktree).remote
+refused = []
+for n in range(rounds):
+    try:
+        if role == "push":
+            tip = remote.fetch("main")
+            tree = remote.git.out("rev-parse", tip + "^{tree}")
+            remote.push_base(remote.git.out("commit-tree", tree, "-p", tip, "-m", str(n)), "main")
+        else:
+            remote.fetch("main")
+    except Refused as exc:
+        refused.append(exc.message)
+print(len(refused), refused[:1])
+"""
+
+
+def test_a_fetch_beside_a_push_on_one_host_is_never_refused(bare, a):
+    """Runners of one host land (push, which moves `origin/main` here) while others fetch
+    the base: git's compare-and-set on the remote-tracking ref never fails a fetch."""
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, role, str(a.clone), "40"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role in ("push", "fetch", "fetch", "fetch")
+    ]
+    said = [racer.communicate(timeout=120) for racer in racers]
+    assert [("0 []\n", "")] * 4 == said
