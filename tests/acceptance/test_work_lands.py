@@ -141,7 +141,7 @@ def test_a_refused_claude_run_waits_and_once_allowed_lands_from_its_worktree(pro
     in the same path, edits, corral commits and it lands at the SHA branches reports."""
     task = project.add("Write the docs")
     refused = project.work("claude", "--agent-arg", "--permission-mode", "--agent-arg", "default")
-    assert "outcome=waiting" in refused.stderr, refused.stderr
+    assert (1, True) == (refused.returncode, "outcome=waiting" in refused.stderr)
     shown = project.json("show", task)
     assert ("waiting", "refused: Write") == (shown["status"], shown["wait_reason"])
     [first] = project.calls()
