@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import CORRAL
-from tests.runtime.conftest import Pool
+from tests.runtime.conftest import Pool, wait_until
 
 FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
 GIT_ENV = {
@@ -291,3 +291,39 @@ def test_aider_in_a_worktree_on_a_server_store_finds_its_prompt_file(tmp_path: P
     prompt_file = call["argv"][call["argv"].index("--message-file") + 1]
     assert os.path.isabs(prompt_file)
     assert git(tmp_path, "show", f"main:fake-edit-{task}.txt").startswith("aider ")
+
+
+def test_a_runner_killed_mid_task_is_resumed_in_its_worktree_by_its_restart(project: Project):
+    """SIGKILL of the runner while its claude works: the same runner started again (same
+    name, same host) takes the task back at once, resumes the session in the same
+    worktree, and the killed run's edit (its agent finished it) lands with the new one."""
+    task = project.add("Long one", "FAKE:sleep=2")
+    runner = subprocess.Popen(
+        [CORRAL, "worker", "start", "--name", "w", "--agent", "claude", "--once", "--worktree"],
+        cwd=project.folder,
+        env=project.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # Once the runner has read the session from the agent's stream (resumable).
+        wait_until(lambda: any(r["session_id"] for r in project.json("runs", "--task", task)), 30)
+        runner.kill()
+    finally:
+        runner.wait(timeout=30)
+    [first] = project.calls()
+    edit = Path(first["cwd"], f"fake-edit-{task}.txt")
+    wait_until(edit.exists, 30)  # the orphaned agent finishes its edit
+    ran = project(*("worker", "start", "--name", "w", "--agent", "claude", "--once", "--worktree"))
+    assert 0 == ran.returncode, ran.stderr
+    _, second = project.calls()
+    assert (first["cwd"], first["session_id"], True) == (
+        second["cwd"],
+        second["session_id"],
+        second["resumed"],
+    )
+    assert_landed(project, task)
+    landed = git(project.folder, "show", f"main:fake-edit-{task}.txt").splitlines()
+    assert [first["env"]["CORRAL_RUN_ID"], second["env"]["CORRAL_RUN_ID"]] == [
+        line.split()[1].rstrip(":") for line in landed
+    ]
