@@ -278,10 +278,16 @@ def assert_branches_agree(fleet: Fleet, shown: dict[str, Any]) -> None:
         }
 
     assert seen(on_a) == seen(on_b)
-    for state in on_a:
-        if state["where"] == "landed":
-            assert shown[state["task_id"]]["work"]["merged_commit"] == state["sha"]
-            git(fleet.bare, "merge-base", "--is-ancestor", state["sha"], remote_main)
+    landed = {s["task_id"]: s["sha"] for s in on_a if s["where"] == "landed"}
+    for task, sha in landed.items():
+        assert shown[task]["work"]["merged_commit"] == sha
+        git(fleet.bare, "merge-base", "--is-ancestor", sha, remote_main)
+    events = fleet.corral(
+        fleet.env_a, fleet.host_a, "events", "--type", "task.landed", "--limit", "100", "--json"
+    )
+    assert sorted(landed.items()) == sorted(
+        (e["task_id"], e["data"]["merged_commit"]) for e in events
+    )
 
 
 def assert_no_line_lost(fleet: Fleet, ids: dict[str, Job], shown: dict[str, Any]) -> None:
