@@ -5,6 +5,8 @@ land there, never forced, and either host shows, approves and merges the other's
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from corral.git.merging import GitBranches
 from corral.git.task_worktrees import Entered, TaskWorktrees
 from corral.git.worktrees import Worktrees
 from corral.landings import Where
-from corral.model.reviews import MergeStrategy
+from corral.model.reviews import MergeStrategy, WorkOutcome
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.settings import Settings
@@ -198,6 +200,20 @@ def test_a_real_conflict_goes_back_to_the_task_and_main_keeps_the_first(
     assert store.get_review(t1.id).merged_commit == git(bare, "rev-parse", "main")
 
 
+def test_a_conflicting_branch_is_kept_and_on_the_remote_for_any_host(store, settings, bare, a, b):
+    """The land that conflicts notes the task's work kept (a land that needs a person) and
+    pushes its branch to the remote, so the other host sees it and no edit is only on the
+    host that ran it."""
+    t1, k1, r1, e1 = start(store, settings, a, title="one")
+    t2, k2, r2, e2 = start(store, settings, b, title="two")
+    work(e1, "shared.txt", "one\nmine\nthree\n")
+    work(e2, "shared.txt", "one\ntheirs\nthree\n")
+    assert None is finish(store, t1, k1, r1)
+    assert "land conflict with main in shared.txt" == finish(store, t2, k2, r2)
+    assert WorkOutcome.KEPT == store.get_review(t2.id).outcome
+    assert git(b.clone, "rev-parse", e2.branch) == git(bare, "rev-parse", e2.branch)
+
+
 def test_a_review_run_on_one_host_is_shown_approved_and_merged_on_the_other(
     store, settings, bare, a, b
 ):
@@ -314,3 +330,42 @@ def test_a_remote_whose_fetch_refspec_maps_nothing_still_tracks_the_pushed_base(
     assert None is finish(store, task, token, runner)
     assert git(bare, "rev-parse", "main") == git(b.clone, "rev-parse", "refs/remotes/origin/main")
     assert "" == git(b.clone, "branch", "--list", entered.branch)
+
+
+RACER = """
+import sys
+from corral.errors import Refused
+from corral.git.worktrees import Worktrees
+from corral.settings import Settings
+
+role, clone, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+remote = Worktrees.open(clone, Settings(worktree_remote="origin").worktree).remote
+refused = []
+for n in range(rounds):
+    try:
+        if role == "push":
+            tip = remote.fetch("main")
+            tree = remote.git.out("rev-parse", tip + "^{tree}")
+            remote.push_base(remote.git.out("commit-tree", tree, "-p", tip, "-m", str(n)), "main")
+        else:
+            remote.fetch("main")
+    except Refused as exc:
+        refused.append(exc.message)
+print(len(refused), refused[:1])
+"""
+
+
+def test_a_fetch_beside_a_push_on_one_host_is_never_refused(bare, a):
+    """Runners of one host land (push, which moves `origin/main` here) while others fetch
+    the base: git's compare-and-set on the remote-tracking ref never fails a fetch."""
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, role, str(a.clone), "40"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role in ("push", "fetch", "fetch", "fetch")
+    ]
+    said = [racer.communicate(timeout=120) for racer in racers]
+    assert [("0 []\n", "")] * 4 == said

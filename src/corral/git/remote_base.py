@@ -19,15 +19,22 @@ approved and merged the same from any other.
                             last worked on it
 
 The local branch of the base is never moved: the remote-tracking ref is the base as this
-host knows it. Without a remote (the default) nothing here runs and the local repository is
+host knows it. Every command that writes remote-tracking refs (fetch, push) holds the
+repository's remote-refs lock (git/repo_lock.py): git updates such a ref by compare-and-
+set, so a push by one runner moving `NAME/main` while another runner's fetch of it is under
+way fails that fetch ("cannot lock ref ... is at X but expected Y"), and the land it was
+for would be refused. Without a remote (the default) nothing here runs and the local repository is
 the base of record. Network commands never prompt for credentials (GIT_TERMINAL_PROMPT=0):
 a host whose git cannot reach the remote fails the command rather than hanging a runner.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from corral.errors import InvalidInput, Refused
 from corral.git.repo import Git, GitResult
+from corral.git.repo_lock import RepoLock
 
 _NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0"}
 # What `git push --porcelain` says when the remote refused because its branch moved: since
@@ -40,8 +47,9 @@ _MOVED = ("fetch first", "non-fast-forward", "failed to update ref", "cannot loc
 class RemoteBase:
     """One repository's remote of record, named `name`."""
 
-    def __init__(self, git: Git, name: str) -> None:
+    def __init__(self, git: Git, name: str, refs_lock: Callable[[], RepoLock]) -> None:
         self.git, self.name = git, name
+        self._refs_lock = refs_lock  # held by each command that writes remote-tracking refs
         self._push_tracks: bool | None = None
 
     def _track(self, branch: str, commit: str) -> None:
@@ -71,7 +79,8 @@ class RemoteBase:
     def fetch(self, branch: str) -> str | None:
         """The remote's tip of `branch`, fetched; None when the remote has no such branch."""
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"
-        got = self.git.run("fetch", "--quiet", "--no-tags", self.name, spec, env=_NO_PROMPT)
+        with self._refs_lock().held():
+            got = self.git.run("fetch", "--quiet", "--no-tags", self.name, spec, env=_NO_PROMPT)
         if got.code == 0:
             return self.git.commit_of(self.tracking(branch))
         if "couldn't find remote ref" in got.err:
@@ -83,9 +92,10 @@ class RemoteBase:
         """Every branch of the remote into its remote-tracking ref, and the tracking refs of
         branches the remote no longer has dropped (`--prune`), in one round trip."""
         spec = f"+refs/heads/*:refs/remotes/{self.name}/*"
-        got = self.git.run(
-            "fetch", "--quiet", "--prune", "--no-tags", self.name, spec, env=_NO_PROMPT
-        )
+        with self._refs_lock().held():
+            got = self.git.run(
+                "fetch", "--quiet", "--prune", "--no-tags", self.name, spec, env=_NO_PROMPT
+            )
         if got.code != 0:
             raise Refused(f"cannot fetch from remote {self.name}: {_last_line(got)}")
 
@@ -149,7 +159,8 @@ class RemoteBase:
             self.git.out("update-ref", ref, theirs, ours)
 
     def _push(self, spec: str) -> GitResult:
-        return self.git.run("push", "--porcelain", "--quiet", self.name, spec, env=_NO_PROMPT)
+        with self._refs_lock().held():
+            return self.git.run("push", "--porcelain", "--quiet", self.name, spec, env=_NO_PROMPT)
 
 
 def _last_line(result: GitResult) -> str:

@@ -6,7 +6,8 @@
                   ─► land = merge    ─► under the merge lock: merged onto the base and
                                         recorded (the branch then goes with the worktree),
                                         or a conflict: the files and a note for the next run
-                                        recorded, and the run fails
+                                        recorded, the branch noted kept (and pushed to a
+                                        remote of record), and the run fails
                   ─► land = command  ─► the user's command, in the worktree, told the branch,
                                         base and task; a non-zero exit fails the run
                   ─► land = pr       ─► the branch pushed to the remote, a pull request
@@ -170,9 +171,13 @@ class TaskLanding:
                 )
                 self._publish(task, entered)
                 return AfterSuccess(outcome=WorkOutcome.KEPT)
-        if landed.conflicts:
+        if landed.conflicts:  # the run fails; its branch is work that needs merging: kept
             files = ", ".join(landed.conflicts)
-            return AfterSuccess(error=f"land conflict with {entered.base_ref} in {files}")
+            self._publish(task, entered)
+            return AfterSuccess(
+                outcome=WorkOutcome.KEPT,
+                error=f"land conflict with {entered.base_ref} in {files}",
+            )
         event(
             self._log,
             "task.landed",

@@ -33,6 +33,7 @@ from corral.policies import WorktreePolicy
 
 BACKUP_PREFIX = "refs/corral/backup/"
 WORKTREE_LOCK = "corral-worktrees.lock"
+REMOTE_REFS_LOCK = "corral-remote-refs.lock"  # git/remote_base.py says why
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "corral",
     "GIT_AUTHOR_EMAIL": "corral@localhost",
@@ -97,7 +98,11 @@ class Worktrees:
         self.config = config
         self.base_dir = os.path.join(self.root, config.base_dir)
         self._common_dir: str | None = None
-        self.remote = RemoteBase(self.git, config.remote) if config.remote else None
+        self.remote = (
+            RemoteBase(self.git, config.remote, lambda: self.lock(REMOTE_REFS_LOCK))
+            if config.remote
+            else None
+        )
 
     @classmethod
     def open(cls, path: str, policy: WorktreePolicy) -> Worktrees:

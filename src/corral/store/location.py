@@ -41,9 +41,15 @@ def config_path(db: str) -> str:
 
 
 def state_dir(db: str) -> str:
-    """The folder of a SQLite file (`.corral/`), else `.corral`: runs, logs, temp dirs, pid file."""
+    """The folder of a SQLite file (`.corral/`), else `.corral` in the folder the command runs
+    in: runs, logs, temp dirs, pid file. Always absolute: its paths are handed to agents
+    that run elsewhere (a worktree) and recorded for commands run from other folders."""
     path = db.removeprefix("sqlite:///")
-    return os.path.dirname(os.path.abspath(path)) if "://" not in path else DEFAULT_DIR
+    return (
+        os.path.dirname(os.path.abspath(path))
+        if "://" not in path
+        else os.path.abspath(DEFAULT_DIR)
+    )
 
 
 def runs_dir(db: str) -> str:

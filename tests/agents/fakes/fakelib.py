@@ -6,7 +6,9 @@ the environment:
 
 - no directive: success, with usage and cost;
 - `FAKE:limit`: while the file named by FAKE_LIMIT_UNTIL holds an epoch second still
-  ahead, the tool's usage-limit failure, with that reset time; once it has passed, success;
+  ahead, the tool's usage-limit failure, with that reset time (claude makes its edit first,
+  uncommitted, as a session that reaches its limit mid-task leaves it); once it has
+  passed, success;
 - `FAKE:crash`: a few lines, then SIGKILL to itself mid-stream;
 - `FAKE:nousage`: success whose stream reports no usage at all;
 - `FAKE:question`: (claude) a question for a person, then a sleep until killed
