@@ -250,6 +250,14 @@ SPEC: dict[str, Spec] = {
         "text",
         "with land = pr: the reconciler's look at a pull request, as `gh pr view --json` answers",
     ),
+    "worktree_pr_reopen_command": Spec(
+        "worktree.pr_reopen_command",
+        "gh pr reopen {url}",
+        None,
+        "text",
+        "with land = pr: reopens a task's pull request closed unmerged when the task runs "
+        "again (empty: a new one is opened)",
+    ),
     "worktree_verify": Spec(
         "worktree.verify",
         "",
@@ -463,6 +471,7 @@ class Settings:
     worktree_land_command: str = str(_default("worktree_land_command"))
     worktree_pr_command: str = str(_default("worktree_pr_command"))
     worktree_pr_view_command: str = str(_default("worktree_pr_view_command"))
+    worktree_pr_reopen_command: str = str(_default("worktree_pr_reopen_command"))
     worktree_verify: str = str(_default("worktree_verify"))
     worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     worktree_commit: str = str(_default("worktree_commit"))
@@ -594,6 +603,7 @@ class Settings:
             land_command=self.worktree_land_command,
             pr_command=self.worktree_pr_command,
             pr_view_command=self.worktree_pr_view_command,
+            pr_reopen_command=self.worktree_pr_reopen_command,
             merge_approved=self.worktree_merge_approved,
             verify=self.worktree_verify,
             verify_timeout_s=self.worktree_verify_timeout_s,

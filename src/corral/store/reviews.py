@@ -165,6 +165,7 @@ class ReviewOps:
                     "merged_commit": merged_commit,
                     "pr_state": PullRequestState.MERGED,
                     "conflict_files": None,
+                    "outcome": "landed",
                 }
                 self._step(tx, step, changes, actor=actor, data=data)
                 journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
