@@ -328,8 +328,15 @@ SPEC: dict[str, Spec] = {
         "",
         None,
         "text",
-        "run on task.failed, task.waiting, run.waiting, review requested, provider.parked "
-        "(event on stdin)",
+        "run on task.failed, task.waiting, run.waiting, review requested, task.pr_closed, "
+        "provider.parked (event on stdin)",
+    ),
+    "notify_url": Spec(
+        "notify.url",
+        "",
+        None,
+        "text",
+        "each notice POSTed there as JSON (an http(s) URL, credentials never shown)",
     ),
     "review_require_rebase": Spec(
         "worktree.require_rebase",
@@ -384,6 +391,20 @@ _CHOICES = {
 FLAGS = "command line"  # the source of values given as flags, as `config show` would say
 # `Name <email>`, as git's --author takes it (the name not empty, nothing after the `>`).
 AUTHOR = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>")
+# `[notify] url`: http(s), a host (userinfo allowed before it), then a path or nothing.
+WEBHOOK = re.compile(r"(https?://)(?:[^\s/?#@]*@)?([^\s/?#@]+)([/?#]\S*)?")
+
+
+def shown_url(url: str) -> str:
+    """A webhook URL as it may be shown or logged: scheme and host, `/***` for the rest.
+    A webhook's secret is as often in its path (`/services/T/B/XXXX`) or query as in its
+    userinfo, so none of them is shown."""
+    found = WEBHOOK.fullmatch(url)
+    if found is None:
+        return "***" if url else ""
+    return f"{found[1]}{found[2]}" + ("/***" if found[3] and found[3] != "/" else "")
+
+
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -481,6 +502,7 @@ class Settings:
     agents_park_s: float = float(_default("agents_park_s"))
     agents_park_min_s: float = float(_default("agents_park_min_s"))
     notify_command: str = str(_default("notify_command"))
+    notify_url: str = str(_default("notify_url"))
     status_file: str = str(_default("status_file"))
     status_interval_s: float = float(_default("status_interval_s"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
@@ -506,6 +528,8 @@ class Settings:
             raise InvalidInput(
                 "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
             )
+        if self.notify_url and not WEBHOOK.fullmatch(self.notify_url):
+            raise InvalidInput("notify_url", "an http:// or https:// URL with a host")
         if not AUTHOR.fullmatch(self.worktree_author):
             raise InvalidInput("worktree_author", "Name <email>", self.worktree_author)
         if "{task}" not in self.worktree_branch_template:
@@ -618,10 +642,13 @@ class Settings:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every setting as `config show --json` lists it (docs/cli.md): its `section.key`,
-        variable, value, unit and source; then each queue limit that is set."""
+        variable, value, unit and source; then each queue limit that is set. `notify.url`
+        shows its scheme and host only (its secret may be anywhere in it)."""
         rows: list[dict[str, Any]] = []
         for name, spec in SPEC.items():
             value = getattr(self, name)
+            if name == "notify_url":
+                value = shown_url(value)
             rows.append(
                 {
                     "key": spec.key,
@@ -690,7 +717,8 @@ class Settings:
             return replace(self, **changes, origins={**self.origins, **origins})
         except InvalidInput as exc:
             label = (labels or {}).get(exc.field, exc.field)
-            raise InvalidInput(_at(source, label), exc.expected, changes.get(exc.field)) from None
+            # The value as the check quoted it: never a secret it chose not to show.
+            raise InvalidInput(_at(source, label), exc.expected, exc.got) from None
 
 
 def _check_bounds(name: str, spec: Spec, value: Any) -> None:
