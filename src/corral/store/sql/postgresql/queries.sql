@@ -1006,10 +1006,12 @@ RETURNING name, parked_until;
 -- name: usage_by
 -- Runs started since :since (NULL: all), of task :task_id (NULL: any), grouped by :by:
 -- how many, how many reported usage, the sums of the usage they reported (a key nobody
--- reported sums to NULL, never 0), wall time and attempts. Largest cost first.
+-- reported sums to NULL, never 0), wall time and attempts; 'total': one group of every
+-- run. Largest cost first.
 SELECT CASE :by::text WHEN 'task' THEN r.task_id WHEN 'queue' THEN t.queue WHEN 'kind' THEN t.kind
                  WHEN 'agent' THEN coalesce(r.agent, '-')
                  WHEN 'provider' THEN coalesce(w.provider, '-')
+                 WHEN 'total' THEN 'total'
                  ELSE to_char(r.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') END AS key,
        count(*) AS runs,
        count(r.usage) AS with_usage,
