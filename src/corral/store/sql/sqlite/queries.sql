@@ -669,19 +669,21 @@ SELECT * FROM task_view WHERE branch IS NOT NULL ORDER BY seq;
 SELECT * FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
 
 -- name: save_review
+-- outcome_at: now when :stamp (the outcome was recorded now), else as it was.
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
                      approve_note, changes_note, conflict_files, merged_commit, outcome,
-                     backup_refs, branch_deleted, pr_state)
+                     backup_refs, branch_deleted, pr_state, outcome_at)
 VALUES (:task_id, :base_ref, :worktree_path, :note, :pr_url, :approved_commit,
         :approve_note, :changes_note, :conflict_files, :merged_commit, :outcome,
-        :backup_refs, :branch_deleted, :pr_state)
+        :backup_refs, :branch_deleted, :pr_state, CASE WHEN :stamp THEN :now END)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
     approve_note = excluded.approve_note, changes_note = excluded.changes_note,
     conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
     outcome = excluded.outcome, backup_refs = excluded.backup_refs,
-    branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state;
+    branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state,
+    outcome_at = coalesce(excluded.outcome_at, reviews.outcome_at);
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.
@@ -1550,3 +1552,30 @@ SELECT namespace, NULL AS status,
        sum(status IN ('starting', 'idle', 'busy', 'draining', 'stale')) AS n
 FROM workers GROUP BY namespace
 ORDER BY namespace, status;
+
+-- Where tasks' work ended (`corral status`, `status --watch`): each read walks
+-- reviews_by_outcome for a few rows, so it costs the same whatever the store's history.
+
+-- name: work_counts_since
+-- How many tasks' work reached each outcome at :since or later.
+SELECT r.outcome, count(*) AS n
+FROM reviews r JOIN tasks t ON t.id = r.task_id
+WHERE r.outcome IN ('landed', 'in_review', 'kept', 'no_change', 'refused')
+  AND r.outcome_at >= :since AND t.namespace = :namespace
+GROUP BY r.outcome;
+
+-- name: newest_landed
+-- The tasks whose work landed most recently, newest first, with the commit it landed at.
+SELECT t.id, t.title, r.merged_commit, r.pr_url, r.outcome_at
+FROM reviews r JOIN tasks t ON t.id = r.task_id
+WHERE r.outcome = 'landed' AND t.namespace = :namespace
+ORDER BY r.outcome_at DESC
+LIMIT :limit;
+
+-- name: oldest_kept
+-- The done tasks whose branch is kept for a person (`corral land ID`), oldest first.
+SELECT t.id, t.title, t.branch, r.pr_url, r.outcome_at
+FROM reviews r JOIN tasks t ON t.id = r.task_id
+WHERE r.outcome = 'kept' AND t.status = 'done' AND t.namespace = :namespace
+ORDER BY r.outcome_at
+LIMIT :limit;
