@@ -262,14 +262,16 @@ def _settled(store) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 AGENT = """#!/bin/sh
-echo "$CORRAL_TASK_ID" > "$CORRAL_TASK_ID.txt"
+echo "$CORRAL_TASK_ID" >> "$CORRAL_TASK_ID.txt"
 git add -A && git commit --quiet -m "work on $CORRAL_TASK_ID"
 """
 
 
 def test_a_runner_opens_the_pull_request_and_reconcile_finishes_the_task(bare, tmp_path, gh):
     """`corral worker start --worktree` with land = pr: the run ends with its task in review
-    and its pull request's URL; `corral reconcile` after the merge: done, prs_merged 1."""
+    and its pull request's URL; after `corral request-changes`, the next run's commits go to
+    the same pull request (gh asked to create once); `corral reconcile` after the merge:
+    done, prs_merged 1."""
     b = host(tmp_path, bare, "b")
     script, _ = agent_script(tmp_path, AGENT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
@@ -290,6 +292,13 @@ def test_a_runner_opens_the_pull_request_and_reconcile_finishes_the_task(bare, t
     shown = json.loads(cli("review", "show", task, "--json").stdout)
     url = "https://github.example/acme/repo/pull/1"
     assert ("in_review", url) == (shown["task"]["status"], shown["review"]["pr_url"])
+    assert 0 == cli("request-changes", task, "--note", "say it twice").returncode
+    again = cli("worker", "start", "--name", "b", "--exec", script, "--once", "--worktree")
+    assert 0 == again.returncode, again.stderr
+    shown = json.loads(cli("review", "show", task, "--json").stdout)
+    assert ("in_review", url) == (shown["task"]["status"], shown["review"]["pr_url"])
+    assert 1 == sum(1 for c in calls(gh) if c["args"][:2] == ["pr", "create"])
+    assert f"{task}\n{task}\n" == git(bare, "show", f"{shown['task']['branch']}:{task}.txt") + "\n"
     answer(gh, url, "MERGED", git(bare, "rev-parse", "main"))
     reconciled = cli("reconcile", "--json")
     assert 0 == reconciled.returncode, reconciled.stderr
