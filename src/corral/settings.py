@@ -391,8 +391,20 @@ _CHOICES = {
 FLAGS = "command line"  # the source of values given as flags, as `config show` would say
 # `Name <email>`, as git's --author takes it (the name not empty, nothing after the `>`).
 AUTHOR = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>")
-# `[notify] url`: http(s), a host (userinfo allowed before it), then a path or nothing.
-WEBHOOK = re.compile(r"(https?://)(?:[^\s/?#@]*@)?([^\s/?#@]+)([/?#]\S*)?")
+# `[notify] url`: http(s), a host (a name or [IPv6], userinfo allowed before it, a port
+# after it), then a path or nothing.
+WEBHOOK = re.compile(
+    r"(https?://)(?:[^\s/?#@]*@)?((?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]]+)(?::(\d{1,5}))?)"
+    r"([/?#]\S*)?"
+)
+
+
+def _check_webhook(url: str) -> None:
+    """`[notify] url` empty, or http(s) with a host and a port that is one; the error never
+    quotes it (its secret may be anywhere in it)."""
+    found = WEBHOOK.fullmatch(url) if url else None
+    if url and (found is None or (found[3] is not None and int(found[3]) > 65535)):
+        raise InvalidInput("notify_url", "an http:// or https:// URL with a host")
 
 
 def shown_url(url: str) -> str:
@@ -402,7 +414,7 @@ def shown_url(url: str) -> str:
     found = WEBHOOK.fullmatch(url)
     if found is None:
         return "***" if url else ""
-    return f"{found[1]}{found[2]}" + ("/***" if found[3] and found[3] != "/" else "")
+    return f"{found[1]}{found[2]}" + ("/***" if found[4] and found[4] != "/" else "")
 
 
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -528,8 +540,7 @@ class Settings:
             raise InvalidInput(
                 "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
             )
-        if self.notify_url and not WEBHOOK.fullmatch(self.notify_url):
-            raise InvalidInput("notify_url", "an http:// or https:// URL with a host")
+        _check_webhook(self.notify_url)
         if not AUTHOR.fullmatch(self.worktree_author):
             raise InvalidInput("worktree_author", "Name <email>", self.worktree_author)
         if "{task}" not in self.worktree_branch_template:

@@ -180,7 +180,9 @@ def test_a_refused_connection_is_reported_without_the_url() -> None:
 def test_the_url_is_checked_and_never_shown_whole(tmp_path) -> None:
     """A URL that is not http(s) is refused naming the key, not its value; `config show`
     gives the scheme and host only."""
-    for bad in ("ftp://alice:pw@h/x", "hooks.example.com/x", "https://"):
+    bad_urls = ("ftp://alice:pw@h/x", "hooks.example.com/x", "https://", "https://h:99999/x",
+                "https://h:port/x")  # fmt: skip
+    for bad in bad_urls:
         with pytest.raises(InvalidInput) as refused:
             Settings().with_values({"notify_url": bad}, "config.toml", {"notify_url": "notify.url"})
         assert "config.toml: notify.url: expected an http:// or https:// URL with a host" == str(
@@ -189,3 +191,10 @@ def test_the_url_is_checked_and_never_shown_whole(tmp_path) -> None:
     shown = Settings(notify_url=f"https://alice:{SECRET}@hooks.example.com{PATH_SECRET}")
     [row] = [r for r in shown.rows() if r["key"] == "notify.url"]
     assert "https://hooks.example.com/***" == row["value"]
+
+
+def test_an_ipv6_webhook_with_a_port_is_taken_and_shown_by_host() -> None:
+    """`http://[::1]:PORT/path`: a valid URL, shown as its scheme, host and port."""
+    settings = Settings(notify_url="http://[::1]:8080/hook/secret")
+    [row] = [r for r in settings.rows() if r["key"] == "notify.url"]
+    assert "http://[::1]:8080/***" == row["value"]

@@ -13,6 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from corral.durations import iso
+
 
 class WorkOutcome(StrEnum):
     """Where a task's work in a worktree ended (docs/review.md, Where the work is)."""
@@ -25,7 +27,7 @@ class WorkOutcome(StrEnum):
 
 
 # How far back `corral status` and `status --watch` count where tasks' work ended: a day's
-# work, the span a person catching up looks at.
+# work, the span a person catching up looks at (both screens say "24h").
 RECENT_WORK_S = 86400.0
 
 
@@ -99,7 +101,7 @@ class WorkEnd:
         return {
             "task_id": self.task_id,
             "title": self.title,
-            "ended_at": None if self.ended_at is None else self.ended_at.isoformat(),
+            "ended_at": iso(self.ended_at),
             "commit": self.commit,
             "branch": self.branch,
             "pr_url": self.pr_url,
@@ -119,7 +121,7 @@ class WorkEnds:
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md, `status`)."""
         return {
-            "since": self.since.isoformat(),
+            "since": iso(self.since),
             "counts": {str(o): self.counts.get(str(o), 0) for o in WorkOutcome},
             "kept": [w.to_dict() for w in self.kept],
             "landed": [w.to_dict() for w in self.landed],
