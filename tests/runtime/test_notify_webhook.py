@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from tests.runtime.conftest import wait_until
@@ -198,3 +199,21 @@ def test_an_ipv6_webhook_with_a_port_is_taken_and_shown_by_host() -> None:
     settings = Settings(notify_url="http://[::1]:8080/hook/secret")
     [row] = [r for r in settings.rows() if r["key"] == "notify.url"]
     assert "http://[::1]:8080/***" == row["value"]
+
+
+def test_an_orchestrator_with_only_a_url_posts_a_task_failed_for_good(
+    pool: Any, endpoint: Endpoint
+) -> None:
+    """`[notify] url` without a command: the orchestrator POSTs `task.failed` once its task
+    fails for good, and its log names the endpoint by host only."""
+    config = pool.folder / ".corral" / "config.toml"
+    config.write_text(f'[notify]\nurl = "{endpoint.url()}"\n')
+    pool.agent.write_text("#!/bin/sh\nexit 1\n")
+    (task,) = pool.add(1, max_attempts=1)
+    pool.start(workers=1)
+    pool.wait(lambda: any(s["body"]["name"] == "task.failed" for s in endpoint.seen), 30)
+    assert 0 == pool.corral("orchestrator", "stop", "--graceful").returncode
+    failed = [s for s in endpoint.seen if s["body"]["name"] == "task.failed"]
+    assert [task] == [s["body"]["task_id"] for s in failed]
+    assert f"url=http://127.0.0.1:{endpoint.port}/***" in pool.log()
+    assert _secret_free([pool.log()])
