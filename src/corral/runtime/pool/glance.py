@@ -66,15 +66,19 @@ def glance(store: Store, *, settings: Settings, running_limit: int, events_limit
     running = store.running_tasks(running_limit)
     report = orchestrators.status(store, liveness=settings.liveness)
     since = report.now - timedelta(seconds=RECENT_WORK_S)
+    counts = store.task_counts()
+    # Listed only when counted: list_tasks walks the tasks in the order they were added,
+    # every one of them when none waits (10 ms at 100,000, bench/status_watch.py).
+    waiting = TaskFilter(statuses=(TaskStatus.WAITING,), limit=running_limit)
     return Glance(
         orchestrator=report,
         workers=workers.live(store),
         queues=queues.queue_stats(store),
-        tasks=store.task_counts(),
+        tasks=counts,
         running=running,
         last_output={r.task_id: last_output_line(r) for r in running},
         events=store.list_events(EventFilter(limit=events_limit)) if events_limit else [],
-        waiting=store.list_tasks(TaskFilter(statuses=(TaskStatus.WAITING,), limit=running_limit)),
+        waiting=store.list_tasks(waiting) if counts.get(TaskStatus.WAITING) else [],
         held=[p for p in store.provider_states() if p.held],
         work=store.work_ends(since=since, limit=running_limit),
     )

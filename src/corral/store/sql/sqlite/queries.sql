@@ -647,8 +647,10 @@ SELECT n.queue,
         WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'blocked') AS blocked,
        (SELECT count(*) FROM tasks t
         WHERE t.namespace = :namespace AND t.queue = n.queue AND t.status = 'running') AS running,
-       (SELECT count(*) FROM claims c JOIN tasks t ON t.id = c.task_id
-        WHERE t.namespace = :namespace AND t.queue = n.queue
+       -- CROSS JOIN: the last minute's claims first (claims_by_start), never every task
+       -- of the namespace with its claims (bench/status_watch.py: 90 ms at 100,000).
+       (SELECT count(*) FROM claims c CROSS JOIN tasks t
+        WHERE t.id = c.task_id AND t.namespace = :namespace AND t.queue = n.queue
           AND c.claimed_at > :now - 60) AS started_last_minute,
        l.max_ready, l.max_running, l.rate
 FROM names n LEFT JOIN queue_limits l ON l.namespace = :namespace AND l.queue = n.queue
