@@ -1,14 +1,15 @@
 """The CPU of one redraw of `corral status --watch` on a store with a long history.
 
-- The store (SQLite): --finished tasks done, each with its completed claim, finished run
-  and event, bulk-inserted as copies of rows corral wrote (measure.bulk_load, then one
-  transaction of executemany); and --running tasks claimed through corral.claims by 50
+- The store (SQLite): --finished tasks done, each with its completed claim, finished run,
+  event and where its work ended (landed over a day ago, one in a hundred kept),
+  bulk-inserted as copies of rows corral wrote (measure.bulk_load, then one transaction
+  of executemany); and --running tasks claimed through corral.claims by 50
   workers, each with a started run whose 20 KB transcript file is on disk.
 - One redraw is what the screen does every interval: corral.runtime.pool.glance.glance
   for a 50-row screen (counts, the oldest 50 running tasks, the last line of each one's
-  transcript, the newest 50 events) and cli.watch_layout.screen for 200 x 50 cells.
-  Timed with time.process_time (this process's CPU; the store is in-process here), over
-  --redraws redraws after one warm-up.
+  transcript, the newest 50 events, 50 kept and landed tasks) and cli.watch_layout.screen
+  for 200 x 50 cells. Timed with time.process_time (this process's CPU; the store is
+  in-process here), over --redraws redraws after one warm-up.
 - The floor is the same redraw on a fresh store with one running task and no history,
   measured in the same run: the ratio says what the history and the running tasks add.
 
@@ -56,6 +57,14 @@ def finish_history(path: str, count: int) -> None:
             ((t, worker, now - 3600, now - 3540, now - 3590) for t in ids),
         )
         done = conn.execute("SELECT token, task_id FROM claims WHERE status = 'completed'")
+        conn.executemany(  # each one's work landed a day ago, or kept: the WORK section's
+            "INSERT INTO reviews (task_id, base_ref, outcome, merged_commit, outcome_at) "
+            "VALUES (?, 'main', ?, ?, ?)",
+            (
+                (t, "kept" if n % 100 == 0 else "landed", f"{n:040x}", now - 86400 - n)
+                for n, t in enumerate(ids)
+            ),
+        )
         conn.executemany(
             "INSERT INTO runs (id, task_id, worker_id, token, attempt, started_at, finished_at, "
             "outcome, exit_code, cwd) VALUES (?, ?, ?, ?, 1, ?, ?, 'done', 0, '/tmp')",

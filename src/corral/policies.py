@@ -158,6 +158,7 @@ class WorktreePolicy:
     land_command: str = ""  # with land = "command": the command that gets the branch
     pr_command: str = ""  # with land = "pr": opens the pull request (git/pull_requests.py)
     pr_view_command: str = ""  # with land = "pr": the reconciler's look at one
+    pr_reopen_command: str = ""  # with land = "pr": reopens one closed unmerged ("": a new one)
     merge_approved: bool = False  # the reconcile pass merges approved tasks (merge_queue.py)
     verify: str = ""  # a command that must pass in the worktree after a successful run
     require_rebase: bool = False  # approve only branches on top of their base

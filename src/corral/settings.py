@@ -250,6 +250,14 @@ SPEC: dict[str, Spec] = {
         "text",
         "with land = pr: the reconciler's look at a pull request, as `gh pr view --json` answers",
     ),
+    "worktree_pr_reopen_command": Spec(
+        "worktree.pr_reopen_command",
+        "gh pr reopen {url}",
+        None,
+        "text",
+        "with land = pr: reopens a task's pull request closed unmerged when the task runs "
+        "again (empty: a new one is opened)",
+    ),
     "worktree_verify": Spec(
         "worktree.verify",
         "",
@@ -320,8 +328,15 @@ SPEC: dict[str, Spec] = {
         "",
         None,
         "text",
-        "run on task.failed, task.waiting, run.waiting, review requested, provider.parked "
-        "(event on stdin)",
+        "run on task.failed, task.waiting, run.waiting, review requested, task.pr_closed, "
+        "provider.parked (event on stdin)",
+    ),
+    "notify_url": Spec(
+        "notify.url",
+        "",
+        None,
+        "text",
+        "each notice POSTed there as JSON (an http(s) URL, credentials never shown)",
     ),
     "review_require_rebase": Spec(
         "worktree.require_rebase",
@@ -376,6 +391,32 @@ _CHOICES = {
 FLAGS = "command line"  # the source of values given as flags, as `config show` would say
 # `Name <email>`, as git's --author takes it (the name not empty, nothing after the `>`).
 AUTHOR = re.compile(r"[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>")
+# `[notify] url`: http(s), a host (a name or [IPv6], userinfo allowed before it, a port
+# after it), then a path or nothing.
+WEBHOOK = re.compile(
+    r"(https?://)(?:[^\s/?#@]*@)?((?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]]+)(?::(\d{1,5}))?)"
+    r"([/?#]\S*)?"
+)
+
+
+def _check_webhook(url: str) -> None:
+    """`[notify] url` empty, or http(s) with a host and a port that is one; the error never
+    quotes it (its secret may be anywhere in it)."""
+    found = WEBHOOK.fullmatch(url) if url else None
+    if url and (found is None or (found[3] is not None and int(found[3]) > 65535)):
+        raise InvalidInput("notify_url", "an http:// or https:// URL with a host")
+
+
+def shown_url(url: str) -> str:
+    """A webhook URL as it may be shown or logged: scheme and host, `/***` for the rest.
+    A webhook's secret is as often in its path (`/services/T/B/XXXX`) or query as in its
+    userinfo, so none of them is shown."""
+    found = WEBHOOK.fullmatch(url)
+    if found is None:
+        return "***" if url else ""
+    return f"{found[1]}{found[2]}" + ("/***" if found[4] and found[4] != "/" else "")
+
+
 _FLAG_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -463,6 +504,7 @@ class Settings:
     worktree_land_command: str = str(_default("worktree_land_command"))
     worktree_pr_command: str = str(_default("worktree_pr_command"))
     worktree_pr_view_command: str = str(_default("worktree_pr_view_command"))
+    worktree_pr_reopen_command: str = str(_default("worktree_pr_reopen_command"))
     worktree_verify: str = str(_default("worktree_verify"))
     worktree_verify_timeout_s: float = float(_default("worktree_verify_timeout_s"))
     worktree_commit: str = str(_default("worktree_commit"))
@@ -472,6 +514,7 @@ class Settings:
     agents_park_s: float = float(_default("agents_park_s"))
     agents_park_min_s: float = float(_default("agents_park_min_s"))
     notify_command: str = str(_default("notify_command"))
+    notify_url: str = str(_default("notify_url"))
     status_file: str = str(_default("status_file"))
     status_interval_s: float = float(_default("status_interval_s"))
     review_stale_after_s: float = float(_default("review_stale_after_s"))
@@ -497,6 +540,7 @@ class Settings:
             raise InvalidInput(
                 "env_deny", 'at least one pattern (to pass every variable: env.allow = ["*"])'
             )
+        _check_webhook(self.notify_url)
         if not AUTHOR.fullmatch(self.worktree_author):
             raise InvalidInput("worktree_author", "Name <email>", self.worktree_author)
         if "{task}" not in self.worktree_branch_template:
@@ -594,6 +638,7 @@ class Settings:
             land_command=self.worktree_land_command,
             pr_command=self.worktree_pr_command,
             pr_view_command=self.worktree_pr_view_command,
+            pr_reopen_command=self.worktree_pr_reopen_command,
             merge_approved=self.worktree_merge_approved,
             verify=self.worktree_verify,
             verify_timeout_s=self.worktree_verify_timeout_s,
@@ -608,10 +653,13 @@ class Settings:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every setting as `config show --json` lists it (docs/cli.md): its `section.key`,
-        variable, value, unit and source; then each queue limit that is set."""
+        variable, value, unit and source; then each queue limit that is set. `notify.url`
+        shows its scheme and host only (its secret may be anywhere in it)."""
         rows: list[dict[str, Any]] = []
         for name, spec in SPEC.items():
             value = getattr(self, name)
+            if name == "notify_url":
+                value = shown_url(value)
             rows.append(
                 {
                     "key": spec.key,
@@ -680,7 +728,8 @@ class Settings:
             return replace(self, **changes, origins={**self.origins, **origins})
         except InvalidInput as exc:
             label = (labels or {}).get(exc.field, exc.field)
-            raise InvalidInput(_at(source, label), exc.expected, changes.get(exc.field)) from None
+            # The value as the check quoted it: never a secret it chose not to show.
+            raise InvalidInput(_at(source, label), exc.expected, exc.got) from None
 
 
 def _check_bounds(name: str, spec: Spec, value: Any) -> None:

@@ -222,7 +222,7 @@ def test_bad_provider_set_is_one_line_exit_2_and_writes_nothing(
 
 def test_usage_with_no_runs_says_so(project: Project) -> None:
     """No run: `no runs`, and `[]` in JSON, whatever the grouping."""
-    for by in ("task", "agent", "day"):
+    for by in ("task", "agent", "day", "total"):
         shown = project("usage", "--by", by)
         assert (0, "no runs") == (shown.code, shown.out.strip())
         assert [] == project.json("usage", "--by", by)
@@ -271,6 +271,23 @@ def test_usage_by_task_shows_each_title_and_a_total_row(project: Project) -> Non
     assert ["total", "2", "2", "24", "68", "15600", "1120", "$0.0842"] == lines[3].split()[:8]
     by_key = {t["key"]: t["title"] for t in project.json("usage")}
     assert {first: "port the parser", second: "fix \x1b[31mred\x1b[0m"} == by_key
+
+
+def test_usage_by_total_is_the_total_row_as_a_one_row_listing(project: Project) -> None:
+    """`--json` stays an array; `--by total --json` is `[total]`: the text's total row's
+    figures, `tasks` counting each task once; the text is that one row, not twice."""
+    for title in ("port the parser", "fix the lexer"):
+        project.add(title)
+    for name in ("a", "b"):
+        assert 0 == project.work("--name", name, "--agent", "claude").code
+    assert all(t["key"] != "total" for t in project.json("usage"))
+    (total,) = project.json("usage", "--by", "total")
+    figures = ("runs", "with_usage", "tasks", "input_tokens", "output_tokens")
+    assert ("total", 2, 2, 2, 24, 68) == (total["key"], *(total[k] for k in figures))
+    assert pytest.approx(2 * 0.0421) == total["cost_usd"]
+    header, row = project("usage", "--by", "total").out.splitlines()
+    assert ["TOTAL", *USAGE_COLUMNS, "WALL_S"] == header.split()
+    assert ["total", "2", "2", "24", "68", "15600", "1120", "$0.0842"] == row.split()[:8]
 
 
 def test_usage_refuses_an_unknown_grouping(project: Project) -> None:

@@ -16,10 +16,11 @@ import pytest
 from tests.conftest import CORRAL
 
 import corral
+from corral import reviews
 from corral.git import pull_requests
 from corral.git.task_worktrees import TaskWorktrees
 from corral.model.events import EventFilter
-from corral.model.reviews import PullRequestState
+from corral.model.reviews import PullRequestState, WorkOutcome
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.settings import Settings
@@ -63,19 +64,26 @@ def run_to_pr(store, settings, on: Host, title: str = "edit"):
     task = corral.enqueue(
         store, NewTask(title=title, description="Make a file."), settings=settings
     )
+    branch = run_again(store, settings, on, task.id, f"{task.id}.txt")
+    return store.get_task(task.id), branch
+
+
+def run_again(store, settings, on: Host, task_id: str, name: str, policy=POLICY) -> str:
+    """One run of task `task_id` on host `on` whose agent commits file `name`, landed by
+    its runner under `policy`; its branch."""
     worker = corral.register(
         store, corral.NewWorker(name=on.name, hostname=on.name, pid=None), settings=settings
     ).worker
-    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    claim = corral.claim(store, task_id, worker.id, settings=settings)
     runner = TaskWorktrees(
-        store, on.trees, worker_name=on.name, base_ref="main", policy=POLICY, log=LOG
+        store, on.trees, worker_name=on.name, base_ref="main", policy=policy, log=LOG
     )
-    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
-    commit_file(entered.path, f"{task.id}.txt", "work\n")
-    error = runner.land(store.get_task(task.id), claim.token, runner.final_commit(task.id))
+    entered = runner.enter(store.get_task(task_id), claim.token, worker.id)
+    commit_file(entered.path, name, "work\n")
+    error = runner.land(store.get_task(task_id), claim.token, runner.final_commit(task_id))
     assert None is error
-    runner.leave(task.id)
-    return store.get_task(task.id), entered.branch
+    runner.leave(task_id)
+    return entered.branch
 
 
 def test_a_pull_request_is_opened_for_the_pushed_branch_and_the_task_waits_in_review(
@@ -118,6 +126,7 @@ def test_a_merged_pull_request_makes_the_task_done_at_the_forges_commit(
     review = store.get_review(task.id)
     assert TaskStatus.DONE == store.get_task(task.id).status
     assert (merged, PullRequestState.MERGED) == (review.merged_commit, review.pr_state)
+    assert WorkOutcome.LANDED == review.outcome
     events = [e.name for e in store.list_events(EventFilter(task_id=task.id))]
     assert "task.pr_merged" in events
     views = len(calls(gh))
@@ -151,6 +160,84 @@ def test_a_pull_request_closed_unmerged_returns_the_task_to_review(
     assert views == len(calls(gh))
 
 
+def test_the_stand_in_gh_refuses_a_second_pull_request_for_an_open_one(bare, tmp_path, gh):
+    """As gh does: `gh pr create` for a head with an open pull request exits 1 naming it;
+    once that one is closed, a new one is made."""
+    b = host(tmp_path, bare, "b")
+    git(b.clone, "push", "--quiet", "origin", "main:refs/heads/topic")
+    body = tmp_path / "body.md"
+    body.write_text("x\n")
+    argv = ["gh", "pr", "create", "--base", "main", "--head", "topic", "--title", "t"]
+    argv += ["--body-file", str(body)]
+
+    def create() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, cwd=b.clone, capture_output=True, text=True, check=False)
+
+    first = create().stdout.strip()
+    again = create()
+    expected = 'a pull request for branch "topic" into branch "main" already exists:\n'
+    assert (1, f"{expected}{first}\n") == (again.returncode, again.stderr)
+    answer(gh, first, "CLOSED")
+    assert "https://github.example/acme/repo/pull/2\n" == create().stdout
+
+
+def test_changes_requested_on_an_open_pull_request_update_it(store, settings, bare, tmp_path, gh):
+    """The next run pushes its commits to the same branch and submits the task again with
+    the same URL: gh is asked to look, never to create a second pull request."""
+    b = host(tmp_path, bare, "b")
+    task, branch = run_to_pr(store, settings, b)
+    url = store.get_review(task.id).pr_url
+    reviews.request_changes(store, task.id, note="add a test")
+    assert branch == run_again(store, settings, b, task.id, "test.txt")
+    review = store.get_review(task.id)
+    assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
+    assert (url, None) == (review.pr_url, review.pr_state)
+    asked = [c["args"][:2] for c in calls(gh)]
+    assert [["pr", "create"], ["pr", "view"]] == asked
+    pushed = git(bare, "show", "--name-only", "--format=", branch)
+    assert "test.txt" == pushed
+    events = [e.name for e in store.list_events(EventFilter(task_id=task.id))]
+    assert 2 == events.count("task.submitted")
+
+
+def test_a_pull_request_closed_then_sent_back_is_reopened(store, settings, bare, tmp_path, gh):
+    """Closed unmerged, then changes requested in corral: the next run reopens the same
+    pull request (`pr_reopen_command`), the task in review with it open again."""
+    b = host(tmp_path, bare, "b")
+    task, _ = run_to_pr(store, settings, b)
+    url = store.get_review(task.id).pr_url
+    answer(gh, url, "CLOSED")
+    assert ((), (task.id,)) == _settled(store)
+    reviews.request_changes(store, task.id, note="try again")
+    run_again(store, settings, b, task.id, "again.txt")
+    review = store.get_review(task.id)
+    assert (TaskStatus.IN_REVIEW, url, None) == (
+        store.get_task(task.id).status,
+        review.pr_url,
+        review.pr_state,
+    )
+    assert ["pr", "reopen", url] == calls(gh)[-1]["args"]
+    assert 1 == sum(1 for c in calls(gh) if c["args"][:2] == ["pr", "create"])
+    assert ((), ()) == _settled(store)  # open again: the reconciler looks, and waits
+
+
+@pytest.mark.parametrize("reopen", ["", "false {url}"])
+def test_without_a_reopen_a_new_pull_request_is_opened(store, settings, bare, tmp_path, gh, reopen):
+    """`pr_reopen_command = ""`, or one the forge refuses: the closed one stays closed and
+    the run opens a new one, whose URL the task then carries."""
+    b = host(tmp_path, bare, "b")
+    task, _ = run_to_pr(store, settings, b)
+    answer(gh, store.get_review(task.id).pr_url, "CLOSED")
+    _settled(store)
+    reviews.request_changes(store, task.id, note="try again")
+    policy = Settings(
+        worktree_remote="origin", worktree_land="pr", worktree_pr_reopen_command=reopen
+    ).worktree
+    run_again(store, settings, b, task.id, "again.txt", policy=policy)
+    assert "https://github.example/acme/repo/pull/2" == store.get_review(task.id).pr_url
+    assert [] == [c for c in calls(gh) if c["args"][:2] == ["pr", "reopen"]]
+
+
 def test_a_pr_command_that_prints_no_url_fails_the_run(store, settings, bare, tmp_path, gh):
     """`pr_command` exits 0 without a URL: the run fails, saying so; nothing is submitted."""
     b = host(tmp_path, bare, "b")
@@ -175,14 +262,16 @@ def _settled(store) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 AGENT = """#!/bin/sh
-echo "$CORRAL_TASK_ID" > "$CORRAL_TASK_ID.txt"
+echo "$CORRAL_TASK_ID" >> "$CORRAL_TASK_ID.txt"
 git add -A && git commit --quiet -m "work on $CORRAL_TASK_ID"
 """
 
 
 def test_a_runner_opens_the_pull_request_and_reconcile_finishes_the_task(bare, tmp_path, gh):
     """`corral worker start --worktree` with land = pr: the run ends with its task in review
-    and its pull request's URL; `corral reconcile` after the merge: done, prs_merged 1."""
+    and its pull request's URL; after `corral request-changes`, the next run's commits go to
+    the same pull request (gh asked to create once); `corral reconcile` after the merge:
+    done, prs_merged 1."""
     b = host(tmp_path, bare, "b")
     script, _ = agent_script(tmp_path, AGENT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
@@ -203,6 +292,13 @@ def test_a_runner_opens_the_pull_request_and_reconcile_finishes_the_task(bare, t
     shown = json.loads(cli("review", "show", task, "--json").stdout)
     url = "https://github.example/acme/repo/pull/1"
     assert ("in_review", url) == (shown["task"]["status"], shown["review"]["pr_url"])
+    assert 0 == cli("request-changes", task, "--note", "say it twice").returncode
+    again = cli("worker", "start", "--name", "b", "--exec", script, "--once", "--worktree")
+    assert 0 == again.returncode, again.stderr
+    shown = json.loads(cli("review", "show", task, "--json").stdout)
+    assert ("in_review", url) == (shown["task"]["status"], shown["review"]["pr_url"])
+    assert 1 == sum(1 for c in calls(gh) if c["args"][:2] == ["pr", "create"])
+    assert f"{task}\n{task}\n" == git(bare, "show", f"{shown['task']['branch']}:{task}.txt") + "\n"
     answer(gh, url, "MERGED", git(bare, "rev-parse", "main"))
     reconciled = cli("reconcile", "--json")
     assert 0 == reconciled.returncode, reconciled.stderr

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from tests.conftest import CORRAL
 
+import corral
 from corral import NewTask, enqueue
 from corral.durations import iso
 
@@ -193,3 +194,50 @@ def test_the_screen_shows_parked_providers_and_agents_in_words(
     assert '{"type"' not in shown and "[2J" not in shown
     tmux.tmux("send-keys", "-t", "w", "q")
     assert "EXIT=0" == tmux.exit_code()
+
+
+def _ended(store: Any, title: str, *, commit: str | None) -> str:
+    """A task run on a branch and done, its work landed at `commit` or (None) kept."""
+    task = enqueue(store, NewTask(title=title))
+    spec = corral.NewWorker(name=f"w-{title}", hostname="h", pid=None)
+    worker = corral.register(store, spec).worker
+    claim = corral.claim(store, task.id, worker.id)
+    branch = f"corral/{task.id}"
+    store.record_branch(task.id, token=claim.token, branch=branch, base_ref="main",
+                        worktree_path=f"/repo/{task.id}", actor=worker.id)  # fmt: skip
+    if commit is None:
+        store.record_outcome(task.id, token=claim.token, outcome="kept", actor=worker.id)
+    else:
+        store.record_landing(task.id, token=claim.token, branch=branch, base_ref="main",
+                             merged_commit=commit, actor=worker.id)  # fmt: skip
+    corral.complete(store, task.id, token=claim.token)
+    return task.id
+
+
+def test_the_screen_and_status_say_where_the_work_is(any_pool: object, tmux: Tmux) -> None:
+    """A kept branch (for a person: `corral land`) and a landed task with its commit are in
+    the WORK section with the day's counts, and in `corral status` and its JSON."""
+    pool: Any = any_pool
+    kept = _ended(pool.store, "tidy the cli", commit=None)
+    landed = _ended(pool.store, "fix the login bug", commit="3f2a9c41d0e7aa55")
+    tmux.start("status", "--watch", "--interval", "0.2")
+    tmux.wait_for(
+        "WORK (24h: landed 1, kept 1)",
+        f"kept    {kept}  corral/{kept}  tidy the cli",
+        f"landed  {landed} at 3f2a9c41d0e7  fix the login bug",
+    )
+    tmux.tmux("send-keys", "-t", "w", "q")
+    assert "EXIT=0" == tmux.exit_code()
+
+    def status(*args: str) -> str:
+        return subprocess.run(
+            [CORRAL, "status", *args], env=pool.env, capture_output=True, text=True, check=True
+        ).stdout
+
+    shown = status()
+    assert "work in the last 24h: landed 1, kept 1" in shown
+    assert f"    {kept}  corral/{kept}  tidy the cli" in shown
+    work = json.loads(status("--json"))["work"]
+    assert {"landed": 1, "in_review": 0, "kept": 1, "no_change": 0, "refused": 0} == work["counts"]
+    assert [(landed, "3f2a9c41d0e7aa55")] == [(w["task_id"], w["commit"]) for w in work["landed"]]
+    assert [(kept, f"corral/{kept}")] == [(w["task_id"], w["branch"]) for w in work["kept"]]

@@ -3,6 +3,8 @@ on every store: SQLite, PostgreSQL and HTTP over loopback."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 import corral
@@ -86,4 +88,42 @@ def test_a_clean_up_under_another_tasks_claim_is_refused(store, settings):
     assert ((), False) == (
         store.get_review(task_id).backup_refs,
         store.get_review(task_id).branch_deleted,
+    )
+
+
+def test_where_work_ended_lists_the_oldest_kept_and_the_newest_landed(store, settings, clock):
+    """work_ends: counts by outcome recorded since a moment; the done tasks whose branch is
+    kept, oldest first (a running one is not for a person yet); the landed, newest first
+    with their commits; a later write that leaves the outcome alone keeps its time."""
+
+    def ended(outcome: str, commit: str | None = None, *, done: bool = True) -> str:
+        task_id, token = _claimed(store, settings)
+        if commit is None:
+            store.record_outcome(task_id, token=token, outcome=outcome, actor="w")
+        else:
+            store.record_landing(
+                task_id, token=token, branch="b", base_ref="main", merged_commit=commit,
+                actor="w",
+            )  # fmt: skip
+        if done:
+            corral.complete(store, task_id, token=token)
+        clock.advance(10)
+        return task_id
+
+    old_kept = ended("kept")
+    since = store.now()
+    first, kept, second = ended("landed", "c1"), ended("kept"), ended("landed", "c2")
+    ended("kept", done=False)
+    ended("no_change")
+    store.record_cleanup(first, token=None, backups=(), branch_deleted=True, actor="prune")
+    work = store.work_ends(since=since, limit=10)
+    assert {"landed": 2, "kept": 2, "no_change": 1} == dict(work.counts)
+    assert [old_kept, kept] == [w.task_id for w in work.kept]
+    assert [(second, "c2"), (first, "c1")] == [(w.task_id, w.commit) for w in work.landed]
+    assert ["corral/w/t", "corral/w/t"] == [w.branch for w in work.kept]
+    assert [since + timedelta(seconds=20), since] == [w.ended_at for w in work.landed]
+    one = store.work_ends(since=since, limit=1)
+    assert ([old_kept], [second]) == (
+        [w.task_id for w in one.kept],
+        [w.task_id for w in one.landed],
     )

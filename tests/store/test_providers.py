@@ -155,6 +155,14 @@ def test_a_run_records_its_agent_session_and_usage_summed_over_runs(
     )
     (by_agent,) = usage_totals(store, by="agent")
     assert ("claude", 0.75) == (by_agent.key, by_agent.cost_usd)
+    (total,) = usage_totals(store, by="total")  # every run in one group, both dialects
+    assert ("total", 3, 1, 150, 0.75) == (
+        total.key,
+        total.runs,
+        total.tasks,
+        total.input_tokens,
+        total.cost_usd,
+    )
     assert [] == usage_totals(store, by="day", since_s=1)  # all started before that
 
 

@@ -469,3 +469,43 @@ def test_the_watch_screen_reads_running_tasks_through_the_active_claims_only():
         for d in details
         if d.startswith("SCAN")  # `c`: the oldest claims, already chosen
     ]
+
+
+def test_the_watch_screen_reads_where_work_ended_through_the_outcome_index():
+    """`work_counts_since`, `newest_landed` and `oldest_kept` search reviews_by_outcome (no
+    scan, no sort of every review), so the WORK section costs the same however many tasks
+    ever landed (bench/status_watch.py)."""
+    conn = _apply([sql_path("sqlite", "schema.sql")])
+    queries = load_queries("sqlite")
+    try:
+        plans = {
+            name: [
+                detail
+                for *_, detail in conn.execute(
+                    "EXPLAIN QUERY PLAN " + queries[name],
+                    {"since": 0.0, "limit": 50, "namespace": "default"},
+                ).fetchall()
+            ]
+            for name in ("work_counts_since", "newest_landed", "oldest_kept")
+        }
+    finally:
+        conn.close()
+    for name, details in plans.items():
+        assert [] == [d for d in details if d.startswith("SCAN") or "TEMP B-TREE" in d], name
+        assert any("reviews_by_outcome" in d for d in details), name
+
+
+def test_queue_stats_counts_the_last_minutes_claims_from_their_start():
+    """`queue_stats` finds the last minute's claims by claims_by_start, not by walking every
+    task of the namespace (90 ms at 100,000 done tasks, bench/status_watch.py)."""
+    conn = _apply([sql_path("sqlite", "schema.sql")])
+    try:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN " + load_queries("sqlite")["queue_stats"],
+            {"namespace": "default", "now": 0.0, "queue": None},
+        ).fetchall()
+    finally:
+        conn.close()
+    details = [detail for *_, detail in plan]
+    assert "SEARCH c USING INDEX claims_by_start (claimed_at>?)" in details
+    assert "SEARCH t USING INDEX tasks_claim_order (namespace=?)" not in details

@@ -1,4 +1,4 @@
-"""Which events `[notify] command` is run for (runtime/pool/notify.py)."""
+"""Which events `[notify] command` (and `url`) is run for (runtime/pool/notify.py)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ def _event(name: str, to_status: str | None = None) -> Event:
         ("task.answered", "ready", None),  # a person acted: nobody else is needed
         ("provider.parked", None, "provider.parked"),
         ("review.stale", None, "review.stale"),
+        ("task.pr_closed", None, "task.pr_closed"),  # closed unmerged: a person decides
+        ("task.pr_merged", "done", None),  # landed: nobody is needed
         ("task.submitted", "in_review", "review.requested"),
         ("task.completed", "in_review", "review.requested"),
         ("task.completed", "done", None),  # done needs nobody

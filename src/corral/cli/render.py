@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from corral.model.orchestrators import OrchestratorState
     from corral.model.providers import ProviderState
     from corral.model.queues import QueueStat
+    from corral.model.reviews import WorkEnd, WorkEnds
     from corral.model.runs import Run
     from corral.model.tasks import Task
     from corral.model.usage import UsageTotal
@@ -334,6 +335,7 @@ def overview(found: Overview) -> str:
         waiting_tasks_line(found.waiting_tasks, found.tasks.get("waiting", 0)),
         waiting_line(found.waiting),
         reviews_line(found.reviews),
+        work_block(found.work),
         f"left behind by finished runs: {leftovers or 'none'}",
     ]
     return "\n\n".join(blocks)
@@ -373,6 +375,40 @@ def waiting_line(waiting: Sequence[dict[str, Any]]) -> str:
     return "runs waiting for a person:\n" + "\n".join(
         f"  {w['task_id']} ({w['run_id']}) since {w['since']}: {w['reason']}" for w in waiting
     )
+
+
+# model.reviews.WorkOutcome's values in its order, spelled here: render is on every
+# command's start-up path, the model module is not.
+OUTCOMES = ("landed", "in_review", "kept", "no_change", "refused")
+
+
+def work_counts(work: WorkEnds) -> str:
+    """`landed 14, in review 3, kept 2`: the outcomes recorded since `work.since`."""
+    shown = [f"{o.replace('_', ' ')} {work.counts[o]}" for o in OUTCOMES if work.counts.get(o)]
+    return ", ".join(shown) or "none recorded"
+
+
+def kept_line(w: WorkEnd) -> str:
+    """A kept branch: `t-abc  corral/t-abc  title` (what `corral land ID` lands)."""
+    return f"{w.task_id}  {one_line(w.branch or '-')}  {one_line(w.title, 60)}"
+
+
+def landed_line(w: WorkEnd) -> str:
+    """A landed task: `t-abc at 3f2a9c41d0e7  title`."""
+    return f"{w.task_id} at {(w.commit or '-')[:12]}  {one_line(w.title, 60)}"
+
+
+def work_block(work: WorkEnds) -> str:
+    """Where tasks' work ended over the last day, the kept branches a person must land,
+    and the newest landed with their commits."""
+    lines = [f"work in the last 24h: {work_counts(work)}"]
+    if work.kept:
+        lines.append("  kept for a person (`corral land ID`):")
+        lines += [f"    {kept_line(w)}" for w in work.kept]
+    if work.landed:
+        lines.append("  landed lately:")
+        lines += [f"    {landed_line(w)}" for w in work.landed]
+    return "\n".join(lines)
 
 
 def reviews_line(reviews: Sequence[PendingReview]) -> str:

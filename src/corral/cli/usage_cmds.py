@@ -23,7 +23,7 @@ TITLE_CHARS = 50
 
 def cmd_usage(ctx: Context) -> int:
     """Tokens, cost and wall time of the runs since --since, by task, queue, kind, agent,
-    provider or day."""
+    provider or day, or in total."""
     since_s = parsing.duration("since", ctx.args.since)
     totals = usage_totals(ctx.store, by=ctx.args.by, since_s=since_s)
     ctx.emit_all(totals, lambda: usage_table(totals, ctx.args.by) if totals else "no runs")
@@ -31,8 +31,8 @@ def cmd_usage(ctx: Context) -> int:
 
 
 def usage_table(totals: Sequence[UsageTotal], by: str) -> str:
-    """One line a group (by task: its title last), then the total; `-` where no run of it
-    reported that figure."""
+    """One line a group (by task: its title last), then the total (by total, the one
+    line is it); `-` where no run of it reported that figure."""
 
     def number(value: float | None, form: str = "d") -> str:
         return "-" if value is None else format(value, form)
@@ -50,7 +50,7 @@ def usage_table(totals: Sequence[UsageTotal], by: str) -> str:
             number(t.wall_s, ".0f"),
             *((one_line(t.title or "-", TITLE_CHARS),) if by == "task" else ()),
         )
-        for t in (*totals, total_of(list(totals)))
+        for t in (*totals, *(() if by == "total" else (total_of(list(totals)),)))
     ]
     headers = (by.upper(), "RUNS", "WITH_USAGE", "INPUT", "OUTPUT", "CACHE_READ", "CACHE_WRITE")
     title = ("TITLE",) if by == "task" else ()
@@ -113,7 +113,12 @@ COMMANDS = (
         cmd_usage,
         "tokens, cost and wall time of agents' runs, summed",
         Arg("--since", metavar="DURATION", help="runs started this long ago or later (7d, 12h)"),
-        Arg("--by", choices=GROUPINGS, default="task", help="how to group (default task)"),
+        Arg(
+            "--by",
+            choices=GROUPINGS,
+            default="task",
+            help="how to group (default task; total: one row)",
+        ),
     ),
     Command("provider list", cmd_provider_list, "provider accounts: caps, parks, running agents"),
     Command(

@@ -19,6 +19,10 @@ benchmark renders them without a terminal.
     WAITING FOR A PERSON                  (while there are any)
     t-c09e...  refused: Bash, Edit  deploy the docs
 
+    WORK (24h: landed 14, in review 3, kept 1)   (while there is any)
+    kept    t-4d1a...  corral/t-4d1a...  tidy the CLI      (for `corral land ID`)
+    landed  t-9b2e... at 3f2a9c41d0e7  fix the login bug (the newest first)
+
     QUEUE    READY  DELAYED  ...
     EVENTS   (the newest last)
 
@@ -82,8 +86,9 @@ def _counts_line(found: Glance) -> str:
 
 
 def _sections(found: Glance, width: int, room: int) -> list[str]:
-    """Held providers (if any), slots and running tasks, tasks waiting for a person (when
-    there are any), queues, events: each a title and rows, sharing `room`."""
+    """Held providers (if any), slots and running tasks, tasks waiting for a person and
+    where tasks' work ended (when there are any), queues, events: each a title and rows,
+    sharing `room`."""
     running = _running_rows(found, width)
     hidden = max(0, found.tasks.get("running", 0) - len(found.running))
     waiting = [f"{t.id}  {t.wait_reason or '-'}  {clean(t.title)}" for t in found.waiting]
@@ -91,10 +96,14 @@ def _sections(found: Glance, width: int, room: int) -> list[str]:
     queues = render.queue_table(found.queues).splitlines() or ["QUEUE", "(none with work)"]
     events = [render.event_line(e) for e in found.events] or ["(none)"]
     held = [f"{p.name}  {p.held}" for p in found.held]
+    work = found.work
+    ended = [f"kept    {render.kept_line(w)}" for w in work.kept]
+    ended += [f"landed  {render.landed_line(w)}" for w in work.landed]
     sections = [
         *([("PROVIDERS HELD BACK", held, 0)] if held else []),
         (running[0], running[1:], hidden),
         *([("WAITING FOR A PERSON", waiting, more_waiting)] if waiting else []),
+        *([(f"WORK (24h: {render.work_counts(work)})", ended, 0)] if ended or work.counts else []),
         (queues[0], queues[1:], 0),
         ("EVENTS (newest last)", events[::-1], 0),  # newest first while sharing rows
     ]

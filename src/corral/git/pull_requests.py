@@ -5,6 +5,11 @@ CLI, and settles its task when it was merged or closed.
     runner     the branch pushed to the remote of record (remote_base.py) ─► `pr_command`
                in the task's worktree ─► the URL it prints last ─► the task submitted for
                review with that URL (`pr_url`, pull request open)
+    run again  (changes requested) the task's pull request looked at first:
+                 open                ─► the push updated it: submitted with the same URL
+                 closed unmerged     ─► `pr_reopen_command`, then the same URL; a new one
+                                        when that is empty or the forge refuses
+                 merged, or none     ─► a new one (`pr_command`)
     reconcile  each task in review whose pull request is open ─► `pr_view_command` ─►
                  {"state": "MERGED", "mergeCommit": {"oid": SHA}} ─► done, SHA recorded
                  {"state": "CLOSED"}                              ─► in review, for a person
@@ -13,8 +18,12 @@ CLI, and settles its task when it was merged or closed.
 The commands are argument lists from the settings, run without a shell; a placeholder
 (`{base}`, `{branch}`, `{title}`, `{body_file}`, `{task}`, `{url}`) is replaced only as a
 whole argument, so a title is one argument whatever it holds. The defaults are GitHub's
-`gh` (`gh pr create ...`, `gh pr view URL --json state,mergeCommit`); another forge's CLI
-that answers the same JSON fits.
+`gh` (`gh pr create ...`, `gh pr view URL --json state,mergeCommit`, `gh pr reopen URL`);
+another forge's CLI that answers the same JSON fits. A pull request is looked at before a
+run that follows one is submitted because `gh pr create` refuses a branch that has an
+open one ("a pull request for branch ... already exists"), and because the record may be
+older than the forge (a person closed it after asking for changes in corral). Reopening,
+rather than opening another, keeps the review's conversation in one place.
 """
 
 from __future__ import annotations
@@ -26,12 +35,12 @@ import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from corral import reviews
 from corral.errors import CorralError, InvalidInput, InvalidTransition, Refused, StoreError
 from corral.logs import event
-from corral.model.reviews import PullRequestState
+from corral.model.reviews import PullRequestState, Review
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
 from corral.policies import WorktreePolicy
@@ -59,6 +68,14 @@ class SettleReport:
     closed: tuple[str, ...] = ()
 
 
+class Submitted(NamedTuple):
+    """The pull request a run's branch is in, and how: opened, updated or reopened."""
+
+    url: str
+    how: str
+    reopen_refused: str | None = None  # why the forge would not reopen the closed one
+
+
 def render(argv: tuple[str, ...], values: dict[str, str]) -> list[str]:
     """`argv` with each argument that is exactly `{name}` replaced by `values[name]`."""
     return [
@@ -73,6 +90,28 @@ class PullRequests:
     def __init__(self, policy: WorktreePolicy) -> None:
         self._create = _split("worktree.pr_command", policy.pr_command)
         self._view = _split("worktree.pr_view_command", policy.pr_view_command)
+        reopen = policy.pr_reopen_command
+        self._reopen = _split("worktree.pr_reopen_command", reopen) if reopen.strip() else None
+
+    def for_run(
+        self, task: Task, review: Review, *, branch: str, base: str, cwd: str, env: dict[str, str]
+    ) -> Submitted:
+        """The pull request of a run whose branch was just pushed: the task's own when it is
+        open (the push updated it) or could be reopened, else a new one. CorralError when
+        the forge's CLI fails (a look, a create)."""
+        url = review.pr_url
+        if url and review.pr_state != PullRequestState.MERGED:
+            state = self.look(url, cwd).state
+            if state is PullRequestState.OPEN:
+                return Submitted(url, "updated")
+            if state is PullRequestState.CLOSED and self._reopen is not None:
+                try:
+                    _run(render(self._reopen, {"url": url}), cwd, env)
+                except CorralError as exc:  # the forge will not (its branch was recreated)
+                    new = self.open(task, branch=branch, base=base, cwd=cwd, env=env)
+                    return Submitted(new, "opened", reopen_refused=exc.message)
+                return Submitted(url, "reopened")
+        return Submitted(self.open(task, branch=branch, base=base, cwd=cwd, env=env), "opened")
 
     def open(self, task: Task, *, branch: str, base: str, cwd: str, env: dict[str, str]) -> str:
         """Open the pull request of `branch` onto `base`; its URL (the last line printed

@@ -11,8 +11,10 @@
                   ─► land = command  ─► the user's command, in the worktree, told the branch,
                                         base and task; a non-zero exit fails the run
                   ─► land = pr       ─► the branch pushed to the remote, a pull request
-                                        opened (git/pull_requests.py), the task submitted
-                                        for review with its URL; a failure fails the run
+                                        opened (git/pull_requests.py; the task's own,
+                                        updated or reopened, when it runs again after
+                                        changes were requested), the task submitted for
+                                        review with its URL; a failure fails the run
 
 It runs before the run is reported, while the claim is held: the task is done only once
 its work is on the base, so its dependents start from a base that has it. A merge git
@@ -131,13 +133,21 @@ class TaskLanding:
             return None  # submitted for review by its agent, or no longer ours
         env = {**os.environ, **entered.env(), "CORRAL_TASK_ID": task.id}
         try:
-            url = prs.open(
-                task, branch=entered.branch, base=entered.base_ref, cwd=entered.path, env=env
+            pr = prs.for_run(
+                task,
+                self._store.get_review(task.id),
+                branch=entered.branch,
+                base=entered.base_ref,
+                cwd=entered.path,
+                env=env,
             )
-            reviews.submit(self._store, task.id, token=token, pr_url=url)
+            reviews.submit(self._store, task.id, token=token, pr_url=pr.url)
         except CorralError as exc:
             return f"pull request: {exc.message}"
-        event(self._log, "task.pr_opened", task_id=task.id, branch=entered.branch, url=url)
+        if pr.reopen_refused is not None:
+            event(self._log, "task.pr_reopen_refused", logging.WARNING, task_id=task.id,
+                  error=pr.reopen_refused)  # fmt: skip
+        event(self._log, f"task.pr_{pr.how}", task_id=task.id, branch=entered.branch, url=pr.url)
         return None
 
     def _merge(self, task: Task, token: int, entered: Entered) -> AfterSuccess:

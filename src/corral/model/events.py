@@ -91,6 +91,8 @@ EVENT_NAMES = (
     "task.changes_requested",
     "task.merged",
     "task.merge_conflict",
+    "task.pr_merged",
+    "task.pr_closed",
     "task.landed",
     "task.land_conflict",
     "task.pr_merged",

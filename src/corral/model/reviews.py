@@ -7,10 +7,13 @@ commit that was approved (merge refuses any other), the files of a merge conflic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+from corral.durations import iso
 
 
 class WorkOutcome(StrEnum):
@@ -21,6 +24,11 @@ class WorkOutcome(StrEnum):
     KEPT = "kept"  # the branch stays: `worktree.land = keep`, or a land that needs a person
     NO_CHANGE = "no_change"  # the run left no new commit and nothing to commit
     REFUSED = "refused"  # the agent reported it was denied what it needed
+
+
+# How far back `corral status` and `status --watch` count where tasks' work ended: a day's
+# work, the span a person catching up looks at (both screens say "24h").
+RECENT_WORK_S = 86400.0
 
 
 class PullRequestState(StrEnum):
@@ -74,6 +82,49 @@ class Review:
             "outcome": None if self.outcome is None else str(self.outcome),
             "backup_refs": list(self.backup_refs),
             "branch_deleted": self.branch_deleted,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkEnd:
+    """One task's work where it ended: a landed one's commit, a kept one's branch."""
+
+    task_id: str
+    title: str
+    ended_at: datetime | None  # when the outcome was recorded
+    commit: str | None = None  # landed: the commit on the base of record
+    branch: str | None = None  # kept: the branch `corral land` lands
+    pr_url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md, `status`)."""
+        return {
+            "task_id": self.task_id,
+            "title": self.title,
+            "ended_at": iso(self.ended_at),
+            "commit": self.commit,
+            "branch": self.branch,
+            "pr_url": self.pr_url,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkEnds:
+    """Where tasks' work ended: how many reached each outcome since `since`, the done tasks
+    whose branch is kept for a person (oldest first) and the newest landed, a few each."""
+
+    since: datetime
+    counts: Mapping[str, int] = field(default_factory=dict)  # WorkOutcome value -> tasks
+    kept: tuple[WorkEnd, ...] = ()
+    landed: tuple[WorkEnd, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (docs/cli.md, `status`)."""
+        return {
+            "since": iso(self.since),
+            "counts": {str(o): self.counts.get(str(o), 0) for o in WorkOutcome},
+            "kept": [w.to_dict() for w in self.kept],
+            "landed": [w.to_dict() for w in self.landed],
         }
 
 

@@ -1,5 +1,5 @@
 """Usage and cost: what agents' runs reported, summed by task, queue, kind, agent,
-provider or day.
+provider or day, or all together.
 
 A run's `usage` is what its agent's own stream said (runtime/worker/agent_streams.py),
 normalized to these keys; a key no run reported sums to None, never 0, so "no figures"
@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-GROUPINGS = ("task", "queue", "kind", "agent", "provider", "day")
+# "total": every run in one group, so `usage --json` (an array, as every listing) can give
+# the total too, counted by the database rather than summed from a listing it may cut.
+GROUPINGS = ("task", "queue", "kind", "agent", "provider", "day", "total")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,8 +22,10 @@ from corral.store.lookups import held_claim, read_task, task_in
 from corral.store.outcomes import unblock_dependents
 
 if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
+    from datetime import datetime
+
     from corral.model.claims import Claim
-    from corral.model.reviews import Review
+    from corral.model.reviews import Review, WorkEnd, WorkEnds
     from corral.model.tasks import Task
 
 
@@ -165,6 +167,7 @@ class ReviewOps:
                     "merged_commit": merged_commit,
                     "pr_state": PullRequestState.MERGED,
                     "conflict_files": None,
+                    "outcome": "landed",
                 }
                 self._step(tx, step, changes, actor=actor, data=data)
                 journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
@@ -211,6 +214,7 @@ class ReviewOps:
                     conflict_files=None,
                     outcome=WorkOutcome.LANDED,
                 ),
+                stamp=True,
             )
             journal.record(
                 tx,
@@ -233,7 +237,7 @@ class ReviewOps:
                 tx, self._driver, task_id, action="record the outcome of", token=token,
                 worker_id=None,
             )  # fmt: skip
-            _save(tx, replace(_review_in(tx, self._driver, task_id), outcome=ended))
+            _save(tx, replace(_review_in(tx, self._driver, task_id), outcome=ended), stamp=True)
             journal.record(
                 tx,
                 "task.outcome",
@@ -333,6 +337,22 @@ class ReviewOps:
         with self._driver.read() as tx:
             return [rows.task(self._driver, r) for r in tx.all("branched_tasks")]
 
+    def work_ends(self, *, since: datetime, limit: int) -> WorkEnds:
+        """Where tasks' work ended: counts by outcome since `since`, and at most `limit`
+        kept (oldest first) and landed (newest first); bounded reads (queries.sql)."""
+        from corral.model.reviews import WorkEnds
+
+        with self._driver.read() as tx:
+            counts = {r["outcome"]: int(r["n"]) for r in tx.all("work_counts_since", since=since)}
+            kept = tx.all("oldest_kept", limit=limit)
+            landed = tx.all("newest_landed", limit=limit)
+        return WorkEnds(
+            since=since,
+            counts=counts,
+            kept=tuple(_work_end(self._driver, r, branch=r["branch"]) for r in kept),
+            landed=tuple(_work_end(self._driver, r, commit=r["merged_commit"]) for r in landed),
+        )
+
     def reviews_of(self, task_ids: list[str]) -> dict[str, Review]:
         """Review records of the given tasks that have one, by task id."""
         with self._driver.read() as tx:
@@ -376,7 +396,11 @@ class ReviewOps:
             )
         if step.to is TaskStatus.READY:
             tx.run("clear_stale_mark", task_id=step.task_id)
-        _save(tx, replace(_review_in(tx, self._driver, step.task_id), **changes))
+        _save(
+            tx,
+            replace(_review_in(tx, self._driver, step.task_id), **changes),
+            stamp="outcome" in changes,
+        )
         journal.record(
             tx,
             step.event,
@@ -437,6 +461,19 @@ def _close_pull_request(
     )
 
 
+def _work_end(driver: Driver, row: Any, **found: str | None) -> WorkEnd:
+    from corral.model.reviews import WorkEnd
+
+    at = row["outcome_at"]
+    return WorkEnd(
+        task_id=row["id"],
+        title=row["title"],
+        ended_at=None if at is None else driver.instant(at),
+        pr_url=row["pr_url"],
+        **found,
+    )
+
+
 def _review_in(tx: Tx, driver: Driver, task_id: str) -> Review:
     from corral.model.reviews import Review
 
@@ -444,8 +481,10 @@ def _review_in(tx: Tx, driver: Driver, task_id: str) -> Review:
     return Review(task_id=task_id) if row is None else rows.review(driver, row)
 
 
-def _save(tx: Tx, review: Review) -> None:
+def _save(tx: Tx, review: Review, *, stamp: bool = False) -> None:
+    """Write the review row whole; with `stamp`, its outcome was recorded now."""
     fields: dict[str, Any] = review.to_dict()
+    fields["stamp"] = stamp and review.outcome is not None
     files = fields["conflict_files"]
     fields["conflict_files"] = None if files is None else Json(files)
     fields["backup_refs"] = Json(fields["backup_refs"]) if fields["backup_refs"] else None

@@ -4,7 +4,9 @@ A redraw must cost the same whatever the store's history (bench/status_watch.py:
 running tasks beside 100,000 finished ones). So the tasks are counted by status and by
 queue, never listed; the running tasks are the oldest `running_limit` active claims, the
 tasks waiting for a person the oldest `running_limit` of them (a few: each needs a
-person), the events the newest `events_limit`; and each shown task's last output line
+person), the events the newest `events_limit`, where tasks' work ended the kept and
+landed `running_limit` of each with counts by outcome over a day (store.work_ends: an
+index on the outcome and its time); and each shown task's last output line
 comes from the last few KB of its file, read from the end, in words: an agent's JSON
 stream shows the assistant's text or the tool it is using, never raw JSON
 (runtime/worker/stream_text.py); when the last few KB hold no such line (a long tool
@@ -17,12 +19,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 from corral import orchestrators, queues, workers
 from corral.model.claims import RunningTask
 from corral.model.events import Event, EventFilter
 from corral.model.providers import ProviderState
 from corral.model.queues import QueueStat
+from corral.model.reviews import RECENT_WORK_S, WorkEnds
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
@@ -51,24 +55,32 @@ class Glance:
     events: list[Event]
     waiting: list[Task]  # waiting for a person, oldest first (their count: tasks["waiting"])
     held: list[ProviderState]  # the provider accounts whose claims are held back now
+    work: WorkEnds  # where tasks' work ended: kept for a person, landed lately
 
 
 def glance(store: Store, *, settings: Settings, running_limit: int, events_limit: int) -> Glance:
     """Read one screen: the orchestrator and its slots, the live workers, counts, the oldest
     `running_limit` running tasks with their last output lines and waiting tasks, the
     newest `events_limit` events, the provider accounts held back (parked, paused, at
-    their cap)."""
+    their cap), where tasks' work ended."""
     running = store.running_tasks(running_limit)
+    report = orchestrators.status(store, liveness=settings.liveness)
+    since = report.now - timedelta(seconds=RECENT_WORK_S)
+    counts = store.task_counts()
+    # Listed only when counted: list_tasks walks the tasks in the order they were added,
+    # every one of them when none waits (10 ms at 100,000, bench/status_watch.py).
+    waiting = TaskFilter(statuses=(TaskStatus.WAITING,), limit=running_limit)
     return Glance(
-        orchestrator=orchestrators.status(store, liveness=settings.liveness),
+        orchestrator=report,
         workers=workers.live(store),
         queues=queues.queue_stats(store),
-        tasks=store.task_counts(),
+        tasks=counts,
         running=running,
         last_output={r.task_id: last_output_line(r) for r in running},
         events=store.list_events(EventFilter(limit=events_limit)) if events_limit else [],
-        waiting=store.list_tasks(TaskFilter(statuses=(TaskStatus.WAITING,), limit=running_limit)),
+        waiting=store.list_tasks(waiting) if counts.get(TaskStatus.WAITING) else [],
         held=[p for p in store.provider_states() if p.held],
+        work=store.work_ends(since=since, limit=running_limit),
     )
 
 

@@ -1,4 +1,5 @@
-"""`[notify] command`: a user's command told of what needs a person, never of every turn.
+"""`[notify] command` and `[notify] url`: a user's command, and an HTTP endpoint, told of
+what needs a person, never of every turn.
 
 The orchestrator follows the event log from its start and, while it leads (one notifies
 per store however many orchestrators share it), runs the command once for each event
@@ -12,6 +13,8 @@ that asks for attention:
                                          the run is then its task's task.waiting too)
     task.submitted, or a task completed  a task waits for review
         into in_review ("review.requested")
+    task.pr_closed                       a task's pull request was closed unmerged: it
+                                         waits in review for a person (`land = pr`)
     provider.parked                      a provider account hit its usage limit
     review.stale                         a review waited past review_stale_after (once)
 
@@ -19,7 +22,9 @@ The command (split like `--exec`, never through a shell) gets the event's JSON s
 stdin and `CORRAL_NOTICE` (the kind above), `CORRAL_EVENT_ID`, `CORRAL_TASK_ID` in its
 environment, which is otherwise the pool workers' (filtered by `env.deny`). It runs one
 at a time, each bounded by NOTIFY_TIMEOUT_S; a command that fails or hangs is logged and
-the next event still goes out.
+the next event still goes out. With `url`, the same event is POSTed there as JSON
+(runtime/pool/webhook.py: one try, bounded, the URL's secrets never logged), after the
+command when both are set.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import logging
 import shlex
 import subprocess
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from corral.clock import SystemClock
 from corral.errors import InvalidInput
@@ -39,10 +45,14 @@ from corral.runtime.follow import Follower
 from corral.store import Store
 from corral.threads import ThreadService
 
+if TYPE_CHECKING:
+    from corral.runtime.pool.webhook import Webhook
+
 NOTIFY_TIMEOUT_S = 30.0
 POLL_S = 0.5  # a notice is for a person: half a second late is on time
 NOTICE_EVENTS = ("task.failed", "task.waiting", "run.waiting", "task.submitted",
-                 "task.completed", "provider.parked", "review.stale")  # fmt: skip
+                 "task.completed", "task.pr_closed", "provider.parked",
+                 "review.stale")  # fmt: skip
 REVIEW_REQUESTED = "review.requested"
 
 
@@ -67,19 +77,22 @@ def notify_argv(command: str) -> tuple[str, ...]:
 
 
 class Notifier(ThreadService):
-    """A daemon thread running the notify command for each notice from now on."""
+    """A daemon thread running the notify command (`argv`, None: none) and POSTing to the
+    webhook (None: none) for each notice from now on."""
 
     def __init__(
         self,
         store: Store,
-        argv: tuple[str, ...],
+        argv: tuple[str, ...] | None,
         *,
         leading: Callable[[], bool],
         env: dict[str, str],
         log: logging.Logger,
+        webhook: Webhook | None = None,
     ) -> None:
         super().__init__("corral-notify")
         self._argv, self._leading, self._env, self._log = argv, leading, env, log
+        self._webhook = webhook
         flt = EventFilter(names=NOTICE_EVENTS, limit=0)  # none from before now
         self._follower = Follower(
             store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S, listen=False
@@ -99,6 +112,21 @@ class Notifier(ThreadService):
         kind = notice_of(ev)
         if kind is None or not self._leading():
             return
+        if self._argv is not None:
+            self._run_command(kind, ev, self._argv)
+        if self._webhook is not None:
+            self._post(kind, ev, self._webhook)
+
+    def _post(self, kind: str, ev: Event, webhook: Webhook) -> None:
+        error = webhook.post(ev.to_dict(), notice=kind, event_id=ev.id)
+        if error is not None:
+            event(self._log, "notify.failed", logging.WARNING, notice=kind, url=webhook.shown,
+                  error=error)  # fmt: skip
+            return
+        event(self._log, "notify.sent", notice=kind, event_id=ev.id, task_id=ev.task_id,
+              url=webhook.shown)  # fmt: skip
+
+    def _run_command(self, kind: str, ev: Event, argv: tuple[str, ...]) -> None:
         env = {
             **self._env,
             "CORRAL_NOTICE": kind,
@@ -107,7 +135,7 @@ class Notifier(ThreadService):
         }
         try:
             done = subprocess.run(  # noqa: S603 - the user's own configured command
-                self._argv,
+                argv,
                 input=json.dumps(ev.to_dict()) + "\n",
                 text=True,
                 env=env,

@@ -232,15 +232,19 @@ class Orchestrator:
         )
 
     def _start_notifier(self) -> Notifier | None:
-        if self._notify is None:
+        url = self._settings.notify_url
+        if self._notify is None and not url:
             return None
         role = self._role
+        from corral.runtime.pool.webhook import Webhook  # noqa: PLC0415 - urllib: only with a url
+
         return Notifier(
             self._store,
             self._notify,
             leading=lambda: role.leading,
             env={k: v for k, v in self._env.items() if k != PROVIDER_ENV_VARIABLE},
             log=self._log,
+            webhook=Webhook(url) if url else None,
         )
 
     def _start_status_file(self) -> StatusFile | None:

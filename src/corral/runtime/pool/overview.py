@@ -1,6 +1,7 @@
 """`corral status` in one record: the orchestrator, the live workers, the queues, the reviews
-waiting, the task counts, the tasks and runs waiting for a person, and the processes
-finished runs left behind on this host.
+waiting, the task counts, the tasks and runs waiting for a person, where tasks' work
+ended (kept for a person, landed lately, counts over a day), and the processes finished
+runs left behind on this host.
 
 It lives with the pool because the last of these is found among this host's processes
 (corral.runtime.pool.leftovers), not in the store.
@@ -9,12 +10,14 @@ It lives with the pool because the last of these is found among this host's proc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from corral import orchestrators, queues, reviews, workers
 from corral.durations import iso
 from corral.model.providers import ProviderState
 from corral.model.queues import QueueStat
+from corral.model.reviews import RECENT_WORK_S, WorkEnds
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
@@ -27,6 +30,7 @@ from corral.store import Store
 
 # The waiting tasks `status` lists by name (the oldest); the count says how many there are.
 WAITING_SHOWN = 100
+WORK_SHOWN = 20  # kept branches and landed tasks `status` lists by name, each
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +46,7 @@ class Overview:
     providers: list[ProviderState]
     waiting: list[dict[str, Any]]  # runs waiting for a person (store.waiting_runs)
     waiting_tasks: list[Task]  # tasks waiting for a person, the oldest WAITING_SHOWN
+    work: WorkEnds  # where tasks' work ended
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `corral status --json` (docs/cli.md)."""
@@ -63,13 +68,16 @@ class Overview:
                 }
                 for t in self.waiting_tasks
             ],
+            "work": self.work.to_dict(),
         }
 
 
 def overview(store: Store, *, settings: Settings) -> Overview:
     """Read what `corral status` shows; reviews are stale past `worktree.review_stale_after`."""
+    report = orchestrators.status(store, liveness=settings.liveness)
+    since = report.now - timedelta(seconds=RECENT_WORK_S)
     return Overview(
-        orchestrator=orchestrators.status(store, liveness=settings.liveness),
+        orchestrator=report,
         workers=workers.live(store),
         tasks=store.task_counts(),
         queues=queues.queue_stats(store),
@@ -80,4 +88,5 @@ def overview(store: Store, *, settings: Settings) -> Overview:
         waiting_tasks=store.list_tasks(
             TaskFilter(statuses=(TaskStatus.WAITING,), limit=WAITING_SHOWN)
         ),
+        work=store.work_ends(since=since, limit=WORK_SHOWN),
     )

@@ -58,6 +58,7 @@ READS = frozenset(
         "get_review",
         "branched_tasks",
         "reviews_of",
+        "work_ends",
         "list_messages",
         "get_orchestrator",
         "list_orchestrators",

@@ -715,20 +715,22 @@ SELECT * FROM task_view WHERE branch IS NOT NULL ORDER BY seq;
 SELECT * FROM reviews WHERE task_id = ANY(:ids::text[]);
 
 -- name: save_review
+-- outcome_at: now when :stamp (the outcome was recorded now), else as it was.
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
                      approve_note, changes_note, conflict_files, merged_commit, outcome,
-                     backup_refs, branch_deleted, pr_state)
+                     backup_refs, branch_deleted, pr_state, outcome_at)
 VALUES (:task_id, :base_ref::text, :worktree_path::text, :note::text, :pr_url::text,
         :approved_commit::text, :approve_note::text, :changes_note::text,
         :conflict_files::jsonb, :merged_commit::text, :outcome::text, :backup_refs::jsonb,
-        :branch_deleted::boolean, :pr_state::text)
+        :branch_deleted::boolean, :pr_state::text, CASE WHEN :stamp::boolean THEN :now END)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
     approve_note = excluded.approve_note, changes_note = excluded.changes_note,
     conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
     outcome = excluded.outcome, backup_refs = excluded.backup_refs,
-    branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state;
+    branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state,
+    outcome_at = coalesce(excluded.outcome_at, reviews.outcome_at);
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.
@@ -1006,10 +1008,12 @@ RETURNING name, parked_until;
 -- name: usage_by
 -- Runs started since :since (NULL: all), of task :task_id (NULL: any), grouped by :by:
 -- how many, how many reported usage, the sums of the usage they reported (a key nobody
--- reported sums to NULL, never 0), wall time and attempts. Largest cost first.
+-- reported sums to NULL, never 0), wall time and attempts; 'total': one group of every
+-- run. Largest cost first.
 SELECT CASE :by::text WHEN 'task' THEN r.task_id WHEN 'queue' THEN t.queue WHEN 'kind' THEN t.kind
                  WHEN 'agent' THEN coalesce(r.agent, '-')
                  WHEN 'provider' THEN coalesce(w.provider, '-')
+                 WHEN 'total' THEN 'total'
                  ELSE to_char(r.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') END AS key,
        count(*) AS runs,
        count(r.usage) AS with_usage,
@@ -1426,3 +1430,30 @@ SELECT namespace, NULL AS status,
        count(*) FILTER (WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale')) AS n
 FROM workers GROUP BY namespace
 ORDER BY namespace, status;
+
+-- Where tasks' work ended (`corral status`, `status --watch`): each read walks
+-- reviews_by_outcome for a few rows, so it costs the same whatever the store's history.
+
+-- name: work_counts_since
+-- How many tasks' work reached each outcome at :since or later.
+SELECT r.outcome, count(*) AS n
+FROM reviews r JOIN tasks t ON t.id = r.task_id
+WHERE r.outcome IN ('landed', 'in_review', 'kept', 'no_change', 'refused')
+  AND r.outcome_at >= :since::timestamptz AND t.namespace = :namespace::text
+GROUP BY r.outcome;
+
+-- name: newest_landed
+-- The tasks whose work landed most recently, newest first, with the commit it landed at.
+SELECT t.id, t.title, r.merged_commit, r.pr_url, r.outcome_at
+FROM reviews r JOIN tasks t ON t.id = r.task_id
+WHERE r.outcome = 'landed' AND t.namespace = :namespace::text
+ORDER BY r.outcome_at DESC
+LIMIT :limit;
+
+-- name: oldest_kept
+-- The done tasks whose branch is kept for a person (`corral land ID`), oldest first.
+SELECT t.id, t.title, t.branch, r.pr_url, r.outcome_at
+FROM reviews r JOIN tasks t ON t.id = r.task_id
+WHERE r.outcome = 'kept' AND t.status = 'done' AND t.namespace = :namespace::text
+ORDER BY r.outcome_at
+LIMIT :limit;

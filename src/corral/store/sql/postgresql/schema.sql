@@ -331,8 +331,11 @@ CREATE TABLE reviews (
     backup_refs     jsonb,
     branch_deleted  boolean NOT NULL DEFAULT false,
     -- Where the pull request at pr_url stands: open (or unset), merged, closed.
-    pr_state        text
+    pr_state        text,
+    -- When the outcome was last recorded: `status` reads the newest and oldest by it.
+    outcome_at      timestamptz
 );
+CREATE INDEX reviews_by_outcome ON reviews (outcome, outcome_at) WHERE outcome IS NOT NULL;
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
 -- in id order. An acknowledgement is a row of its own, so a message never changes.

@@ -276,8 +276,11 @@ CREATE TABLE reviews (
     backup_refs     TEXT,
     branch_deleted  INTEGER NOT NULL DEFAULT 0,
     -- Where the pull request at pr_url stands: open (or unset), merged, closed.
-    pr_state        TEXT
+    pr_state        TEXT,
+    -- When the outcome was last recorded: `status` reads the newest and oldest by it.
+    outcome_at      REAL
 ) WITHOUT ROWID;
+CREATE INDEX reviews_by_outcome ON reviews (outcome, outcome_at) WHERE outcome IS NOT NULL;
 
 -- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
 -- in id order. An acknowledgement is a row of its own, so a message never changes.
