@@ -314,3 +314,39 @@ def test_a_remote_whose_fetch_refspec_maps_nothing_still_tracks_the_pushed_base(
     assert None is finish(store, task, token, runner)
     assert git(bare, "rev-parse", "main") == git(b.clone, "rev-parse", "refs/remotes/origin/main")
     assert "" == git(b.clone, "branch", "--list", entered.branch)
+
+
+def test_a_backup_written_on_one_host_is_where_the_next_run_on_another_starts(
+    store, settings, bare, a, b
+):
+    """Host A's task is cancelled mid-run leaving an uncommitted edit: its worktree goes,
+    the backup ref pushed to the remote first; retried on host B (which never had that
+    ref), the run starts from it, the edit in its worktree."""
+    task, _, runner, entered = start(store, settings, a)
+    (Path(entered.path) / "left.txt").write_text("uncommitted on a\n")
+    corral.cancel(store, task.id)
+    runner.leave(task.id)
+    (ref,) = store.get_review(task.id).backup_refs
+    assert git(a.clone, "rev-parse", ref) == git(bare, "rev-parse", ref)
+    corral.retry(store, task.id)
+    worker = corral.register(
+        store, corral.NewWorker(name="b", hostname="b", pid=None), settings=settings
+    ).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    again = b.runner(store).enter(store.get_task(task.id), claim.token, worker.id)
+    assert (ref, entered.branch) == (again.restored_from, again.branch)
+    assert "uncommitted on a\n" == (Path(again.path) / "left.txt").read_text()
+
+
+def test_a_backup_the_remote_refuses_keeps_the_worktree(store, settings, bare, a):
+    """A remote that will not take the backup ref: the worktree and its edit stay where
+    they are (the clean-up fails), nothing removed before its backup is on the remote."""
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho no >&2\nexit 1\n")
+    hook.chmod(0o755)
+    task, _, runner, entered = start(store, settings, a)
+    (Path(entered.path) / "left.txt").write_text("uncommitted on a\n")
+    corral.cancel(store, task.id)
+    runner.leave(task.id)
+    assert "uncommitted on a\n" == (Path(entered.path) / "left.txt").read_text()
+    assert () == store.get_review(task.id).backup_refs
