@@ -12,7 +12,7 @@ that happen around it (prune, reconcile, retention, whichever runs fell to other
 A sequence runs TASKS tasks, ACTIVE at a time, through one long random run of steps on
 one repository and one store; SEQUENCES sequences (seeds) make CORRAL_CHAOS_INTERLEAVINGS
 (500 by default) interleavings. Measured on the 2-core test machine, shared with other
-test runs: 500 interleavings (about 1,100 agent runs, 20 runner and 10 orchestrator kills)
+test runs: 500 interleavings (about 1,100 agent runs, up to 20 runner and 10 orchestrator kills)
 in 217 s with `-n 2`; the earlier version, a dozen `corral` processes a step, took 7
 minutes for 100.
 
