@@ -350,3 +350,31 @@ def test_a_backup_the_remote_refuses_keeps_the_worktree(store, settings, bare, a
     runner.leave(task.id)
     assert "uncommitted on a\n" == (Path(entered.path) / "left.txt").read_text()
     assert () == store.get_review(task.id).backup_refs
+
+
+def test_corral_land_on_another_host_lands_work_left_only_in_a_backup_ref(
+    store, settings, bare, a, b
+):
+    """Host B's kept branch is deleted, its work saved in a backup ref (pushed); `corral
+    land` on host A, which never had the branch nor the ref, lands it from the remote's
+    copy of the backup."""
+    keep = Settings(worktree_remote="origin", worktree_land="keep").worktree
+    task = corral.enqueue(store, NewTask(title="kept"), settings=settings)
+    worker = corral.register(store, corral.NewWorker(name="b", pid=None), settings=settings).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    runner = TaskWorktrees(
+        store, b.trees, worker_name="b", base_ref="main", policy=keep, log=logging.getLogger("t")
+    )
+    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
+    work(entered, "k.txt", "k\n")
+    assert None is finish(store, store.get_task(task.id), claim.token, runner)
+    b.trees.remove(entered.path)
+    backup = b.trees.delete_branch(entered.branch, "main")
+    assert backup is not None
+    b.trees.remote.unpublish(entered.branch)
+    store.record_cleanup(task.id, token=None, backups=(backup,), branch_deleted=False, actor="t")
+    landed = landings.land_kept(
+        store, task.id, repo=a.branches(), strategy=MergeStrategy.MERGE, actor="operator"
+    )
+    assert git(bare, "rev-parse", "main") == landed.merged_commit
+    assert "k" == git(bare, "show", "main:k.txt")

@@ -100,7 +100,7 @@ class GitBranches:
 
     def restore_branch(self, branch: str, ref: str) -> bool:
         """Make `branch` again at backup `ref` (git/worktrees.py: restore); whether it did."""
-        commit = self._git.commit_of(ref)
+        commit = self._trees.backup_commit(ref)  # fetched from the remote of record if need be
         return commit is not None and self._trees.restore(branch, commit)
 
     def diff_stat(self, base: str, branch: str) -> str:
