@@ -4,7 +4,11 @@ leading orchestrator every `retention.interval`).
     finished tasks   done, failed or cancelled, unchanged for `finished_after`, that no
                      kept task depends on: with their runs, claims, review, dependency
                      rows, and the runs' output files and artifacts under this store's
-                     runs folder
+                     runs folder. Not a task whose work never landed and is only in the
+                     backup refs its review names (a failed task's removed worktree):
+                     once it is gone nothing names those refs, so it stays until
+                     `unlanded=True` (`corral prune --with-unlanded-work`), which deletes
+                     it and records a `task.pruned_unlanded` event naming its refs
     events           older than `events_after`, oldest first
     gone workers     dead or offline, silent for `workers_after`, that no claim or run
                      still names (their runs go with their tasks first)
@@ -71,19 +75,30 @@ class Pruned:
         return self.tasks + self.events + self.workers
 
 
-def prune(store: Store, ages: Ages, *, dry_run: bool = False, batch: int = BATCH_TASKS) -> Pruned:
-    """One retention pass over `store` (a local one: the runs' files are on this host)."""
+def prune(
+    store: Store,
+    ages: Ages,
+    *,
+    dry_run: bool = False,
+    batch: int = BATCH_TASKS,
+    unlanded: bool = False,
+) -> Pruned:
+    """One retention pass over `store` (a local one: the runs' files are on this host);
+    tasks whose unlanded work only backup refs hold go too with `unlanded`."""
     now = store.now()
     cutoffs = {k: _before(now, s) for k, s in (("t", ages.finished_s), ("e", ages.events_s),
                                               ("w", ages.workers_s))}  # fmt: skip
     if dry_run:
         counts = store.count_prunable(
-            tasks_before=cutoffs["t"], events_before=cutoffs["e"], workers_before=cutoffs["w"]
+            tasks_before=cutoffs["t"],
+            events_before=cutoffs["e"],
+            workers_before=cutoffs["w"],
+            unlanded=unlanded,
         )
         return Pruned(dry_run=True, **counts)
     tasks = runs = files = 0
     if cutoffs["t"] is not None:
-        tasks, runs, files = _prune_tasks(store, cutoffs["t"], batch)
+        tasks, runs, files = _prune_tasks(store, cutoffs["t"], batch, unlanded=unlanded)
     events = _prune_events(store, cutoffs["e"]) if cutoffs["e"] is not None else 0
     workers = _prune_workers(store, cutoffs["w"]) if cutoffs["w"] is not None else 0
     return Pruned(tasks=tasks, runs=runs, files=files, events=events, workers=workers)
@@ -93,7 +108,9 @@ def _before(now: datetime, age_s: float | None) -> datetime | None:
     return None if age_s is None else now - timedelta(seconds=age_s)
 
 
-def _prune_tasks(store: Store, cutoff: datetime, batch: int) -> tuple[int, int, int]:
+def _prune_tasks(
+    store: Store, cutoff: datetime, batch: int, *, unlanded: bool
+) -> tuple[int, int, int]:
     """Batches of the newest prunable tasks until none is left; (tasks, runs, files)."""
     folder = runs_dir(store.url)
     # Candidates of a batch that deleted none: a task outside the batch depends on each.
@@ -101,13 +118,13 @@ def _prune_tasks(store: Store, cutoff: datetime, batch: int) -> tuple[int, int, 
     stuck: set[str] = set()
     tasks = runs = files = 0
     while True:
-        found = store.prunable_tasks(cutoff, CANDIDATES + len(stuck))
+        found = store.prunable_tasks(cutoff, CANDIDATES + len(stuck), unlanded=unlanded)
         found = [t for t in found if t not in stuck]
         if not found:
             return tasks, runs, files
         for start in range(0, len(found), batch):
             chunk = found[start : start + batch]
-            deleted = store.delete_tasks(chunk, cutoff)
+            deleted = store.delete_tasks(chunk, cutoff, unlanded=unlanded)
             if deleted.tasks:
                 stuck.clear()
             else:

@@ -53,6 +53,11 @@ class Branches(Protocol):
         """`git diff BASE...BRANCH`: every change, as a patch."""
         ...
 
+    def landed_diff(self, base: str, commit: str, *, stat: bool) -> str | None:
+        """What landed commit `commit` brought to `base`: its diff against its first
+        parent (`--stat` with `stat`); None when the base of record lacks the commit."""
+        ...
+
     def is_on_top(self, branch: str, base: str) -> bool:
         """Whether `branch` holds every commit of `base` (it was rebased onto it, or
         started from its current tip)."""
@@ -111,12 +116,15 @@ class PendingReview:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewDetail:
     """One task's review as `review show` shows it; `diff_stat` is None without a branch.
-    `diff`, the whole patch, is read only when asked for (the dashboard shows it)."""
+    `diff`, the whole patch, is read only when asked for (the dashboard shows it). Of a
+    task that landed and whose branch corral then deleted, both show the landed commit
+    (`landed_commit`) against its first parent: what reached the base."""
 
     task: Task
     review: Review
     diff_stat: str | None
     diff: str | None = None
+    landed_commit: str | None = None  # the branch landed there (then corral deleted it)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `review show --json` (docs/cli.md)."""
@@ -124,6 +132,7 @@ class ReviewDetail:
             "task": self.task.to_dict(),
             "review": self.review.to_dict(),
             "diff_stat": self.diff_stat,
+            "landed_commit": self.landed_commit,
         }
 
 
@@ -245,6 +254,21 @@ def settle_pull_request(
     )
 
 
+def _landed(task: Task, review: Review, repo: Branches, *, full_diff: bool) -> ReviewDetail:
+    """The review of a task whose branch corral deleted once it landed: what its landed
+    commit brought to the base (none shown when the base lacks the commit)."""
+    merged, base = review.merged_commit, review.base_ref
+    if merged is None or base is None:
+        return ReviewDetail(task=task, review=review, diff_stat=None)
+    return ReviewDetail(
+        task=task,
+        review=review,
+        diff_stat=repo.landed_diff(base, merged, stat=True),
+        diff=repo.landed_diff(base, merged, stat=False) if full_diff else None,
+        landed_commit=merged,
+    )
+
+
 def _head(repo: Branches, task: Task) -> str:
     assert task.branch is not None
     head = repo.head_of(task.branch)
@@ -295,7 +319,7 @@ def show(
         return ReviewDetail(task=task, review=review, diff_stat=None)
     repo = branches()
     if repo.head_of(task.branch) is None and (review.branch_deleted or review.merged_commit):
-        return ReviewDetail(task=task, review=review, diff_stat=None)  # landed, then deleted
+        return _landed(task, review, repo, full_diff=full_diff)
     _head(repo, task)
     return ReviewDetail(
         task=task,

@@ -125,6 +125,13 @@ SPEC: dict[str, Spec] = {
     "retention_interval_s": Spec(
         "retention.interval", 3600, 1, "s", "how often the leading orchestrator prunes"
     ),
+    "retention_unlanded_work": Spec(
+        "retention.unlanded_work",
+        False,
+        None,
+        "flag",
+        "finished tasks whose unlanded work only backup refs hold are deleted too",
+    ),
     "auth_cache_s": Spec(
         "server.auth_cache",
         1.0,
@@ -447,6 +454,7 @@ class Settings:
     retention_events_after_s: float | None = _default("retention_events_after_s")
     retention_workers_after_s: float | None = _default("retention_workers_after_s")
     retention_interval_s: float = float(_default("retention_interval_s"))
+    retention_unlanded_work: bool = _default("retention_unlanded_work")
     auth_cache_s: float = float(_default("auth_cache_s"))
     scheduler_interval_s: float = float(_default("scheduler_interval_s"))
     scheduler_batch_size: int = int(_default("scheduler_batch_size"))

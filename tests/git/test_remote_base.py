@@ -369,3 +369,67 @@ def test_a_fetch_beside_a_push_on_one_host_is_never_refused(bare, a):
     ]
     said = [racer.communicate(timeout=120) for racer in racers]
     assert [("0 []\n", "")] * 4 == said
+
+
+def test_a_backup_written_on_one_host_is_where_the_next_run_on_another_starts(
+    store, settings, bare, a, b
+):
+    """Host A's task is cancelled mid-run leaving an uncommitted edit: its worktree goes,
+    the backup ref pushed to the remote first; retried on host B (which never had that
+    ref), the run starts from it, the edit in its worktree."""
+    task, _, runner, entered = start(store, settings, a)
+    (Path(entered.path) / "left.txt").write_text("uncommitted on a\n")
+    corral.cancel(store, task.id)
+    runner.leave(task.id)
+    (ref,) = store.get_review(task.id).backup_refs
+    assert git(a.clone, "rev-parse", ref) == git(bare, "rev-parse", ref)
+    corral.retry(store, task.id)
+    worker = corral.register(
+        store, corral.NewWorker(name="b", hostname="b", pid=None), settings=settings
+    ).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    again = b.runner(store).enter(store.get_task(task.id), claim.token, worker.id)
+    assert (ref, entered.branch) == (again.restored_from, again.branch)
+    assert "uncommitted on a\n" == (Path(again.path) / "left.txt").read_text()
+
+
+def test_a_backup_the_remote_refuses_keeps_the_worktree(store, settings, bare, a):
+    """A remote that will not take the backup ref: the worktree and its edit stay where
+    they are (the clean-up fails), nothing removed before its backup is on the remote."""
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho no >&2\nexit 1\n")
+    hook.chmod(0o755)
+    task, _, runner, entered = start(store, settings, a)
+    (Path(entered.path) / "left.txt").write_text("uncommitted on a\n")
+    corral.cancel(store, task.id)
+    runner.leave(task.id)
+    assert "uncommitted on a\n" == (Path(entered.path) / "left.txt").read_text()
+    assert () == store.get_review(task.id).backup_refs
+
+
+def test_corral_land_on_another_host_lands_work_left_only_in_a_backup_ref(
+    store, settings, bare, a, b
+):
+    """Host B's kept branch is deleted, its work saved in a backup ref (pushed); `corral
+    land` on host A, which never had the branch nor the ref, lands it from the remote's
+    copy of the backup."""
+    keep = Settings(worktree_remote="origin", worktree_land="keep").worktree
+    task = corral.enqueue(store, NewTask(title="kept"), settings=settings)
+    worker = corral.register(store, corral.NewWorker(name="b", pid=None), settings=settings).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    runner = TaskWorktrees(
+        store, b.trees, worker_name="b", base_ref="main", policy=keep, log=logging.getLogger("t")
+    )
+    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
+    work(entered, "k.txt", "k\n")
+    assert None is finish(store, store.get_task(task.id), claim.token, runner)
+    b.trees.remove(entered.path)
+    backup = b.trees.delete_branch(entered.branch, "main")
+    assert backup is not None
+    b.trees.remote.unpublish(entered.branch)
+    store.record_cleanup(task.id, token=None, backups=(backup,), branch_deleted=False, actor="t")
+    landed = landings.land_kept(
+        store, task.id, repo=a.branches(), strategy=MergeStrategy.MERGE, actor="operator"
+    )
+    assert git(bare, "rev-parse", "main") == landed.merged_commit
+    assert "k" == git(bare, "show", "main:k.txt")

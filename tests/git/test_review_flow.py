@@ -268,3 +268,17 @@ def test_a_merge_cut_short_before_it_was_recorded_completes_without_a_second_com
     result = reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.SQUASH)
     assert (TaskStatus.DONE, landed.merged_commit) == (result.task.status, result.merged_commit)
     assert landed.merged_commit == git(repo, "rev-parse", "main")
+
+
+def test_review_show_of_a_landed_task_shows_what_landed(store, settings, repo, branches, work):
+    """Merged, its branch deleted by corral: `show` neither fails nor calls it deleted
+    outside corral; it names the landed commit and its diff against its first parent."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    reviews.approve(store, task.id, branches=branches)
+    merged = reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
+    commit_file(repo, "later.txt", "after the land\n")  # the base moved on since
+    shown = reviews.show(store, task.id, branches, full_diff=True)
+    assert merged.merged_commit == shown.landed_commit
+    assert "a.txt | 1 +" in (shown.diff_stat or "")
+    assert "+a" in (shown.diff or "") and "later.txt" not in (shown.diff or "")

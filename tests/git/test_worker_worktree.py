@@ -91,6 +91,18 @@ def test_a_task_without_review_lands_and_leaves_no_worktree_or_branch(cli, repo,
     assert "work by" in (repo / "work.txt").read_text()
 
 
+def test_review_show_of_a_task_that_landed_says_so_and_shows_what_landed(cli, repo, agent):
+    """Its branch deleted by corral: `review show` exits 0, says where it landed, and shows
+    the landed commit's diff stat, never "deleted outside corral"."""
+    task = cli("add", "edit").out.strip()
+    assert 0 == _start(cli, repo, agent, "w1").code
+    shown = cli("review", "show", task, "--repo", str(repo))
+    landed = git(repo, "rev-parse", "main")
+    assert (0, "") == (shown.code, shown.err)
+    assert f"landed at {landed} (branch deleted by corral)" in shown.out
+    assert "work.txt" in shown.out and "outside corral" not in shown.out
+
+
 def test_keep_worktrees_keeps_them(cli, repo, agent):
     """--keep-worktrees: the finished task's worktree is still there."""
     task = cli("add", "edit").out.strip()

@@ -171,3 +171,26 @@ def test_a_dry_run_counts_and_deletes_nothing(
     assert counted.dry_run and 1 == counted.tasks and counted.events > 0
     assert 0 == counted.workers  # its run still names it
     assert not gone(store, task) and all(os.path.exists(p) for p in files)
+
+
+def test_a_task_whose_unlanded_work_only_a_backup_ref_holds_stays_until_asked(
+    store: Store, clock: FakeClock, add: Callable[..., Any]
+) -> None:
+    """Retention keeps a finished task whose review names backup refs of work that never
+    landed (nothing else names them); --with-unlanded-work deletes it and an event keeps
+    the refs' names."""
+    stranded, plain = add("stranded").id, add("plain").id
+    ref = f"refs/corral/backup/corral/w/{stranded}/wip-0123456789ab"
+    store.record_cleanup(stranded, token=None, backups=(ref,), branch_deleted=False, actor="prune")
+    for task in (stranded, plain):
+        corral.cancel(store, task)
+    clock.advance(2 * DAY)
+
+    assert 1 == prune(store, Ages(finished_s=DAY), dry_run=True).tasks
+    assert 1 == prune(store, Ages(finished_s=DAY)).tasks
+    assert (False, True) == (gone(store, stranded), gone(store, plain))
+    assert 1 == prune(store, Ages(finished_s=DAY), dry_run=True, unlanded=True).tasks
+    assert 1 == prune(store, Ages(finished_s=DAY), unlanded=True).tasks
+    assert gone(store, stranded)
+    (named,) = store.list_events(EventFilter(names=("task.pruned_unlanded",)))
+    assert (stranded, {"backup_refs": [ref]}) == (named.task_id, named.data)

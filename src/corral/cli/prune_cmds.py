@@ -25,7 +25,12 @@ def cmd_prune(ctx: Context) -> int:
         workers_s=_age("workers_offline_older_than", a.workers_offline_older_than,
                        s.retention_workers_after_s),
     )  # fmt: skip
-    pruned = retention.prune(ctx.store, ages, dry_run=a.dry_run)
+    pruned = retention.prune(
+        ctx.store,
+        ages,
+        dry_run=a.dry_run,
+        unlanded=a.with_unlanded_work or s.retention_unlanded_work,
+    )
     verb = "would delete" if pruned.dry_run else "deleted"
     line = f"{verb} {pruned.tasks} tasks"
     if not pruned.dry_run:
@@ -52,6 +57,9 @@ COMMANDS = (
             help="events this old (default retention.events_after; 0 keeps)"),
         Arg("--workers-offline-older-than", metavar="DURATION",
             help="dead or offline workers silent this long (default 7d; 0 keeps)"),
+        Arg("--with-unlanded-work", action="store_true",
+            help="also finished tasks whose unlanded work only backup refs hold, each named "
+                 "in a task.pruned_unlanded event (default retention.unlanded_work)"),
         Arg("--dry-run", action="store_true", help="count, delete nothing"),
     ),
 )  # fmt: skip

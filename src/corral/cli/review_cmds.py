@@ -69,7 +69,15 @@ def cmd_review_show(ctx: Context) -> int:
     """One task's review: notes, pinned commit, conflicts, and the diff stat against its base."""
     shown = reviews.show(ctx.store, ctx.args.id, branches_of(ctx))
     details = {k: v for k, v in shown.review.to_dict().items() if v is not None}
-    parts = (render.task_detail(shown.task), render.key_values(details), shown.diff_stat or "")
+    landed = (
+        f"landed at {shown.landed_commit} (branch deleted by corral)" if shown.landed_commit else ""
+    )
+    parts = (
+        render.task_detail(shown.task),
+        render.key_values(details),
+        landed,
+        shown.diff_stat or "",
+    )
     ctx.emit(shown.to_dict(), "\n\n".join(part for part in parts if part))
     return 0
 

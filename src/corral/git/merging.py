@@ -100,7 +100,7 @@ class GitBranches:
 
     def restore_branch(self, branch: str, ref: str) -> bool:
         """Make `branch` again at backup `ref` (git/worktrees.py: restore); whether it did."""
-        commit = self._git.commit_of(ref)
+        commit = self._trees.backup_commit(ref)  # fetched from the remote of record if need be
         return commit is not None and self._trees.restore(branch, commit)
 
     def diff_stat(self, base: str, branch: str) -> str:
@@ -110,6 +110,16 @@ class GitBranches:
     def diff(self, base: str, branch: str) -> str:
         """Every change of the branch since it left the base, as a patch."""
         return self._git.out("diff", self._range(base, branch))
+
+    def landed_diff(self, base: str, commit: str, *, stat: bool) -> str | None:
+        """What landed `commit` changed on `base` (against its first parent); None when
+        the base of record, fetched, does not hold the commit."""
+        on_base = self._base_ref(base)
+        if self._git.commit_of(commit) is None or not self._git.ok(
+            "merge-base", "--is-ancestor", commit, on_base
+        ):
+            return None
+        return self._git.out("diff", *(["--stat"] if stat else []), f"{commit}^1", commit)
 
     def _range(self, base: str, branch: str) -> str:
         """`BASE...BRANCH` (the base as recorded, a branch or a commit; the remote's, with one)."""

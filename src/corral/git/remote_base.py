@@ -17,6 +17,10 @@ approved and merged the same from any other.
     start(base, branch)  ─► what a runner's worktree starts from: the fetched base, and the
                             task's branch brought over from the remote when another host
                             last worked on it
+    keep(ref)            ─► a backup ref corral wrote (refs/corral/backup/...) pushed under
+                            the same name, before the worktree or branch it saves goes, so
+                            that a task run again on another host starts from it;
+                            fetch_ref(ref) brings it to a host that lacks it
 
 The local branch of the base is never moved: the remote-tracking ref is the base as this
 host knows it. Every command that writes remote-tracking refs (fetch, push) holds the
@@ -129,6 +133,23 @@ class RemoteBase:
         if gone.code != 0 and "remote ref does not exist" not in gone.err:
             raise Refused(f"cannot delete {branch} on remote {self.name}: {_last_line(gone)}")
         self.git.run("update-ref", "-d", self.tracking(branch))
+
+    def keep(self, ref: str) -> None:
+        """Push backup ref `ref` to the remote under the same name (a backup's name holds
+        its commit: replacing one changes nothing). Refused when the remote will not take
+        it: the caller then keeps what the ref saves."""
+        pushed = self._push(f"+{ref}:{ref}")
+        if pushed.code != 0:
+            raise Refused(f"cannot push backup {ref} to remote {self.name}: {_last_line(pushed)}")
+
+    def fetch_ref(self, ref: str) -> str | None:
+        """Backup ref `ref` fetched from the remote into the same name here; its commit, or
+        None when the remote has no such ref (or cannot be reached: the run then starts
+        without it, as on a host that never had it)."""
+        got = self.git.run(
+            "fetch", "--quiet", "--no-tags", self.name, f"+{ref}:{ref}", env=_NO_PROMPT
+        )
+        return self.git.commit_of(ref) if got.code == 0 else None
 
     def start(self, base: str, branch: str | None) -> str:
         """Fetch `base` (and the task's `branch`); the ref a new worktree starts from.

@@ -150,11 +150,12 @@ class TaskWorktrees:
     def _restore(self, task: Task, review: Review) -> str | None:
         """The backup ref corral last wrote of the task's work, when the task's branch was
         brought forward to it (or made again at it): a worktree removed with uncommitted
-        work, or a branch deleted, is where the next run starts, not the base."""
+        work, or a branch deleted, is where the next run starts, not the base. With a
+        remote of record, a backup written on another host is fetched from there."""
         if not task.branch or not review.backup_refs:
             return None
         ref = review.backup_refs[-1]
-        commit = self._trees.git.commit_of(ref)
+        commit = self._trees.backup_commit(ref)  # with a remote, wherever it was written
         if commit is None or not self._trees.restore(task.branch, commit):
             return None
         event(self._log, "worktree.restored", task_id=task.id, branch=task.branch, backup=ref)

@@ -8,7 +8,9 @@
 
 Work is never lost by cleanup: a branch is "merged" when `git cherry` finds every commit's
 patch in the base, or when merging it into the base would change nothing (a squash merge,
-a cherry-pick). Anything else gets `refs/corral/backup/BRANCH/COMMIT` before it goes.
+a cherry-pick). Anything else gets `refs/corral/backup/BRANCH/COMMIT` before it goes;
+with a remote of record that ref is pushed there too before anything goes (a push the
+remote refuses leaves the worktree or branch in place), so another host can restore it.
 Planning is separate from creating so that a runner can record the branch in the store
 first: `prune` then never mistakes a worktree being born for an orphan. Every change to the
 worktrees and branches, and every listing of them, holds the repository's worktree lock
@@ -261,8 +263,22 @@ class Worktrees:
                 self.git.out("worktree", "prune")
                 return None
             backup = self._save_uncommitted(path)
+            if backup is not None:
+                self._keep(backup)
             self.git.out("worktree", "remove", "--force", "--force", path)
             return backup
+
+    def _keep(self, ref: str) -> None:
+        """A backup ref pushed to the remote of record, if there is one."""
+        if self.remote is not None:
+            self.remote.keep(ref)
+
+    def backup_commit(self, ref: str) -> str | None:
+        """The commit of backup ref `ref`: here, else fetched from the remote of record."""
+        commit = self.git.commit_of(ref)
+        if commit is None and self.remote is not None:
+            commit = self.remote.fetch_ref(ref)
+        return commit
 
     def _save_uncommitted(self, path: str) -> str | None:
         """Commit everything in the worktree (untracked files too) to a backup ref, through a
@@ -343,6 +359,7 @@ class Worktrees:
         if not self.is_merged(branch, base):
             backup = f"{BACKUP_PREFIX}{branch}/{head[:12]}"
             self.git.out("update-ref", backup, head)
+            self._keep(backup)
         with self.locked():  # git reads every worktree's entry to refuse a checked-out branch
             self.git.out("branch", "--quiet", "-D", branch)
         return backup

@@ -9,6 +9,12 @@ it; a worker deleted is still gone and silent. So a task retried between the rea
 the write, or a worker that came back, is left alone. A task goes with its runs (and
 their artifacts' rows), claims, review and dependency rows; its events stay until they
 are old enough themselves.
+
+A finished task whose work never landed and lives only in backup refs corral wrote (its
+review names them: a failed or cancelled task's removed worktree, a deleted branch) is
+kept: deleting it would leave refs nobody names. With `unlanded=True` it goes too, and
+the batch records a `task.pruned_unlanded` event naming its refs, in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from corral.model.states import FINAL
+from corral.store import journal
 from corral.store.driver import Driver
 
 _FINAL = sorted(str(s) for s in FINAL)
@@ -36,21 +43,27 @@ class RetentionOps:
 
     _driver: Driver
 
-    def prunable_tasks(self, cutoff: datetime, limit: int) -> list[str]:
+    def prunable_tasks(self, cutoff: datetime, limit: int, *, unlanded: bool = False) -> list[str]:
         """Up to `limit` finished tasks last changed before `cutoff` that no kept task
-        depends on, newest first."""
+        depends on (and, unless `unlanded`, whose unlanded work no backup ref holds),
+        newest first."""
         with self._driver.read() as tx:
-            rows = tx.all("prunable_tasks", final=_FINAL, cutoff=cutoff, limit=limit)
+            rows = tx.all(
+                "prunable_tasks", final=_FINAL, cutoff=cutoff, limit=limit, unlanded=unlanded
+            )
         return [str(r["id"]) for r in rows]
 
     def count_prunable(self, *, tasks_before: datetime | None, events_before: datetime | None,
-                       workers_before: datetime | None) -> dict[str, int]:  # fmt: skip
+                       workers_before: datetime | None,
+                       unlanded: bool = False) -> dict[str, int]:  # fmt: skip
         """How many finished tasks, events and gone workers are older than each cutoff
         (None: not counted); what a dry run reports."""
         counts = {"tasks": 0, "events": 0, "workers": 0}
         with self._driver.read() as tx:
             if tasks_before is not None:
-                found = tx.one("count_prunable_tasks", final=_FINAL, cutoff=tasks_before)
+                found = tx.one(
+                    "count_prunable_tasks", final=_FINAL, cutoff=tasks_before, unlanded=unlanded
+                )
                 counts["tasks"] = int(found["n"]) if found else 0
             if events_before is not None:
                 found = tx.one("count_old_events", cutoff=events_before)
@@ -59,16 +72,21 @@ class RetentionOps:
                 counts["workers"] = len(tx.all("prunable_workers", cutoff=workers_before))
         return counts
 
-    def delete_tasks(self, task_ids: list[str], cutoff: datetime) -> DeletedTasks:
+    def delete_tasks(
+        self, task_ids: list[str], cutoff: datetime, *, unlanded: bool = False
+    ) -> DeletedTasks:
         """Delete those of `task_ids` still finished and unchanged since before `cutoff`
-        that no task staying depends on, with their runs, claims, reviews and dependency
-        rows, in one transaction."""
+        that no task staying depends on (and, unless `unlanded`, whose unlanded work no
+        backup ref holds), with their runs, claims, reviews and dependency rows, in one
+        transaction."""
         with self._driver.read() as tx:
             tokens = [int(r["token"]) for r in tx.all("prunable_claims", ids=task_ids)]
         with self._driver.write() as tx:
             kept = {
                 str(r["id"])
-                for r in tx.all("still_prunable", ids=task_ids, final=_FINAL, cutoff=cutoff)
+                for r in tx.all(
+                    "still_prunable", ids=task_ids, final=_FINAL, cutoff=cutoff, unlanded=unlanded
+                )
             }
             dependents = [
                 (str(r["task_id"]), str(r["depends_on"]))
@@ -85,6 +103,12 @@ class RetentionOps:
             tx.run("delete_artifacts_of", ids=ids)
             tx.run("delete_runs_of", ids=ids)
             tx.run("delete_claims_of", ids=ids, tokens=tokens)
+            for row in tx.all("unlanded_backups_of", ids=ids) if unlanded else ():
+                refs = list(self._driver.json(row["backup_refs"]))
+                data = {"backup_refs": refs}
+                journal.record(
+                    tx, "task.pruned_unlanded", actor="retention", task_id=row["task_id"], data=data
+                )
             tx.run("delete_reviews_of", ids=ids)
             tx.run("delete_dependencies_of", ids=ids)
             deleted = tx.run("delete_tasks", ids=ids)

@@ -18,7 +18,14 @@ the environment:
   whitespace); without it, every successful run edits `fake-edit-<CORRAL_TASK_ID>.txt`
   (`fake-edit.txt` outside a task), appending one line that names the agent, the run
   (CORRAL_RUN_ID) and the prompt's first line;
-- `FAKE:nochange`: exit 0 having changed nothing (no edit, no commit).
+- `FAKE:nochange`: exit 0 having changed nothing (no edit, no commit);
+- `FAKE:then=limit|crash|hang|error`: (claude) the run's edit made, then it ends as a
+  session cut short does, the edit left in the folder uncommitted: the usage-limit
+  failure (its reset from FAKE_LIMIT_UNTIL), SIGKILL to itself, a sleep until killed
+  (FAKE_SLEEP seconds), or an API error (`is_error`, `api_error_status` 500, exit 1).
+
+Directives are also read, at each invocation, from the file FAKE_DIRECTIVES names, if it
+exists: a test sets there what the next run does.
 
 Files and git, as the real tools behave (their docs, checked 2026-11-29):
 - claude edits only in a permission mode that allows edits (`--permission-mode
@@ -56,7 +63,8 @@ import time
 from dataclasses import dataclass
 
 DIRECTIVE = re.compile(
-    r"FAKE:(limit|crash|nousage|question|nochange|sleep=(\d+(?:\.\d+)?)|edit=([^\s]+))"
+    r"FAKE:(limit|crash|nousage|question|nochange|sleep=(\d+(?:\.\d+)?)|edit=([^\s]+)"
+    r"|then=(limit|crash|hang|error))"
 )
 COMMIT_ASKED = re.compile(r"(?i)\bcommit\b")
 
@@ -73,11 +81,16 @@ class Directives:
     nochange: bool = False
     edit: str = ""  # the file the run edits, relative to its folder
     commit: bool = False  # the prompt asks the agent to commit
+    then: str = ""  # how a run cut short after its edit ends: limit, crash, hang or error
 
 
 def directives(prompt: str) -> Directives:
     """The directives found anywhere in `prompt`."""
-    found = {m.group(1).split("=")[0]: m.group(2) or m.group(3) for m in DIRECTIVE.finditer(prompt)}
+    text = prompt + " " + _directives_file()
+    found = {
+        m.group(1).split("=")[0]: m.group(2) or m.group(3) or m.group(4)
+        for m in DIRECTIVE.finditer(text)
+    }
     task = os.environ.get("CORRAL_TASK_ID")
     return Directives(
         limit="limit" in found,
@@ -88,7 +101,20 @@ def directives(prompt: str) -> Directives:
         nochange="nochange" in found,
         edit=found.get("edit") or (f"fake-edit-{task}.txt" if task else "fake-edit.txt"),
         commit=COMMIT_ASKED.search(DIRECTIVE.sub("", prompt)) is not None,
+        then=found.get("then") or "",
     )
+
+
+def _directives_file() -> str:
+    """The text of the file FAKE_DIRECTIVES names ("" when unset or missing)."""
+    path = os.environ.get("FAKE_DIRECTIVES")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return ""
 
 
 def first_line(prompt: str) -> str:

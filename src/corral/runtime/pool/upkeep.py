@@ -97,7 +97,7 @@ class Upkeep:
             events_s=s.retention_events_after_s,
             workers_s=s.retention_workers_after_s,
         )
-        pruned = retention.prune(self._store, ages)
+        pruned = retention.prune(self._store, ages, unlanded=s.retention_unlanded_work)
         if pruned.total:
             counts = {k: v for k, v in pruned.to_dict().items() if v and k != "dry_run"}
             event(self._log, "retention.pruned", **counts)

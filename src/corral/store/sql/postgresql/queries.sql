@@ -1242,12 +1242,18 @@ WHERE t.status = ANY(:final::text[]) AND t.updated_at < :cutoff::timestamptz
   AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks u ON u.id = d.task_id
                   WHERE d.depends_on = t.id
                     AND (u.status <> ALL(:final::text[]) OR u.updated_at >= :cutoff::timestamptz))
+  AND (:unlanded::boolean OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                   AND r.backup_refs IS NOT NULL
+                                   AND coalesce(r.outcome, '') <> 'landed'))
 ORDER BY t.updated_at DESC
 LIMIT :limit;
 
 -- name: count_prunable_tasks
-SELECT count(*) AS n FROM tasks
-WHERE status = ANY(:final::text[]) AND updated_at < :cutoff::timestamptz;
+SELECT count(*) AS n FROM tasks t
+WHERE t.status = ANY(:final::text[]) AND t.updated_at < :cutoff::timestamptz
+  AND (:unlanded::boolean OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                   AND r.backup_refs IS NOT NULL
+                                   AND coalesce(r.outcome, '') <> 'landed'));
 
 -- The claims of those tasks, read before the batch's write (a finished task claims no more).
 -- name: prunable_claims
@@ -1255,10 +1261,13 @@ SELECT token FROM claims WHERE task_id = ANY(:ids::text[]);
 
 -- The batch's compare-and-set: still finished, still unchanged since before :cutoff.
 -- name: still_prunable
-SELECT id FROM tasks
-WHERE id = ANY(:ids::text[]) AND status = ANY(:final::text[])
-  AND updated_at < :cutoff::timestamptz
-FOR UPDATE;
+SELECT id FROM tasks t
+WHERE t.id = ANY(:ids::text[]) AND t.status = ANY(:final::text[])
+  AND t.updated_at < :cutoff::timestamptz
+  AND (:unlanded::boolean OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                   AND r.backup_refs IS NOT NULL
+                                   AND coalesce(r.outcome, '') <> 'landed'))
+FOR UPDATE OF t;
 
 -- name: dependents_of
 SELECT task_id, depends_on FROM task_deps WHERE depends_on = ANY(:ids::text[]);
@@ -1284,6 +1293,14 @@ DELETE FROM runs WHERE task_id = ANY(:ids::text[]);
 
 -- name: delete_claims_of
 DELETE FROM claims WHERE token = ANY(:tokens::bigint[]) AND task_id = ANY(:ids::text[]);
+
+-- The backup refs of tasks whose work never landed, read as retention deletes them (with
+-- --with-unlanded-work): each is named in a `task.pruned_unlanded` event.
+-- name: unlanded_backups_of
+SELECT task_id, backup_refs FROM reviews
+WHERE task_id = ANY(:ids::text[]) AND backup_refs IS NOT NULL
+  AND coalesce(outcome, '') <> 'landed'
+ORDER BY task_id;
 
 -- name: delete_reviews_of
 DELETE FROM reviews WHERE task_id = ANY(:ids::text[]);

@@ -1369,12 +1369,18 @@ WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cuto
                   WHERE d.depends_on = t.id
                     AND (u.status NOT IN (SELECT value FROM json_each(:final))
                          OR u.updated_at >= :cutoff))
+  AND (:unlanded OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                   AND r.backup_refs IS NOT NULL
+                                   AND coalesce(r.outcome, '') <> 'landed'))
 ORDER BY t.updated_at DESC
 LIMIT :limit;
 
 -- name: count_prunable_tasks
-SELECT count(*) AS n FROM tasks
-WHERE status IN (SELECT value FROM json_each(:final)) AND updated_at < :cutoff;
+SELECT count(*) AS n FROM tasks t
+WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cutoff
+  AND (:unlanded OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                   AND r.backup_refs IS NOT NULL
+                                   AND coalesce(r.outcome, '') <> 'landed'));
 
 -- The claims of those tasks, read before the batch's write (a finished task claims no more).
 -- name: prunable_claims
@@ -1382,9 +1388,12 @@ SELECT token FROM claims WHERE task_id IN (SELECT value FROM json_each(:ids));
 
 -- The batch's compare-and-set: still finished, still unchanged since before :cutoff.
 -- name: still_prunable
-SELECT id FROM tasks
-WHERE id IN (SELECT value FROM json_each(:ids))
-  AND status IN (SELECT value FROM json_each(:final)) AND updated_at < :cutoff;
+SELECT id FROM tasks t
+WHERE t.id IN (SELECT value FROM json_each(:ids))
+  AND t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cutoff
+  AND (:unlanded OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                   AND r.backup_refs IS NOT NULL
+                                   AND coalesce(r.outcome, '') <> 'landed'));
 
 -- name: dependents_of
 SELECT task_id, depends_on FROM task_deps
@@ -1414,6 +1423,14 @@ DELETE FROM runs WHERE task_id IN (SELECT value FROM json_each(:ids));
 DELETE FROM claims
 WHERE token IN (SELECT value FROM json_each(:tokens))
   AND task_id IN (SELECT value FROM json_each(:ids));
+
+-- The backup refs of tasks whose work never landed, read as retention deletes them (with
+-- --with-unlanded-work): each is named in a `task.pruned_unlanded` event.
+-- name: unlanded_backups_of
+SELECT task_id, backup_refs FROM reviews
+WHERE task_id IN (SELECT value FROM json_each(:ids)) AND backup_refs IS NOT NULL
+  AND coalesce(outcome, '') <> 'landed'
+ORDER BY task_id;
 
 -- name: delete_reviews_of
 DELETE FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
