@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 import pytest
+from tests.git.conftest import GIT_ENV, git
 from tests.runtime.conftest import POOL_ENV, wait_until
 from tests.server.conftest import Server
 
@@ -31,29 +32,8 @@ from corral import open_store
 
 FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
 CORRAL = [sys.executable, "-m", "corral.cli.main"]
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_SYSTEM": os.devnull,
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-}
 # claude may run git (`Bash(git:*)`): it commits when a prompt asks it to.
 CLAUDE_ARGS = ("--agent-arg", "--allowedTools", "--agent-arg", "Bash(git:*)")
-
-
-def git(cwd: Path | str, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **GIT_ENV},
-    )
-    assert 0 == done.returncode, done.stderr
-    return done.stdout.strip()
 
 
 @dataclass(frozen=True)

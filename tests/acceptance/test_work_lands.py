@@ -18,31 +18,10 @@ from typing import Any
 
 import pytest
 from tests.conftest import CORRAL
+from tests.git.conftest import GIT_ENV, git
 from tests.runtime.conftest import Pool, wait_until
 
 FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_SYSTEM": os.devnull,
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-}
-
-
-def git(cwd: Path | str, *args: str) -> str:
-    """git in `cwd`, its stdout stripped; fails the test on a non-zero exit."""
-    done = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **GIT_ENV},
-    )
-    assert 0 == done.returncode, done.stderr
-    return done.stdout.strip()
 
 
 def init_repo(folder: Path) -> None:
