@@ -269,7 +269,7 @@ class TaskOps:
         return read_task(self._driver, task_id)
 
     def retry(self, task_id: str, *, actor: str) -> Task:
-        """Return a failed or cancelled task to the queue with a fresh attempt budget."""
+        """Return a failed, cancelled or waiting task to the queue with a fresh attempt budget."""
         with self._driver.write() as tx:
             task = task_in(tx, self._driver, task_id)
             row = tx.one("retry_task", task_id=task_id, allowed=ALLOWED_FROM["retry"])
