@@ -41,10 +41,13 @@ def h(tmp_path: Path) -> Iterator[Harness]:
     harness.close()
 
 
-def start_worker(h: Harness, batch: int) -> subprocess.Popen[bytes]:
-    """The batching worker in its own process."""
+def start_worker(h: Harness, batch: int, log: Path | None = None) -> subprocess.Popen[bytes]:
+    """The batching worker in its own process (its log lines in `log`, if given)."""
     argv = [sys.executable, "-c", WORKER, str(h.tmp), str(batch)]
-    proc = subprocess.Popen(argv, env=h.env, cwd=h.tmp, start_new_session=True)
+    err = log.open("wb") if log else None
+    proc = subprocess.Popen(argv, env=h.env, cwd=h.tmp, start_new_session=True, stderr=err)
+    if err is not None:
+        err.close()  # the worker holds its own copy
     h.procs.append(proc)
     return proc
 
@@ -115,9 +118,13 @@ def test_sigterm_finishes_the_running_task_and_releases_the_ones_not_started(h: 
     """Graceful shutdown with a batch held: the current task completes, the rest go back to
     ready with no attempt counted, their runs finished as shutdown; exit 0, deregistered."""
     ids = fill(h)
-    worker = start_worker(h, batch=4)
+    log = h.tmp / "worker.log"
+    worker = start_worker(h, batch=4, log=log)
     held = holding(h, 4)
     worker.send_signal(signal.SIGTERM)
+    # The gate opens once the runner took the signal: before it, the hanging task could
+    # finish and the rest start (the signal is handled in the main thread, when it runs).
+    wait_until(lambda: b"worker.signal" in log.read_bytes(), 20)
     (h.tmp / "gate").touch()
     assert 0 == worker.wait(30)
     hang = h.task(ids[11])
