@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+from tests.git.conftest import GIT_ENV, git
 from tests.server.conftest import served, server  # noqa: F401 - its fixtures, reused here
 
 from corral import Store, workers
@@ -92,3 +93,18 @@ def failed_task(store: Store, title: str, error: str = "it broke") -> str:
     fail(store, task.id, token=held.token, error=error)
     workers.deregister(store, worker.id)
     return task.id
+
+
+@pytest.fixture
+def repo_server(server, monkeypatch):  # noqa: F811 - the `server` fixture imported above
+    """The server's folder as a git repository on `main`, the store ignored by git."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    server.env.update(GIT_ENV)
+    root = server.folder
+    git(root, "init", "--quiet", "-b", "main")
+    (root / ".git" / "info" / "exclude").write_text(".corral/\n*.log\n")
+    (root / "README").write_text("hello\n")
+    git(root, "add", "README")
+    git(root, "commit", "--quiet", "-m", "initial")
+    return server

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 from playwright.sync_api import expect
 from tests.conftest import run_under
 from tests.dashboard.conftest import shoot
@@ -23,21 +22,6 @@ from corral.reviews import submit
 from corral.settings import Settings
 from corral.store.location import runs_dir
 from corral.tasks import enqueue
-
-
-@pytest.fixture
-def repo_server(server, monkeypatch):
-    """The server's folder as a git repository on `main`, the store ignored by git."""
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    server.env.update(GIT_ENV)
-    root = server.folder
-    git(root, "init", "--quiet", "-b", "main")
-    (root / ".git" / "info" / "exclude").write_text(".corral/\n*.log\n")
-    (root / "README").write_text("hello\n")
-    git(root, "add", "README")
-    git(root, "commit", "--quiet", "-m", "initial")
-    return server
 
 
 def _in_review(server, title: str, files: dict[str, str]) -> str:

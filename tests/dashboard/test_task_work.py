@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 
-from tests.git.conftest import GIT_ENV, claim_into_worktree, git
+from tests.git.conftest import claim_into_worktree
 
 from corral import landings, reviews
 from corral.git import merging, worktrees
@@ -16,19 +16,12 @@ from corral.tasks import enqueue
 
 
 def test_a_landed_task_whose_branch_corral_deleted_shows_landed_not_deleted_outside(
-    server, monkeypatch
+    repo_server,
 ):
     """Approved and merged (corral removed its branch): the page names the outcome and the
     commit, and never says "deleted outside corral"; `branches` says landed."""
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    server.env.update(GIT_ENV)
+    server = repo_server
     root = server.folder
-    git(root, "init", "--quiet", "-b", "main")
-    (root / ".git" / "info" / "exclude").write_text(".corral/\n*.log\n")
-    (root / "README").write_text("hello\n")
-    git(root, "add", "README")
-    git(root, "commit", "--quiet", "-m", "initial")
     with server.store() as store:
         task = enqueue(store, NewTask(title="greet", requires_review=True))
         trees = worktrees.Worktrees.open(str(root), Settings().worktree)

@@ -255,9 +255,9 @@ def test_branches_say_the_same_on_both_hosts(store, settings, bare, a, b):
     assert expected == places(b)
 
 
-def test_corral_land_on_another_host_lands_a_kept_branch(store, settings, bare, a, b, tmp_path):
-    """With land = keep, host B's branch is pushed and kept; `corral land` on host A lands it
-    from the remote's copy."""
+def kept_on_b(store, settings, b):
+    """A task run on host B with land = keep: its branch committed, pushed and kept; the
+    task and the worktree it ran in."""
     keep = Settings(worktree_remote="origin", worktree_land="keep").worktree
     task = corral.enqueue(store, NewTask(title="kept"), settings=settings)
     worker = corral.register(store, corral.NewWorker(name="b", pid=None), settings=settings).worker
@@ -268,6 +268,13 @@ def test_corral_land_on_another_host_lands_a_kept_branch(store, settings, bare, 
     entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
     work(entered, "k.txt", "k\n")
     assert None is finish(store, store.get_task(task.id), claim.token, runner)
+    return task, entered
+
+
+def test_corral_land_on_another_host_lands_a_kept_branch(store, settings, bare, a, b, tmp_path):
+    """With land = keep, host B's branch is pushed and kept; `corral land` on host A lands it
+    from the remote's copy."""
+    task, _ = kept_on_b(store, settings, b)
     landed = landings.land_kept(
         store, task.id, repo=a.branches(), strategy=MergeStrategy.MERGE, actor="operator"
     )
@@ -413,16 +420,7 @@ def test_corral_land_on_another_host_lands_work_left_only_in_a_backup_ref(
     """Host B's kept branch is deleted, its work saved in a backup ref (pushed); `corral
     land` on host A, which never had the branch nor the ref, lands it from the remote's
     copy of the backup."""
-    keep = Settings(worktree_remote="origin", worktree_land="keep").worktree
-    task = corral.enqueue(store, NewTask(title="kept"), settings=settings)
-    worker = corral.register(store, corral.NewWorker(name="b", pid=None), settings=settings).worker
-    claim = corral.claim(store, task.id, worker.id, settings=settings)
-    runner = TaskWorktrees(
-        store, b.trees, worker_name="b", base_ref="main", policy=keep, log=logging.getLogger("t")
-    )
-    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
-    work(entered, "k.txt", "k\n")
-    assert None is finish(store, store.get_task(task.id), claim.token, runner)
+    task, entered = kept_on_b(store, settings, b)
     b.trees.remove(entered.path)
     backup = b.trees.delete_branch(entered.branch, "main")
     assert backup is not None
