@@ -218,7 +218,8 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
 
 def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) -> None:
     """An agent that asks a person a question: the run is `waiting` (status, runs, event
-    run.waiting), and `[notify] command` gets that event, once, as JSON on stdin."""
+    run.waiting), and `[notify] command` gets that event, once, as JSON on stdin: the
+    task.waiting that follows when the run ends on its question is not a second notice."""
     pool = sqlite_pool
     notices = pool.folder / "notices.jsonl"
     script = pool.folder / "notify.sh"
@@ -241,8 +242,14 @@ def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) ->
     event = json.loads(body)
     assert ("run.waiting", "run.waiting", task) == (kind, event["name"], event["task_id"])
     assert "waiting" in pool.corral("runs", "--task", task).stdout
+    pool.wait(lambda: pool.store.get_task(task).status == TaskStatus.WAITING, 30)
+    failing = add(pool, "break FAKE:crash", max_attempts=1)  # its notice comes after
+    pool.wait(lambda: len(notices.read_text().strip().splitlines()) >= 2, 30)
     stop(pool)
-    assert 1 == len(notices.read_text().strip().splitlines())
+    lines = notices.read_text().strip().splitlines()
+    assert [("run.waiting", task), ("task.failed", failing)] == [
+        (line.partition(" ")[0], json.loads(line.partition(" ")[2])["task_id"]) for line in lines
+    ]
 
 
 def test_a_worktree_made_again_starts_a_fresh_session(sqlite_pool: Any) -> None:

@@ -9,8 +9,10 @@ that asks for attention:
     task.waiting                         a task waits for a person (the run changed
                                          nothing, was refused, asked a question)
     run.waiting                          a run still going waits: its agent asked a
-                                         question, or it fell silent (a question that ends
-                                         the run is then its task's task.waiting too)
+                                         question, or it fell silent (when a question ends
+                                         the run, its task's task.waiting with the same
+                                         reason is not sent again: one question, one
+                                         notice)
     task.submitted, or a task completed  a task waits for review
         into in_review ("review.requested")
     task.pr_closed                       a task's pull request was closed unmerged: it
@@ -93,6 +95,7 @@ class Notifier(ThreadService):
         super().__init__("corral-notify")
         self._argv, self._leading, self._env, self._log = argv, leading, env, log
         self._webhook = webhook
+        self._asked: dict[str, str] = {}  # task id -> the reason its run.waiting was sent
         flt = EventFilter(names=NOTICE_EVENTS, limit=0)  # none from before now
         self._follower = Follower(
             store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S, listen=False
@@ -110,12 +113,23 @@ class Notifier(ThreadService):
 
     def _on_event(self, ev: Event) -> None:
         kind = notice_of(ev)
-        if kind is None or not self._leading():
+        if kind is None or not self._leading() or self._told_already(ev):
             return
         if self._argv is not None:
             self._run_command(kind, ev, self._argv)
         if self._webhook is not None:
             self._post(kind, ev, self._webhook)
+
+    def _told_already(self, ev: Event) -> bool:
+        """True for a task.waiting whose reason its run's run.waiting already told; keeps
+        one entry per task with a run waiting, dropped at the task's next notice."""
+        if ev.task_id is None:
+            return False
+        if ev.name == "run.waiting":
+            self._asked[ev.task_id] = ev.reason or ""
+            return False
+        asked = self._asked.pop(ev.task_id, None)
+        return ev.name == "task.waiting" and asked is not None and asked == (ev.reason or "")
 
     def _post(self, kind: str, ev: Event, webhook: Webhook) -> None:
         error = webhook.post(ev.to_dict(), notice=kind, event_id=ev.id)
