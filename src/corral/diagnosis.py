@@ -106,6 +106,10 @@ def _ready(store: Store, task: Task, now: datetime) -> list[Reason]:
         wait = format_duration((task.run_after - now).total_seconds())
         reasons.append(Reason("delayed", f"delayed until {iso(task.run_after)} (in {wait})"))
     workers = [w for w in store.list_workers(tuple(CLAIMING)) if _could_run(w, task)]
+    at_site = [w for w in workers if task.site is not None and w.site == task.site]
+    if at_site:  # the claimable filter leaves it to them (docs/review.md)
+        reasons.append(Reason("kept_at_site", _kept_message(task, len(at_site))))
+        workers = at_site
     if not workers:
         reasons.append(Reason("no_worker", _no_worker_message(task)))
     elif all(w.active >= w.max_concurrent for w in workers):
@@ -143,6 +147,13 @@ def _could_run(worker: Worker, task: Task) -> bool:
         (not worker.kinds or task.kind in worker.kinds)
         and (not worker.queues or task.queue in worker.queues)
         and task.assignee in (None, worker.id, worker.name)
+    )
+
+
+def _kept_message(task: Task, count: int) -> str:
+    who = "the worker there" if count == 1 else f"one of the {count} workers there"
+    return (
+        f"kept at site {task.site}, where its worktree and agent session are: {who} will claim it"
     )
 
 

@@ -41,7 +41,7 @@ class Job:
     """One task of the run: what it asks its stand-in, and how it must end."""
 
     title: str
-    kind: str  # the agent that runs it: claude (claude-a: on host A), codex or aider
+    kind: str  # the agent that runs it: claude, codex or aider
     description: str = ""
     expected: str = "landed"  # landed, in_review, kept, no_change or refused
     review: bool = False
@@ -59,10 +59,10 @@ def jobs() -> list[Job]:
         Job("claude reviewed change", "claude", review=True, expected="in_review"),
         Job("hook it", "claude", "FAKE:edit=.git/hooks/pre-commit", expected="refused"),
         Job("nothing to do", "claude", "FAKE:nochange", expected="no_change"),
-        # Each runs again on host A alone (kind claude-a), where its session and worktree
-        # are: nothing yet keeps a task that will run again on the host that holds them.
-        Job("port at the limit", "claude-a", "FAKE:limit", priority=9),  # before the reset
-        Job("killed midway", "claude-a", "FAKE:sleep=30", priority=5),
+        # Each runs again at the site (host and clone) where its worktree and session are,
+        # whichever host's claude worker ran it first.
+        Job("port at the limit", "claude", "FAKE:limit", priority=9),  # before the reset
+        Job("killed midway", "claude", "FAKE:sleep=30", priority=5),
         # Two tasks appending to shared.txt from the same base: the second to land conflicts
         # on every run (the stand-ins never merge) and ends kept, its branch named.
         Job("conflict one", "codex", "FAKE:edit=shared.txt FAKE:sleep=2", "x", priority=9),
@@ -224,7 +224,7 @@ def start_hosts(fleet: Fleet) -> None:
         fleet.env_a,
         fleet.host_a,
         *("orchestrator", "start", "--workers", "2", "--agent", "claude", "--kind", "claude"),
-        *("--kind", "claude-a", "--worktree", *CLAUDE_ARGS),
+        *("--worktree", *CLAUDE_ARGS),
     )
     for host, env, agent, extra in (
         ("a", fleet.env_a, "codex", ()),

@@ -71,6 +71,7 @@ def worker(store: Store, settings: Settings) -> Callable[..., Worker]:
         queues: tuple[str, ...] = (),
         max_concurrent: int = 1,
         beat: bool = True,
+        site: str | None = None,
     ) -> Worker:
         spec = NewWorker(
             name=name,
@@ -79,6 +80,7 @@ def worker(store: Store, settings: Settings) -> Callable[..., Worker]:
             kinds=kinds,
             queues=queues,
             max_concurrent=max_concurrent,
+            site=site,
         )
         registered = corral.register(store, spec, settings=settings).worker
         if not beat:

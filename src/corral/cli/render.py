@@ -88,6 +88,7 @@ def task_detail(task: Task) -> str:
         "wait_reason",
         "answered_reason",
         "answer",
+        "site",
         "result",
         "payload",
         "labels",

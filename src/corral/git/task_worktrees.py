@@ -22,6 +22,7 @@ leave(task) ─► kept with --keep-worktrees, while the task is not finished (i
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import subprocess
 import threading
@@ -97,6 +98,10 @@ class TaskWorktrees:
         self._entered: dict[str, Entered] = {}
         self._tokens: dict[str, int] = {}
         self._lock = threading.Lock()
+        # The site of these worktrees: this host and this clone. A task whose run entered
+        # one of them is claimed here while a worker of this site can run it, since its
+        # worktree (and its agent's session) is here; see migrations/0027_sites.sql.
+        self.site = f"{os.uname().nodename}:{os.path.realpath(trees.root)}"
 
     def enter(self, task: Task, token: int, worker_id: str) -> Entered:
         """Make (or reuse) the task's worktree; where it is and what it started from."""

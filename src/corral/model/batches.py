@@ -52,6 +52,7 @@ class RunStart(NamedTuple):
     transcript_path: str | None = None
     stderr_path: str | None = None
     base_commit: str | None = None  # the commit a task's worktree starts from
+    site: str | None = None  # where that worktree is (TaskWorktrees.site): the task's now
 
 
 class Held(NamedTuple):

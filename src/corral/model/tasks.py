@@ -136,6 +136,9 @@ class Task:
     wait_reason: str | None = None  # while it is waiting: why (model/waiting.py)
     answer: str | None = None  # a person's answer to why it waited (None: none, or no text) ...
     answered_reason: str | None = None  # ... and that reason; both told to its next runs
+    # Where its worktree and its agent's session are, `<hostname>:<clone>`, once a run of
+    # it entered a worktree: claimed there while a worker of that site can run it.
+    site: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -172,6 +175,7 @@ class Task:
             "wait_reason": self.wait_reason,
             "answer": self.answer,
             "answered_reason": self.answered_reason,
+            "site": self.site,
         }
 
 

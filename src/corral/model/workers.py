@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
     from corral.policies import LivenessPolicy
 
 
+MAX_SITE_CHARS = 4351  # a DNS name (255), a colon and a Linux path (4095)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewWorker:
     """What `register` needs; validated on construction."""
@@ -43,6 +46,10 @@ class NewWorker:
     # When process `pid` started (corral.processes.started_at), if it runs on this host.
     pid_started_at: float | None = None
     provider: str | None = None  # the provider account its agents spend (model/providers.py)
+    # Where it runs tasks in worktrees, `<hostname>:<clone>` (TaskWorktrees.site): a task
+    # kept at that site waits for a live worker of it (docs/review.md, Where a task runs
+    # again). None: it runs no task in a worktree.
+    site: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip() or len(self.name) > 100 or not self.name.isprintable():
@@ -57,6 +64,14 @@ class NewWorker:
         check_names("queue", self.queues)
         if self.provider is not None:
             check_provider(self.provider)
+        if self.site is not None and not (
+            0 < len(self.site) <= MAX_SITE_CHARS and self.site.isprintable()
+        ):
+            raise InvalidInput(
+                "site",
+                f"a host and a folder of at most {MAX_SITE_CHARS} printable characters",
+                self.site,
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +108,7 @@ class Worker:
     reported_failed_total: int = 0
     seq: int = 0  # its place in registration order: the key `worker list` pages by
     namespace: str = DEFAULT_NAMESPACE  # where it registered, and the only one it claims in
+    site: str | None = None  # see NewWorker
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -117,6 +133,7 @@ class Worker:
             "cpu_percent": self.cpu_percent,
             "rss_bytes": self.rss_bytes,
             "provider": self.provider,
+            "site": self.site,
             "agent_cpu_percent": self.agent_cpu_percent,
             "agent_rss_bytes": self.agent_rss_bytes,
             "reported_active": self.reported_active,

@@ -87,6 +87,7 @@ def task(
         wait_reason=row["wait_reason"],
         answer=row["answer"],
         answered_reason=row["answered_reason"],
+        site=row["site"],
     )
 
 
@@ -166,6 +167,7 @@ def worker(driver: Driver, row: Row) -> Worker:
         reported_failed_total=int(row["reported_failed_total"]),
         seq=_seq(row),
         namespace=row["namespace"],
+        site=row["site"],
     )
 
 

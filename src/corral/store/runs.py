@@ -116,7 +116,8 @@ class RunOps:
 
     def set_run_start(self, run_id: str, start: RunStart) -> None:
         """Record how an unfinished run really runs, when that is known only after its claim
-        (a worktree made outside the claim's transaction)."""
+        (a worktree made outside the claim's transaction), and a worktree's site as its
+        task's (where the task is claimed while a worker there can run it)."""
         with self._driver.write() as tx:
             tx.run(
                 "set_run_start",
@@ -128,6 +129,8 @@ class RunOps:
                 stderr_path=start.stderr_path,
                 base_commit=start.base_commit,
             )
+            if start.site is not None:
+                tx.run("keep_task_at_site", run_id=run_id, site=start.site)
 
     def set_run_paths(
         self, run_id: str, *, transcript_path: str | None, stderr_path: str | None

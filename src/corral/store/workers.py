@@ -44,6 +44,7 @@ class WorkerOps:
                 labels=Json(spec.labels),
                 pid_started_at=spec.pid_started_at,
                 provider=spec.provider,
+                site=spec.site,
             )
             if inserted is None:
                 raise _conflict(tx, spec)

@@ -96,7 +96,7 @@ class Prepared:
     prompt_file: str | None = None  # an agent that reads its prompt from a file: written at start
     resumed: Resume | None = None  # the session this run of an agent continues
 
-    def run_start(self, base_commit: str | None = None) -> RunStart:
+    def run_start(self, base_commit: str | None = None, site: str | None = None) -> RunStart:
         """What the run record says of this command (paths made absolute)."""
         spec = self.spec
         return RunStart(
@@ -106,6 +106,7 @@ class Prepared:
             transcript_path=os.path.abspath(spec.transcript_path),
             stderr_path=os.path.abspath(spec.stderr_path),
             base_commit=base_commit,
+            site=site,
         )
 
 

@@ -93,6 +93,8 @@ class Runner:
         # `worktrees` is how the CLI says --worktree (which it allows with --exec only): the
         # same as passing WorktreeJob(job=job, worktrees=worktrees).
         self._job = job if worktrees is None else _in_worktrees(job, worktrees, settings)
+        # Where its worktrees are, registered with the worker (NewWorker.site).
+        self._site = self._job.worktrees.site if isinstance(self._job, WorktreeJob) else None
         self._clock = clock or SystemClock()
         self._rng = rng or random.Random()
         self._log = log or logger("corral.worker")
@@ -147,6 +149,7 @@ class Runner:
             pid_started_at=started_at(os.getpid()),
             version=c.version or __version__,
             provider=c.provider,
+            site=self._site,
         )
 
     def _register_and_serve(self) -> tuple[Heartbeat, int]:

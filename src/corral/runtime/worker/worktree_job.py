@@ -138,7 +138,8 @@ class WorktreeRuns:
         )
         if job.agent is not None and entered.reused:
             prepared = self._commands.resumed(job, held, prepared)
-        place.store.set_run_start(run_id, prepared.run_start(base_commit=entered.start_commit))
+        start = prepared.run_start(base_commit=entered.start_commit, site=self._trees.site)
+        place.store.set_run_start(run_id, start)
         done = self._commands.run(job, run_id, prepared, stop)
         written = (prepared.prompt_file, prepared.spec.transcript_path, prepared.spec.stderr_path)
         done = settle(self._trees, task, run_id, done, written)

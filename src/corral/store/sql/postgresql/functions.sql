@@ -55,11 +55,29 @@ BEGIN
 END;
 $$;
 
+-- Whether worker p_worker_id may claim task t, kept at its site (tasks.site): it works at
+-- that site, or no live worker there can run t (its kinds and queues; draining, stale and
+-- dead workers claim nothing), so that a task that runs again resumes where its worktree
+-- and its agent's session are, unless that site is gone. PL/pgSQL, called only for a
+-- task kept at a site: corral_may_claim stays one expression the planner inlines.
+CREATE OR REPLACE FUNCTION corral_site_open(t tasks, p_worker_id text) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN t.site IS NOT DISTINCT FROM (SELECT w.site FROM workers w WHERE w.id = p_worker_id)
+        OR NOT EXISTS (SELECT 1 FROM workers s
+                       WHERE s.site = t.site AND s.namespace = t.namespace
+                         AND s.status IN ('starting', 'idle', 'busy')
+                         AND (cardinality(s.kinds) = 0 OR t.kind = ANY(s.kinds))
+                         AND (cardinality(s.queues) = 0 OR t.queue = ANY(s.queues)));
+END;
+$$;
+
 -- Whether a worker may claim task t now: the one copy of the claim filter. Ready, due,
 -- assigned to nobody or to the worker (by id or name), of its kinds and queues (narrowed;
 -- NULL is any) and in no queue held back (`p_held`, corral_held_queues, computed once per
--- statement by the caller). One expression without a sub-select, so the planner inlines it
--- into the statements that claim and into claimable_task.
+-- statement by the caller), and not kept at another site (corral_site_open). One expression
+-- without a sub-select, so the planner inlines it into the statements that claim and into
+-- claimable_task.
 CREATE OR REPLACE FUNCTION corral_may_claim(t tasks, p_worker_id text, p_worker_name text,
                                             p_kinds text[], p_queues text[], p_held text[],
                                             p_now timestamptz) RETURNS boolean
@@ -69,6 +87,7 @@ LANGUAGE sql STABLE AS $$
        AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
        AND (p_queues IS NULL OR t.queue = ANY(p_queues))
        AND NOT (t.queue = ANY(p_held))
+       AND (t.site IS NULL OR corral_site_open(t, p_worker_id))
 $$;
 
 -- The exchange. p_reports holds one object per report (the fields of corral_report,
@@ -112,7 +131,7 @@ RETURNS TABLE (row_kind text, report_task text, run_id text, outcome text,
                run_after timestamptz, requires_review boolean, branch text, result jsonb,
                last_error text, failure_reason text, created_at timestamptz,
                updated_at timestamptz, finished_at timestamptz, namespace text,
-               wait_reason text, answer text, answered_reason text, token bigint,
+               wait_reason text, answer text, answered_reason text, site text, token bigint,
                worker_id text, lease_expires_at timestamptz, depends_on text[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 #variable_conflict use_column

@@ -321,10 +321,10 @@ WHERE id = :task_id AND status = ANY(:allowed::text[]);
 -- the partial unique index decides, so two registering at once cannot both win.
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
                      status, registered_at, last_heartbeat_at, pid_started_at, provider,
-                     namespace)
+                     namespace, site)
 VALUES (:id, :name, :hostname, :pid, :version, :queues::text[], :kinds::text[],
         :max_concurrent, :labels, 'starting', :now, :now, :pid_started_at, :provider,
-        :namespace)
+        :namespace, :site::text)
 ON CONFLICT (namespace, hostname, pid)
     WHERE pid IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
     DO NOTHING
@@ -910,6 +910,12 @@ SET command = :command, cwd = :cwd, prompt = :prompt::text,
     transcript_path = :transcript_path::text, stderr_path = :stderr_path::text,
     base_commit = :base_commit::text
 WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: keep_task_at_site
+-- The site of the worktree run :run_id entered (RunStart.site) is its task's, while that
+-- run is unfinished (so its claim is held): the task is claimed there while it can be.
+UPDATE tasks SET site = :site::text
+WHERE id = (SELECT r.task_id FROM runs r WHERE r.id = :run_id AND r.finished_at IS NULL);
 
 -- name: set_run_paths
 UPDATE runs SET transcript_path = :transcript_path::text, stderr_path = :stderr_path::text

@@ -40,7 +40,11 @@ CREATE TABLE tasks (
     -- (runtime/worker/prompts.py) until it waits again. See migrations/0023_waiting.sql.
     wait_reason     text,
     answer          text,
-    answered_reason text
+    answered_reason text,
+    -- The site holding its worktree and its agent's session, `<hostname>:<clone>`, as its
+    -- last run in a worktree entered it: while a live worker at that site can run it, it is
+    -- claimed there alone (the claimable filter). See migrations/0027_sites.sql.
+    site            text
 );
 
 -- The claim query walks one namespace's ready tasks in claim order (priority, then age) and stops at the
@@ -98,7 +102,10 @@ CREATE TABLE workers (
     reported_failed_total    bigint    NOT NULL DEFAULT 0,
     -- Orders the workers as they registered: the keyset of `worker list --after`.
     seq               bigint           GENERATED ALWAYS AS IDENTITY UNIQUE,
-    namespace         text             NOT NULL DEFAULT 'default'
+    namespace         text             NOT NULL DEFAULT 'default',
+    -- Where a worker runs tasks in worktrees, `<hostname>:<clone>` (NULL: not in
+    -- worktrees): tasks kept at that site wait for it while it lives.
+    site              text
 );
 
 -- One live worker per (namespace, host, pid): a second registration is refused by the
@@ -108,6 +115,9 @@ CREATE UNIQUE INDEX workers_one_live_per_process ON workers (namespace, hostname
 
 CREATE INDEX workers_watched ON workers (status)
     WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- The live workers of a site, for the claimable filter's test of a kept task.
+CREATE INDEX workers_by_site ON workers (site, namespace) WHERE site IS NOT NULL;
 
 -- token is the fencing token: an identity never hands out a value twice, so tokens only grow.
 CREATE TABLE claims (

@@ -298,9 +298,9 @@ WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 -- the partial unique index decides, so two registering at once cannot both win.
 INSERT INTO workers (id, name, hostname, pid, version, queues, kinds, max_concurrent, labels,
                      status, registered_at, last_heartbeat_at, pid_started_at, provider,
-                     namespace)
+                     namespace, site)
 VALUES (:id, :name, :hostname, :pid, :version, :queues, :kinds, :max_concurrent, :labels,
-        'starting', :now, :now, :pid_started_at, :provider, :namespace)
+        'starting', :now, :now, :pid_started_at, :provider, :namespace, :site)
 ON CONFLICT (namespace, hostname, pid)
     WHERE pid IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
     DO NOTHING
@@ -830,11 +830,21 @@ UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :hos
 -- fragment: claimable
 -- The tasks a worker may claim now, of those ready: its kinds and queues (:kinds and
 -- :queues, narrowed by what it asked for; NULL is any), assigned to nobody or to it, and in
--- no queue held back by its limits (at max_running, or at its rate of claims a minute).
+-- no queue held back by its limits (at max_running, or at its rate of claims a minute),
+-- and not kept at another site (tasks.site: its worktree and its agent's session are
+-- there) while a live worker of that site can run it.
 -- The one copy of this filter: claim_tasks and claim_task include it.
 namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id)
 AND status = 'ready' AND run_after <= :now
 AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
+AND (site IS NULL
+     OR site IS (SELECT w.site FROM workers w WHERE w.id = :worker_id)
+     OR NOT EXISTS (SELECT 1 FROM workers s
+                    WHERE s.site = tasks.site AND s.namespace = tasks.namespace
+                      AND s.status IN ('starting', 'idle', 'busy')
+                      AND (s.kinds = '[]' OR tasks.kind IN (SELECT value FROM json_each(s.kinds)))
+                      AND (s.queues = '[]'
+                           OR tasks.queue IN (SELECT value FROM json_each(s.queues)))))
 AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
 AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
 AND queue NOT IN (
@@ -956,6 +966,12 @@ UPDATE runs
 SET command = :command, cwd = :cwd, prompt = :prompt, transcript_path = :transcript_path,
     stderr_path = :stderr_path, base_commit = :base_commit
 WHERE id = :run_id AND finished_at IS NULL;
+
+-- name: keep_task_at_site
+-- The site of the worktree run :run_id entered (RunStart.site) is its task's, while that
+-- run is unfinished (so its claim is held): the task is claimed there while it can be.
+UPDATE tasks SET site = :site
+WHERE id = (SELECT r.task_id FROM runs r WHERE r.id = :run_id AND r.finished_at IS NULL);
 
 -- name: set_run_paths
 UPDATE runs SET transcript_path = :transcript_path, stderr_path = :stderr_path

@@ -38,7 +38,11 @@ CREATE TABLE tasks (
     -- (runtime/worker/prompts.py) until it waits again. See migrations/0023_waiting.sql.
     wait_reason     TEXT,
     answer          TEXT,
-    answered_reason TEXT
+    answered_reason TEXT,
+    -- The site holding its worktree and its agent's session, `<hostname>:<clone>`, as its
+    -- last run in a worktree entered it: while a live worker at that site can run it, it is
+    -- claimed there alone (the claimable filter). See migrations/0027_sites.sql.
+    site            TEXT
 );
 
 -- The claim query seeks namespace and status = 'ready' here and walks in claim order (priority, then
@@ -90,7 +94,10 @@ CREATE TABLE workers (
     failed_delta      INTEGER NOT NULL DEFAULT 0,
     reported_completed_total INTEGER NOT NULL DEFAULT 0,
     reported_failed_total    INTEGER NOT NULL DEFAULT 0,
-    namespace         TEXT    NOT NULL DEFAULT 'default'
+    namespace         TEXT    NOT NULL DEFAULT 'default',
+    -- Where a worker runs tasks in worktrees, `<hostname>:<clone>` (NULL: not in
+    -- worktrees): tasks kept at that site wait for it while it lives.
+    site              TEXT
 );
 
 -- One live worker per (namespace, host, pid): a second registration is refused by the
@@ -100,6 +107,9 @@ CREATE UNIQUE INDEX workers_one_live_per_process ON workers (namespace, hostname
 
 CREATE INDEX workers_watched ON workers (status)
     WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+
+-- The live workers of a site, for the claimable filter's test of a kept task.
+CREATE INDEX workers_by_site ON workers (site, namespace) WHERE site IS NOT NULL;
 
 -- token is the fencing token: AUTOINCREMENT never reuses a value, so tokens only grow.
 CREATE TABLE claims (

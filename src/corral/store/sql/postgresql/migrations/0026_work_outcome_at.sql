@@ -1,4 +1,4 @@
--- Version 28: when each task's work outcome (landed, in_review, kept, no_change, refused)
+-- Version 26: when each task's work outcome (landed, in_review, kept, no_change, refused)
 -- was last recorded, so that `corral status` and `status --watch` read the newest landed
 -- and the oldest kept through an index, at the same cost whatever the store's history.
 -- Outcomes recorded before it take their task's last change.
