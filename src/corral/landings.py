@@ -66,12 +66,14 @@ class LandingBranches(Branches, Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Landed:
-    """What a land did: the base's new commit, or the conflicting files (nothing changed)."""
+    """What a land did: the base's new commit, or the conflicting files (nothing changed),
+    or nothing because the base moved off the commit it was to land onto (`moved`)."""
 
     task: Task
     merged_commit: str | None = None
     conflicts: tuple[str, ...] = ()
     backups: tuple[str, ...] = ()
+    moved: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `corral land --json` (docs/cli.md)."""
@@ -100,8 +102,11 @@ def land(
     strategy: MergeStrategy,
     token: int | None,
     actor: str,
+    onto: str | None = None,
 ) -> Landed:
-    """Merge the task's branch into `base` and record it, or record the conflict.
+    """Merge the task's branch into `base` and record it, or record the conflict; with
+    `onto` (the base commit its verify step saw), only onto that commit: `moved`, having
+    recorded nothing, when the base is elsewhere now.
 
     With `token` the caller is the runner that still holds the task's claim; without, the
     task is done (`corral land`), and a conflict sends it back to ready. The caller holds
@@ -110,7 +115,11 @@ def land(
     """
     assert task.branch is not None
     message = f"Land {task.branch}: {task.title} ({task.id})"
-    attempt = repo.merge(branch=task.branch, base=base, strategy=strategy, message=message)
+    attempt = repo.merge(
+        branch=task.branch, base=base, strategy=strategy, message=message, onto=onto
+    )
+    if attempt.moved:
+        return Landed(task=task, moved=True)
     if attempt.conflicts:
         after = store.land_conflict(
             task.id,

@@ -32,10 +32,12 @@ PENDING = (TaskStatus.IN_REVIEW, TaskStatus.APPROVED)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MergeAttempt:
-    """What a merge into the base did: the new base commit, or the files that conflict."""
+    """What a merge into the base did: the new base commit, or the files that conflict, or
+    (`moved`) nothing, because the base is no longer at the commit it was to be built on."""
 
     merged_commit: str | None = None
     conflicts: tuple[str, ...] = ()
+    moved: bool = False
 
 
 class Branches(Protocol):
@@ -68,9 +70,16 @@ class Branches(Protocol):
         ...
 
     def merge(
-        self, *, branch: str, base: str, strategy: MergeStrategy, message: str
+        self,
+        *,
+        branch: str,
+        base: str,
+        strategy: MergeStrategy,
+        message: str,
+        onto: str | None = None,
     ) -> MergeAttempt:
-        """Merge `branch` into `base`, or report the conflicts and change nothing."""
+        """Merge `branch` into `base`, or report the conflicts and change nothing; with
+        `onto`, only onto that base commit (`moved` otherwise)."""
         ...
 
     def clean_up(self, *, branch: str, base: str, worktree_path: str | None) -> list[str]:

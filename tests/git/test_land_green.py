@@ -57,3 +57,56 @@ def test_a_green_merged_result_lands_with_what_the_step_saw(
     assert {f"{task}.txt", "fine"} <= set(git(repo, "ls-tree", "--name-only", "main").split())
     merged = json.loads(cli("branches", "--repo", str(repo), "--json").out)[0]["merged_commit"]
     assert git(repo, "rev-parse", "main") == merged
+
+
+# A verify step during which main moves on (another task landed meanwhile): it counts its
+# runs in $COUNT and commits to main on the first $MOVES of them.
+MOVING_VERIFY = """#!/bin/sh
+n=$(( $(cat "$COUNT" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$COUNT"
+if [ "$n" -le "$MOVES" ]; then
+  echo "$n" > "$MAIN/late-$n" && git -C "$MAIN" add "late-$n" && git -C "$MAIN" commit -qm "late $n"
+fi
+"""
+
+
+def _run_moving(cli: Any, repo: Path, tmp_path: Path, moves: int) -> tuple[str, int, Path]:
+    script, _ = agent_script(tmp_path, '#!/bin/sh\necho x > "$CORRAL_TASK_ID.txt"\n')
+    verify = tmp_path / "verify.sh"
+    verify.write_text(MOVING_VERIFY)
+    verify.chmod(0o755)
+    count = tmp_path / "count"
+    task = cli("add", "edit").out.strip()
+    ran = cli(
+        *("worker", "start", "--name", "w", "--exec", script, "--once", "--worktree"),
+        *("--workdir", str(repo)),
+        env={"MAIN": str(repo), "COUNT": str(count), "MOVES": str(moves),
+             "CORRAL_WORKTREE_VERIFY": str(verify)},
+    )  # fmt: skip
+    return task, ran.code, count
+
+
+def test_a_base_that_moved_during_the_step_is_merged_in_and_verified_again(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    """main moved while the step ran: nothing lands on the unverified merge; the new base
+    is merged in, the step runs again, and that verified result is what lands."""
+    task, code, count = _run_moving(cli, repo, tmp_path, moves=1)
+    assert (0, "2") == (code, count.read_text().strip())
+    shown = json.loads(cli("show", task, "--json").out)
+    assert "done" == shown["status"]
+    files = set(git(repo, "ls-tree", "--name-only", "main").split())
+    assert {f"{task}.txt", "late-1"} <= files
+    landed = json.loads(cli("branches", "--repo", str(repo), "--json").out)[0]["merged_commit"]
+    assert git(repo, "rev-parse", "main") == landed
+
+
+def test_a_base_that_keeps_moving_lands_nothing_unverified(
+    cli: Any, repo: Path, tmp_path: Path
+) -> None:
+    """main moved during every one of the three steps: the run fails, main has no commit
+    of the task's, and the error says why."""
+    task, code, count = _run_moving(cli, repo, tmp_path, moves=99)
+    assert (1, "3") == (code, count.read_text().strip())
+    shown = json.loads(cli("show", task, "--json").out)
+    assert "the base moved during each of 3 verify steps" in shown["last_error"]
+    assert f"{task}.txt" not in git(repo, "ls-tree", "--name-only", "main").split()

@@ -80,7 +80,7 @@ def run_again(store, settings, on: Host, task_id: str, name: str, policy=POLICY)
     )
     entered = runner.enter(store.get_task(task_id), claim.token, worker.id)
     commit_file(entered.path, name, "work\n")
-    error = runner.land(store.get_task(task_id), claim.token, runner.final_commit(task_id))
+    error = runner.land(store.get_task(task_id), claim.token, runner.final_commit(task_id)).error
     assert None is error
     runner.leave(task_id)
     return entered.branch
@@ -250,7 +250,7 @@ def test_a_pr_command_that_prints_no_url_fails_the_run(store, settings, bare, tm
     )
     entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
     commit_file(entered.path, "x.txt", "x\n")
-    error = runner.land(store.get_task(task.id), claim.token, runner.final_commit(task.id))
+    error = runner.land(store.get_task(task.id), claim.token, runner.final_commit(task.id)).error
     assert "pull request: true printed no pull request URL: (no output)" == error
     assert TaskStatus.RUNNING == store.get_task(task.id).status
 

@@ -99,7 +99,7 @@ def start(store, settings, on: Host, *, review: bool = False, title: str = "edit
 
 def finish(store, task, token: int, runner: TaskWorktrees) -> str | None:
     """What the runner does after a run that succeeded: land (the error, if any), report."""
-    error = runner.land(task, token, runner.final_commit(task.id))
+    error = runner.land(task, token, runner.final_commit(task.id)).error
     if error is None:
         corral.complete(store, task.id, token=token)
     runner.leave(task.id)

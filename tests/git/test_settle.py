@@ -121,6 +121,6 @@ def test_a_run_without_commits_lands_nothing_even_when_the_base_moved(store, ent
     trees.enter(store.get_task(task.id), token, "w")
     done = settle(trees, task, "r-2", SUCCESS, ())
     head = trees.final_commit(task.id)
-    assert (True, None) == (done.success, trees.land(task, token, head))
+    assert (True, None) == (done.success, trees.land(task, token, head).error)
     assert [] == store.list_events(EventFilter(task_id=task.id, names=("task.landed",)))
     assert store.get_review(task.id).merged_commit is None

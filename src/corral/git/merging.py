@@ -15,10 +15,12 @@ same base; a merge takes the worktree lock inside it, never the other way round.
 With a remote of record (`[worktree] remote`, git/remote_base.py) the same merge is built
 on the remote's base as last fetched and pushed there, never forced: a push the remote
 refuses because its base moved fetches, merges again and pushes again (at most
-PUSH_ATTEMPTS times), and a conflict found on a base that was not just fetched is checked
-again on a fresh one. The local branch of the base does not move. Task branches are read
-from the remote's copy when it has one (another host may have run the task), except by a
-runner landing its own branch (`local_branches`), which saves the fetch.
+PUSH_ATTEMPTS times; a merge to be built `onto` a verified base commit builds nothing on
+another: `moved`, and the runner verifies again), and a conflict found on a base that was
+not just fetched is checked again on a fresh one. The local branch of the base does not
+move. Task branches are read from the remote's copy when it has one (another host may have
+run the task), except by a runner landing its own branch (`local_branches`), which saves
+the fetch.
 """
 
 from __future__ import annotations
@@ -133,14 +135,24 @@ class GitBranches:
             yield
 
     def merge(
-        self, *, branch: str, base: str, strategy: MergeStrategy, message: str
+        self,
+        *,
+        branch: str,
+        base: str,
+        strategy: MergeStrategy,
+        message: str,
+        onto: str | None = None,
     ) -> MergeAttempt:
-        """Merge, or return the conflicts having changed nothing."""
+        """Merge, or return the conflicts having changed nothing; with `onto`, only onto
+        that base commit (a verified one), `moved` when the base is elsewhere."""
         if self._remote is not None:
             return self._merge_remote(
-                self._remote, branch=branch, base=base, strategy=strategy, message=message
-            )
+                self._remote, branch=branch, base=base, strategy=strategy, message=message,
+                onto=onto,
+            )  # fmt: skip
         old, old_tree, head = self._tips(f"refs/heads/{base}", base, branch)
+        if onto is not None and old != onto:
+            return MergeAttempt(moved=True)
         checkout = self._trees.path_of(base)
         built = self._build(old, old_tree, head, strategy, message=message, branch=branch)
         if built.conflicts or built.merged_commit == old:
@@ -155,7 +167,14 @@ class GitBranches:
         return built
 
     def _merge_remote(
-        self, remote: RemoteBase, *, branch: str, base: str, strategy: MergeStrategy, message: str
+        self,
+        remote: RemoteBase,
+        *,
+        branch: str,
+        base: str,
+        strategy: MergeStrategy,
+        message: str,
+        onto: str | None,
     ) -> MergeAttempt:
         """The merge built on the remote's base and pushed there (the module says how)."""
         tracking, branch_ref = remote.tracking(base), self._branch_ref(branch)
@@ -166,6 +185,8 @@ class GitBranches:
                 fresh = self._fetch(remote, base)
                 continue
             old, old_tree, head = tips or self._tips(tracking, base, branch_ref)
+            if onto is not None and old != onto:  # moved since the verify step's fetch
+                return MergeAttempt(moved=True)
             built = self._build(old, old_tree, head, strategy, message=message, branch=branch)
             if built.conflicts and not fresh:  # perhaps only with a base since moved on
                 fresh = self._fetch(remote, base)

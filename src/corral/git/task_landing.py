@@ -4,7 +4,9 @@
                   ─► review required ─► nothing (the review flow), noted in_review
                   ─► land = keep     ─► the branch stays, noted kept: `corral branches`
                   ─► land = merge    ─► under the merge lock: merged onto the base and
-                                        recorded (the branch then goes with the worktree),
+                                        recorded (the branch then goes with the worktree;
+                                        after a verify step, only onto the base commit
+                                        it saw, else `moved`: verified again first),
                                         or a conflict: the files and a note for the next run
                                         recorded, the branch noted kept (and pushed to a
                                         remote of record), and the run fails
@@ -57,10 +59,12 @@ OUTPUT_TAIL_CHARS = 500
 
 class AfterSuccess(NamedTuple):
     """What landing a run's branch did: the error that fails the run, and where the work
-    ended when the runner is to record it (a land records `landed` itself)."""
+    ended when the runner is to record it (a land records `landed` itself); `moved`: not
+    landed, because the base moved off the commit the verify step saw."""
 
     error: str | None = None
     outcome: WorkOutcome | None = None
+    moved: bool = False
 
 
 class TaskLanding:
@@ -83,9 +87,10 @@ class TaskLanding:
         self._mode, self._strategy = policy.land, MergeStrategy(policy.merge_strategy)
 
     def after_success(
-        self, task: Task, token: int, entered: Entered, head: str | None
+        self, task: Task, token: int, entered: Entered, head: str | None, onto: str | None
     ) -> AfterSuccess:
-        """Land the branch of a run that succeeded: what it did."""
+        """Land the branch of a run that succeeded (with `onto`, only onto that base
+        commit): what it did."""
         if head is None or head == entered.start_commit:
             return AfterSuccess()
         if task.requires_review or self._mode == "keep":
@@ -94,7 +99,7 @@ class TaskLanding:
             return AfterSuccess(error=self._run_command(task, entered))
         if self._prs is not None:
             return AfterSuccess(error=self._open_pull_request(self._prs, task, token, entered))
-        return self._merge(task, token, entered)
+        return self._merge(task, token, entered, onto)
 
     def _stays(self, task: Task, entered: Entered) -> AfterSuccess:
         """A branch that stays, for its review or kept: pushed to a remote of record."""
@@ -106,13 +111,14 @@ class TaskLanding:
         event(self._log, "task.branch_kept", task_id=task.id, branch=entered.branch)
         return AfterSuccess(outcome=WorkOutcome.KEPT)
 
-    def catch_up(self, task: Task, entered: Entered) -> None:
+    def catch_up(self, task: Task, entered: Entered) -> str | None:
         """Before the verify step of a run whose branch will land (`land = merge`, no
-        review): the base of record merged into the branch (git/catch_up.py)."""
+        review): the base of record merged into the branch (git/catch_up.py); the base
+        commit the branch now holds, for the land to be built onto, or None."""
         if self._mode != "merge" or task.requires_review:
-            return
+            return None
         try:
-            merge_base_in(self._trees, entered.path, entered.base_ref)
+            return merge_base_in(self._trees, entered.path, entered.base_ref)
         except CorralError as exc:  # the step then checks the branch as its agent left it
             event(
                 self._log,
@@ -121,6 +127,7 @@ class TaskLanding:
                 task_id=task.id,
                 error=exc.message,
             )
+            return None
 
     def _open_pull_request(
         self, prs: PullRequests, task: Task, token: int, entered: Entered
@@ -150,7 +157,7 @@ class TaskLanding:
         event(self._log, f"task.pr_{pr.how}", task_id=task.id, branch=entered.branch, url=pr.url)
         return None
 
-    def _merge(self, task: Task, token: int, entered: Entered) -> AfterSuccess:
+    def _merge(self, task: Task, token: int, entered: Entered, onto: str | None) -> AfterSuccess:
         with self._repo.locked():
             now = self._store.get_task(task.id)
             if now.status is TaskStatus.DONE:  # the agent ran `corral done` itself
@@ -169,6 +176,7 @@ class TaskLanding:
                     strategy=self._strategy,
                     token=token_or_none,
                     actor=f"token:{token}",
+                    onto=onto,
                 )
             except Refused as exc:
                 event(
@@ -181,6 +189,8 @@ class TaskLanding:
                 )
                 self._publish(task, entered)
                 return AfterSuccess(outcome=WorkOutcome.KEPT)
+        if landed.moved:
+            return AfterSuccess(moved=True)
         if landed.conflicts:  # the run fails; its branch is work that needs merging: kept
             files = ", ".join(landed.conflicts)
             self._publish(task, entered)

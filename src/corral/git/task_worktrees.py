@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from corral.errors import CorralError, InvalidInput
 from corral.git.index_trust import trust_index
 from corral.git.run_commit import commit_left, message_of
-from corral.git.task_landing import TaskLanding
+from corral.git.task_landing import AfterSuccess, TaskLanding
 from corral.git.worktrees import Worktrees
 from corral.logs import event
 from corral.model.reviews import Review, WorkOutcome
@@ -237,22 +237,25 @@ class TaskWorktrees:
             return None
         return self._trees.git.at(entered.path).commit_of("HEAD")
 
-    def catch_up(self, task: Task) -> None:
-        """Before a land's verify step, the base merged into the branch (git/catch_up.py)."""
+    def catch_up(self, task: Task) -> str | None:
+        """Before a land's verify step, the base merged into the branch (git/catch_up.py);
+        the base commit it now holds, or None."""
         with self._lock:
             entered = self._entered.get(task.id)
-        if entered is not None:
-            self._landing.catch_up(task, entered)
+        return None if entered is None else self._landing.catch_up(task, entered)
 
-    def land(self, task: Task, token: int, head: str | None) -> str | None:
-        """Land the task's branch after a run that succeeded; the error failing it, if any."""
+    def land(
+        self, task: Task, token: int, head: str | None, *, onto: str | None = None
+    ) -> AfterSuccess:
+        """Land the task's branch after a run that succeeded (with `onto`, only onto that
+        base commit); the error failing it, if any, or `moved`."""
         entered = self._current(task.id)
         if entered is None:
-            return None
-        after = self._landing.after_success(task, token, entered, head)
+            return AfterSuccess()
+        after = self._landing.after_success(task, token, entered, head, onto)
         if after.outcome is not None:
             self.note_outcome(task.id, after.outcome)
-        return after.error
+        return after
 
     def leave(self, task_id: str) -> None:
         """Remove the task's worktree unless kept; never raises (the task's outcome stands)."""

@@ -13,7 +13,9 @@ The same command job (command_job.py), with the worktree around each run
              fails the run), a run that changed nothing ended as `worktree.on_empty` says,
              the verify step, if configured (verify_step.py: its failure fails the run;
              before it, a branch that will land has the base merged in,
-             git/catch_up.py)
+             git/catch_up.py, and the land is built onto that base commit alone: when
+             the base moved meanwhile, merged in and verified again, VERIFY_ROUNDS times
+             at most)
              ─► the commit it ends at, in its report; after a success, its branch landed
              as `worktree.land` says, while the claim is held (a land conflict fails the
              run); a refused run (the agent was denied what it needed) recorded as such
@@ -28,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from corral.git.run_commit import CommitFailed
 from corral.git.task_worktrees import Entered, TaskWorktrees
+from corral.logs import event
 from corral.model import waiting
 from corral.model.batches import Held
 from corral.model.reviews import WorkOutcome
@@ -40,6 +43,10 @@ from corral.runtime.worker.outcome import Done
 from corral.runtime.worker.verify_step import VerifyStep, prompt_note
 
 NO_CHANGE = "the run changed nothing"
+# Verify steps a run may take when the base keeps moving while each runs (another task
+# landed meanwhile): each merges the new base in and checks it; then the run fails rather
+# than land what no step has seen.
+VERIFY_ROUNDS = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,24 +150,41 @@ class WorktreeRuns:
         done = self._commands.run(job, run_id, prepared, stop)
         written = (prepared.prompt_file, prepared.spec.transcript_path, prepared.spec.stderr_path)
         done = settle(self._trees, task, run_id, done, written)
-        if self._verify is not None:
-            if done.success:  # so the step checks what the land will put on the base
-                self._trees.catch_up(task)
-            done = self._verify.after(
-                done,
-                task=task,
-                run_id=run_id,
-                workdir=entered.path,
-                env=entered.env(),
-                output_base=os.path.splitext(prepared.spec.transcript_path)[0],
-                clock=place.clock,
-                stop=stop,
-            )
-        head = self._trees.final_commit(task.id)
-        error = self._trees.land(task, held.token, head) if done.success else None
-        if error is not None:
-            return replace(done, success=False, error=error, final_commit=head)
-        return replace(done, final_commit=head)
+        output_base = os.path.splitext(prepared.spec.transcript_path)[0]
+        for _ in range(VERIFY_ROUNDS):
+            done, onto = self._verified(held, entered, done, output_base, stop)
+            head = self._trees.final_commit(task.id)
+            if not done.success:
+                return replace(done, final_commit=head)
+            after = self._trees.land(task, held.token, head, onto=onto)
+            if after.error is not None:
+                return replace(done, success=False, error=after.error, final_commit=head)
+            if not after.moved:
+                return replace(done, final_commit=head)
+            event(place.log, "task.base_moved", task_id=task.id, onto=onto)
+        error = f"the base moved during each of {VERIFY_ROUNDS} verify steps: not landed unverified"
+        return replace(done, success=False, error=error, final_commit=head)
+
+    def _verified(
+        self, held: Held, entered: Entered, done: Done, output_base: str, stop: Stop
+    ) -> tuple[Done, str | None]:
+        """The verify step, if configured, after the base was merged in (so it checks what
+        the land will put on the base): the run's outcome then, and the base commit the
+        land is to be built onto (None: any, as without a verify step)."""
+        if self._verify is None:
+            return done, None
+        onto = self._trees.catch_up(held.task) if done.success else None
+        done = self._verify.after(
+            done,
+            task=held.task,
+            run_id=held.opened_run(),
+            workdir=entered.path,
+            env=entered.env(),
+            output_base=output_base,
+            clock=self._place.clock,
+            stop=stop,
+        )
+        return done, onto
 
     def close(self, held: Held, opened: Opened[None]) -> None:
         """Leave the task's worktree: removed, unless kept or the task is in review."""
