@@ -177,6 +177,7 @@ def kill_agent_of(task_id: str) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # ~25 s alone; several times that on a loaded machine
 def test_thirty_tasks_on_two_hosts_end_as_their_agents_dictate_and_lose_nothing(fleet: Fleet):
     """The acceptance run of issue 27 (see the module's docstring)."""
     ids: dict[str, Job] = {}
