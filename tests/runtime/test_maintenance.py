@@ -16,9 +16,18 @@ from typing import Any
 from tests.conftest import run_under
 
 import corral
-from corral import FakeClock, NewTask, NewWorker, Settings, open_store
-from corral.runtime.maintenance import Due, Place, run_once
-from corral.runtime.pool.upkeep import HOST
+from corral import (
+    FakeClock,
+    NewTask,
+    NewWorker,
+    ReconcileReport,
+    Settings,
+    Store,
+    WorkerStatus,
+    open_store,
+)
+from corral.runtime.maintenance import Due, MaintenanceReport, Place, run_once
+from corral.runtime.pool.upkeep import HOST, SCHEDULES
 
 
 @contextmanager
@@ -122,6 +131,22 @@ def test_a_named_folder_that_is_no_repository_fails_that_part_alone(
     assert 1 == len(report["failures"])
 
 
-def test_every_part_is_due_unless_said() -> None:
-    """`Due()` is the whole pass, as `corral reconcile` runs it."""
-    assert Due(repair=True, schedules=True, host=True, retention=True) == Due()
+def test_the_repair_runs_only_when_due_and_counts_what_reconcile_did(
+    store: Store, clock: FakeClock, settings: Settings
+) -> None:
+    """A silent worker: a schedules-only pass leaves it alone, a repair pass marks it
+    stale and reports reconcile's count (each store)."""
+    worker = corral.register(store, NewWorker(name="silent"), settings=settings).worker
+    registered = store.get_worker(worker.id).status
+    clock.advance(1.5 * settings.heartbeat_interval_s)
+
+    def run(due: Due) -> MaintenanceReport:
+        place = Place(db=store.url)
+        log = logging.getLogger("test.maintenance")
+        return run_once(store, settings=settings, place=place, clock=clock, log=log, due=due)
+
+    assert None is run(SCHEDULES).reconciled
+    assert registered == store.get_worker(worker.id).status
+    repaired = run(Due(repair=True, schedules=False, host=False, retention=False))
+    assert ReconcileReport(workers_stale=1) == repaired.reconciled
+    assert WorkerStatus.STALE == store.get_worker(worker.id).status
