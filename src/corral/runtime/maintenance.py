@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -92,6 +92,11 @@ class MaintenanceReport:
     retention: Pruned | None = None
     failures: tuple[Failure, ...] = ()
 
+    def failed(self, part: str, exc: CorralError) -> MaintenanceReport:
+        """This report with `part` failed for `exc`."""
+        failure = Failure(part=part, error=exc.message, exit_code=exc.exit_code)
+        return replace(self, failures=(*self.failures, failure))
+
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `reconcile --json`: counts, then failures (docs/cli.md)."""
         return {**self.counts(), "failures": [str(f) for f in self.failures]}
@@ -143,26 +148,22 @@ def run_once(
     """One maintenance pass of the parts `due` names; what each did. `actor` is who the
     schedules' fires name; `rng` and `back_at` are the reconcile pass's (corral.reconcile);
     `log` takes what the landing parts log as they go."""
-    failures: list[Failure] = []
-    report: dict[str, Any] = {}
+    report = MaintenanceReport()
     if due.repair:
-        report["reconciled"] = reconcile.reconcile_once(
-            store, settings=settings, rng=rng, back_at=back_at
-        )
-        report.update(_land_reviewed(store, settings, place, log, failures))
+        reconciled = reconcile.reconcile_once(store, settings=settings, rng=rng, back_at=back_at)
+        report = _land_reviewed(replace(report, reconciled=reconciled), store, settings, place, log)
     if due.schedules:
-        report["fired"] = schedules.fire_due(store, settings=settings, actor=actor)
+        report = replace(report, fired=schedules.fire_due(store, settings=settings, actor=actor))
     if due.host:
-        report.update(_clean_up_host(store, place, clock))
-        report["worktrees"] = _prune_worktrees(store, settings, place, failures)
+        report = _clean_up_host(report, store, settings, place, clock)
     if due.retention and not is_http_url(store.url):
-        report["retention"] = _retain(store, settings)
-    return MaintenanceReport(**report, failures=tuple(failures))
+        report = replace(report, retention=_retain(store, settings))
+    return report
 
 
 def _land_reviewed(
-    store: Store, settings: Settings, place: Place, log: logging.Logger, failures: list[Failure]
-) -> dict[str, Any]:
+    report: MaintenanceReport, store: Store, settings: Settings, place: Place, log: logging.Logger
+) -> MaintenanceReport:
     """Settle the tasks whose pull request was merged or closed, merge the approved ones."""
     repo = place.repo or os.getcwd()
     try:
@@ -171,33 +172,32 @@ def _land_reviewed(
     except StoreError:
         raise  # an outage, the caller's to note; not a failure of the landing
     except CorralError as exc:
-        failures.append(Failure(part="landing", error=exc.message, exit_code=exc.exit_code))
-        return {}
-    return {"pull_requests": settled, "approved_merged": merged}
+        return report.failed("landing", exc)
+    return replace(report, pull_requests=settled, approved_merged=merged)
 
 
-def _clean_up_host(store: Store, place: Place, clock: Clock) -> dict[str, Any]:
-    """End this store's leftover processes and remove gone workers' temporary folders."""
-    return {
-        "leftovers_ended": tuple(leftovers.end(store, clock=clock)),
-        "tmp_dirs_removed": tuple(prune_tmp(place.db)),
-    }
-
-
-def _prune_worktrees(
-    store: Store, settings: Settings, place: Place, failures: list[Failure]
-) -> PruneReport | None:
-    """The orphaned worktrees of the repository: after the repair, tasks of dead workers no
-    longer hold theirs."""
+def _clean_up_host(
+    report: MaintenanceReport, store: Store, settings: Settings, place: Place, clock: Clock
+) -> MaintenanceReport:
+    """End this store's leftover processes, remove gone workers' temporary folders, then
+    the orphaned worktrees of the repository (after the repair, tasks of dead workers no
+    longer hold theirs)."""
+    report = replace(
+        report,
+        leftovers_ended=tuple(leftovers.end(store, clock=clock)),
+        tmp_dirs_removed=tuple(prune_tmp(place.db)),
+    )
+    worktrees: PruneReport | None
     try:
         if place.repo:
-            return prune_in(store, place.repo, settings.worktree)
-        return prune_if_managed(store, os.getcwd(), settings.worktree)
+            worktrees = prune_in(store, place.repo, settings.worktree)
+        else:
+            worktrees = prune_if_managed(store, os.getcwd(), settings.worktree)
     except StoreError:
         raise
     except CorralError as exc:
-        failures.append(Failure(part="worktrees", error=exc.message, exit_code=exc.exit_code))
-        return None
+        return report.failed("worktrees", exc)
+    return replace(report, worktrees=worktrees)
 
 
 def _retain(store: Store, settings: Settings) -> Pruned:
