@@ -40,10 +40,9 @@ def cmd_reconcile(ctx: Context) -> int:
     """One maintenance pass, every part of it (corral.runtime.maintenance); prints what it
     did, and on stderr any part that failed (its error's exit code then, the other parts
     done)."""
-    # runtime and git: not for init
-    from corral.clock import SystemClock  # noqa: PLC0415
-    from corral.logs import logger  # noqa: PLC0415
-    from corral.runtime import maintenance  # noqa: PLC0415
+    from corral.clock import SystemClock  # noqa: PLC0415 - reconcile alone
+    from corral.logs import logger  # noqa: PLC0415 - reconcile alone
+    from corral.runtime import maintenance  # noqa: PLC0415 - runtime and git: not for init
 
     report = maintenance.run_once(
         ctx.store,
