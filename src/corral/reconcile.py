@@ -1,8 +1,9 @@
 """One reconcile pass: `reconcile_once(store) -> ReconcileReport`.
 
 Read a snapshot, decide with the pure `plan_recovery`, apply with compare-and-set, and
-count what took effect. Loops belong to the runtime (`corral reconcile --loop` later,
-the orchestrator); this function never sleeps. Two passes at once repair each thing once.
+count what took effect. It is the first part of the maintenance pass
+(corral.runtime.maintenance), which `corral reconcile` runs once and the orchestrator on
+its interval; this function never sleeps. Two passes at once repair each thing once.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Retention: deleting what is old enough, in bounded batches (`corral prune`, and the
-leading orchestrator every `retention.interval`).
+maintenance pass: the leading orchestrator's every `retention.interval`, `corral reconcile`).
 
     finished tasks   done, failed or cancelled, unchanged for `finished_after`, that no
                      kept task depends on: with their runs, claims, review, dependency

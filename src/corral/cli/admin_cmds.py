@@ -1,4 +1,4 @@
-"""Store-wide commands: init, reconcile."""
+"""Store-wide commands: init, reconcile (the maintenance pass, once)."""
 
 from __future__ import annotations
 
@@ -37,16 +37,27 @@ def cmd_init(ctx: Context) -> int:
 
 
 def cmd_reconcile(ctx: Context) -> int:
-    """One reconcile pass, then this host's clean-up; prints what it found and fixed."""
-    from corral.runtime.pool import cleanup  # noqa: PLC0415 - runtime and git: not for init
+    """One maintenance pass, every part of it (corral.runtime.maintenance); prints what it
+    did, and on stderr any part that failed (its error's exit code then, the other parts
+    done)."""
+    from corral.clock import SystemClock  # noqa: PLC0415 - reconcile alone
+    from corral.logs import logger  # noqa: PLC0415 - reconcile alone
+    from corral.runtime import maintenance  # noqa: PLC0415 - runtime and git: not for init
 
-    report = cleanup.reconcile_and_clean_up(
-        ctx.store, db=ctx.db, settings=ctx.settings, repo=ctx.args.repo
+    report = maintenance.run_once(
+        ctx.store,
+        settings=ctx.settings,
+        place=maintenance.Place(db=ctx.db, repo=ctx.args.repo),
+        clock=SystemClock(),
+        log=logger("corral.reconcile"),
+        actor="reconcile",
     )
-    counts = report.to_dict()
-    found = ", ".join(f"{name.replace('_', ' ')}: {n}" for name, n in counts.items() if n)
-    ctx.emit(counts, f"reconcile: {found}" if found else "reconcile: nothing to repair")
-    return 0
+    done = [f"{name.replace('_', ' ')}: {n}" for name, n in report.counts().items() if n]
+    text = f"reconcile: {', '.join(done)}" if done else "reconcile: nothing to repair"
+    ctx.emit(report.to_dict(), text)
+    for failure in report.failures:
+        sys.stderr.write(f"corral: error: {failure}\n")
+    return max((f.exit_code for f in report.failures), default=0)
 
 
 COMMANDS = (
@@ -54,7 +65,7 @@ COMMANDS = (
     Command(
         "reconcile",
         cmd_reconcile,
-        "one reconcile pass",
+        "one maintenance pass: repair, schedules, this host's clean-up, retention",
         Arg(
             "--repo",
             metavar="DIR",

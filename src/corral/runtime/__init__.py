@@ -4,6 +4,8 @@ worker/  one worker process: the runner (runner.py), its slot loop (slots.py, ex
          its jobs (jobs.py: command_job, worktree_job, python_job), heartbeat, executor
 pool/    the orchestrator (orchestrator.py), its role (roles.py, leadership.py), its pool
          of worker processes (supervisor.py, worker_process.py)
+maintenance.py  the maintenance pass (`run_once`): the orchestrator's upkeep and `corral
+         reconcile` both run it
 
 Processes
 ---------

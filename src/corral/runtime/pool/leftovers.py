@@ -4,8 +4,11 @@ Every process a task's command starts inherits `CORRAL_RUN_ID` and `CORRAL_DB`. 
 ends its own run's tree after each run; what escaped it (a dev server that daemonized after
 the runner looked, or the tree of a runner that was killed before its run was finished as
 `killed`) is found here: a live process of this store whose run has finished, or whose run
-the store does not know. The orchestrator ends them at each reconcile pass; `corral status`
-lists them.
+the store does not know. That is the proof that a process is corral's own: its environment
+names this store (as tasks are given it) and a run that is over; nothing else is ever
+signalled (the ending goes by the run's id, fifty random bits no other store draws
+alike). The maintenance pass ends them (corral.runtime.maintenance: the orchestrator's at
+each reconcile interval, and `corral reconcile`); `corral status` lists them.
 """
 
 from __future__ import annotations
