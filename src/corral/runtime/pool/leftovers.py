@@ -6,9 +6,10 @@ the runner looked, or the tree of a runner that was killed before its run was fi
 `killed`) is found here: a live process of this store whose run has finished, or whose run
 the store does not know. That is the proof that a process is corral's own: its environment
 names this store (as tasks are given it) and a run that is over; nothing else is ever
-signalled (the ending goes by the run's id, fifty random bits no other store draws
-alike). The maintenance pass ends them (corral.runtime.maintenance: the orchestrator's at
-each reconcile interval, and `corral reconcile`); `corral status` lists them.
+signalled (the ending signals exactly the processes found so, each by its psutil handle,
+which a later process given the same pid does not answer to). The maintenance pass ends
+them (corral.runtime.maintenance: the orchestrator's at each reconcile interval, and
+`corral reconcile`); `corral status` lists them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import psutil
 
 from corral.clock import Clock
 from corral.errors import NotFound
-from corral.runtime.worker.executor import RUN_ID_ENV, end_marked_processes
+from corral.runtime.worker.executor import RUN_ID_ENV, end_processes
 from corral.store import Store
 from corral.store.urls import without_password
 
@@ -41,20 +42,24 @@ class Leftover:
 
 def find(store: Store) -> list[Leftover]:
     """Live processes of this store whose run has finished or is unknown to it."""
-    found, over = [], {}
-    for pid, run_id in _marked(without_password(store.url)):
-        if run_id not in over:
-            over[run_id] = _is_over(store, run_id)
-        if over[run_id]:
-            found.append(Leftover(pid=pid, run_id=run_id))
-    return found
+    return [Leftover(pid=proc.pid, run_id=run_id) for proc, run_id in _found(store)]
 
 
 def end(store: Store, *, clock: Clock) -> list[Leftover]:
     """End this store's leftovers (SIGTERM, then SIGKILL after GRACE_S); which they were."""
-    found = find(store)
-    for run_id in {leftover.run_id for leftover in found}:
-        end_marked_processes(run_id, clock=clock, grace_s=GRACE_S)
+    found = _found(store)
+    end_processes([proc for proc, _ in found], clock=clock, grace_s=GRACE_S)
+    return [Leftover(pid=proc.pid, run_id=run_id) for proc, run_id in found]
+
+
+def _found(store: Store) -> list[tuple[psutil.Process, str]]:
+    """`find`'s processes, with the handles that signal them."""
+    found, over = [], {}
+    for proc, run_id in _marked(without_password(store.url)):
+        if run_id not in over:
+            over[run_id] = _is_over(store, run_id)
+        if over[run_id]:
+            found.append((proc, run_id))
     return found
 
 
@@ -65,7 +70,7 @@ def _is_over(store: Store, run_id: str) -> bool:
         return True
 
 
-def _marked(db: str) -> list[tuple[int, str]]:
+def _marked(db: str) -> list[tuple[psutil.Process, str]]:
     """(pid, run id) of every live process whose environment names store `db` (as tasks are
     given it: without its password) and a run."""
     marked = []
@@ -74,5 +79,5 @@ def _marked(db: str) -> list[tuple[int, str]]:
             environ = proc.environ()
             run_id = environ.get(RUN_ID_ENV)
             if run_id and environ.get("CORRAL_DB") == db and proc.status() != psutil.STATUS_ZOMBIE:
-                marked.append((proc.pid, run_id))
+                marked.append((proc, run_id))
     return marked

@@ -370,12 +370,21 @@ def end_marked_processes(
     SIGTERM, up to `grace_s` for them to go, then SIGKILL: the same as a run's own tree.
     """
     targets = _marked(run_id, 0.0)
+    end_processes(targets, clock=clock, grace_s=grace_s, poll_s=poll_s)
+    return len(targets)
+
+
+def end_processes(
+    targets: list[psutil.Process], *, clock: Clock, grace_s: float, poll_s: float = 0.05
+) -> None:
+    """SIGTERM to each of `targets`, up to `grace_s` for them to go, then SIGKILL. A
+    psutil.Process signals only the process it was made for, never a later one given the
+    same pid."""
     _signal_each(targets, signal.SIGTERM)
     deadline = clock.monotonic() + grace_s
     while any(_alive(p) for p in targets) and clock.monotonic() < deadline:
         clock.sleep(poll_s)
     _signal_each([p for p in targets if _alive(p)], signal.SIGKILL)
-    return len(targets)
 
 
 def _create_time(pid: int) -> float:
