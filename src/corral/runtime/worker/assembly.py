@@ -14,7 +14,7 @@ same way and logs the same lines however it was started.
                         with the task environment (`env.deny`), the provider's env and
                         its own TMPDIR (removed when the runner is done); in task
                         worktrees (`--worktree`) with the verify step
-                  ─► a ready Runner (RunnerConfig derived from the spec and the checks)
+                  ─► a ready Runner (its RunnerConfig taken from the spec: config.py)
 
 The options are parsed from the defaults, not the settings in force: `[pool]` keys are
 for the pool's workers, which get them as flags.
@@ -27,7 +27,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from corral.agents import agents_dir
@@ -38,7 +38,7 @@ from corral.policies import WorkerOptions, WorkerSpec
 from corral.runtime.worker import preflight
 from corral.runtime.worker.agent_runs import AgentSetup
 from corral.runtime.worker.command_job import CommandJob
-from corral.runtime.worker.config import RunnerConfig
+from corral.runtime.worker.config import runner_config
 from corral.runtime.worker.jobs import Job
 from corral.runtime.worker.python_job import PythonJob
 from corral.runtime.worker.runner import Runner
@@ -51,10 +51,6 @@ from corral.store import Store
 from corral.store.location import runs_dir
 from corral.store.urls import password_of
 from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
-
-# What a runner takes from its options as they are (the rest it is told: its labels and
-# provider as preflight resolved them, and its pacing, which no option sets).
-_AS_GIVEN = frozenset(f.name for f in fields(RunnerConfig)) - {"labels", "provider"}
 
 
 def parse_options(given: Mapping[str, Any]) -> WorkerOptions:
@@ -77,7 +73,8 @@ class Worker:
     @contextmanager
     def runner(self, store: Store) -> Iterator[Runner]:
         """The ready runner, on `store`; a command's temporary folder is removed after."""
-        config = runner_config(self.spec, self.checked)
+        checked = self.checked
+        config = runner_config(self.spec, labels=checked.labels, provider=checked.provider)
         function = self.checked.function
         if function is not None:
             python = self.python or PythonJob(execute=function)
@@ -131,18 +128,6 @@ def prepare(
     log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
     log_tools(log, checked.tools)
     return Worker(spec=spec, checked=checked, settings=settings, db=db, log=log, python=python)
-
-
-def runner_config(spec: WorkerSpec, checked: preflight.Checked) -> RunnerConfig:
-    """What the runner is told: its spec's values by name, its labels and provider resolved."""
-    given: dict[str, Any] = {
-        "name": spec.name,
-        "once": spec.once,
-        "shutdown_timeout_s": spec.shutdown_timeout_s,
-    }
-    for name in _AS_GIVEN & {f.name for f in fields(WorkerOptions)}:
-        given[name] = getattr(spec.options, name)
-    return RunnerConfig(**given, labels=checked.labels, provider=checked.provider)
 
 
 def _provider_env(settings: Settings, provider: str | None) -> dict[str, str]:
