@@ -25,8 +25,8 @@ SHUTDOWN_TIMEOUT_S = next(o.default for o in START if o.field == "shutdown_timeo
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
     ctx.long_running()
-    worker = prepare(worker_spec(ctx.args), settings=ctx.settings, db=ctx.db)
-    with worker.runner(ctx.store) as runner:
+    assembly = prepare(worker_spec(ctx.args), settings=ctx.settings, db=ctx.db)
+    with assembly.runner(ctx.store) as runner:
         return runner.run()
 
 

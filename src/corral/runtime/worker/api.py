@@ -87,9 +87,9 @@ def run_worker(
         shutdown_timeout_s=shutdown_timeout_s,
     )
     job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
-    worker = prepare(spec, settings=chosen, db=found, python=job)
+    assembly = prepare(spec, settings=chosen, db=found, python=job)
     with (
         open_store(found, token=token, namespace=chosen_namespace) as store,
-        worker.runner(store) as runner,
+        assembly.runner(store) as runner,
     ):
         return runner.run()

@@ -8,7 +8,7 @@ same way and logs the same lines however it was started.
 
     WorkerSpec ── prepare: preflight.check (exit 2), tools found (exit 3), logged;
                   no store yet, so a bad option is refused before any store is opened
-               ─► Worker ── runner(store): the job, one of
+               ─► Assembly ── runner(store): the job, one of
                      a Python function (`--call`, or `run_worker`'s)
                      a command (`--exec`, or `--agent`'s with its profile and provider),
                         with the task environment (`env.deny`), the provider's env and
@@ -60,8 +60,9 @@ def parse_options(given: Mapping[str, Any]) -> WorkerOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Worker:
-    """A worker whose options were checked: what `runner` builds from."""
+class Assembly:
+    """A worker's spec checked, with what it was checked in: what `runner` builds from.
+    (Not a registered worker, model/workers.py: that comes when the runner runs.)"""
 
     spec: WorkerSpec
     checked: preflight.Checked
@@ -75,12 +76,12 @@ class Worker:
         """The ready runner, on `store`; a command's temporary folder is removed after."""
         checked = self.checked
         config = runner_config(self.spec, labels=checked.labels, provider=checked.provider)
-        function = self.checked.function
+        function = checked.function
         if function is not None:
             python = self.python or PythonJob(execute=function)
             yield Runner(store, config, python, settings=self.settings, log=self.log)
             return
-        worktrees = self._worktrees(store) if self.checked.worktrees is not None else None
+        worktrees = self._worktrees(store) if checked.worktrees is not None else None
         tmp = make_tmp(self.db, self.spec.name)  # the tasks' TMPDIR, removed when it stops
         try:
             job = self._command(tmp, worktrees)
@@ -109,13 +110,13 @@ class Worker:
             base_ref=self.checked.base_ref,
             policy=self.settings.worktree,
             keep=self.spec.options.keep_worktrees,
-            log=logger("corral.worker"),
+            log=self.log,
         )
 
 
 def prepare(
     spec: WorkerSpec, *, settings: Settings, db: str, python: PythonJob | None = None
-) -> Worker:
+) -> Assembly:
     """`spec` checked against the world (preflight: InvalidInput, exit 2; a missing tool,
     exit 3) and its tools logged; `python` is run_worker's job, in place of `--call`."""
     checked = preflight.check(
@@ -127,7 +128,7 @@ def prepare(
     )
     log = logger("corral.worker")  # checks CORRAL_LOG_LEVEL before the store is opened
     log_tools(log, checked.tools)
-    return Worker(spec=spec, checked=checked, settings=settings, db=db, log=log, python=python)
+    return Assembly(spec=spec, checked=checked, settings=settings, db=db, log=log, python=python)
 
 
 def _provider_env(settings: Settings, provider: str | None) -> dict[str, str]:
@@ -155,12 +156,13 @@ def _task_env(settings: Settings, db: str, log: logging.Logger) -> dict[str, str
     return env
 
 
-def _command_job(worker: Worker, tmp: str, *, env: dict[str, str]) -> CommandJob:
-    options, checked, settings = worker.spec.options, worker.checked, worker.settings
+def _command_job(assembly: Assembly, tmp: str, *, env: dict[str, str]) -> CommandJob:
+    """Each task's command as the options say, from `env`, its TMPDIR `tmp`."""
+    options, checked, settings = assembly.spec.options, assembly.checked, assembly.settings
     workdir = options.workdir or None
     return CommandJob(
         argv=checked.argv,
-        runs_dir=runs_dir(worker.db),
+        runs_dir=runs_dir(assembly.db),
         template=checked.template,
         prompt_arg=options.prompt_arg,
         prompt_arg_bare=options.prompt_arg_bare,
@@ -177,21 +179,21 @@ def _command_job(worker: Worker, tmp: str, *, env: dict[str, str]) -> CommandJob
             "CORRAL_WORKER_TMP": tmp,
         },
         base_env=env,
-        agent=_agent(worker),
+        agent=_agent(assembly),
         artifacts=options.artifacts,
         artifacts_max_bytes=options.artifacts_max_mb * MB,
     )
 
 
-def _agent(worker: Worker) -> AgentSetup | None:
+def _agent(assembly: Assembly) -> AgentSetup | None:
     """How `--agent` runs, or None: the command is a plain one."""
-    checked, settings = worker.checked, worker.settings
+    checked, settings, options = assembly.checked, assembly.settings, assembly.spec.options
     if checked.agent is None:
         return None
     return AgentSetup(
         profile=checked.agent,
-        model=worker.spec.options.model or None,
-        extra_args=worker.spec.options.agent_args,
+        model=options.model or None,
+        extra_args=options.agent_args,
         provider=checked.provider,
         resume=settings.agents_resume,
         park_s=settings.agents_park_s,
