@@ -71,6 +71,7 @@ def test_flags_and_keywords_make_the_same_worker_spec(
 ) -> None:
     """`worker start FLAGS` and `run_worker(KEYWORDS)` for the same worker: the same record
     (but `call`, which names on the command line the function a program passes itself)."""
+    assert KEYWORDS == set(KEYWORD_VALUES)  # every keyword given, off its default
     from_flags = worker_spec(argtree.parse(["worker", "start", *FLAGS], ["worker", "start"]))
     from_keywords = _spec_of_run_worker(tmp_path, monkeypatch, **KEYWORD_VALUES)
     assert from_flags.options.call == "json:dumps"
