@@ -21,8 +21,8 @@ stops its workers itself). They are the rest of `policies.WorkerSpec`, one worke
 
 `KEYWORDS` says which options `corral.run_worker` takes as keywords (of the same name):
 those that mean something to a worker whose work is a Python function. The others describe
-a command, an agent or a task worktree (which a function worker has not: preflight refuses
-most of them with `--call`), or are the command line's: `call` (a program passes the
+a command, an agent or a task worktree (a function worker has none: with `--call` they
+are refused or have no effect), or are the command line's: `call` (a program passes the
 function itself), `require` (a program checks its own tools), `provider` (a function
 spends no agent account) and `workdir` (a function runs in its program's directory).
 """
@@ -47,7 +47,7 @@ class Option:
         self,
         field: str,  # policies.WorkerOptions field (WorkerSpec's in START); setting `pool_<field>`
         key: str,  # under [pool] in config.toml ("" in START: no key)
-        flag: str,  # on `worker start` and `orchestrator start`
+        flag: str,  # on `worker start`, and but for START on `orchestrator start`
         unit: str,  # s | count | text | list | flag
         default: Any,
         minimum: float | None,
