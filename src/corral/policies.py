@@ -137,6 +137,19 @@ class WorkerOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSpec:
+    """One worker to start: its options, and what a pool decides for each of its slots
+    (corral.worker_options.START says what each means and its default). `worker start`
+    parses its flags into one, `run_worker` its keywords: runtime/worker/assembly.py builds
+    the runner from it."""
+
+    name: str
+    options: WorkerOptions
+    once: bool
+    shutdown_timeout_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PoolSpec:
     """What the orchestrator's pool runs: how many workers, and the options of each."""
 

@@ -14,9 +14,17 @@ flag), `flag` (true or false; a flag without a value). A minimum of 0.001 s mean
 "greater than zero" (1ms is the shortest duration one can write). A default of None
 means "not set": the runner's own default applies (the task's timeout, `lease_s` ...).
 
-Not here, because a pool decides them: `--name` (slots are `slot-N`), `--once` (a slot
-that exits after one task would be restarted at once: that is `--max-tasks 1`) and
-`--shutdown-timeout` (the orchestrator stops its workers itself).
+Apart, in `START`, because a pool decides them for its slots and so they have no `[pool]`
+key: `--name` (slots are `slot-N`), `--once` (a slot that exits after one task would be
+restarted at once: that is `--max-tasks 1`) and `--shutdown-timeout` (the orchestrator
+stops its workers itself). They are the rest of `policies.WorkerSpec`, one worker to start.
+
+`KEYWORDS` says which options `corral.run_worker` takes as keywords (of the same name):
+those that mean something to a worker whose work is a Python function. The others describe
+a command, an agent or a task worktree (a function worker has none: with `--call` they
+are refused or have no effect), or are the command line's: `call` (a program passes the
+function itself), `require` (a program checks its own tools), `provider` (a function
+spends no agent account) and `workdir` (a function runs in its program's directory).
 """
 
 from __future__ import annotations
@@ -37,9 +45,9 @@ class Option:
 
     def __init__(  # noqa: PLR0917 - one row of the table, its columns in order
         self,
-        field: str,  # policies.WorkerOptions field; the setting is `pool_<field>`
-        key: str,  # under [pool] in config.toml
-        flag: str,  # on `worker start` and `orchestrator start`
+        field: str,  # policies.WorkerOptions field (WorkerSpec's in START); setting `pool_<field>`
+        key: str,  # under [pool] in config.toml ("" in START: no key)
+        flag: str,  # on `worker start`, and but for START on `orchestrator start`
         unit: str,  # s | count | text | list | flag
         default: Any,
         minimum: float | None,
@@ -113,3 +121,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("artifacts_max_mb", "artifacts_max_mb", "--artifacts-max-mb", "count", 100, 1,
            "most megabytes of artifacts kept from one run (default 100)", "MB"),
 )  # fmt: skip
+
+START: tuple[Option, ...] = (
+    Option("name", "", "--name", "text", "", None, ""),  # required: no worker is nameless
+    Option("once", "", "--once", "flag", False, None, "run at most one task, then exit"),
+    Option("shutdown_timeout_s", "", "--shutdown-timeout", "s", 300.0, 0,
+           "how long SIGTERM waits for tasks (default 5m)", "DURATION"),
+)  # fmt: skip
+
+KEYWORDS = frozenset(
+    {"name", "once", "shutdown_timeout_s", "kinds", "queues", "labels", "version"}
+    | {"concurrency", "batch", "max_tasks", "lease_s"}
+)

@@ -224,14 +224,7 @@ COMMANDS = (
         "worker start",
         cmd_start,
         "run a worker here until stopped",
-        Arg("--name", required=True),
-        *worker_flags.option_args(skip=worker_flags.JOB),
-        Arg("--once", action="store_true", help="run at most one task, then exit"),
-        Arg(
-            "--shutdown-timeout",
-            metavar="DURATION",
-            help="how long SIGTERM waits for tasks (default 5m)",
-        ),
+        *worker_flags.start_args(),
         customize=worker_flags.add_job_group,
     ),
     Command(

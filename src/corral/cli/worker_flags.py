@@ -2,7 +2,8 @@
 
 Both commands' flags come from the one table (corral.worker_options), and what was given
 goes through the settings' parsing (`Settings.with_flags`), so a flag and its `[pool]`
-key take the same values and refuse the same mistakes.
+key take the same values and refuse the same mistakes. `worker start` adds the options a
+pool decides for its slots (`START`: `--name`, `--once`, `--shutdown-timeout`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from corral.cli.commands import Arg
-from corral.worker_options import OPTIONS, Option
+from corral.worker_options import OPTIONS, START, Option
 
 if TYPE_CHECKING:
     import argparse
@@ -24,6 +25,14 @@ JOB = frozenset({"exec", "call"})
 def option_args(*, skip: frozenset[str] = frozenset()) -> tuple[Arg, ...]:
     """An Arg per worker option, but those in `skip`."""
     return tuple(_arg(o) for o in OPTIONS if o.field not in skip)
+
+
+def start_args() -> tuple[Arg, ...]:
+    """`worker start`'s flags but its job group: `--name` (required), every option, then
+    `--once` and `--shutdown-timeout`."""
+    name, *after = (_arg(o) for o in START)
+    name.options["required"] = True  # no worker is nameless
+    return (name, *option_args(skip=JOB), *after)
 
 
 def add_job_group(parser: argparse.ArgumentParser) -> None:

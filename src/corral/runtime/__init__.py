@@ -1,7 +1,8 @@
 """The runtime: the processes and threads that run tasks under a lease, and keep them run.
 
-worker/  one worker process: the runner (runner.py), its slot loop (slots.py, exchanges.py),
-         its jobs (jobs.py: command_job, worktree_job, python_job), heartbeat, executor
+worker/  one worker process: built by assembly.py (for `worker start` and `run_worker`),
+         the runner (runner.py), its slot loop (slots.py, exchanges.py), its jobs
+         (jobs.py: command_job, worktree_job, python_job), heartbeat, executor
 pool/    the orchestrator (orchestrator.py), its role (roles.py, leadership.py), its pool
          of worker processes (supervisor.py, worker_process.py)
 maintenance.py  the maintenance pass (`run_once`): the orchestrator's upkeep and `corral

@@ -4,7 +4,9 @@
   start` command; not the console script, which turns garbage collection off for short
   commands) in a session and process group of its own, so a signal to the orchestrator's
   terminal or the orchestrator's death does not reach it. Its flags are the pool's worker
-  options (corral.worker_options), those not at their default, each as `--flag=value`.
+  options (corral.worker_options), those not at their default, each as `--flag=value`;
+  `worker start` parses them back into the same options and builds its runner as every
+  runner is built (runtime/worker/assembly.py).
 - Its environment is the orchestrator's minus what `env.deny` withholds (EnvPolicy; the
   names withheld are logged once, `orchestrator.env_withheld`), with CORRAL_DB and
   CORRAL_CONFIG (when the file exists) set. Its temporary directory is the runner's own

@@ -9,5 +9,6 @@ heartbeat.py, spares.py   the runner's background threads
 stopping.py, retries.py, incarnations.py, config.py   a stop, store retries, dead
                 predecessors, what a runner is told
 executor.py, spawn.py, proctree.py, prompts.py, outcome.py, tmp.py   one task command
+assembly.py     a WorkerSpec checked and built into a ready runner and its job
 api.py          run_worker, the Python way to run a worker
 """

@@ -1,4 +1,8 @@
-"""`run_worker`: the Python way to run a worker, with a function for the work."""
+"""`run_worker`: the Python way to run a worker, with a function for the work.
+
+Its keywords are worker options of the same names (corral.worker_options.KEYWORDS says
+which, and why not the others); they make the same `WorkerSpec` as `worker start`'s
+flags, and the same assembly builds the runner (assembly.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +13,9 @@ from typing import Any
 from corral.errors import InvalidInput, StoreError
 from corral.model.namespaces import DEFAULT_NAMESPACE, checked
 from corral.model.tasks import Task
-from corral.runtime.worker.config import RunnerConfig
+from corral.policies import WorkerSpec
+from corral.runtime.worker.assembly import parse_options, prepare
 from corral.runtime.worker.python_job import Execute, PythonJob
-from corral.runtime.worker.runner import Runner
 from corral.settings import Settings, load_settings
 from corral.store import open_store
 from corral.store.location import config_path, resolve_db
@@ -55,9 +59,9 @@ def run_worker(
         raise InvalidInput("version", "text", version)
     given = labels or {}
     if not isinstance(given, dict) or not all(
-        isinstance(k, str) and k and isinstance(v, str) for k, v in given.items()
+        isinstance(k, str) and k and "=" not in k and isinstance(v, str) for k, v in given.items()
     ):
-        raise InvalidInput("labels", "a dict of text keys to text values", labels)
+        raise InvalidInput("labels", "a dict of text keys (without =) to text values", labels)
     chosen_namespace = checked(
         namespace or os.environ.get("CORRAL_NAMESPACE") or DEFAULT_NAMESPACE, field_name="namespace"
     )
@@ -65,19 +69,27 @@ def run_worker(
     if found is None:
         raise StoreError("no corral store found: pass db=, set CORRAL_DB, or run `corral init`")
     chosen = settings or load_settings(config_path=config_path(found))
-    config = RunnerConfig(
+    # The options as `worker start` takes them: the same record, parsed the same way.
+    options = {
+        "kinds": list(kinds),
+        "queues": list(queues),
+        "labels": [f"{k}={v}" for k, v in given.items()],
+        "version": version,
+        "concurrency": concurrency,
+        "batch": batch,
+        "max_tasks": max_tasks,
+        "lease_s": lease_s,
+    }
+    spec = WorkerSpec(
         name=name or f"py-{os.getpid()}",
-        kinds=tuple(kinds),
-        queues=tuple(queues),
-        concurrency=concurrency,
-        max_tasks=max_tasks,
+        options=parse_options({f"pool_{k}": v for k, v in options.items() if v is not None}),
         once=once,
-        lease_s=lease_s,
         shutdown_timeout_s=shutdown_timeout_s,
-        batch=batch,
-        version=version,
-        labels=dict(given),
     )
     job = PythonJob(execute=execute, capture_io=capture_io, context=dict(context or {}))
-    with open_store(found, token=token, namespace=chosen_namespace) as store:
-        return Runner(store, config, job, settings=chosen).run()
+    assembly = prepare(spec, settings=chosen, db=found, python=job)
+    with (
+        open_store(found, token=token, namespace=chosen_namespace) as store,
+        assembly.runner(store) as runner,
+    ):
+        return runner.run()

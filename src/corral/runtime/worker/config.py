@@ -1,14 +1,22 @@
 """What a runner is told (`RunnerConfig`), and what its parts are handed once its worker
 is registered (`Workplace`): the slot loop, its exchanges and its job all work with the
-same store, worker id, settings, clock and log, passed once instead of five times."""
+same store, worker id, settings, clock and log, passed once instead of five times.
+
+A runner's config is not declared apart from its worker's options: `runner_config` takes
+every value it has a field for from the `WorkerSpec` (the one record `worker start`'s
+flags, `[pool]` keys and `run_worker`'s keywords make: corral.worker_options), by name.
+Only what preflight resolves (`RESOLVED`) and the runner's pacing, which no option sets
+(`PACING`: tests make it brisk), come from elsewhere.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.clock import Clock
+from corral.policies import WorkerSpec
 from corral.settings import Settings
 from corral.store import Store
 
@@ -18,7 +26,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunnerConfig:
-    """What a runner is and how it behaves; durations in seconds."""
+    """What a runner is and how it behaves; durations in seconds. Each field but RESOLVED
+    and PACING is the WorkerSpec's of that name (`runner_config`), its default the table's
+    (corral.worker_options; a test holds them), so a runner made by hand agrees."""
 
     name: str
     kinds: tuple[str, ...] = ()
@@ -35,6 +45,24 @@ class RunnerConfig:
     batch: int = 1  # most tasks a slot claims at once (1: one at a time); corral.model.batches
     batch_window_s: float = 0.1  # how long finished tasks of a batch may wait to be reported
     provider: str | None = None  # the provider account its agents spend (model/providers.py)
+
+
+RESOLVED = frozenset({"labels", "provider"})  # the labels parsed, the agent's account found
+PACING = frozenset({"idle_min_s", "idle_max_s", "batch_window_s"})
+
+
+def runner_config(
+    spec: WorkerSpec, *, labels: dict[str, str], provider: str | None
+) -> RunnerConfig:
+    """What a runner of `spec` is told: each field the spec's own value of that name (its
+    options' or its own), `labels` and `provider` as preflight resolved them."""
+    options = {f.name for f in fields(spec.options)}
+    told: dict[str, Any] = {
+        f.name: getattr(spec.options if f.name in options else spec, f.name)
+        for f in fields(RunnerConfig)
+        if f.name not in RESOLVED | PACING
+    }
+    return RunnerConfig(**told, labels=labels, provider=provider)
 
 
 class Workplace(NamedTuple):  # cheaper to define at start-up than a dataclass: jobs.Opened

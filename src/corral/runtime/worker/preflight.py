@@ -1,7 +1,8 @@
 """What a worker refuses before it starts: options that would fail every task it takes.
 
 `check` is the one validation of a worker's options (policies.WorkerOptions), run by
-`worker start` before it registers and by `orchestrator start` before it takes its state
+every worker before it registers (runtime/worker/assembly.py: `worker start`, and
+`run_worker` with its function) and by `orchestrator start` before it takes its state
 row or spawns a slot, so that a pool refuses at start, with exit 2 and one line, what its
 slots would refuse at theirs (instead of restarting them in a loop, or letting them
 claim tasks only to fail them). Values were parsed already (units, bounds: settings);
@@ -9,7 +10,7 @@ here they meet the world: the exec on PATH, the function importable, the folders
 repository there, the branch names git accepts, and the tools it requires (exit 3 when
 one is missing or too old: tools.py).
 
-It returns what it resolved, so `worker start` builds its runner from the same values
+It returns what it resolved, so the assembly builds the runner from the same values
 and never checks twice.
 """
 
@@ -54,15 +55,21 @@ class Checked:
 
 
 def check(
-    options: WorkerOptions, *, worker: str, policy: WorktreePolicy, agents_folder: str
+    options: WorkerOptions,
+    *,
+    worker: str,
+    policy: WorktreePolicy,
+    agents_folder: str,
+    function: Callable[..., Any] | None = None,
 ) -> Checked:
     """The options of worker `worker` resolved; InvalidInput (exit 2) naming the first
-    option that cannot work. `agents_folder` holds the user's agent profiles."""
+    option that cannot work. `agents_folder` holds the user's agent profiles; `function`
+    is the work `run_worker` was given, in place of `--call`."""
     o = options
     agent = _agent(o, agents_folder) if o.agent else None
     if agent is not None and o.call:
         raise InvalidInput("call", "nothing with --agent (an agent is a command)", o.call)
-    if agent is None and bool(o.exec) == bool(o.call):
+    if agent is None and bool(o.exec) == bool(o.call or function):
         expected = (
             "a command (--exec, pool.exec), a Python function (--call) or an agent (--agent),"
             " one of them"
@@ -83,7 +90,7 @@ def check(
     provider = None if provider is None else check_provider(provider)
     return Checked(
         argv=agent.command if agent is not None else _argv(o.exec) if o.exec else (),
-        function=None if o.exec or agent is not None else _function(o.call),
+        function=None if o.exec or agent is not None else function or _function(o.call),
         labels=labels,
         template=template,
         worktrees=worktrees,

@@ -33,17 +33,15 @@ import random
 import signal
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from corral import __version__, workers
 from corral.clock import Clock, SystemClock
 from corral.errors import CorralError, StoreError, WorkerUnavailable
-from corral.git.task_worktrees import TaskWorktrees
 from corral.logs import event, logger
 from corral.model.workers import NewWorker
 from corral.processes import started_at
 from corral.runtime import signals
-from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.config import RunnerConfig, Workplace
 from corral.runtime.worker.heartbeat import Heartbeat
 from corral.runtime.worker.incarnations import recover_dead_incarnations
@@ -51,7 +49,6 @@ from corral.runtime.worker.jobs import Job
 from corral.runtime.worker.python_job import PythonJob
 from corral.runtime.worker.slots import Budget, SlotLoop
 from corral.runtime.worker.stopping import Stopping
-from corral.runtime.worker.verify_step import VerifyStep
 from corral.runtime.worker.worktree_job import WorktreeJob
 from corral.settings import Settings
 from corral.store import Store
@@ -59,19 +56,9 @@ from corral.store import Store
 if TYPE_CHECKING:
     from corral.runtime.worker.output_shipping import OutputShipper
 
-# RunnerConfig and PythonJob are imported from here by the CLI and by callers of old.
+# RunnerConfig and PythonJob are imported from here by callers of old (tests, bench).
 __all__ = ["PythonJob", "Runner", "RunnerConfig"]
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-
-
-def _in_worktrees(job: Job, worktrees: TaskWorktrees, settings: Settings) -> WorktreeJob:
-    """The command job `job` run in task worktrees, with the verify step configured."""
-    command = cast(CommandJob, job)
-    policy = settings.worktree
-    verify = VerifyStep.of(
-        policy.verify, timeout_s=policy.verify_timeout_s, grace_s=command.grace_s
-    )
-    return WorktreeJob(job=command, worktrees=worktrees, verify=verify)
 
 
 class Runner:
@@ -87,12 +74,9 @@ class Runner:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         log: logging.Logger | None = None,
-        worktrees: TaskWorktrees | None = None,
     ) -> None:
         self._store, self._config, self._settings = store, config, settings
-        # `worktrees` is how the CLI says --worktree (which it allows with --exec only): the
-        # same as passing WorktreeJob(job=job, worktrees=worktrees).
-        self._job = job if worktrees is None else _in_worktrees(job, worktrees, settings)
+        self._job = job  # with its worktrees and verify step, if any (assembly.py)
         # Where its worktrees are, registered with the worker (NewWorker.site).
         self._site = self._job.worktrees.site if isinstance(self._job, WorktreeJob) else None
         self._clock = clock or SystemClock()
