@@ -1,8 +1,9 @@
 """`corral` command latency as a fresh process, beside the virtual environment's bare Python.
 
-Each round runs, one after the other: `python -c pass`, `corral ready --json`,
-`corral worker heartbeat ID`, `corral claim ID WORKER` (the task claimed is completed
-in-process afterwards, untimed, so every claim finds its worker free). The store holds
+Each round runs, one after the other: `python -c pass`, `corral --help`, `corral ready
+--json`, `corral worker heartbeat ID`, `corral claim ID WORKER` (the task claimed is
+completed in-process afterwards, untimed, so every claim finds its worker free) and
+`corral worker register --name NAME` (a new worker each round). The store holds
 1,000 ready tasks and one registered worker; `CORRAL_DB` names it, as in the bash loop.
 Wall time is measured around `subprocess.run`, so it includes fork, exec and exit.
 Three untimed warm-up rounds come first (page cache, bytecode caches).
@@ -46,6 +47,9 @@ READY_TASKS = 1_000
 # half from hour to hour): a command's median within 4x bare Python's. It replaces the
 # absolute 40 ms, which a shared machine could not hold to.
 MEDIAN_RATIO = 4.0
+# Seed 000's bound on registering a worker through the CLI, absolute: on an idle machine.
+REGISTER_P95_S = 0.100
+REGISTER = "corral worker register --name NAME"
 WARM_UP_ROUNDS = 3
 
 # Where one command's time goes inside a fresh interpreter (after start-up, before exit),
@@ -98,9 +102,11 @@ def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[fl
     for i in range(runs + WARM_UP_ROUNDS):
         commands = {
             "python -c pass": [PYTHON, "-c", "pass"],
+            "corral --help": [CORRAL, "--help"],
             "corral ready --json": [CORRAL, "ready", "--json"],
             "corral worker heartbeat ID": [CORRAL, "worker", "heartbeat", setup.worker],
             "corral claim ID WORKER": [CORRAL, "claim", setup.tasks[i], setup.worker],
+            REGISTER: [CORRAL, "worker", "register", "--name", f"cli-bench-{i}"],
         }
         for name, argv in commands.items():
             times[name].append(timed(argv, setup.env, setup.folder)[0])
@@ -198,6 +204,12 @@ def main() -> int:
                     f"{ms(s.p50_s)} ms ({ratio:.1f}x)",
                     ratio <= MEDIAN_RATIO,
                 )
+        register = Spread.of(times[REGISTER])
+        v.check(
+            f"{REGISTER}: p95 < {REGISTER_P95_S * 1000:g} ms (on an idle machine)",
+            f"{ms(register.p95_s)} ms",
+            register.p95_s < REGISTER_P95_S,
+        )
         print(f"wall time per command, {opts.runs} runs each, interleaved (ms)")
         print(table(["command", "runs", "median", "p95", "max", "/ python"], rows))
         print_phases(split, base, statistics.median(times["corral worker heartbeat ID"]))
