@@ -3,7 +3,8 @@
 Each round runs, one after the other: `python -c pass`, `corral --help`, `corral ready
 --json`, `corral worker heartbeat ID`, `corral claim ID WORKER` (the task claimed is
 completed in-process afterwards, untimed, so every claim finds its worker free) and
-`corral worker register --name NAME` (a new worker each round). The store holds
+`corral worker register --name NAME` (deregistered afterwards, untimed: one live worker
+per host and pid). The store holds
 1,000 ready tasks and one registered worker; `CORRAL_DB` names it, as in the bash loop.
 Wall time is measured around `subprocess.run`, so it includes fork, exec and exit.
 Three untimed warm-up rounds come first (page cache, bytecode caches).
@@ -24,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from corral import claims
+from corral import claims, workers
 from corral.store import Store
 from measure import (
     VENV_BIN,
@@ -109,9 +110,12 @@ def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[fl
             REGISTER: [CORRAL, "worker", "register", "--name", f"cli-bench-{i}"],
         }
         for name, argv in commands.items():
-            times[name].append(timed(argv, setup.env, setup.folder)[0])
+            elapsed, out = timed(argv, setup.env, setup.folder)
+            times[name].append(elapsed)
             if i < WARM_UP_ROUNDS:
                 times[name].pop()
+            if name == REGISTER:  # it prints the id of the worker it registered
+                workers.deregister(store, out.strip())
         claims.complete(store, setup.tasks[i])
     return times
 
