@@ -10,8 +10,8 @@ elsewhere, behind one seam.
                         /proc/PID/task/TID/children (runtime/worker/proctree.py); else the
                         executor scans every process for a run's mark
     started_at_s(pid)   a process's start time from /proc/PID/stat, as psutil computes it,
-                        without importing psutil (about a third of `worker register`'s
-                        start-up); None elsewhere, and callers ask psutil (corral.processes)
+                        without importing psutil (a fifth of `worker register`'s
+                        imports); None elsewhere, and callers ask psutil (corral.processes)
 
 macOS takes every fallback (kqueue could wait on a process there, but a poll is what is
 tested). `CORRAL_PORTABLE=1` in a process's environment turns every fast path off, so the
