@@ -1,13 +1,18 @@
 """`corral` command latency as a fresh process, beside the virtual environment's bare Python.
 
-Each round runs, one after the other: `python -c pass`, `corral ready --json`,
-`corral worker heartbeat ID`, `corral claim ID WORKER` (the task claimed is completed
-in-process afterwards, untimed, so every claim finds its worker free). The store holds
+Each round runs, one after the other: `python -c pass`, `corral --help`, `corral ready
+--json`, `corral worker heartbeat ID`, `corral claim ID WORKER` (the task claimed is
+completed in-process afterwards, untimed, so every claim finds its worker free) and
+`corral worker register --name NAME` (deregistered afterwards, untimed: one live worker
+per host and pid). The store holds
 1,000 ready tasks and one registered worker; `CORRAL_DB` names it, as in the bash loop.
 Wall time is measured around `subprocess.run`, so it includes fork, exec and exit.
-Three untimed warm-up rounds come first (page cache, bytecode caches).
+Three untimed warm-up rounds come first (page cache, bytecode caches). With `--baseline
+SRC` (another tree's `src`, e.g. a `git archive` of the commit before a change), each
+corral command runs a second time in the same round with `PYTHONPATH=SRC`: a before and
+after measured in the same minutes, which a shared machine's swings allow no other way.
 
-    .venv/bin/python bench/cli_latency.py [--runs 50] [--importtime]
+    .venv/bin/python bench/cli_latency.py [--runs 50] [--importtime] [--baseline SRC]
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from corral import claims
+from corral import claims, workers
 from corral.store import Store
 from measure import (
     VENV_BIN,
@@ -46,6 +51,11 @@ READY_TASKS = 1_000
 # half from hour to hour): a command's median within 4x bare Python's. It replaces the
 # absolute 40 ms, which a shared machine could not hold to.
 MEDIAN_RATIO = 4.0
+# Seed 000's bound on registering a worker through the CLI, absolute: on an idle machine.
+REGISTER_P95_S = 0.100
+REGISTER = "corral worker register --name NAME"
+CLAIM = "corral claim ID WORKER"
+BASELINE = " (baseline)"  # the mark of a command run from the --baseline tree
 WARM_UP_ROUNDS = 3
 
 # Where one command's time goes inside a fresh interpreter (after start-up, before exit),
@@ -90,6 +100,7 @@ class Setup:
     env: dict[str, str]
     worker: str
     tasks: list[str]
+    baseline_env: dict[str, str] | None  # the same, with the baseline tree first on the path
 
 
 def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[float]]:
@@ -98,15 +109,28 @@ def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[fl
     for i in range(runs + WARM_UP_ROUNDS):
         commands = {
             "python -c pass": [PYTHON, "-c", "pass"],
+            "corral --help": [CORRAL, "--help"],
             "corral ready --json": [CORRAL, "ready", "--json"],
             "corral worker heartbeat ID": [CORRAL, "worker", "heartbeat", setup.worker],
-            "corral claim ID WORKER": [CORRAL, "claim", setup.tasks[i], setup.worker],
+            CLAIM: [CORRAL, "claim", "ID", setup.worker],
+            REGISTER: [CORRAL, "worker", "register", "--name", f"cli-bench-{i}"],
         }
         for name, argv in commands.items():
-            times[name].append(timed(argv, setup.env, setup.folder)[0])
-            if i < WARM_UP_ROUNDS:
-                times[name].pop()
-        claims.complete(store, setup.tasks[i])
+            trees = [("", setup.env)]
+            if setup.baseline_env is not None and name.startswith("corral"):
+                trees.append((BASELINE, setup.baseline_env))
+            for mark, env in trees:
+                line = argv
+                if name == CLAIM:  # each run claims a ready task of its own: ID is one
+                    line = [CORRAL, "claim", setup.tasks.pop(), setup.worker]
+                elapsed, out = timed(line, env, setup.folder)
+                times[name + mark].append(elapsed)
+                if i < WARM_UP_ROUNDS:
+                    times[name + mark].pop()
+                if name == REGISTER:  # it prints the id of the worker it registered
+                    workers.deregister(store, out.strip())
+                if name == CLAIM:
+                    claims.complete(store, line[2])
     return times
 
 
@@ -172,6 +196,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--importtime", action="store_true", help="always show import costs")
+    parser.add_argument("--baseline", metavar="SRC", help="another tree's src, timed alongside")
     opts = parser.parse_args()
     banner("corral command latency (fresh process)", __doc__.split("\n\n")[1])
     v = Verdicts("cli_latency")
@@ -179,9 +204,12 @@ def main() -> int:
         db = os.path.join(folder, "corral.db")
         with new_store(db) as store:
             worker = register_worker(store, "cli-bench")
-            tasks = bulk_load(db, READY_TASKS + opts.runs + WARM_UP_ROUNDS)
+            tasks = bulk_load(db, READY_TASKS + 2 * (opts.runs + WARM_UP_ROUNDS))
             env = fresh_process_env(db)
-            setup = Setup(folder=folder, env=env, worker=worker, tasks=tasks)
+            baseline_env = None if opts.baseline is None else {**env, "PYTHONPATH": opts.baseline}
+            setup = Setup(
+                folder=folder, env=env, worker=worker, tasks=tasks, baseline_env=baseline_env
+            )
             times = measure_commands(setup, store, opts.runs)
             split = phases(setup)  # with the benchmark's connection still open, as above
         base = statistics.median(times["python -c pass"])
@@ -191,13 +219,19 @@ def main() -> int:
             rows.append(
                 [name, s.n, ms(s.p50_s), ms(s.p95_s), ms(s.max_s), f"{s.p50_s / base:.1f}x"]
             )
-            if name.startswith("corral"):
+            if name.startswith("corral") and not name.endswith(BASELINE):
                 ratio = s.p50_s / base
                 v.check(
                     f"{name}: median <= {MEDIAN_RATIO:g}x python -c pass",
                     f"{ms(s.p50_s)} ms ({ratio:.1f}x)",
                     ratio <= MEDIAN_RATIO,
                 )
+        register = Spread.of(times[REGISTER])
+        v.check(
+            f"{REGISTER}: p95 < {REGISTER_P95_S * 1000:g} ms (on an idle machine)",
+            f"{ms(register.p95_s)} ms",
+            register.p95_s < REGISTER_P95_S,
+        )
         print(f"wall time per command, {opts.runs} runs each, interleaved (ms)")
         print(table(["command", "runs", "median", "p95", "max", "/ python"], rows))
         print_phases(split, base, statistics.median(times["corral worker heartbeat ID"]))

@@ -9,6 +9,9 @@ elsewhere, behind one seam.
     subreaper()         whether the runner may become a child subreaper and walk
                         /proc/PID/task/TID/children (runtime/worker/proctree.py); else the
                         executor scans every process for a run's mark
+    started_at_s(pid)   a process's start time from /proc/PID/stat, as psutil computes it,
+                        without importing psutil (a fifth of `worker register`'s
+                        imports); None elsewhere, and callers ask psutil (corral.processes)
 
 macOS takes every fallback (kqueue could wait on a process there, but a poll is what is
 tested). `CORRAL_PORTABLE=1` in a process's environment turns every fast path off, so the
@@ -22,6 +25,8 @@ import os
 
 PORTABLE_ENV = "CORRAL_PORTABLE"
 FD_LISTING = "/proc/self/fd"
+PROC = "/proc"
+START_FIELD = 19  # starttime (field 22 of /proc/PID/stat) among the fields after `(comm)`
 
 
 def portable() -> bool:
@@ -49,3 +54,28 @@ def fd_listing() -> str | None:
 def subreaper_allowed() -> bool:
     """Whether the subreaper walk may be tried at all (it needs Linux's prctl and /proc)."""
     return not portable() and os.path.isdir(f"/proc/{os.getpid()}/task")
+
+
+def started_at_s(pid: int) -> float | None:
+    """When `pid` started, in seconds since the epoch, None where there is no /proc.
+    ProcessLookupError if it is gone.
+
+    The figure is psutil's own on Linux, by the same arithmetic: the start in clock ticks
+    after boot, divided by the ticks per second, plus the boot time (`btime`)."""
+    if portable() or not os.path.isdir(f"{PROC}/self"):
+        return None
+    try:
+        with open(f"{PROC}/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        raise ProcessLookupError(pid) from None
+    ticks = int(stat.rsplit(b")", 1)[1].split()[START_FIELD])
+    return ticks / os.sysconf("SC_CLK_TCK") + _boot_time_s()
+
+
+def _boot_time_s() -> float:
+    with open(f"{PROC}/stat", "rb") as handle:
+        for line in handle:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    raise ProcessLookupError("no btime in /proc/stat")

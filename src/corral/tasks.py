@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 from corral import documents
 from corral.documents import MAX_INT32
+from corral.errors import InvalidTransition, Refused
 from corral.model.actors import OPERATOR
+from corral.model.states import TaskStatus
 from corral.settings import Settings
 from corral.store import Store
 
@@ -44,8 +46,6 @@ def cancel(store: Store, task_id: str, *, reason: str | None = None) -> Task:
 def retry(store: Store, task_id: str) -> Task:
     """Put a failed, cancelled or waiting task back in the queue with a fresh attempt budget. A done
     task is final: one whose work never landed is told to `corral land` instead."""
-    from corral.errors import InvalidTransition, Refused  # noqa: PLC0415 - a refusal only
-
     try:
         return store.retry(task_id, actor=OPERATOR)
     except InvalidTransition as exc:
@@ -58,7 +58,6 @@ def retry(store: Store, task_id: str) -> Task:
 def _land_instead(store: Store, task_id: str) -> str | None:
     """Where a done task's work is, and how to land it, when it is not on its base."""
     from corral.model.reviews import WorkOutcome  # noqa: PLC0415 - a refusal only
-    from corral.model.states import TaskStatus  # noqa: PLC0415 - a refusal only
 
     task = store.get_task(task_id)
     if task.status is not TaskStatus.DONE or not task.branch:

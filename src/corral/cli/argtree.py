@@ -2,7 +2,9 @@
 
 Only the branch the command line names is built (`corral worker heartbeat` builds the
 root, `worker` and `heartbeat`), because building every parser costs milliseconds; an
-unknown or missing word builds all its siblings, so help and "invalid choice" list them.
+unknown or missing word lists all its siblings, so help and "invalid choice" name them.
+The siblings are listed from the command table (their words and summaries), as parsers
+with no arguments, so `corral --help` and `corral worker --help` import no command module.
 A usage error prints the usage of the command it concerns and one line, and exits 2.
 """
 
@@ -14,7 +16,7 @@ import sys
 from typing import NoReturn
 
 from corral import __version__
-from corral.cli.commands import COMMAND_MODULES, GROUPS, Command, all_commands, module_commands
+from corral.cli.commands import COMMAND_TABLE, GROUPS, Command, find_command
 
 USAGE_EXIT = 2
 DB_HELP = "store path or URL (default $CORRAL_DB or .corral/corral.db)"
@@ -95,21 +97,26 @@ def build(words: list[str]) -> tuple[argparse.ArgumentParser, dict[Path, argpars
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
     tree = _Tree(sub, common)
-    for command in _wanted(words):
-        tree.add(command)
+    named = find_command(words)
+    if named is not None:
+        tree.add(named)
+    else:
+        for listed, summary in _listed(words):
+            tree.list(listed, summary)
     return root, tree.parsers
 
 
-def _wanted(words: list[str]) -> list[Command]:
-    """The commands to build: the one `words` names, else every sibling of the unknown word."""
-    module = COMMAND_MODULES.get(words[0]) if words else None
-    if module is None:
-        return all_commands()
-    if words[0] not in GROUPS:
-        return [c for c in module_commands(module) if c.words == (words[0],)]
-    group = [c for c in module_commands(module) if c.words[0] == words[0]]
-    named = [c for c in group if c.words == tuple(words[:2])]
-    return named or group
+def _listed(words: list[str]) -> list[tuple[Path, str]]:
+    """The siblings of the unknown or missing word, as the command table has them: every
+    first word (a group's summary for a group), or the commands of the group named."""
+    if words and words[0] in GROUPS:
+        return [(w, s) for w, s in _table() if w[0] == words[0]]
+    top = {w[0]: GROUPS.get(w[0], s) for w, s in _table()}
+    return [((word,), summary) for word, summary in top.items()]
+
+
+def _table() -> list[tuple[Path, str]]:
+    return [(tuple(words.split()), summary) for words, (_, summary) in COMMAND_TABLE.items()]
 
 
 class _Tree:
@@ -122,16 +129,19 @@ class _Tree:
 
     def add(self, command: Command) -> None:
         """Add `command`'s parser, its arguments and its handler."""
-        *group, name = command.words
-        parser = self._under(tuple(group)).add_parser(
-            name, parents=[self.common], help=command.help
-        )
+        parser = self.list(command.words, command.help)
         for arg in command.args:
             parser.add_argument(*arg.flags, **arg.options)
         if command.customize is not None:
             command.customize(parser)
         parser.set_defaults(handler=command.handler)
-        self.parsers[command.words] = parser
+
+    def list(self, words: Path, summary: str) -> argparse.ArgumentParser:
+        """Add the parser of `words` with its help line alone: enough for a listing."""
+        *group, name = words
+        parser = self._under(tuple(group)).add_parser(name, parents=[self.common], help=summary)
+        self.parsers[words] = parser
+        return parser
 
     def _under(self, group: Path) -> argparse._SubParsersAction[_Parser]:
         if group not in self.subs:

@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.cli import fast_parse
 from corral.cli.commands import command_words, find_command
-from corral.cli.context import Context
 from corral.errors import CorralError, InvalidInput, OutputFailed
 from corral.printable import one_line
 
 if TYPE_CHECKING:
-    from corral.cli.context import Args
+    from corral.cli.context import Args, Context
 
 
 def parse_args(argv: list[str]) -> Args:
@@ -105,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         _guard_stdout()
         _check_utf8(args_list)
         args = parse_args(args_list)
+        # After parsing: help and usage errors exit before the store's modules are imported.
+        from corral.cli.context import Context  # noqa: PLC0415 - see the line above
+
         ctx = Context(args)
         code: int = args.handler(ctx)
         sys.stdout.flush()  # here, so that an output that cannot be written is one line

@@ -14,7 +14,6 @@ from corral.errors import InvalidInput
 from corral.model.paging import Page
 from corral.model.states import TaskStatus
 from corral.model.subtasks import MAX_CHILDREN
-from corral.model.task_pages import PageKey
 from corral.model.tasks import NewTask, Task, TaskFilter
 from corral.printable import one_line
 
@@ -57,7 +56,11 @@ def cmd_ready(ctx: Context) -> int:
     ask = paging.ask(ctx, "ready", key_size=2, default_limit=100)
     worker = ctx.store.get_worker(a.worker) if a.worker else None
     kinds = tuple(a.kind or ())
-    after = None if ask.after is None else PageKey(priority=ask.after[0], seq=ask.after[1])
+    after = None
+    if ask.after is not None:  # a cursor: only then are the page records built (cli_latency)
+        from corral.model.task_pages import PageKey  # noqa: PLC0415 - see the line above
+
+        after = PageKey(priority=ask.after[0], seq=ask.after[1])
     found = ctx.store.ready_tasks(
         queue=a.queue, kinds=kinds, limit=ask.read or 0, worker=worker, after=after
     )

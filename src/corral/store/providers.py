@@ -9,14 +9,17 @@ record it once.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from corral import errors
 from corral.durations import iso
-from corral.model.providers import ProviderState, check_provider
 from corral.store import journal
 from corral.store.driver import Driver, Row
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from corral.model.providers import ProviderState
 
 #: `max_running` is a count of agents: a store `integer` holds it.
 MAX_RUNNING = 2**31 - 1
@@ -39,7 +42,7 @@ class ProviderOps:
     ) -> ProviderState:
         """Change provider account `name`: its cap (None removes it), whether it is paused,
         and (`unpark`) end its park now. Returns the account afterwards."""
-        check_provider(name)
+        _check(name)
         keep = max_running == KEEP
         if not keep and max_running is not None:
             if isinstance(max_running, bool) or not isinstance(max_running, int):
@@ -78,7 +81,7 @@ class ProviderOps:
     ) -> bool:
         """Park provider account `name` until `until` (event `provider.parked`), unless it
         is parked that long already; whether this changed it."""
-        check_provider(name)
+        _check(name)
         with self._driver.write() as tx:
             row = tx.one("park_provider", name=name, until=until, reason=reason)
             if row is None:
@@ -99,11 +102,21 @@ class ProviderOps:
             return [_state(self._driver, r, tx.now) for r in tx.all("provider_states", name=name)]
 
 
+def _check(name: str) -> None:
+    # The model is imported where an account is named or read, so that no other command's
+    # start-up builds its record (bench/cli_latency.py).
+    from corral.model.providers import check_provider  # noqa: PLC0415 - see the line above
+
+    check_provider(name)
+
+
 def _iso(driver: Driver, value: object) -> str | None:
     return iso(driver.instant(value))
 
 
 def _state(driver: Driver, row: Row, now: datetime) -> ProviderState:
+    from corral.model.providers import ProviderState  # noqa: PLC0415 - as in _check
+
     def instant(value: object) -> datetime | None:
         return None if value is None else driver.instant(value)
 

@@ -17,18 +17,21 @@ task, bounded by the page's LIMIT when matches are frequent.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from corral.model.states import TaskStatus
-from corral.model.task_pages import PageKey, TaskPage, TaskQuery, TaskSort
 from corral.store import rows
 from corral.store.driver import Driver, Row, Tx
 
 MIN_INDEXED = 3  # the shortest text a trigram index can find
 
+# The pages' records (model/task_pages.py) are imported by the functions that use them:
+# only the dashboard reads pages, and no command's start-up should build those records.
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from corral.model.events import Event
+    from corral.model.task_pages import PageKey, TaskPage, TaskQuery, TaskSort
 
 
 class TaskPageOps:
@@ -40,6 +43,8 @@ class TaskPageOps:
     def task_page(self, query: TaskQuery) -> TaskPage:
         """The page of `query`: at most `query.limit` tasks after `query.after` (or
         before `query.before`)."""
+        from corral.model.task_pages import TaskPage  # noqa: PLC0415 - only the dashboard reads pages
+
         back = query.before is not None
         params = _filters(query, self._driver.dialect)
         key = query.before if back else query.after
@@ -100,6 +105,8 @@ def _page_rows(tx: Tx, sort: TaskSort, back: bool, params: dict[str, Any]) -> li
     """The page's rows in the order read: from the cursor on, or with `back` from the
     cursor backwards (newest backwards is oldest forwards). Each query is named by a
     literal: tests/store/test_sql_files.py ties every name the code runs to queries.sql."""
+    from corral.model.task_pages import TaskSort  # noqa: PLC0415 - only the dashboard reads pages
+
     if params["phrase"]:
         return _search_rows(tx, sort, back, params)
     if sort is TaskSort.PRIORITY:
@@ -123,6 +130,8 @@ def _priority_rows(tx: Tx, back: bool, params: dict[str, Any]) -> list[Row]:
 
 def _search_rows(tx: Tx, sort: TaskSort, back: bool, params: dict[str, Any]) -> list[Row]:
     """_page_rows of a text search: the text index finds the matches."""
+    from corral.model.task_pages import TaskSort  # noqa: PLC0415 - only the dashboard reads pages
+
     if sort is not TaskSort.PRIORITY:
         if (sort is TaskSort.OLDEST) != back:
             return tx.all("task_search_oldest", **params)
@@ -133,6 +142,8 @@ def _search_rows(tx: Tx, sort: TaskSort, back: bool, params: dict[str, Any]) -> 
 
 
 def _key(row: Row) -> PageKey:
+    from corral.model.task_pages import PageKey  # noqa: PLC0415 - only the dashboard reads pages
+
     return PageKey(seq=row["seq"], priority=row["priority"])
 
 

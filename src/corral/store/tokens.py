@@ -7,12 +7,16 @@ The store keeps a token's id, name, role, queues and expiry and its secret's has
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 from corral import errors
-from corral.model.tokens import Role, Token
 from corral.store import journal
 from corral.store.driver import Driver, Json, Row
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from corral.model.tokens import Role, Token
 
 
 class TokenOps:
@@ -85,6 +89,9 @@ class TokenOps:
 
 
 def _token(driver: Driver, row: Row) -> Token:
+    # Imported here, so that no other command's start-up builds the token records.
+    from corral.model.tokens import Role, Token  # noqa: PLC0415 - see the line above
+
     def instant(value: object) -> datetime | None:
         return None if value is None else driver.instant(value)
 
