@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 # and tests/unit/test_commands.py keeps the two, and their order, the same.
 COMMAND_TABLE: dict[str, tuple[str, str]] = {
     "init": ("admin_cmds", "create the store (.corral/corral.db by default)"),
-    "reconcile": ("admin_cmds", "one reconcile pass"),
+    "reconcile": (
+        "admin_cmds",
+        "one maintenance pass: repair, schedules, this host's clean-up, retention",
+    ),
     "add": ("task_cmds", "enqueue a task (prints its id)"),
     "ready": ("task_cmds", "tasks claimable now, in claim order"),
     "list": ("task_cmds", "list tasks"),
