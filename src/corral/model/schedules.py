@@ -31,20 +31,12 @@ from corral.errors import InvalidInput
 from corral.model import cron
 from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.model.states import FINAL, TaskStatus
-from corral.model.tasks import NewTask, check_name
+from corral.model.tasks import NEW_TASK_FIELDS, NewTask, check_name
 
 DEFAULT_MAX_CATCHUP = 100
-# The template fields a schedule keeps: a fire's task has no dependencies, parent or delay.
-TEMPLATE_FIELDS = (
-    "title",
-    "description",
-    "queue",
-    "kind",
-    "priority",
-    "payload",
-    "labels",
-    "requires_review",
-)
+# The template fields a schedule keeps (NewTask's table's): a fire's task has no
+# dependencies, parent or delay.
+TEMPLATE_FIELDS = tuple(f.name for f in NEW_TASK_FIELDS if f.template)
 WAITING = frozenset({TaskStatus.READY, TaskStatus.BLOCKED})
 
 

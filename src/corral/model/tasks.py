@@ -2,11 +2,21 @@
 
 The task state machine and its transition table are in corral.model.states; `TaskStatus`,
 `FINAL` and `ALLOWED_FROM` are imported here for callers that read them with the records.
+
+A new task's shape is declared once: `NewTask` gives each field its type, default and
+checks, and `NEW_TASK_FIELDS` (one row per field, in NewTask's order) says how it is
+given and kept. From that table come the fields of POST /api/tasks and their JSON types
+(server/tasks.py), the OpenAPI schema of a new task (server/openapi.py), the fields a
+schedule's template may carry (model/schedules.py) and the parameters of `insert_tasks`,
+the one insert that enqueue and schedule fires share (store/tasks.py `task_row`). What
+stays apart, and why: the `tasks` table in each schema.sql (a column is a migration),
+and `Task` with its row conversion (store/rows.py): what the store returns is more than
+what a new task takes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -65,6 +75,68 @@ class NewTask:
             raise InvalidInput("depends_on", "each dependency once")
         check_parentage(self.parent_id, self.parent_runs_first, self.depends_on)
         _check_ranges(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskField:
+    """How one field of NewTask is given and kept: a row of NEW_TASK_FIELDS."""
+
+    name: str
+    doc: str  # one line, the OpenAPI description
+    # Its value's JSON Schema in POST /api/tasks, whose JSON types the route checks (a
+    # bool is no number there); None: not taken over HTTP.
+    schema: dict[str, Any] | None = None
+    template: bool = False  # a schedule's template may carry it
+    # The insert stores it as given, in the `tasks` column of its name (an object as
+    # JSON); False: the insert derives what it keeps (store/tasks.py `task_row`).
+    column: bool = True
+
+
+_STRING: dict[str, Any] = {"type": "string"}
+_INTEGER: dict[str, Any] = {"type": "integer"}
+_BOOLEAN: dict[str, Any] = {"type": "boolean"}
+_OBJECT: dict[str, Any] = {"type": "object"}
+
+# One row per field of NewTask, in its order (the order the 422 of an unknown field names
+# them in); tests/unit/test_task_shape.py checks the table and the record agree. Each
+# schema's bounds are what the document promises; NewTask's checks hold the rest (a name's
+# characters, the numbers a store holds), whatever path a task comes by.
+T = TaskField
+NEW_TASK_FIELDS: tuple[TaskField, ...] = (
+    T(name="title", doc="one line that says what to do", template=True,
+      schema={**_STRING, "minLength": 1}),
+    T(name="description", doc="the longer text", schema=_STRING, template=True),
+    T(name="queue", doc="the queue it waits in", schema=_STRING, template=True),
+    T(name="kind", doc="what a worker must run", schema=_STRING, template=True),
+    T(name="priority", doc="higher is claimed first", schema=_INTEGER, template=True),
+    T(name="payload", doc="a JSON object handed to the worker", schema=_OBJECT, template=True),
+    T(name="labels", doc="names and values to find it by", template=True,
+      schema={**_OBJECT, "additionalProperties": _STRING}),
+    T(name="depends_on", doc="tasks that must be done first", column=False,
+      schema={"type": "array", "items": _STRING}),
+    T(name="assignee", doc="only this worker (id or name) may claim it", schema=_STRING),
+    T(name="parent_id", doc="its parent: it waits for this child", schema=_STRING),
+    T(name="parent_runs_first", doc="with parent_id: this child waits for its parent instead",
+      schema=_BOOLEAN, column=False),
+    T(name="max_attempts", doc="runs before it fails for good (default: the settings')",
+      schema={**_INTEGER, "minimum": 1}, column=False),
+    T(name="retry_base_s", doc="the first retry's delay in seconds, doubling", column=False),
+    T(name="timeout_s", doc="the longest a run may take, in seconds",
+      schema={"type": "number", "exclusiveMinimum": 0}),
+    T(name="run_after_s", doc="seconds from now before it may run", column=False,
+      schema={"type": "number", "minimum": 0}),
+    T(name="run_at", doc="the instant it may run; wins over run_after_s", column=False),
+    T(name="requires_review", doc="a person approves its work before it is done",
+      schema=_BOOLEAN, template=True),
+)  # fmt: skip
+del T
+
+
+def new_task_required() -> list[str]:
+    """The fields a NewTask must be given: those with no default."""
+    return [
+        f.name for f in fields(NewTask) if f.default is MISSING and f.default_factory is MISSING
+    ]
 
 
 # Bounds every store can hold: an INTEGER column in any dialect, and instants that stay

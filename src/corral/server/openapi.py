@@ -19,6 +19,7 @@ from corral import __version__
 from corral.documents import MAX_INT32, MAX_INT64
 from corral.durations import MAX_SPAN_S
 from corral.model.states import TaskStatus, WorkerStatus
+from corral.model.tasks import NEW_TASK_FIELDS, new_task_required
 from corral.model.tokens import Role
 from corral.model.workers import MAX_CPU_PERCENT
 from corral.server.answers import answer
@@ -43,22 +44,10 @@ ERROR = {
 TASK = {"type": "object", "description": "a task, as `corral show --json` prints it"}
 NEW_TASK = {
     "type": "object",
-    "required": ["title"],
+    "required": new_task_required(),
     "additionalProperties": False,
     "properties": {
-        "title": {"type": "string", "minLength": 1},
-        "description": {"type": "string"},
-        "queue": {"type": "string"},
-        "kind": {"type": "string"},
-        "priority": {"type": "integer"},
-        "payload": {"type": "object"},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-        "depends_on": {"type": "array", "items": {"type": "string"}},
-        "assignee": {"type": "string"},
-        "max_attempts": {"type": "integer", "minimum": 1},
-        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
-        "run_after_s": {"type": "number", "minimum": 0},
-        "requires_review": {"type": "boolean"},
+        f.name: {**f.schema, "description": f.doc} for f in NEW_TASK_FIELDS if f.schema is not None
     },
 }
 

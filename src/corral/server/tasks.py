@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral.errors import InvalidInput
-from corral.model.tasks import NewTask, TaskFilter
+from corral.model.tasks import NEW_TASK_FIELDS, NewTask, TaskFilter
 from corral.model.tokens import Role
 from corral.server import params, seed_tasks
 from corral.server.answers import answer
@@ -31,23 +31,18 @@ from corral.server.paths import path_id
 from corral.tasks import answer as answer_waiting
 from corral.tasks import enqueue
 
-# The fields of POST /api/tasks and the JSON type each must have (bool is not an int here).
-NEW_TASK_FIELDS: dict[str, tuple[type, ...]] = {
-    "title": (str,),
-    "description": (str,),
-    "queue": (str,),
-    "kind": (str,),
-    "priority": (int,),
-    "payload": (dict,),
-    "labels": (dict,),
-    "depends_on": (list,),
-    "assignee": (str,),
-    "parent_id": (str,),
-    "parent_runs_first": (bool,),
-    "max_attempts": (int,),
-    "timeout_s": (int, float),
-    "run_after_s": (int, float),
-    "requires_review": (bool,),
+# The JSON types of each JSON Schema type (a bool is not a number here).
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+# The fields of POST /api/tasks and the JSON types each must have: NewTask's table's.
+BODY_TYPES: dict[str, tuple[type, ...]] = {
+    f.name: _JSON_TYPES[f.schema["type"]] for f in NEW_TASK_FIELDS if f.schema is not None
 }
 
 
@@ -115,7 +110,7 @@ ROUTES = [
 
 def _fields(body: dict[str, Any]) -> dict[str, Any]:
     """NewTask's fields of the body; InvalidInput naming the first that is not one."""
-    found = fields(body, NEW_TASK_FIELDS)
+    found = fields(body, BODY_TYPES)
     if "title" not in found:
         raise InvalidInput("title", "a non-empty title")
     if "depends_on" in found:

@@ -25,6 +25,7 @@ from corral.ids import TASK_PREFIX, new_id
 from corral.model.states import TaskStatus
 from corral.store import journal
 from corral.store.driver import Json, Tx
+from corral.store.tasks import insert_tasks, task_row
 
 if TYPE_CHECKING:  # read only by the schedule commands and the scheduler
     from corral.model.schedules import Missed, Schedule, ScheduleFire
@@ -117,29 +118,23 @@ class FireBatch:
         if not fired:
             return
         tx = self._tx
-        tasks = [self._task_row(f) for f in fired]
-        tx.send_rows("insert_fired_tasks", tasks, json_columns=("payload", "labels"))
+        insert_tasks(tx, [self._task_row(f) for f in fired])
         newest = {f.schedule.id: f.task_id for f in fired}
         last = [{"schedule_id": s, "task_id": t} for s, t in newest.items()]
         tx.send_rows("set_last_tasks", last)
         journal.record_all(tx, [self._event(f) for f in fired])
 
     def _task_row(self, fire: _Pending) -> dict[str, Any]:
-        spec = fire.schedule.task(fire.at)
-        return {
-            "id": fire.task_id,
-            "title": spec.title,
-            "description": spec.description,
-            "queue": spec.queue,
-            "kind": spec.kind,
-            "priority": spec.priority,
-            "payload": spec.payload,
-            "labels": spec.labels,
-            "max_attempts": spec.max_attempts or self._max_attempts,
-            "retry_base_s": self._retry_base_s,
-            "requires_review": spec.requires_review,
-            "task_namespace": fire.schedule.namespace,
-        }
+        """The fire's task, ready now, in its schedule's namespace."""
+        assert fire.task_id is not None  # a fire made creates a task
+        return task_row(
+            fire.schedule.task(fire.at),
+            task_id=fire.task_id,
+            status=TaskStatus.READY,
+            max_attempts=self._max_attempts,
+            retry_base_s=self._retry_base_s,
+            namespace=fire.schedule.namespace,
+        )
 
     def _event(self, fire: _Pending) -> dict[str, Any]:
         return journal.entry(

@@ -9,10 +9,11 @@ from corral.documents import MAX_INT64
 from corral.ids import TASK_PREFIX, new_id
 from corral.model import subtasks
 from corral.model.states import ALLOWED_FROM, CLAIMING, FINAL, ClaimStatus, TaskStatus
+from corral.model.tasks import NEW_TASK_FIELDS
 from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claims import end_claim
-from corral.store.driver import Driver, Json, Tx
+from corral.store.driver import Driver, Tx
 from corral.store.lookups import read_task, task_in
 from corral.store.queues import check_room
 
@@ -39,26 +40,14 @@ class TaskOps:
             depends_on = _waits_for(spec)
             status = self._initial_status(tx, depends_on)
             task_id = new_id(TASK_PREFIX)
-            tx.run(
-                "insert_task",
-                id=task_id,
-                title=spec.title,
-                description=spec.description,
-                queue=spec.queue,
-                kind=spec.kind,
-                priority=spec.priority,
+            row = task_row(
+                spec,
+                task_id=task_id,
                 status=status,
-                payload=Json(spec.payload),
-                labels=Json(spec.labels),
-                assignee=spec.assignee,
-                parent_id=spec.parent_id,
-                max_attempts=spec.max_attempts or max_attempts,
-                retry_base_s=spec.retry_base_s if spec.retry_base_s is not None else retry_base_s,
-                timeout_s=spec.timeout_s,
-                run_after_s=spec.run_after_s,
-                run_at=spec.run_at,
-                requires_review=spec.requires_review,
+                max_attempts=max_attempts,
+                retry_base_s=retry_base_s,
             )
+            insert_tasks(tx, [row])
             for dependency in depends_on:
                 tx.run("insert_dependency", task_id=task_id, depends_on=dependency)
             journal.record(tx, "task.created", actor=actor, task_id=task_id, to_status=status)
@@ -306,6 +295,45 @@ class TaskOps:
                 data={"answer": text},
             )
         return read_task(self._driver, task_id)
+
+
+# The fields the insert stores as given (NewTask's table), and those of them kept as JSON.
+_COLUMNS = tuple(f.name for f in NEW_TASK_FIELDS if f.column)
+_JSON_COLUMNS = tuple(
+    f.name for f in NEW_TASK_FIELDS if f.column and f.schema and f.schema["type"] == "object"
+)
+
+
+def task_row(
+    spec: NewTask,
+    *,
+    task_id: str,
+    status: TaskStatus,
+    max_attempts: int,
+    retry_base_s: float,
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    """The parameters of `insert_tasks` for one new task: its columns as NewTask's table
+    declares them, the settings' attempts and backoff where it gives none, its start as a
+    delay or an instant (seconds since the epoch), and its namespace (None: the handle's).
+    Its dependencies are rows of their own (`insert_dependency`)."""
+    row = {name: getattr(spec, name) for name in _COLUMNS}
+    row.update(
+        id=task_id,
+        status=status,
+        max_attempts=spec.max_attempts or max_attempts,
+        retry_base_s=retry_base_s if spec.retry_base_s is None else spec.retry_base_s,
+        run_after_s=spec.run_after_s,
+        run_at=None if spec.run_at is None else spec.run_at.timestamp(),
+        task_namespace=namespace,
+    )
+    return row
+
+
+def insert_tasks(tx: Tx, rows: list[dict[str, Any]]) -> None:
+    """Insert new tasks (`task_row`s) in one batch, in their order: the one insert path of
+    enqueue and of a scheduler pass's fires."""
+    tx.send_rows("insert_tasks", rows, json_columns=_JSON_COLUMNS)
 
 
 def _waits_for(spec: NewTask) -> tuple[str, ...]:

@@ -12,15 +12,24 @@
 -- (postgres.py explains the order). Read transactions run the same text with every
 -- locking clause removed, in one REPEATABLE READ READ ONLY snapshot.
 
--- name: insert_task
+-- name: insert_tasks
+-- New tasks, one statement (Tx.send_rows: :rows, a JSON array of store/tasks.py
+-- `task_row`s): enqueue's one and a scheduler pass's many, in their order. run_at (seconds
+-- since the epoch) wins over run_after_s; a task goes to task_namespace when a row names
+-- one (a fire's, its schedule's, whoever runs the pass), else to the handle's.
 INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
                    assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
                    requires_review, created_at, updated_at, namespace)
-VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
-        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s::float8,
-        coalesce(:run_at::timestamptz,
-                 :now + coalesce(:run_after_s::float8, 0) * interval '1 second'),
-        :requires_review, :now, :now, :namespace);
+SELECT r ->> 'id', r ->> 'title', r ->> 'description', r ->> 'queue', r ->> 'kind',
+       (r ->> 'priority')::integer, r ->> 'status', r -> 'payload', r -> 'labels',
+       r ->> 'assignee', r ->> 'parent_id', (r ->> 'max_attempts')::integer,
+       (r ->> 'retry_base_s')::float8, (r ->> 'timeout_s')::float8,
+       coalesce(to_timestamp((r ->> 'run_at')::float8),
+                :now + (r ->> 'run_after_s')::float8 * interval '1 second'),
+       (r ->> 'requires_review')::boolean, :now, :now,
+       coalesce(r ->> 'task_namespace', :namespace)
+FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(r, n)
+ORDER BY n;
 
 -- name: insert_dependency
 INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
@@ -1398,19 +1407,6 @@ SELECT f ->> 'key', f ->> 'schedule_id', to_timestamp((f ->> 'fire_at')::float8)
 FROM jsonb_array_elements(:fires::jsonb) AS f
 ON CONFLICT (key) DO NOTHING
 RETURNING key;
-
--- name: insert_fired_tasks
--- The tasks of many fires, one statement (Tx.send_rows: :rows, a JSON array): ready now,
--- each in its schedule's namespace (task_namespace), whoever runs the pass.
-INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
-                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at,
-                   namespace)
-SELECT r ->> 'id', r ->> 'title', r ->> 'description', r ->> 'queue', r ->> 'kind',
-       (r ->> 'priority')::integer, 'ready', r -> 'payload', r -> 'labels',
-       (r ->> 'max_attempts')::integer, (r ->> 'retry_base_s')::float8, :now,
-       (r ->> 'requires_review')::boolean, :now, :now, r ->> 'task_namespace'
-FROM jsonb_array_elements(:rows::jsonb) WITH ORDINALITY AS x(r, n)
-ORDER BY n;
 
 -- name: set_last_tasks
 -- Each schedule's newest task, one statement (Tx.send_rows: :rows, a JSON array).

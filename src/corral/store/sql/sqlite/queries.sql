@@ -3,13 +3,18 @@
 -- arrive as JSON arrays (:allowed) built from corral.model.tasks.ALLOWED_FROM, the one copy of
 -- the state machine. :now is the store clock, in seconds since the epoch.
 
--- name: insert_task
+-- name: insert_tasks
+-- New tasks, run once per row (Tx.send_rows: executemany), the rows of store/tasks.py
+-- `task_row`: enqueue's one and a scheduler pass's many. :run_at (seconds since the epoch)
+-- wins over :run_after_s; a task goes to :task_namespace when a row names one (a fire's,
+-- its schedule's, whoever runs the pass), else to the handle's.
 INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
                    assignee, parent_id, max_attempts, retry_base_s, timeout_s, run_after,
                    requires_review, created_at, updated_at, namespace)
 VALUES (:id, :title, :description, :queue, :kind, :priority, :status, :payload, :labels,
-        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s, coalesce(:run_at, :now + :run_after_s),
-        :requires_review, :now, :now, :namespace);
+        :assignee, :parent_id, :max_attempts, :retry_base_s, :timeout_s,
+        coalesce(:run_at, :now + :run_after_s), :requires_review, :now, :now,
+        coalesce(:task_namespace, :namespace));
 
 -- name: insert_dependency
 INSERT INTO task_deps (task_id, depends_on) VALUES (:task_id, :depends_on);
@@ -1538,15 +1543,6 @@ SELECT value ->> '$.key', value ->> '$.schedule_id', value ->> '$.fire_at', valu
 FROM json_each(:fires) WHERE true
 ON CONFLICT (key) DO NOTHING
 RETURNING key;
-
--- name: insert_fired_tasks
--- The task of one fire, run once per row (Tx.send_rows: executemany): ready now.
--- The task goes to its schedule's namespace (:task_namespace), whoever runs the pass.
-INSERT INTO tasks (id, title, description, queue, kind, priority, status, payload, labels,
-                   max_attempts, retry_base_s, run_after, requires_review, created_at, updated_at,
-                   namespace)
-VALUES (:id, :title, :description, :queue, :kind, :priority, 'ready', :payload, :labels,
-        :max_attempts, :retry_base_s, :now, :requires_review, :now, :now, :task_namespace);
 
 -- name: set_last_tasks
 -- Each schedule's newest task, run once per row (Tx.send_rows: executemany).
