@@ -15,8 +15,9 @@ statement by statement under one write lock. The steps, in order:
    reported under its token meanwhile (`runs.reported`), else lease_lost. A report from
    outside a run (`corral done` by the agent) notes what it reported on the claim's open
    run instead, so the run records it when it finishes, whoever finishes it;
-4. if asked, claim up to k tasks the worker may take (the `claimable` filter of
-   queries.sql), each with its own claim, token and lease and, for a runner, its open run;
+4. if asked, claim up to k tasks the worker may take (the claimable filter,
+   store/claimable.py), each with its own claim, token and lease and, for a runner, its
+   open run;
 5. refresh each holder's idle/busy and counters once.
 
 Events are copied by SQL from the rows the steps wrote, one statement for task.claimed
