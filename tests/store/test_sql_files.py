@@ -21,7 +21,15 @@ import pytest
 from corral import open_store
 from corral.model.runs import RunOutcome
 from corral.model.states import ALLOWED_FROM, TaskStatus
-from corral.store.queries import SQL_DIR, load_fragments, load_queries, migration_files, sql_path
+from corral.store import claimable
+from corral.store.queries import (
+    SQL_DIR,
+    load_fragments,
+    load_queries,
+    migration_files,
+    read_sql_file,
+    sql_path,
+)
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "corral" / "store"
 TX_METHODS = {"one", "all", "run", "send", "send_rows"}
@@ -195,7 +203,7 @@ def _pg_apply(url: str, paths: list[str]) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         for path in paths:
-            conn.execute(Path(path).read_bytes())
+            conn.execute(read_sql_file(path).encode())
 
 
 def test_postgresql_migrations_in_order_build_the_same_schema_as_schema_sql(pg_schema):
@@ -372,15 +380,29 @@ def test_postgresql_claims_next_with_skip_locked():
 
 def test_the_claim_filter_is_written_once_per_dialect():
     """SQLite's claim statements include the `claimable` fragment; PostgreSQL's exchange and
-    claimable_task call corral_may_claim, the one place its filter is written."""
+    claimable_task call corral_may_claim, the one place its filter is applied."""
     sqlite = load_queries("sqlite")
     fragment = " ".join(load_fragments("sqlite")["claimable"].split())
     for name in ("claim_tasks", "claim_task", "claimable_task"):
         assert fragment in " ".join(sqlite[name].split()), name
-    functions = Path(sql_path("postgresql", "functions.sql")).read_text(encoding="utf-8")
+    functions = read_sql_file(sql_path("postgresql", "functions.sql"))
     assert 2 == functions.count("corral_may_claim(c, ") + functions.count("corral_may_claim(t, ")
     assert "corral_may_claim(t, " in load_queries("postgresql")["claimable_task"]
     assert 1 == functions.count("t.assignee IS NULL")
+
+
+def test_the_claim_filter_has_one_source_for_both_dialects():
+    """No SQL file writes the claimable filter: the claim statements and functions name the
+    fragments store/claimable.py makes from its one definition, and no SQL file of either
+    dialect holds a clause of its own (the queue limits held back, a task kept at its site)."""
+    sqlite_queries = Path(sql_path("sqlite", "queries.sql")).read_text(encoding="utf-8")
+    functions = Path(sql_path("postgresql", "functions.sql")).read_text(encoding="utf-8")
+    for text in (sqlite_queries, functions):
+        for clause in ("l.rate <=", "FROM workers s"):
+            assert clause not in text, clause
+    assert 3 == sqlite_queries.count("/* fragment: claimable */")
+    for name in claimable.fragments("postgresql"):
+        assert 1 == functions.count(f"/* fragment: {name} */"), name
 
 
 def test_postgresql_one_active_claim_is_a_partial_unique_index():

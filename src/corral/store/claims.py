@@ -7,9 +7,9 @@ the `why_*` reads then say why in the words a user reads, and the use cases (cor
 raise it. Those reads run after the refused write, in a snapshot of their own: a state
 that changed in between is seen as it is now, and the use case tries again.
 
-The claim filter (kinds, queues, assignee, queue limits) is inside the statements that
-claim (queries.sql, fragment `claimable`), so a worker never claims a task it cannot run
-and then gives it back.
+The claim filter (kinds, queues, assignee, queue limits, sites) is inside the statements
+that claim (store/claimable.py writes it once for both dialects), so a worker never claims
+a task it cannot run and then gives it back.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ statement by statement under one write lock. The steps, in order:
    reported under its token meanwhile (`runs.reported`), else lease_lost. A report from
    outside a run (`corral done` by the agent) notes what it reported on the claim's open
    run instead, so the run records it when it finishes, whoever finishes it;
-4. if asked, claim up to k tasks the worker may take (the `claimable` filter of
-   queries.sql), each with its own claim, token and lease and, for a runner, its open run;
+4. if asked, claim up to k tasks the worker may take (the claimable filter,
+   store/claimable.py), each with its own claim, token and lease and, for a runner, its
+   open run;
 5. refresh each holder's idle/busy and counters once.
 
 Events are copied by SQL from the rows the steps wrote, one statement for task.claimed
@@ -30,12 +31,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral import errors
 from corral.documents import MAX_INT32
 from corral.durations import iso
-from corral.ids import RUN_PREFIX, new_id
+from corral.ids import RUN_PREFIX, new_ids
 from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
 from corral.model.states import ALLOWED_FROM, TaskStatus, WorkerStatus
 from corral.store import journal, rows
@@ -428,16 +430,20 @@ def _hold(
     claims = {row["task_id"]: row for row in _insert_claims(tx, found, worker_id, ask)}
     deps = {row["task_id"]: row["depends_on"] for row in tx.all("dependencies_of", task_ids=ids)}
     found.sort(key=lambda row: (-row["priority"], row["seq"]))  # claim order
+    decoding = _Decoding(driver)
+    run_ids: Sequence[str | None] = (
+        new_ids(RUN_PREFIX, len(found)) if ask.run is not None else [None] * len(found)
+    )
     held = tuple(
         _held(
-            driver,
+            decoding,
             row,
             claims[row["id"]],
             worker_id=worker_id,
             deps=deps.get(row["id"], "[]"),
-            run=ask.run is not None,
+            run_id=run_id,
         )
-        for row in found
+        for row, run_id in zip(found, run_ids, strict=True)
     )
     if ask.run is not None:
         _open_runs(tx, held, ask.run, open_run, worker_id)
@@ -445,22 +451,46 @@ def _hold(
     return held
 
 
+class _Decoding:
+    """A driver's decoding for the records of one exchange, each instant decoded once: the
+    claims of a batch share their claimed_at and most their lease expiry and deadline, and
+    their tasks their updated_at, so a batch of k tasks decodes a few instants, not 8k."""
+
+    __slots__ = ("_decoded", "_driver", "json")
+
+    def __init__(self, driver: Driver) -> None:
+        self._driver = driver
+        self._decoded: dict[Any, datetime] = {}
+        self.json = driver.json
+
+    def instant(self, value: Any) -> datetime:
+        """`value` decoded, as the driver decodes it."""
+        decoded = self._decoded.get(value)
+        if decoded is None:
+            decoded = self._decoded[value] = self._driver.instant(value)
+        return decoded
+
+
 def _held(
-    driver: Driver, task_row: Row, claim_row: Row, *, worker_id: str, deps: str, run: bool
+    decoding: _Decoding,
+    task_row: Row,
+    claim_row: Row,
+    *,
+    worker_id: str,
+    deps: str,
+    run_id: str | None,
 ) -> Held:
     deadline = claim_row["deadline_at"]
+    lease = claim_row["lease_expires_at"]
     return Held(
         task=rows.task(
-            driver,
-            task_row,
-            claim=(claim_row["token"], worker_id, claim_row["lease_expires_at"]),
-            depends_on=deps,
+            decoding, task_row, claim=(claim_row["token"], worker_id, lease), depends_on=deps
         ),
         token=claim_row["token"],
-        run_id=new_id(RUN_PREFIX) if run else None,
-        lease_expires_at=driver.instant(claim_row["lease_expires_at"]),
-        claimed_at=driver.instant(claim_row["claimed_at"]),
-        deadline_at=None if deadline is None else driver.instant(deadline),
+        run_id=run_id,
+        lease_expires_at=decoding.instant(lease),
+        claimed_at=decoding.instant(claim_row["claimed_at"]),
+        deadline_at=None if deadline is None else decoding.instant(deadline),
     )
 
 

@@ -5,14 +5,17 @@ plain `open` (not importlib.resources) because this runs on every CLI start.
 
 A condition that several queries share is written once, as a fragment: a block headed
 `-- fragment: NAME` is no query of its own, and `/* fragment: NAME */` in a query (or in
-another SQL file read through `expand`) stands for its text. So the filter of the tasks a
-worker may claim is one text per dialect however many statements claim.
+another SQL file read through `read_sql_file`) stands for its text. The filter of the tasks
+a worker may claim is written once for both dialects (store/claimable.py), and its texts
+are fragments too.
 """
 
 from __future__ import annotations
 
 import os
 import re
+
+from corral.store import claimable
 
 SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 _HEADER = re.compile(r"^-- (name|fragment): (\w+)\s*$", re.MULTILINE)
@@ -27,12 +30,20 @@ def sql_path(dialect: str, *parts: str) -> str:
 def load_queries(dialect: str) -> dict[str, str]:
     """Every named query of `dialect`, name -> SQL text, with its fragments in place."""
     queries, fragments = _blocks(dialect)
+    fragments.update(claimable.fragments(dialect))
     return {name: expand(body, fragments) for name, body in queries.items()}
 
 
 def load_fragments(dialect: str) -> dict[str, str]:
-    """Every fragment of `dialect`'s queries.sql, name -> SQL text."""
-    return _blocks(dialect)[1]
+    """Every fragment of `dialect`: its queries.sql's and the claimable filter's."""
+    return {**_blocks(dialect)[1], **claimable.fragments(dialect)}
+
+
+def read_sql_file(path: str) -> str:
+    """The text of PostgreSQL SQL file `path` (schema, a migration, the functions), with the
+    claimable filter's fragments in place."""
+    with open(path, encoding="utf-8") as handle:
+        return expand(handle.read(), claimable.fragments("postgresql"))
 
 
 def _blocks(dialect: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -10,7 +10,7 @@ seconds and JSON as text while PostgreSQL hands back datetimes and decoded JSON.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from corral.model.states import ClaimStatus, TaskStatus, WorkerStatus
 from corral.store.driver import Driver, Row
@@ -25,11 +25,19 @@ if TYPE_CHECKING:
     from corral.model.workers import Worker
 
 
-def _maybe_instant(driver: Driver, value: Any) -> datetime | None:
+class Decoder(Protocol):
+    """What building a record reads of a driver: how it decodes instants and JSON (a
+    `Driver`, or the exchange's decoding of one batch, store/exchange.py)."""
+
+    def instant(self, value: Any) -> datetime: ...
+    def json(self, value: Any) -> Any: ...
+
+
+def _maybe_instant(driver: Decoder, value: Any) -> datetime | None:
     return None if value is None else driver.instant(value)
 
 
-def _maybe_json(driver: Driver, value: Any) -> Any:
+def _maybe_json(driver: Decoder, value: Any) -> Any:
     return None if value is None else driver.json(value)
 
 
@@ -39,7 +47,7 @@ _TASK_STATUS = {str(s): s for s in TaskStatus}
 
 
 def task(
-    driver: Driver,
+    driver: Decoder,
     row: Row,
     *,
     claim: tuple[int, str, Any] | None = None,

@@ -80,7 +80,7 @@ from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store.driver import Json
 from corral.store.postgres.errors import describe
 from corral.store.postgres.sessions import FollowerListener, LeaderLock, Listener
-from corral.store.queries import load_queries, migration_files, sql_path
+from corral.store.queries import load_queries, migration_files, read_sql_file, sql_path
 from corral.store.urls import safe_url
 
 CONNECT_TIMEOUT_S = 5  # a refused or unroutable server is reported, not waited on
@@ -478,8 +478,7 @@ class PostgresDriver:
         # The functions follow, whichever road: one text for every version (functions.sql).
         steps.append((latest, sql_path("postgresql", "functions.sql")))
         for _, path in steps:
-            with open(path, encoding="utf-8") as handle:
-                conn.execute(handle.read().encode())
+            conn.execute(read_sql_file(path).encode())
         applied = list(range(current + 1, latest + 1))
         for version in applied:
             conn.execute("INSERT INTO corral_migrations (version) VALUES (%s)", (version,))

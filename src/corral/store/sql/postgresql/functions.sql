@@ -24,6 +24,10 @@ LANGUAGE sql STABLE AS $$
         || '+00:00'
 $$;
 
+-- The claimable filter (corral_may_claim, corral_site_open, corral_held_queues) is written
+-- once for both dialects in corral/store/claimable.py: each fragment comment in their
+-- bodies stands for its text there, put in place by the driver before the file is applied.
+
 -- Functions with a query inside are PL/pgSQL: a SQL function that the planner cannot
 -- inline is planned again at every call, and PL/pgSQL keeps its plans for the session.
 
@@ -43,15 +47,7 @@ CREATE OR REPLACE FUNCTION corral_held_queues(p_namespace text, p_now timestampt
 RETURNS text[]
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN ARRAY(
-        SELECT l.queue FROM queue_limits l
-        WHERE l.namespace = p_namespace
-          AND (l.max_running <= (SELECT count(*) FROM tasks r
-                                 WHERE r.namespace = l.namespace AND r.queue = l.queue
-                                   AND r.status = 'running')
-               OR l.rate <= (SELECT count(*) FROM claims c JOIN tasks ct ON ct.id = c.task_id
-                             WHERE ct.namespace = l.namespace AND ct.queue = l.queue
-                               AND c.claimed_at > p_now - interval '60 seconds')));
+    RETURN ARRAY(/* fragment: held_queues */);
 END;
 $$;
 
@@ -63,31 +59,20 @@ $$;
 CREATE OR REPLACE FUNCTION corral_site_open(t tasks, p_worker_id text) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN t.site IS NOT DISTINCT FROM (SELECT w.site FROM workers w WHERE w.id = p_worker_id)
-        OR NOT EXISTS (SELECT 1 FROM workers s
-                       WHERE s.site = t.site AND s.namespace = t.namespace
-                         AND s.status IN ('starting', 'idle', 'busy')
-                         AND (cardinality(s.kinds) = 0 OR t.kind = ANY(s.kinds))
-                         AND (cardinality(s.queues) = 0 OR t.queue = ANY(s.queues)));
+    RETURN /* fragment: site_open */;
 END;
 $$;
 
--- Whether a worker may claim task t now: the one copy of the claim filter. Ready, due,
--- assigned to nobody or to the worker (by id or name), of its kinds and queues (narrowed;
--- NULL is any) and in no queue held back (`p_held`, corral_held_queues, computed once per
--- statement by the caller), and not kept at another site (corral_site_open). One expression
--- without a sub-select, so the planner inlines it into the statements that claim and into
--- claimable_task.
+-- Whether a worker may claim task t now: ready, due, assigned to nobody or to the worker
+-- (by id or name), of its kinds and queues (narrowed; NULL is any) and in no queue held
+-- back (`p_held`, corral_held_queues, computed once per statement by the caller), and not
+-- kept at another site (corral_site_open). One expression without a sub-select, so the
+-- planner inlines it into the statements that claim and into claimable_task.
 CREATE OR REPLACE FUNCTION corral_may_claim(t tasks, p_worker_id text, p_worker_name text,
                                             p_kinds text[], p_queues text[], p_held text[],
                                             p_now timestamptz) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT t.status = 'ready' AND t.run_after <= p_now
-       AND (t.assignee IS NULL OR t.assignee = p_worker_id OR t.assignee = p_worker_name)
-       AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
-       AND (p_queues IS NULL OR t.queue = ANY(p_queues))
-       AND NOT (t.queue = ANY(p_held))
-       AND (t.site IS NULL OR corral_site_open(t, p_worker_id))
+    SELECT /* fragment: may_claim */
 $$;
 
 -- The exchange. p_reports holds one object per report (the fields of corral_report,

@@ -832,37 +832,9 @@ UPDATE orchestrators SET role = 'standby' WHERE role = 'leader' AND host <> :hos
 -- recorded about them (events, runs) is copied from the rows the statements just wrote,
 -- so a batch of k tasks costs a fixed number of statements whatever k.
 
--- fragment: claimable
--- The tasks a worker may claim now, of those ready: its kinds and queues (:kinds and
--- :queues, narrowed by what it asked for; NULL is any), assigned to nobody or to it, and in
--- no queue held back by its limits (at max_running, or at its rate of claims a minute),
--- and not kept at another site (tasks.site: its worktree and its agent's session are
--- there) while a live worker of that site can run it.
--- The one copy of this filter: claim_tasks and claim_task include it.
-namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id)
-AND status = 'ready' AND run_after <= :now
-AND (assignee IS NULL OR assignee IN (:worker_id, :worker_name))
-AND (site IS NULL
-     OR site IS (SELECT w.site FROM workers w WHERE w.id = :worker_id)
-     OR NOT EXISTS (SELECT 1 FROM workers s
-                    WHERE s.site = tasks.site AND s.namespace = tasks.namespace
-                      AND s.status IN ('starting', 'idle', 'busy')
-                      AND (s.kinds = '[]' OR tasks.kind IN (SELECT value FROM json_each(s.kinds)))
-                      AND (s.queues = '[]'
-                           OR tasks.queue IN (SELECT value FROM json_each(s.queues)))))
-AND (:kinds IS NULL OR kind IN (SELECT value FROM json_each(:kinds)))
-AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-AND queue NOT IN (
-    SELECT l.queue FROM queue_limits l
-    WHERE l.namespace = (SELECT w.namespace FROM workers w WHERE w.id = :worker_id)
-      AND (l.max_running <= (SELECT count(*) FROM tasks r
-                             WHERE r.namespace = l.namespace AND r.queue = l.queue
-                               AND r.status = 'running')
-           -- CROSS JOIN: the last minute's claims first (claims_by_start), never every
-           -- task of the namespace.
-           OR l.rate <= (SELECT count(*) FROM claims c CROSS JOIN tasks ct ON ct.id = c.task_id
-                         WHERE c.claimed_at > :now - 60
-                           AND ct.namespace = l.namespace AND ct.queue = l.queue)))
+-- The claim statements below filter with the `claimable` fragment: which tasks a worker may
+-- claim now, written once for both dialects in store/claimable.py (store/queries.py puts
+-- its text in place).
 
 -- name: claim_tasks
 -- Up to :limit tasks the worker may claim, in claim order. The queue limits are read once,
