@@ -24,6 +24,7 @@ from typing import Any
 
 import psutil
 import pytest
+from tests.agents.recorded import assert_resumed
 from tests.git.conftest import GIT_ENV, git
 from tests.runtime.conftest import POOL_ENV, wait_until
 from tests.server.conftest import Server
@@ -208,11 +209,7 @@ def test_thirty_tasks_on_two_hosts_end_as_their_agents_dictate_and_lose_nothing(
         [task] = [t for t, j in ids.items() if j.title == title]
         calls = [c for c in fleet.calls() if c["env"]["CORRAL_TASK_ID"] == task]
         assert 2 == len(calls), title
-        assert (calls[0]["cwd"], calls[0]["session_id"], True) == (
-            calls[1]["cwd"],
-            calls[1]["session_id"],
-            calls[1]["resumed"],
-        )
+        assert_resumed(calls[0], calls[1])
     assert_branches_agree(fleet, shown)
     assert_no_line_lost(fleet, ids, shown)
 

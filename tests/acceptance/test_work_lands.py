@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agents.recorded import assert_resumed
 from tests.conftest import CORRAL
 from tests.git.conftest import GIT_ENV, git
 from tests.runtime.conftest import Pool, wait_until
@@ -130,11 +131,7 @@ def test_a_refused_claude_run_waits_and_once_allowed_lands_from_its_worktree(pro
     ran = project.work("claude")
     assert 0 == ran.returncode, ran.stderr
     _, second = project.calls()
-    assert (first["cwd"], first["session_id"], True) == (
-        second["cwd"],
-        second["session_id"],
-        second["resumed"],
-    )
+    assert_resumed(first, second)
     assert "you may write now" in second["prompt"]
     sha = assert_landed(project, task)
     assert sha == git(project.folder, "rev-parse", "main")
@@ -154,11 +151,7 @@ def test_a_question_waits_and_its_answer_reaches_the_resumed_session(project: Pr
     assert 0 == project("answer", task, "PostgreSQL, the production store").returncode
     assert 0 == project.work("claude").returncode
     asked, answered = project.calls()
-    assert (asked["session_id"], asked["cwd"], True) == (
-        answered["session_id"],
-        answered["cwd"],
-        answered["resumed"],
-    )
+    assert_resumed(asked, answered)
     assert "PostgreSQL, the production store" in answered["prompt"]
     assert_landed(project, task)
 
@@ -231,11 +224,7 @@ def test_a_usage_limit_mid_edit_parks_and_the_edit_survives_upkeep_to_land(tmp_p
         pool.wait(lambda: pool.store.get_task(task_id).status.value == "done", 30)
         assert 0 == pool.corral("orchestrator", "stop", "--graceful").returncode
         _, resumed = [json.loads(line) for line in calls.read_text().splitlines()]
-        assert (limited["cwd"], limited["session_id"], True) == (
-            resumed["cwd"],
-            resumed["session_id"],
-            resumed["resumed"],
-        )
+        assert_resumed(limited, resumed)
         landed = git(tmp_path, "show", f"main:fake-edit-{task_id}.txt").splitlines()
         assert 2 == len(landed)
         state = json.loads(pool.corral("branches", "--json").stdout)
@@ -296,11 +285,7 @@ def test_a_runner_killed_mid_task_is_resumed_in_its_worktree_by_its_restart(proj
     ran = project(*("worker", "start", "--name", "w", "--agent", "claude", "--once", "--worktree"))
     assert 0 == ran.returncode, ran.stderr
     _, second = project.calls()
-    assert (first["cwd"], first["session_id"], True) == (
-        second["cwd"],
-        second["session_id"],
-        second["resumed"],
-    )
+    assert_resumed(first, second)
     assert_landed(project, task)
     landed = git(project.folder, "show", f"main:fake-edit-{task}.txt").splitlines()
     assert [first["env"]["CORRAL_RUN_ID"], second["env"]["CORRAL_RUN_ID"]] == [
