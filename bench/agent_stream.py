@@ -65,7 +65,7 @@ EXPECTED_USAGE = {
     "cost_usd": COST_USD,
 }
 MODULES = (
-    "corral.clock",
+    "corral.foundation.clock",
     "corral.runtime.worker.executor",
     "corral.runtime.worker.agent_streams",
 )
@@ -238,7 +238,7 @@ def cat_floor(transcript: str, out: str) -> float:
 
 def plain_run(transcript: str, out: str, poll_s: float) -> float:
     """Seconds for cat through run_command with no reader: what any `--exec` run costs."""
-    from corral.clock import SystemClock
+    from corral.foundation.clock import SystemClock
     from corral.runtime.worker.executor import run_command
 
     began = time.perf_counter()
@@ -264,7 +264,7 @@ def cat_spec(transcript: str, out: str) -> CommandSpec:
 def corral_run(transcript: str, out: str, poll_s: float) -> dict[str, Any]:
     """Seconds for cat through run_command with the reader polled from `stop`, then
     finish(); and what the reader found."""
-    from corral.clock import SystemClock
+    from corral.foundation.clock import SystemClock
     from corral.runtime.worker.agent_streams import StreamReader
     from corral.runtime.worker.executor import run_command
 

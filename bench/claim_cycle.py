@@ -2,7 +2,8 @@
 
 Each process owns one registered worker and loops: claim the next ready task, complete it.
 
-- `corral`: `corral.claims.claim_next` then `corral.claims.complete`, one store per process.
+- `corral`: `corral.usecases.claims.claim_next` then `corral.usecases.claims.complete`, one
+  store per process.
 - `raw`: the same named statements from the project's queries.sql, in the same order and
   with the same parameters as the exchange runs them for one claim or one report, in a
   bare sqlite3 loop: BEGIN IMMEDIATE, SQLite's busy handler only (no flock), tuples for
@@ -31,9 +32,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from corral import claims
 from corral.store import open_store
 from corral.store.queries import load_queries
+from corral.usecases import claims
 from measure import (
     Spread,
     Verdicts,
@@ -128,6 +129,7 @@ class RawCycle:
 
             def run(query: str, /, **params: Any) -> list[Any]:
                 params["now"] = now
+                params["namespace"] = "default"  # the store handle's, as its driver binds it
                 return self.conn.execute(self.q[query], params).fetchall()
 
             yield run
@@ -169,7 +171,13 @@ class RawCycle:
         w = self.worker_id
         with self.tx() as run:
             run("end_reported_claim", task_id=task_id, token=token, holder=None, released=False)
-            done = run("complete_task", task_id=task_id, result=None, allowed='["running"]')
+            done = run(
+                "complete_task",
+                task_id=task_id,
+                result=None,
+                completed_to='["done","in_review"]',
+                allowed='["running"]',
+            )
             run("note_reported", holder=w, token=token, reported="done")
             run("record_finished", tokens=f"[{token}]", actor=None, run_ids=None)
             if done[0][2]:

@@ -6,9 +6,9 @@ not insert order. One worker each. Samples alternate between the stores; after e
 timed claim the task is released (untimed), so the ready count stays exactly 1,000 or
 100,000. Measured through the service layer:
 
-- `claim_next`: corral.claims.claim_next (what `corral claim:next` does);
-- `claim ID`: corral.claims.claim on a random ready task (what `corral claim ID W` does);
-- `ready --limit 1`: Store.ready_tasks, the read the bash loop makes before each claim
+- `claim_next`: corral.usecases.claims.claim_next (what `corral claim:next` does);
+- `claim ID`: corral.usecases.claims.claim on a random ready task (what `corral claim ID W` does);
+- `ready --limit 1`: store.tasks.ready_tasks, the read the bash loop makes before each claim
   (reported, not a target).
 
     .venv/bin/python bench/claim_scaling.py [--samples 300]
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from corral import claims
 from corral.store import Store
 from corral.store.queries import load_queries
+from corral.usecases import claims
 from measure import (
     Spread,
     Verdicts,
@@ -91,7 +91,7 @@ def claim_id(s: Loaded, rng: random.Random) -> float:
 def ready_one(s: Loaded, rng: random.Random) -> float:
     """Time one `ready --limit 1` read."""
     t0 = time.perf_counter()
-    found = s.store.ready_tasks(queue=None, kinds=(), limit=1)
+    found = s.store.tasks.ready_tasks(queue=None, kinds=(), limit=1)
     elapsed = time.perf_counter() - t0
     assert found
     return elapsed

@@ -1,16 +1,16 @@
 """`corral` command latency as a fresh process, beside the virtual environment's bare Python.
 
-Each round runs, one after the other: `python -c pass`, `corral --help`, `corral ready
---json`, `corral worker heartbeat ID`, `corral claim ID WORKER` (the task claimed is
-completed in-process afterwards, untimed, so every claim finds its worker free) and
-`corral worker register --name NAME` (deregistered afterwards, untimed: one live worker
-per host and pid). The store holds
-1,000 ready tasks and one registered worker; `CORRAL_DB` names it, as in the bash loop.
-Wall time is measured around `subprocess.run`, so it includes fork, exec and exit.
-Three untimed warm-up rounds come first (page cache, bytecode caches). With `--baseline
-SRC` (another tree's `src`, e.g. a `git archive` of the commit before a change), each
-corral command runs a second time in the same round with `PYTHONPATH=SRC`: a before and
-after measured in the same minutes, which a shared machine's swings allow no other way.
+Each round runs, one after the other: `python -c pass`, `corral --help`, `corral
+--version`, `corral ready --json`, `corral worker heartbeat ID`, `corral claim ID WORKER`
+(the task claimed is completed in-process afterwards, untimed, so every claim finds its
+worker free) and `corral worker register --name NAME` (deregistered afterwards, untimed:
+one live worker per host and pid). The store holds 1,000 ready tasks and one registered
+worker; `CORRAL_DB` names it, as in the bash loop. Wall time is measured around
+`subprocess.run`, so it includes fork, exec and exit. Three untimed warm-up rounds come
+first (page cache, bytecode caches). With `--baseline SRC` (another tree's `src`, e.g. a
+`git archive` of the commit before a change), each corral command runs a second time in
+the same round with `PYTHONPATH=SRC`: a before and after measured in the same minutes,
+which a shared machine's swings allow no other way.
 
     .venv/bin/python bench/cli_latency.py [--runs 50] [--importtime] [--baseline SRC]
 """
@@ -28,8 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from corral import claims, workers
 from corral.store import Store
+from corral.usecases import claims, workers
 from measure import (
     VENV_BIN,
     Spread,
@@ -55,6 +55,7 @@ MEDIAN_RATIO = 4.0
 REGISTER_P95_S = 0.100
 REGISTER = "corral worker register --name NAME"
 CLAIM = "corral claim ID WORKER"
+VERSION, LISTING = "corral --version", "corral ready --json"
 BASELINE = " (baseline)"  # the mark of a command run from the --baseline tree
 WARM_UP_ROUNDS = 3
 
@@ -77,7 +78,7 @@ sys.__stdout__.write(repr([t1 - t0, t2 - t1, t3 - t2, code]))
 """
 PHASE_NAMES = (
     "import corral.cli.main (every import a command needs, bar its own module)",
-    "open_store + close (first open in the process)",
+    "import corral.store, open_store + close (first open in the process)",
     "main([worker heartbeat ID]): parse, open, command, close",
 )
 
@@ -110,7 +111,8 @@ def measure_commands(setup: Setup, store: Store, runs: int) -> dict[str, list[fl
         commands = {
             "python -c pass": [PYTHON, "-c", "pass"],
             "corral --help": [CORRAL, "--help"],
-            "corral ready --json": [CORRAL, "ready", "--json"],
+            VERSION: [CORRAL, "--version"],
+            LISTING: [CORRAL, "ready", "--json"],
             "corral worker heartbeat ID": [CORRAL, "worker", "heartbeat", setup.worker],
             CLAIM: [CORRAL, "claim", "ID", setup.worker],
             REGISTER: [CORRAL, "worker", "register", "--name", f"cli-bench-{i}"],
@@ -226,6 +228,12 @@ def main() -> int:
                     f"{ms(s.p50_s)} ms ({ratio:.1f}x)",
                     ratio <= MEDIAN_RATIO,
                 )
+        version, listing = (statistics.median(times[n]) for n in (VERSION, LISTING))
+        v.check(
+            f"{VERSION}: median <= {LISTING}'s (issue 30)",
+            f"{ms(version)} ms vs {ms(listing)} ms",
+            version <= listing,
+        )
         register = Spread.of(times[REGISTER])
         v.check(
             f"{REGISTER}: p95 < {REGISTER_P95_S * 1000:g} ms (on an idle machine)",

@@ -25,7 +25,7 @@ from playwright.sync_api import sync_playwright
 
 import measure
 from corral import NewTask, open_store
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 
 CORRAL = os.path.join(measure.VENV_BIN, "corral")
 CHROMIUM = "/usr/bin/chromium"

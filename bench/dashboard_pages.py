@@ -30,7 +30,7 @@ import psycopg
 
 import measure
 from corral import NewTask, open_store
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 
 CORRAL = os.path.join(measure.VENV_BIN, "corral")
 FLOOR_TASKS = 1000

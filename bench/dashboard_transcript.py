@@ -65,7 +65,7 @@ def _task_with_transcript(db: str, folder: str, name: str, size: int) -> str:
         worker = register(store, NewWorker(name=name)).worker.id
         task = enqueue(store, NewTask(title=f"{name} transcript")).id
         held = claim(store, task, worker)
-        store.start_run(
+        store.runs.start_run(
             NewRun(task_id=task, worker_id=worker, token=held.token, attempt=1, prompt="p",
                    command=("claude",), cwd=folder, transcript_path=path, stderr_path=None)
         )  # fmt: skip

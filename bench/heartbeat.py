@@ -1,6 +1,6 @@
 """Heartbeat cost: in-process latency, and the CPU of a worker heartbeating every second.
 
-- In-process: corral.workers.heartbeat, back to back, for a worker holding one active
+- In-process: corral.usecases.workers.heartbeat, back to back, for a worker holding one active
   claim (so each beat also extends a lease), on a store with 1,000 ready tasks.
 - CPU: a child process (this script with --child) opens the store, then heartbeats every
   second; it reports the user+sys CPU time (resource.getrusage) of its beating phase,
@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 
-from corral import claims, workers
 from corral.store import open_store
+from corral.usecases import claims, workers
 from measure import (
     Spread,
     Verdicts,

@@ -31,14 +31,14 @@ import time
 from typing import Any
 
 import corral
-from corral import reviews
+from corral.foundation.settings import Settings
 from corral.git import merge_queue
 from corral.git.merging import GitBranches
 from corral.git.repo import Git
 from corral.git.task_worktrees import TaskWorktrees
 from corral.git.worktrees import WorktreeConfig, Worktrees
 from corral.model.tasks import NewTask
-from corral.settings import Settings
+from corral.usecases import reviews
 from measure import Verdicts, banner, ms, new_store, register_worker, table, temp_dir
 from worktree_ops import ENV, generate, git
 
@@ -67,12 +67,12 @@ def corral_round(
     for k in range(n):
         task = corral.enqueue(store, NewTask(title=f"r{r} t{k}", requires_review=True))
         claim = corral.claim(store, task.id, worker_id)
-        entered = tasks.enter(store.get_task(task.id), claim.token, worker_id)
+        entered = tasks.enter(store.tasks.get_task(task.id), claim.token, worker_id)
         _edit_line(entered.path, (k * 4) % LINES, f"corral r{r} t{k}")
         head = tasks.final_commit(task.id)
-        assert tasks.land(store.get_task(task.id), claim.token, head) is None
+        assert tasks.land(store.tasks.get_task(task.id), claim.token, head).error is None
         corral.complete(store, task.id, token=claim.token)
-        tasks.leave(task.id)
+        tasks.leave(task.id, claim.token)
         ids.append(task.id)
     for task_id in ids:
         reviews.approve(store, task_id, branches=lambda: GitBranches(trees))
@@ -84,7 +84,8 @@ def corral_round(
         done_at.append(time.perf_counter())  # this task is done: its change on the main
         return result
 
-    # The pass calls corral.reviews.merge for each task: the moment each returns is its land.
+    # The pass calls corral.usecases.reviews.merge for each task: the moment each returns is
+    # its land.
     reviews.merge = timed_merge
     start = time.perf_counter()
     try:

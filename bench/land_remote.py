@@ -33,11 +33,11 @@ import statistics
 import time
 
 import corral
+from corral.foundation.settings import Settings
 from corral.git.repo import Git
 from corral.git.task_worktrees import TaskWorktrees
 from corral.git.worktrees import WorktreeConfig, Worktrees
 from corral.model.tasks import NewTask
-from corral.settings import Settings
 from measure import Verdicts, banner, ms, new_store, register_worker, table, temp_dir
 from worktree_ops import ENV, generate, git
 
@@ -57,13 +57,13 @@ def corral_land(
     (seconds to commit, seconds to land)."""
     task = corral.enqueue(store, NewTask(title=f"bench {n}"))
     claim = corral.claim(store, task.id, worker_id)
-    entered = tasks.enter(store.get_task(task.id), claim.token, worker_id)
+    entered = tasks.enter(store.tasks.get_task(task.id), claim.token, worker_id)
     _write(entered.path, f"pkg{n % 50:02d}/corral{n}.py", f"VALUE = {n}\n")
     start = time.perf_counter()
     git(entered.path, "add", "-A")
     git(entered.path, "commit", "--quiet", "-m", f"corral: bench {n} ({task.id})")
     committed = time.perf_counter()
-    error = tasks.land(store.get_task(task.id), claim.token, tasks.final_commit(task.id))
+    error = tasks.land(store.tasks.get_task(task.id), claim.token, tasks.final_commit(task.id))
     landed = time.perf_counter()
     assert error is None, error
     corral.complete(store, task.id, token=claim.token)

@@ -28,11 +28,11 @@ import subprocess
 import time
 
 import corral
+from corral.foundation.settings import Settings
 from corral.git.repo import Git
 from corral.git.task_worktrees import TaskWorktrees
 from corral.git.worktrees import WorktreeConfig, Worktrees
 from corral.model.tasks import NewTask
-from corral.settings import Settings
 from measure import Verdicts, banner, ms, new_store, register_worker, table, temp_dir
 from worktree_ops import ENV, generate, git
 
@@ -50,11 +50,11 @@ def corral_land(store: corral.Store, tasks: TaskWorktrees, worker_id: str, n: in
     """Claim a task, enter its worktree, commit there; then time what follows the exit."""
     task = corral.enqueue(store, NewTask(title=f"bench {n}"))
     claim = corral.claim(store, task.id, worker_id)
-    running = store.get_task(task.id)
+    running = store.tasks.get_task(task.id)
     entered = tasks.enter(running, claim.token, worker_id)
     _commit_in(entered.path, f"pkg{n % 50:02d}/corral{n}.py", f"VALUE = {n}\n")
     start = time.perf_counter()
-    error = tasks.land(store.get_task(task.id), claim.token, tasks.final_commit(task.id))
+    error = tasks.land(store.tasks.get_task(task.id), claim.token, tasks.final_commit(task.id))
     took = time.perf_counter() - start
     assert error is None, error
     corral.complete(store, task.id, token=claim.token)

@@ -99,7 +99,7 @@ def trial(db: str, folder: str) -> tuple[float, int]:
         wait_running(store, WORKERS)
         parked = _wait_parked(store)
         time.sleep(1.0)  # claims that would slip past the park would show by now
-        events = store.list_events(EventFilter(limit=100_000))
+        events = store.events.list_events(EventFilter(limit=100_000))
     finally:
         _stop(proc, db)
         store.close()
@@ -114,7 +114,7 @@ def _wait_parked(store: Store) -> Event:
     """The provider.parked event, once there is one."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        found = store.list_events(EventFilter(names=("provider.parked",), limit=1))
+        found = store.events.list_events(EventFilter(names=("provider.parked",), limit=1))
         if found:
             return found[0]
         time.sleep(0.01)

@@ -28,7 +28,7 @@ from corral.model.workers import WorkerFilter
 from corral.store import Store
 from corral.store.postgres.driver import compile_queries
 from corral.store.queries import load_queries
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 from measure import Spread, Verdicts, banner, bulk_load, ms, store_url, table, temp_dir
 
 PAGE = 50
@@ -76,26 +76,28 @@ def seed(url: str, rows: int) -> None:
 
 def reads(store: Store, rows: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     """Per listing: (the first page, a page about `rows` - 100 rows in)."""
-    tasks = store.list_tasks(TaskFilter(limit=1, newest_first=True))[0].seq
-    events = store.list_events(EventFilter(limit=1))[0].id
-    far_worker = store.find_workers(WorkerFilter(limit=1))[0].seq + rows - 100
+    tasks = store.tasks.list_tasks(TaskFilter(limit=1, newest_first=True))[0].seq
+    events = store.events.list_events(EventFilter(limit=1))[0].id
+    far_worker = store.workers.find_workers(WorkerFilter(limit=1))[0].seq + rows - 100
     far_ready = PageKey(priority=0, seq=tasks - 500)  # the last priority, near its end
     return {
         "list": (
-            lambda: store.list_tasks(TaskFilter(limit=PAGE + 1)),
-            lambda: store.list_tasks(TaskFilter(limit=PAGE + 1, after_seq=tasks - 100)),
+            lambda: store.tasks.list_tasks(TaskFilter(limit=PAGE + 1)),
+            lambda: store.tasks.list_tasks(TaskFilter(limit=PAGE + 1, after_seq=tasks - 100)),
         ),
         "ready": (
-            lambda: store.ready_tasks(queue=None, kinds=(), limit=PAGE + 1),
-            lambda: store.ready_tasks(queue=None, kinds=(), limit=PAGE + 1, after=far_ready),
+            lambda: store.tasks.ready_tasks(queue=None, kinds=(), limit=PAGE + 1),
+            lambda: store.tasks.ready_tasks(queue=None, kinds=(), limit=PAGE + 1, after=far_ready),
         ),
         "events": (
-            lambda: store.list_events(EventFilter(limit=PAGE + 1)),
-            lambda: store.list_events(EventFilter(limit=PAGE + 1, before_id=events - rows + 100)),
+            lambda: store.events.list_events(EventFilter(limit=PAGE + 1)),
+            lambda: store.events.list_events(
+                EventFilter(limit=PAGE + 1, before_id=events - rows + 100)
+            ),
         ),
         "worker list": (
-            lambda: store.find_workers(WorkerFilter(limit=PAGE + 1)),
-            lambda: store.find_workers(WorkerFilter(limit=PAGE + 1, after_seq=far_worker)),
+            lambda: store.workers.find_workers(WorkerFilter(limit=PAGE + 1)),
+            lambda: store.workers.find_workers(WorkerFilter(limit=PAGE + 1, after_seq=far_worker)),
         ),
     }
 

@@ -31,12 +31,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import corral
-from corral.ids import TASK_PREFIX, new_id
+from corral.foundation.ids import TASK_PREFIX, new_id
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker, Worker
 from corral.store import Store, open_store
-from corral.tasks import enqueue
-from corral.workers import heartbeat, register
+from corral.usecases.tasks import enqueue
+from corral.usecases.workers import heartbeat, register
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
@@ -166,7 +166,7 @@ def register_worker(store: Store, name: str, *, max_concurrent: int = 1) -> str:
 def bulk_load(path: str, count: int, *, priorities: int = 1) -> list[str]:
     """Add `count` ready tasks, each with its `task.created` event, in one transaction.
 
-    The first task goes through `corral.tasks.enqueue`; the others are copies of the rows
+    The first task goes through `corral.usecases.tasks.enqueue`; the others are copies of the rows
     it wrote (tasks and events), with fresh ids, inserted by executemany. So every row
     and every index is what `enqueue` leaves, whatever its parameters are this week,
     without a round of Python per task. Priorities cycle through 0..priorities-1, so
@@ -369,7 +369,7 @@ def wait_for_worker(
     deadline = time.monotonic() + timeout_s
     with open_store(path) as store:
         while time.monotonic() < deadline:
-            for worker in store.list_workers():
+            for worker in store.workers.list_workers():
                 if worker.name == name and str(worker.status) in statuses:
                     return worker
             if not alive():

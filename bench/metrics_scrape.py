@@ -185,7 +185,7 @@ def cycle(url: str, worker: str, title: str) -> None:
     with open_store(url) as store:
         task = corral.enqueue(store, NewTask(title=title)).id
         claim = corral.claim(store, task, worker)
-        run = store.start_run(
+        run = store.runs.start_run(
             NewRun(
                 task_id=task,
                 worker_id=worker,
@@ -198,7 +198,7 @@ def cycle(url: str, worker: str, title: str) -> None:
                 stderr_path=None,
             )
         )
-        store.finish_run(run.id, outcome=RunOutcome.DONE, exit_code=0)
+        store.runs.finish_run(run.id, outcome=RunOutcome.DONE, exit_code=0)
         corral.complete(store, task, token=claim.token)
 
 
@@ -333,12 +333,12 @@ def measure(dialect: str, runs: int, samples: int, port: int) -> dict[str, Any]:
                 busy.append(serve.get("/metrics")[0])
             floor = [serve.get("/healthz")[0] for _ in range(samples)]
         with open_store(url) as store:
-            cursor = store.event_tallies(None)[1]
+            cursor = store.tallies.event_tallies(None)[1]
             parts = {
-                "tallies, whole log": timed(lambda: store.event_tallies(None), 1),
-                "tallies, after the cursor": timed(lambda: store.event_tallies(cursor)),
-                "tasks by queue, kind, status": timed(store.task_gauges),
-                "workers": timed(store.list_workers),
+                "tallies, whole log": timed(lambda: store.tallies.event_tallies(None), 1),
+                "tallies, after the cursor": timed(lambda: store.tallies.event_tallies(cursor)),
+                "tasks by queue, kind, status": timed(store.tasks.task_gauges),
+                "workers": timed(store.workers.list_workers),
             }
     return {
         "load_s": load_s,

@@ -56,7 +56,7 @@ def recovery(kills: int) -> list[float]:
         with running(db, workers=1, exec_cmd="sleep 30"):
             for _ in range(kills):
                 task = _until(lambda: _running_task(store, task_id))
-                pid = store.get_worker(task.worker_id).pid
+                pid = store.workers.get_worker(task.worker_id).pid
                 assert pid is not None  # a pool worker records its pid
                 killed_at = time.time()
                 os.kill(pid, signal.SIGKILL)
@@ -68,15 +68,15 @@ def recovery(kills: int) -> list[float]:
 
 
 def _running_task(store: Store, task_id: str):  # type: ignore[no-untyped-def]
-    task = store.get_task(task_id)
+    task = store.tasks.get_task(task_id)
     if task.status is TaskStatus.RUNNING and task.worker_id:
-        worker = store.get_worker(task.worker_id)
+        worker = store.workers.get_worker(task.worker_id)
         return task if worker.status is WorkerStatus.BUSY else None
     return None
 
 
 def _requeue_event(store: Store, task_id: str, token: int):  # type: ignore[no-untyped-def]
-    for event in store.list_events(EventFilter(task_id=task_id, limit=1000)):
+    for event in store.events.list_events(EventFilter(task_id=task_id, limit=1000)):
         if event.name == "task.retry_scheduled" and event.token == token:
             return event
     return None
@@ -95,7 +95,7 @@ def spawn_times(spawns: int) -> list[float]:
             exited.clear()
             began = time.perf_counter()
             process = worker_process.spawn(
-                f"slot-{n}", pool=settings.pool, env=pool_env(db), layout=layout,
+                f"slot-{n}", options=settings.pool.options, env=pool_env(db), layout=layout,
                 on_exit=lambda pid, code: exited.set(),
             )  # fmt: skip
             _until(lambda: _idle_pid(store, process.pid))  # noqa: B023 - waited on at once
@@ -108,7 +108,7 @@ def spawn_times(spawns: int) -> list[float]:
 
 
 def _idle_pid(store: Store, pid: int) -> bool:
-    return any(w.pid == pid for w in store.list_workers((WorkerStatus.IDLE,)))
+    return any(w.pid == pid for w in store.workers.list_workers((WorkerStatus.IDLE,)))
 
 
 def rss_with_8_workers() -> float:
@@ -146,7 +146,7 @@ def stop_times(stops: int) -> list[float]:
                 )
                 times.append(time.perf_counter() - began)
                 proc.wait(timeout=30)
-            assert str(store.get_orchestrator().status) == "stopped"
+            assert str(store.orchestrators.get_orchestrator().status) == "stopped"
         store.close()
     return times
 

@@ -34,7 +34,7 @@ def one_round(workers: int, tasks: int) -> float:
             enqueue(store, NewTask(title=f"sleep {n}"), settings=settings)
         with running(db, workers=workers, exec_cmd="sleep 0.2"):
             wait_all_done(store, tasks)
-        events = store.list_events(EventFilter(limit=100_000))
+        events = store.events.list_events(EventFilter(limit=100_000))
         store.close()
     began = min(e.at for e in events if e.name == "task.claimed")
     ended = max(e.at for e in events if e.name == "task.completed")

@@ -109,20 +109,20 @@ def _until(predicate, timeout_s: float = 60.0, interval_s: float = 0.002):  # ty
 
 def _fill(store: Store, env: dict[str, str], backlog: int) -> None:
     """Enough ready tasks that every worker has one to claim after the outage."""
-    ready = store.list_tasks(TaskFilter(statuses=(TaskStatus.READY,), limit=1000))
+    ready = store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.READY,), limit=1000))
     for _ in range(backlog - len(ready)):
         enqueue(store, NewTask(title="work"), settings=load_settings(env))
 
 
 def _busy(store: Store) -> bool:
-    running = store.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,), limit=100))
+    running = store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,), limit=100))
     return len(running) == WORKERS
 
 
 def _claims_after(store: Store, back_at: datetime) -> list[datetime]:
     """The first claim of each worker committed after `back_at`, in order."""
     first: dict[str, datetime] = {}
-    for e in store.list_events(EventFilter(names=("task.claimed",), limit=100_000)):
+    for e in store.events.list_events(EventFilter(names=("task.claimed",), limit=100_000)):
         if e.at > back_at and e.worker_id is not None:
             first[e.worker_id] = min(first.get(e.worker_id, e.at), e.at)
     return sorted(first.values())

@@ -12,7 +12,8 @@ the processes are released together until the last one finds the queue empty.
   autocommit as the driver runs them (`Driver.call`: one round trip). Tuples for rows,
   no records, no pool. It is not a loop of the statements inside the function: those run
   on the server for corral and raw alike.
-- `corral`: `corral.claims.claim_next` then `corral.claims.complete` through `open_store`.
+- `corral`: `corral.usecases.claims.claim_next` then `corral.usecases.claims.complete`
+  through `open_store`.
 - `procrastinate`: the peer (extra `pgbench-peer`), a no-op task deferred as many times,
   drained by `app.run_worker(concurrency=1, wait=False)` in each process.
 
@@ -34,11 +35,12 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from corral import claims, tasks
+from corral.model.exchange import COMPLETED_TO
 from corral.model.states import ALLOWED_FROM, CLAIMING
 from corral.model.tasks import NewTask
 from corral.store import open_store
 from corral.store.postgres.driver import compile_queries
+from corral.usecases import claims, tasks
 from measure import Verdicts, banner, register_worker, run_processes, table
 from pg_peer import SERVER, copy_task, load_procrastinate, procrastinate_app, scratch_database
 
@@ -98,9 +100,11 @@ class RawCycle:
             "run": None,
             "run_ids": [],
             "claiming": sorted(CLAIMING),
+            "completed_to": list(COMPLETED_TO),
             "return_tasks": not limit,
             **{a: sorted(ALLOWED_FROM[a]) for a in REPORT_ACTIONS},
             "unblock": sorted(ALLOWED_FROM["unblock"]),
+            "namespace": "default",  # the store handle's, as its driver binds it
         }
         return self.cur.execute(self.write["exchange_on_server"], params).fetchall()
 

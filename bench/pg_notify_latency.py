@@ -24,7 +24,7 @@ import psycopg
 
 from corral.model.tasks import NewTask
 from corral.store import Store, open_store
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 from measure import (
     VENV_BIN,
     Spread,
@@ -61,7 +61,7 @@ def pick_up_s(url: str, task_id: str) -> float:
 def wait_done(store: Store, task_id: str) -> None:
     """Until the task is done; RuntimeError after DONE_TIMEOUT_S."""
     deadline = time.monotonic() + DONE_TIMEOUT_S
-    while str(store.get_task(task_id).status) != "done":
+    while str(store.tasks.get_task(task_id).status) != "done":
         if time.monotonic() > deadline:
             raise RuntimeError(f"task {task_id} was not done within {DONE_TIMEOUT_S:g} s")
         time.sleep(0.01)

@@ -78,7 +78,7 @@ def wait_running(store: Store, workers: int, timeout_s: float = 60) -> None:
     """Until the row is running and `workers` slots have registered workers."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        state = store.get_orchestrator()
+        state = store.orchestrators.get_orchestrator()
         if str(state.status) == "running" and workers == sum(
             s["state"] == "running" for s in state.slots
         ):
@@ -91,7 +91,7 @@ def wait_all_done(store: Store, count: int, timeout_s: float = 300) -> None:
     """Until `count` tasks are done."""
     deadline = time.monotonic() + timeout_s
     flt = TaskFilter(statuses=(TaskStatus.DONE,), limit=count + 1)
-    while len(store.list_tasks(flt)) < count:
+    while len(store.tasks.list_tasks(flt)) < count:
         if time.monotonic() > deadline:
             raise SystemExit(f"{count} tasks not done within {timeout_s} s")
         time.sleep(0.005)

@@ -23,7 +23,7 @@ import time
 
 import corral
 from corral import NewRun, NewTask, NewWorker
-from corral.ids import RUN_PREFIX, TASK_PREFIX, new_id
+from corral.foundation.ids import RUN_PREFIX, TASK_PREFIX, new_id
 from measure import (
     ROOT,
     Spread,
@@ -47,7 +47,7 @@ def load_finished(path: str, count: int) -> None:
         worker = corral.register(store, NewWorker(name="old")).worker.id
         task = corral.enqueue(store, NewTask(title="old task")).id
         claim = corral.claim(store, task, worker)
-        store.start_run(
+        store.runs.start_run(
             NewRun(task_id=task, worker_id=worker, token=claim.token, attempt=1, prompt="p",
                    command=("agent",), cwd="/", transcript_path=None, stderr_path=None)
         )  # fmt: skip

@@ -36,6 +36,7 @@ SCRIPTS = (
     "outage_recovery",
     "runner_outage",
     "agent_stream",
+    "tracing_cost",
     "limit_park",
     "metrics_scrape",
     "dashboard_pages",
@@ -46,6 +47,8 @@ SCRIPTS = (
     "serve_handover",
     "serve_idle",
     "serve_startup",
+    "mcp_roundtrip",
+    "dead_worker_detection",
 )
 TIMEOUT_S = 900  # pg_runner_throughput drains 20,000 tasks nine times
 

@@ -63,7 +63,7 @@ def start_runner(folder: str, path: str, name: str, log: Any) -> Any:
 def check_stopped(code: int | None, path: str, name: str, log: str) -> None:
     """Raise unless the runner exited 0 on SIGTERM and its worker is offline."""
     with open_store(path) as store:
-        status = next(str(w.status) for w in store.list_workers() if w.name == name)
+        status = next(str(w.status) for w in store.workers.list_workers() if w.name == name)
     if code != 0 or status != "offline":
         raise RuntimeError(f"{name} exited {code}, worker {status}:\n{tail(log)}")
 

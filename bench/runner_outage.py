@@ -106,7 +106,7 @@ def _first_completion_after(url: str, since: datetime, timeout_s: float = 60) ->
         try:
             with open_store(url) as store:
                 found = EventFilter(names=("task.completed",), since_at=since, limit=1000)
-                events = store.list_events(found)
+                events = store.events.list_events(found)
         except corral.CorralError:
             time.sleep(0.01)
             continue
@@ -122,7 +122,7 @@ def _all_registered(url: str, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     with open_store(url) as store:
         working = (corral.WorkerStatus.IDLE, corral.WorkerStatus.BUSY)
-        while len(store.list_workers(working)) < RUNNERS:
+        while len(store.workers.list_workers(working)) < RUNNERS:
             if time.monotonic() > deadline:
                 raise SystemExit(f"the runners did not all register within {timeout_s} s")
             time.sleep(0.05)
@@ -140,8 +140,10 @@ def _outage(cluster: Cluster, down_s: float) -> float:
 def _promise_holds(url: str) -> tuple[bool, str]:
     """Every task claimed once per run, none done twice; what was found."""
     with open_store(url) as store:
-        events = store.list_events(EventFilter(limit=1_000_000))
-        running = store.list_tasks(corral.TaskFilter(statuses=(TaskStatus.RUNNING,), limit=100))
+        events = store.events.list_events(EventFilter(limit=1_000_000))
+        running = store.tasks.list_tasks(
+            corral.TaskFilter(statuses=(TaskStatus.RUNNING,), limit=100)
+        )
     completed = Counter(e.task_id for e in events if e.name == "task.completed")
     twice = [t for t, n in completed.items() if n > 1]
     return not twice and len(running) <= RUNNERS, (

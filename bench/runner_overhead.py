@@ -101,9 +101,14 @@ def started_at(log: str) -> float:
 # -- profile (a child process) --------------------------------------------------------------
 
 PHASES = [
-    ("corral.store", "Store", "exchange", "store.exchange: report + claim (write transaction)"),
-    ("corral.runtime.worker.slots", None, "event", "runner: log lines (DEBUG: off)"),
-    ("corral.runtime.worker.exchanges", None, "event", "runner: log lines (DEBUG: off)"),
+    (
+        "corral.store.claims",
+        "Claims",
+        "exchange",
+        "store.claims.exchange: report + claim (write transaction)",
+    ),
+    ("corral.runtime.worker.lanes", None, "event", "runner: log lines (DEBUG: off)"),
+    ("corral.runtime.worker.batches", None, "event", "runner: log lines (DEBUG: off)"),
     ("corral.runtime.worker.command_job", None, "prepare", "prompt, environment, paths"),
     (
         "corral.runtime.worker.executor",
@@ -163,9 +168,9 @@ def profile_child(path: str, tasks: int) -> dict[str, Any]:
 
     import psutil
 
+    from corral.foundation.settings import load_settings
     from corral.runtime.worker.command_job import CommandJob
     from corral.runtime.worker.runner import Runner, RunnerConfig
-    from corral.settings import load_settings
     from corral.store import open_store
     from corral.store.location import config_path, runs_dir
 

@@ -1,7 +1,7 @@
 """Schedules: the cost of one scheduler pass, and the latency of a fire, on both stores.
 
 Pass (in-process, the store on an injected clock so that exactly the wanted schedules are
-due): each sample moves the clock one minute and times `corral.schedules.fire_due`, which
+due): each sample moves the clock one minute and times `corral.usecases.schedules.fire_due`, which
 finds the due schedules, plans them and makes one fire and one task for each. Three
 stores in a row, each the last plus more:
 
@@ -32,8 +32,8 @@ import psycopg
 
 from corral import FakeClock, Settings, open_store
 from corral.model.schedules import NewSchedule, Overlap
-from corral.schedules import add_schedule, fire_due
 from corral.store import Store
+from corral.usecases.schedules import add_schedule, fire_due
 from measure import (
     VENV_BIN,
     Spread,
@@ -169,7 +169,7 @@ def latency(dialect: str, seconds: float, interval_s: float) -> Spread:
             time.sleep(seconds)
             stop_gently(proc)
         with open_store(url) as store:
-            fires = store.schedule_fires("tick", 100_000)
+            fires = store.schedules.schedule_fires("tick", 100_000)
     # The first pass catches up the seconds the orchestrator took to start: not latency.
     started = min(f.recorded_at for f in fires)
     steady = [f for f in fires if f.recorded_at > started]

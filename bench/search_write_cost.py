@@ -4,7 +4,7 @@ tasks, and claiming and completing them, with the index beside the same without 
 For each store two fresh stores are made; the floor has the index taken out (SQLite: the
 FTS5 table task_text and its three triggers; PostgreSQL: the table task_text, its
 trigger and its GIN index). In each of --rounds rounds, on each store in turn: --tasks tasks are
-added through `corral.tasks.enqueue` (a title, a 300-character description and a payload
+added through `corral.usecases.tasks.enqueue` (a title, a 300-character description and a payload
 of a dozen fields: what an agent's task carries), then one worker claims and completes
 them all (`claims.claim_next`, `claims.complete`), one process. Figures are medians over
 the rounds, in operations per second; the ratio is with the index over without (1.00: it
@@ -26,10 +26,11 @@ import time
 import psycopg
 
 import measure
-from corral import claims, open_store
+from corral import open_store
 from corral.model.tasks import NewTask
 from corral.store import Store
-from corral.tasks import enqueue
+from corral.usecases import claims
+from corral.usecases.tasks import enqueue
 
 ADD_RATIO = 1.25  # the index may cost an add a quarter of its time at most
 CLAIM_RATIO = 1.10  # and a claim + complete a tenth

@@ -40,12 +40,12 @@ def runner(url: str, token: str, notes: Any) -> None:
     """A remote runner whose exchanges note each task they return held (in the child)."""
     import logging
 
-    from corral.store.remote.client import RemoteStore
+    from corral.store.claims import Claims
 
     logging.disable(logging.WARNING)  # its start, stop, and the poll its stop cuts
-    original = RemoteStore.exchange
+    original = Claims.exchange
 
-    def noted(self: RemoteStore, *args: Any, **kwargs: Any) -> Any:
+    def noted(self: Claims, *args: Any, **kwargs: Any) -> Any:
         sent = time.perf_counter()
         done = original(self, *args, **kwargs)
         returned = time.perf_counter()
@@ -53,7 +53,7 @@ def runner(url: str, token: str, notes: Any) -> None:
             notes.put((held.task.id, sent, returned))
         return done
 
-    RemoteStore.exchange = noted  # type: ignore[method-assign]  # the measuring wrapper
+    Claims.exchange = noted  # type: ignore[method-assign]  # the measuring wrapper
     corral.run_worker(lambda task, ctx: None, db=url, token=token, name="bench-handover")
 
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import psutil
 
-from corral.store import open_store
-from corral.store.remote.client import RemoteStore
-from corral.tokens import create_token
+from corral.store import Store, open_store
+from corral.store.remote.transport import HttpTransport
+from corral.usecases.api_tokens import create_token
 from measure import free_port, fresh_process_env, store_url, tail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,10 +71,10 @@ class Server:
                 rss += proc.memory_info().rss
         return Usage(cpu_s=cpu, rss_bytes=rss)
 
-    def remote(self, role: str = "worker") -> RemoteStore:
+    def remote(self, role: str = "worker") -> Store:
         """A remote store on this server with its `role` token."""
         token = self.operator_token if role == "operator" else self.worker_token
-        return RemoteStore(self.url, token=token)
+        return open_store(self.url, token=token)
 
     def env(self, role: str = "worker") -> dict[str, str]:
         """The environment of a `corral` command run against this server."""
@@ -110,10 +110,10 @@ def floor_server(folder: str) -> Iterator[Server]:
         )
 
 
-def floor_post(store: RemoteStore, body: bytes) -> None:
+def floor_post(transport: HttpTransport, body: bytes) -> None:
     """One POST to the floor's route through the remote store's own request code (its
     thread's keep-alive connection, JSON answer read as a store call's is)."""
-    store._post(FLOOR_PATH, body, wait_s=0.0)  # the client's own code path
+    transport._post(FLOOR_PATH, body, wait_s=0.0)  # the client's own code path
 
 
 @contextmanager

@@ -4,7 +4,7 @@ on SQLite and on PostgreSQL.
 Per store, a fresh `corral serve` (serve_harness.py) over an empty store, and --workers
 remote workers held by --processes forked processes, as real runners hold them: each
 worker is registered through the server with the worker token, and has a thread of its own
-whose `RemoteStore.exchange` asks for a task, the remote runner's real call (it long-polls
+whose `store.claims.exchange` asks for a task, the remote runner's real call (it long-polls
 the server up to 30 s, then asks again at once), on its own keep-alive connection. Once
 every worker waits and --settle-s has passed, the script reads the server process's CPU
 (user + system, psutil) at the start and end of two windows of --seconds, sampling its RSS
@@ -31,9 +31,9 @@ import threading
 import time
 from typing import Any
 
-from corral.errors import StoreError
-from corral.model.batches import ClaimAsk, RunStart
-from corral.settings import Settings
+from corral.foundation.errors import StoreError
+from corral.foundation.settings import Settings
+from corral.model.exchange import ClaimAsk, RunStart
 from measure import Verdicts, banner, register_worker, table, temp_dir
 from serve_harness import Server, served
 
@@ -48,11 +48,11 @@ def idle_child(url: str, token: str, names: range, beat_s: float, flags: dict[st
     heartbeats while `flags["beat"]` is set."""
     import logging
 
-    from corral.store.remote.client import RemoteStore
-    from corral.workers import heartbeat
+    from corral.store import open_store
+    from corral.usecases.workers import heartbeat
 
     logging.disable(logging.WARNING)
-    store = RemoteStore(url, token=token)
+    store = open_store(url, token=token)
     store.wake_on_work(threading.Event())  # as a runner does: its claims long-poll from now
     ids = [register_worker(store, f"idle-{n}") for n in names]
     count = len(ids)
@@ -77,7 +77,7 @@ def _poll(store: Any, worker_id: str, stop: Any) -> None:
     """A runner's idle loop: ask for work, wait on the server, ask again."""
     while not stop.is_set():
         try:
-            store.exchange(worker_id, ask=ASK)
+            store.claims.exchange(worker_id, ask=ASK)
         except StoreError:
             if not stop.is_set():
                 raise

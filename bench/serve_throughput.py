@@ -4,7 +4,7 @@ beside the floor of the same framework and server, and the same runners on the s
 For each runner count N, three things run one after the other (the order is the same in
 every rep; --reps reps, the figures are medians):
 
-- floor: N processes, each a `RemoteStore` on a Starlette app whose one POST route reads
+- floor: N processes, each a remote store's transport on a Starlette app whose one POST route reads
   its body and answers `{"result":{}}`, under uvicorn with `corral serve`'s options
   (serve_harness.py); each process posts --tasks/N times through the remote store's own
   request code (one keep-alive http.client connection, the answer's JSON read). A cycle of
@@ -66,9 +66,9 @@ def runner_child(start: Any, db: str, token: str | None, tasks: int, name: str) 
 
 def floor_child(start: Any, url: str, requests: int) -> list[float]:
     """`requests` POSTs to the floor through a remote store: the instant each answered."""
-    from corral.store.remote.client import RemoteStore
+    from corral.store.remote.transport import HttpTransport
 
-    store = RemoteStore(url, token="corral_floor")  # noqa: S106 - the floor checks none
+    store = HttpTransport(url, token="corral_floor")  # noqa: S106 - the floor checks none
     floor_post(store, FLOOR_BODY)  # the connection opened before the clock
     done: list[float] = []
     start.wait()

@@ -3,7 +3,7 @@
 - The store (SQLite): --finished tasks done, each with its completed claim, finished run,
   event and where its work ended (landed over a day ago, one in a hundred kept),
   bulk-inserted as copies of rows corral wrote (measure.bulk_load, then one transaction
-  of executemany); and --running tasks claimed through corral.claims by 50
+  of executemany); and --running tasks claimed through corral.usecases.claims by 50
   workers, each with a started run whose 20 KB transcript file is on disk.
 - One redraw is what the screen does every interval: corral.runtime.pool.glance.glance
   for a 50-row screen (counts, the oldest 50 running tasks, the last line of each one's
@@ -23,14 +23,14 @@ import os
 import sqlite3
 import time
 
-from corral import claims
 from corral.cli.watch_layout import screen
+from corral.foundation.settings import Settings
 from corral.model.runs import NewRun
 from corral.model.tasks import NewTask
 from corral.runtime.pool.glance import glance
-from corral.settings import Settings
 from corral.store import Store, open_store
-from corral.tasks import enqueue
+from corral.usecases import claims
+from corral.usecases.tasks import enqueue
 from measure import Spread, Verdicts, banner, bulk_load, ms, register_worker, table, temp_dir
 
 CPU_TARGET_S = 0.050  # per redraw, p95
@@ -94,7 +94,7 @@ def start_running(store: Store, folder: str, workers: list[str], count: int) -> 
             transcript_path=transcript,
             stderr_path=None,
         )
-        store.start_run(spec)
+        store.runs.start_run(spec)
 
 
 def build(folder: str, finished: int, running: int) -> str:

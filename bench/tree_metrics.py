@@ -1,7 +1,7 @@
 """What the agent metrics cost a runner's heartbeat: the CPU time of one sample of a task's
 process tree (runtime/worker/tree_metrics.py) for a tree of 1 process and of 20, on the
 Linux /proc path and on the portable (psutil) one, beside the floor measured in the same
-run: one bare heartbeat write (corral.workers.heartbeat with no figures) on a SQLite store.
+run: one bare heartbeat write (corral.usecases.workers.heartbeat with no figures) on a SQLite store.
 
     .venv/bin/python bench/tree_metrics.py [--samples 2000]
 
@@ -20,10 +20,11 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from corral import Settings, workers
-from corral.clock import SystemClock
+from corral import Settings
+from corral.foundation.clock import SystemClock
 from corral.runtime.worker import proctree
 from corral.runtime.worker.tree_metrics import TreeSampler
+from corral.usecases import workers
 from measure import Verdicts, banner, new_store, register_worker, table, temp_dir
 
 # Seed 000 allows a heartbeat 1% of a core; the agent metrics may take a tenth of that,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -164,10 +165,10 @@ class Reviewer:
         """One look at the store: answer what waits for a person, review what waits for
         review, kill the slow task's worker once."""
         asking = corral.TaskFilter(statuses=(corral.TaskStatus.WAITING,))
-        for task in self.store.list_tasks(asking):
+        for task in self.store.tasks.list_tasks(asking):
             cli("answer", task.id, "The README reads well; say so in one line at its end.")
         in_review = corral.TaskFilter(statuses=(corral.TaskStatus.IN_REVIEW,))
-        for task in self.store.list_tasks(in_review):
+        for task in self.store.tasks.list_tasks(in_review):
             if task.id == self.roles["review-0"] and task.id not in self.asked:
                 self.asked.add(task.id)
                 cli("request-changes", task.id, "--note", "please add a test")
@@ -175,7 +176,7 @@ class Reviewer:
                 cli("approve", task.id, "--merge", "--note", "looks good")
         # An approved task whose merge git refused for the moment (the base checkout busy
         # with a landing under heavy load): the reviewer merges it again, as a person would.
-        for task in self.store.list_tasks(
+        for task in self.store.tasks.list_tasks(
             corral.TaskFilter(statuses=(corral.TaskStatus.APPROVED,))
         ):
             cli("merge", task.id)
@@ -184,13 +185,13 @@ class Reviewer:
 
     def kill_slow_worker(self) -> None:
         """SIGKILL the worker process running the slow task, once it has run a while."""
-        task = self.store.get_task(self.roles["slow"])
+        task = self.store.tasks.get_task(self.roles["slow"])
         if task.status is not corral.TaskStatus.RUNNING or task.worker_id is None:
             return
-        claim = self.store.active_claim(task.id)
+        claim = self.store.claims.active_claim(task.id)
         if claim is None or (self.store.now() - claim.claimed_at).total_seconds() < KILL_AFTER_S:
             return
-        worker = self.store.get_worker(task.worker_id)
+        worker = self.store.workers.get_worker(task.worker_id)
         if worker.pid is None:
             return
         print(f"  demo: kill -9 {worker.pid}  ({worker.name}, mid-way through {task.id})")
@@ -200,7 +201,7 @@ class Reviewer:
 
 def unfinished(store: corral.Store) -> int:
     """Tasks not yet done or failed."""
-    counts = store.task_counts()
+    counts = store.tasks.task_counts()
     return sum(n for status, n in counts.items() if status not in ("done", "failed"))
 
 
@@ -240,9 +241,9 @@ def main() -> int:
         cli("branches")
         cli("usage", "--by", "agent")
         cli("status")
-        tasks = store.list_tasks(corral.TaskFilter())
+        tasks = store.tasks.list_tasks(corral.TaskFilter())
         done = sum(t.status is corral.TaskStatus.DONE for t in tasks)
-        runs = len(store.list_runs(limit=1000))
+        runs = len(store.runs.list_runs(limit=1000))
         story = told(store, roles, reviewer)
     stranded = [b for b in _json(branches.stdout) if b["where"] != "landed"]
     dirty = git("status", "--porcelain")
@@ -253,7 +254,8 @@ def main() -> int:
     )
     for what, happened in story.items():
         print(f"  {'yes' if happened else 'NO '}  {what}")
-    print(f"look around: cd {REPO} && corral events --limit 30 && corral runs")
+    exe = _corral_command()
+    print(f"look around: cd {shlex.quote(str(REPO))} && {exe} events --limit 30 && {exe} runs")
     whole = done == len(tasks) == 18 and not stranded and not dirty and all(story.values())
     return 0 if whole else 1
 
@@ -262,7 +264,7 @@ def told(store: corral.Store, roles: dict[str, str], reviewer: Reviewer) -> dict
     """Whether each turn of the story happened, from the store's own record."""
 
     def events(role: str) -> set[str]:
-        found = store.list_events(corral.EventFilter(task_id=roles[role], limit=1000))
+        found = store.events.list_events(corral.EventFilter(task_id=roles[role], limit=1000))
         return {e.name for e in found}
 
     themes = events("conflict-blue") | events("conflict-green")
@@ -280,6 +282,15 @@ def told(store: corral.Store, roles: dict[str, str], reviewer: Reviewer) -> dict
         <= events("unsure"),
         "corral committed what the agents left, and landed it": corral_committed(),
     }
+
+
+def _corral_command() -> str:
+    """`corral` where the shell finds this one, else its path, quoted for the shell (`make
+    run` does not put the virtual environment on the PATH)."""
+    here = os.path.join(os.path.dirname(sys.executable), "corral")
+    found = shutil.which("corral")
+    same = found and os.path.realpath(found) == os.path.realpath(here)
+    return "corral" if same else shlex.quote(here)
 
 
 def corral_committed() -> bool:

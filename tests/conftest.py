@@ -18,7 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from corral import Claim, FakeClock, NewRun, Settings, Store, open_store
+import corral
+from corral import (
+    Claim,
+    FakeClock,
+    NewRun,
+    NewTask,
+    NewWorker,
+    RunOutcome,
+    Settings,
+    Store,
+    open_store,
+)
+from corral.foundation.process_keys import key_digest
 
 # Dialects the store conformance suite runs on.
 STORE_DIALECTS = ["sqlite", "postgresql"]
@@ -129,6 +141,15 @@ def corral_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def allowing(env: dict[str, str]) -> dict[str, str]:
+    """`env` with `CORRAL_ENV_ALLOW` naming its variables other than corral's own, as a user
+    lets a command's variables through to its tasks; unless `env` says what to allow."""
+    passed = [name for name in env if not name.startswith("CORRAL_")]
+    if not passed or "CORRAL_ENV_ALLOW" in env:
+        return env
+    return {"CORRAL_ENV_ALLOW": ",".join(passed), **env}
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Iterator[object]:
     """Run `corral ARGS` as a fresh process against a temporary store."""
@@ -137,7 +158,7 @@ def cli(tmp_path: Path) -> Iterator[object]:
     def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
         full_env["CORRAL_DB"] = db
-        full_env.update(env or {})
+        full_env.update(allowing(env or {}))
         proc = subprocess.run(
             [CORRAL, *args],
             capture_output=True,
@@ -166,3 +187,33 @@ def run_under(claim: Claim, *, transcript_path: str | None, stderr_path: str | N
         transcript_path=transcript_path,
         stderr_path=stderr_path,
     )
+
+
+def finished_run(db: str, runs_key: str) -> str:
+    """The id of a run of store `db` that has finished, of a worker that recorded the hash
+    of `runs_key` (the key its runs' processes hold: corral.foundation.processes)."""
+    store = open_store(db)
+    try:
+        spec = NewWorker(name="w", runs_key_hash=key_digest(runs_key))
+        worker = corral.register(store, spec).worker
+        task = corral.enqueue(store, NewTask(title="ran"))
+        claimed = corral.claim(store, task.id, worker.id)
+        run = store.runs.start_run(run_under(claimed, transcript_path=None, stderr_path=None))
+        store.runs.finish_run(run.id, outcome=RunOutcome.DONE, exit_code=0)
+    finally:
+        store.close()
+    return run.id
+
+
+def sandbox_or_skip(kind: str) -> None:
+    """Skip, with the reason, where `kind`'s engine is missing or cannot make a sandbox
+    here (a user without privileges and without user namespaces; podman where its
+    runtime cannot start a container). Under CI, as root, bwrap must work: CI installs it."""
+    from corral.runtime.worker.sandbox import probe
+
+    _, problem = probe(kind)
+    if problem is None:
+        return
+    if kind == "bwrap" and os.environ.get("CI") == "true" and os.getuid() == 0:
+        pytest.fail(f"bwrap must work under CI: {problem}")
+    pytest.skip(f"{kind} cannot run here: {problem}")

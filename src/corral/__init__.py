@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 # is derived from it, and the TYPE_CHECKING imports below (for type checkers only) are
 # checked against it by tests/unit/test_public_api.py.
 _HOMES = {
-    "corral.claims": [
+    "corral.usecases.claims": [
         "claim",
         "claim_next",
         "complete",
@@ -40,9 +40,9 @@ _HOMES = {
         "renew",
         "wait",
     ],
-    "corral.clock": ["Clock", "FakeClock", "SystemClock"],
-    "corral.diagnosis": ["Diagnosis", "why"],
-    "corral.errors": [
+    "corral.foundation.clock": ["Clock", "FakeClock", "SystemClock"],
+    "corral.usecases.diagnosis": ["Diagnosis", "why"],
+    "corral.foundation.errors": [
         "CorralError",
         "InvalidInput",
         "InvalidTransition",
@@ -62,15 +62,15 @@ _HOMES = {
     "corral.model.states": ["ClaimStatus", "TaskStatus", "WorkerStatus"],
     "corral.model.tasks": ["NewTask", "Task", "TaskFilter"],
     "corral.model.workers": ["BeatFigures", "NewWorker", "Worker", "WorkerFilter"],
-    "corral.policies": ["QueueLimits"],
-    "corral.queues": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
-    "corral.reconcile": ["ReconcileReport", "reconcile_once"],
+    "corral.foundation.policies": ["QueueLimits"],
+    "corral.usecases.queues": ["apply_configured_limits", "queue_stats", "set_queue_limits"],
+    "corral.usecases.reconcile": ["ReconcileReport", "reconcile_once"],
     "corral.runtime.worker.api": ["run_worker"],
-    "corral.schedules": ["add_schedule", "fire_due"],
-    "corral.settings": ["Settings", "load_settings"],
+    "corral.usecases.schedules": ["add_schedule", "fire_due"],
+    "corral.foundation.settings": ["Settings", "load_settings"],
     "corral.store": ["Store", "open_store"],
-    "corral.tasks": ["answer", "cancel", "enqueue", "retry"],
-    "corral.workers": ["Beat", "deregister", "drain", "heartbeat", "register"],
+    "corral.usecases.tasks": ["answer", "cancel", "enqueue", "retry"],
+    "corral.usecases.workers": ["Beat", "deregister", "drain", "heartbeat", "register"],
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = sorted(_HOME_OF)  # noqa: PLE0605 - derived from the one table above
@@ -91,29 +91,22 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
-    from corral.claims import claim as claim
-    from corral.claims import claim_next as claim_next
-    from corral.claims import complete as complete
-    from corral.claims import defer as defer
-    from corral.claims import fail as fail
-    from corral.claims import release as release
-    from corral.claims import renew as renew
-    from corral.claims import wait as wait
-    from corral.clock import Clock as Clock
-    from corral.clock import FakeClock as FakeClock
-    from corral.clock import SystemClock as SystemClock
-    from corral.diagnosis import Diagnosis as Diagnosis
-    from corral.diagnosis import why as why
-    from corral.errors import CorralError as CorralError
-    from corral.errors import InvalidInput as InvalidInput
-    from corral.errors import InvalidTransition as InvalidTransition
-    from corral.errors import LimitReached as LimitReached
-    from corral.errors import NotFound as NotFound
-    from corral.errors import Refused as Refused
-    from corral.errors import SchemaTooNew as SchemaTooNew
-    from corral.errors import StaleToken as StaleToken
-    from corral.errors import StoreError as StoreError
-    from corral.errors import WorkerUnavailable as WorkerUnavailable
+    from corral.foundation.clock import Clock as Clock
+    from corral.foundation.clock import FakeClock as FakeClock
+    from corral.foundation.clock import SystemClock as SystemClock
+    from corral.foundation.errors import CorralError as CorralError
+    from corral.foundation.errors import InvalidInput as InvalidInput
+    from corral.foundation.errors import InvalidTransition as InvalidTransition
+    from corral.foundation.errors import LimitReached as LimitReached
+    from corral.foundation.errors import NotFound as NotFound
+    from corral.foundation.errors import Refused as Refused
+    from corral.foundation.errors import SchemaTooNew as SchemaTooNew
+    from corral.foundation.errors import StaleToken as StaleToken
+    from corral.foundation.errors import StoreError as StoreError
+    from corral.foundation.errors import WorkerUnavailable as WorkerUnavailable
+    from corral.foundation.policies import QueueLimits as QueueLimits
+    from corral.foundation.settings import Settings as Settings
+    from corral.foundation.settings import load_settings as load_settings
     from corral.model.claims import Claim as Claim
     from corral.model.events import Event as Event
     from corral.model.events import EventFilter as EventFilter
@@ -135,25 +128,32 @@ if TYPE_CHECKING:  # `import X as X`: an explicit re-export for type checkers
     from corral.model.workers import NewWorker as NewWorker
     from corral.model.workers import Worker as Worker
     from corral.model.workers import WorkerFilter as WorkerFilter
-    from corral.policies import QueueLimits as QueueLimits
-    from corral.queues import apply_configured_limits as apply_configured_limits
-    from corral.queues import queue_stats as queue_stats
-    from corral.queues import set_queue_limits as set_queue_limits
-    from corral.reconcile import ReconcileReport as ReconcileReport
-    from corral.reconcile import reconcile_once as reconcile_once
     from corral.runtime.worker.api import run_worker as run_worker
-    from corral.schedules import add_schedule as add_schedule
-    from corral.schedules import fire_due as fire_due
-    from corral.settings import Settings as Settings
-    from corral.settings import load_settings as load_settings
     from corral.store import Store as Store
     from corral.store import open_store as open_store
-    from corral.tasks import answer as answer
-    from corral.tasks import cancel as cancel
-    from corral.tasks import enqueue as enqueue
-    from corral.tasks import retry as retry
-    from corral.workers import Beat as Beat
-    from corral.workers import deregister as deregister
-    from corral.workers import drain as drain
-    from corral.workers import heartbeat as heartbeat
-    from corral.workers import register as register
+    from corral.usecases.claims import claim as claim
+    from corral.usecases.claims import claim_next as claim_next
+    from corral.usecases.claims import complete as complete
+    from corral.usecases.claims import defer as defer
+    from corral.usecases.claims import fail as fail
+    from corral.usecases.claims import release as release
+    from corral.usecases.claims import renew as renew
+    from corral.usecases.claims import wait as wait
+    from corral.usecases.diagnosis import Diagnosis as Diagnosis
+    from corral.usecases.diagnosis import why as why
+    from corral.usecases.queues import apply_configured_limits as apply_configured_limits
+    from corral.usecases.queues import queue_stats as queue_stats
+    from corral.usecases.queues import set_queue_limits as set_queue_limits
+    from corral.usecases.reconcile import ReconcileReport as ReconcileReport
+    from corral.usecases.reconcile import reconcile_once as reconcile_once
+    from corral.usecases.schedules import add_schedule as add_schedule
+    from corral.usecases.schedules import fire_due as fire_due
+    from corral.usecases.tasks import answer as answer
+    from corral.usecases.tasks import cancel as cancel
+    from corral.usecases.tasks import enqueue as enqueue
+    from corral.usecases.tasks import retry as retry
+    from corral.usecases.workers import Beat as Beat
+    from corral.usecases.workers import deregister as deregister
+    from corral.usecases.workers import drain as drain
+    from corral.usecases.workers import heartbeat as heartbeat
+    from corral.usecases.workers import register as register

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 from tests.conftest import Result
 
-from corral import NewWorker, open_store, workers
+from corral import NewWorker, open_store
+from corral.usecases import workers
 
 FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
 PROVIDER_HEADERS = ["PROVIDER", "WORKERS", "RUNNING", "MAX_RUNNING", "PARKED_UNTIL", "HELD"]
@@ -446,12 +447,12 @@ def test_a_prompt_arg_profile_passes_an_option_like_title_after_dash_dash(
         ),
         pytest.param(
             'extends = "nope"\n',
-            "agents/bad.toml extends: expected one of aider, claude, codex",
+            "agents/bad.toml extends: expected one of aider, claude, claude-mcp, codex",
             id="extends-nope",
         ),
         pytest.param(
             "extends = []\n",
-            "agents/bad.toml extends: expected one of aider, claude, codex",
+            "agents/bad.toml extends: expected one of aider, claude, claude-mcp, codex",
             id="extends-list",
         ),
         pytest.param(
@@ -564,7 +565,9 @@ def test_why_names_the_parked_provider_of_the_only_worker(project: Project) -> N
     with open_store(project.db) as store:
         workers.register(store, NewWorker(name="w", provider="claude"))
         until = store.now() + timedelta(hours=1)
-        store.park_provider("claude", until=until, reason="claude five_hour limit", actor="test")
+        store.providers.park_provider(
+            "claude", until=until, reason="claude five_hour limit", actor="test"
+        )
     (state,) = project.json("provider", "list")
     message = f"provider claude is parked until {state['parked_until']}: claude five_hour limit"
     assert [f"{task} is ready:", f"  - {message}"] == project("why", task).out.splitlines()
@@ -607,7 +610,9 @@ def test_agent_list_shows_each_profile_its_program_and_version(project: Project)
     (agents / "broken.toml").write_text('command = "not a list"\n')
     listed = project.json("agent", "list")
     seen = {p["name"]: p for p in listed}
-    assert ["aider", "claude", "codex", "generic", "broken", "mine"] == [p["name"] for p in listed]
+    assert ["aider", "claude", "claude-mcp", "codex", "generic", "broken", "mine"] == [
+        p["name"] for p in listed
+    ]
     assert (str(FAKES / "claude"), "2.1.30 (Claude Code)", True) == (
         seen["claude"]["program"],
         seen["claude"]["version"],

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from corral import NewTask, NewWorker, claims, open_store, tasks, workers
+from corral import NewTask, NewWorker, open_store
 from corral.model.waiting import WaitKind, reason
+from corral.usecases import claims, tasks, workers
 
 REFUSED = reason(WaitKind.REFUSED, "Bash, Edit")
 

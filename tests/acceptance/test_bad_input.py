@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from corral import NewTask, NewWorker, claims, open_store, tasks, workers
+from corral import NewTask, NewWorker, open_store
 from corral.cli.commands import all_commands
 from corral.store.queries import migration_files
+from corral.usecases import claims, tasks, workers
 
 CORRAL = str(Path(sys.executable).with_name("corral"))
 TABLES = ("tasks", "task_deps", "workers", "claims", "events")

@@ -221,6 +221,20 @@ def test_a_device_as_database_exits_3_and_creates_no_lock_file(tmp_path):
     assert ["pipe"] == os.listdir(tmp_path)
 
 
+def test_an_in_memory_store_leaves_no_file_in_the_working_folder(tmp_path, monkeypatch):
+    """`:memory:` is one handle's database: two of them are apart (each its own tasks), and
+    neither leaves a `:memory:.lock` (or anything else) in the folder it was opened from."""
+    from corral import NewTask, TaskFilter, open_store
+    from corral.usecases.tasks import enqueue
+
+    monkeypatch.chdir(tmp_path)
+    with open_store(":memory:") as one, open_store(":memory:") as two:
+        enqueue(one, NewTask(title="x"))
+        counts = [len(store.tasks.list_tasks(TaskFilter())) for store in (one, two)]
+        assert [1, 0] == counts
+    assert [] == os.listdir(tmp_path)
+
+
 @pytest.mark.parametrize("table", ["notes", "tasks"])
 def test_another_programs_sqlite_file_is_refused_untouched(tmp_path, table):
     """A SQLite file with tables of its own: exit 3, one line; not switched to WAL, no corral

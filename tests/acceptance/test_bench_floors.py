@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from corral import EventFilter, NewTask, Store, claims, open_store, tasks
+from corral import EventFilter, NewTask, Store, open_store
+from corral.usecases import claims, tasks
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
@@ -31,8 +32,8 @@ _SAME = ("name", "from_status", "to_status")
 
 def _trail(store: Store, task_id: str) -> tuple[Any, ...]:
     """What a claim + complete left of `task_id`: its state, and its events' kinds."""
-    task = store.get_task(task_id)
-    events = store.list_events(EventFilter(task_id=task_id))
+    task = store.tasks.get_task(task_id)
+    events = store.events.list_events(EventFilter(task_id=task_id))
     return (
         task.status,
         task.attempts,
@@ -61,7 +62,7 @@ def test_the_sqlite_floor_claims_and_completes_as_the_exchange_does(tmp_path: Pa
         finally:
             raw.conn.close()
         assert _trail(store, first) == _trail(store, second)
-        assert 2 == store.get_worker(worker).completed_total
+        assert 2 == store.workers.get_worker(worker).completed_total
 
 
 def test_the_postgresql_floor_calls_the_exchange_as_the_driver_does(pg_url: str) -> None:

@@ -9,7 +9,10 @@ import pty
 import subprocess
 from pathlib import Path
 
+import pytest
 from tests.conftest import CORRAL, corral_in
+
+from corral.foundation.ids import TASK_PREFIX, new_id
 
 
 def test_no_store_outside_a_project_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
@@ -94,6 +97,30 @@ def test_worker_list_keeps_workers_in_any_of_the_statuses_asked(cli) -> None:  #
     assert {idle, gone} == {w["id"] for w in again}
 
 
+def test_worker_list_takes_the_registry_statuses_of_seed_002(cli) -> None:  # type: ignore[no-untyped-def]
+    """ONLINE (or online): accepting work; DRAINING; OFFLINE: not available, whether gone,
+    dead or silent. corral's own `offline` stays its own: deregistered."""
+    idle = cli("worker", "register", "--name", "idle-one").out.strip()
+    starting = cli("worker", "register", "--name", "starting", "--pid", "3").out.strip()
+    cli("worker", "heartbeat", idle)
+    gone = cli("worker", "register", "--name", "gone", "--pid", "1").out.strip()
+    draining = cli("worker", "register", "--name", "draining", "--pid", "2").out.strip()
+    cli("worker", "deregister", gone)
+    cli("worker", "drain", draining)
+
+    def listed(*statuses: str) -> set[str]:
+        shown = cli("worker", "list", "--status", *statuses, "--json")
+        assert 0 == shown.code, shown.err
+        return {w["id"] for w in json.loads(shown.out)}
+
+    assert {idle, starting} == listed("ONLINE") == listed("online")
+    assert {draining} == listed("DRAINING")
+    assert {gone} == listed("OFFLINE") == listed("offline")
+    assert {idle, starting, draining} == listed("ONLINE", "draining")
+    refused = cli("worker", "list", "--status", "asleep")
+    assert (2, "status") == (refused.code, refused.err.split(":")[2].strip())
+
+
 def test_a_bash_loop_registering_through_a_subshell_records_its_own_pid(
     cli,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -104,6 +131,31 @@ def test_a_bash_loop_registering_through_a_subshell_records_its_own_pid(
         ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60, check=True
     ).stdout.split()
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize(
+    "register",
+    [
+        # a pipeline: bash forks a subshell for `$(...)`, which forks corral and jq
+        f'X=$({CORRAL} worker register --name w --json | jq -r .worker.pid); echo "$BASHPID $X"',
+        # a simple command: the `$(...)` subshell execs corral itself
+        f'X=$({CORRAL} worker register --name w --json); echo "$BASHPID $(jq .worker.pid <<<$X)"',
+    ],
+)
+def test_each_background_subshell_of_a_script_records_its_own_pid(
+    cli,  # type: ignore[no-untyped-def]
+    register: str,
+) -> None:
+    """`( ... ) &` subshells (seed 000's parallel workers) each record their own pid, not
+    the script's: a subshell whose output its parent does not read is a loop of its own."""
+    script = f"for i in 1 2 3; do ( {register} ) & done; wait"
+    env = {**os.environ, "CORRAL_DB": cli.db}
+    out = subprocess.run(
+        ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+    pairs = [line.split() for line in out]
+    assert [(own, own) for own, _ in pairs] == [(own, recorded) for own, recorded in pairs]
+    assert 3 == len({own for own, _ in pairs})
 
 
 def test_show_renders_structured_values_as_json(cli) -> None:  # type: ignore[no-untyped-def]
@@ -159,3 +211,17 @@ def test_claim_release_counts_the_attempt_unless_no_attempt(cli) -> None:  # typ
         (plain["attempts"], plain["last_error"]),
         [t["id"] for t in ready_now],
     )
+
+
+def test_show_of_another_namespaces_task_is_not_found(tmp_path: Path) -> None:
+    """`corral --namespace a show B_TASK` answers as for an id never issued: one line, the
+    same exit code and words; namespace b still finds it."""
+    corral_in(tmp_path, "init")
+    b_task = corral_in(tmp_path, "--namespace", "b", "add", "b's own").stdout.strip()
+    never_issued = new_id(TASK_PREFIX)
+    foreign = corral_in(tmp_path, "--namespace", "a", "show", b_task)
+    never = corral_in(tmp_path, "--namespace", "a", "show", never_issued)
+    assert (never.returncode, 1) == (foreign.returncode, len(foreign.stderr.splitlines()))
+    assert never.stderr.replace(never_issued, "ID") == foreign.stderr.replace(b_task, "ID")
+    found = corral_in(tmp_path, "--namespace", "b", "show", b_task, "--json")
+    assert b_task == json.loads(found.stdout)["id"]

@@ -66,6 +66,15 @@ def test_db_status_of_a_missing_sqlite_file_creates_nothing(cli, tmp_path):
     assert not missing.exists()
 
 
+def test_db_commands_refuse_a_remote_store_in_one_line(cli):
+    """`db status` and `db migrate` on an http:// store are bad input (exit 2), sent nowhere."""
+    remote = {"CORRAL_DB": "http://127.0.0.1:9", "CORRAL_TOKEN": "corral_x"}
+    for command in ("status", "migrate"):
+        done = cli("db", command, env=remote)
+        assert (2, 1) == (done.code, len(done.err.splitlines()))
+        assert "db: expected a local store: `corral db` runs on the store's host" in done.err
+
+
 def test_db_commands_on_postgresql(cli, pg_url):
     """A new PostgreSQL schema: everything pending; migrate applies it; a second does nothing."""
     env = {"CORRAL_DB": pg_url}

@@ -18,8 +18,13 @@ DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.py"
 def test_the_demo_lands_all_eighteen_tasks_and_tells_its_whole_story(tmp_path: Path) -> None:
     """A pool of three sample agents in worktrees: all done, every branch landed, main
     clean, and the conflict, the flaky retry, the killed worker, the review, the task that
-    waited for a person's answer and corral's commits of what agents left all seen."""
+    waited for a person's answer and corral's commits of what agents left all seen; its
+    closing hint works in a shell without the virtual environment on the PATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    venv_bin = os.path.dirname(os.path.abspath(sys.executable))
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if os.path.abspath(p) != venv_bin
+    )
     with subprocess.Popen(
         [sys.executable, str(DEMO)],
         env={**env, "DEMO_DIR": str(tmp_path / "demo")},
@@ -49,3 +54,13 @@ def test_the_demo_lands_all_eighteen_tasks_and_tells_its_whole_story(tmp_path: P
         "corral committed what the agents left, and landed it",
     } <= told
     assert "Traceback" not in done.stdout + done.stderr
+    hint = next(line for line in summary if line.startswith("look around: "))
+    looked = subprocess.run(
+        ["sh", "-c", hint.removeprefix("look around: ")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 0 == looked.returncode, looked.stderr

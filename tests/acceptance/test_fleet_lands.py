@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +141,7 @@ def fleet(tmp_path: Path, pg_url: str) -> Iterator[Fleet]:
         "PATH": f"{FAKES}:{Path(sys.executable).parent}:{os.environ['PATH']}",
         "FAKE_AGENT_LOG": str(tmp_path / "agents.jsonl"),
         "FAKE_LIMIT_UNTIL": str(tmp_path / "limit-until"),
+        "CORRAL_ENV_ALLOW": "FAKE_*",  # the stand-in agents' controls reach them
         "CORRAL_AGENTS_PARK_MIN_S": "0",
         "CORRAL_WORKTREE_REMOTE": "origin",
     }
@@ -187,7 +187,7 @@ def test_thirty_tasks_on_two_hosts_end_as_their_agents_dictate_and_lose_nothing(
         args += ["--priority", str(job.priority), "--max-attempts", str(job.max_attempts)]
         task = fleet.corral(fleet.env_a, fleet.host_a, *args, *(["--review"] * job.review))
         ids[task] = job
-    (fleet.folder / "limit-until").write_text(str(int(time.time()) + 6))
+    (fleet.folder / "limit-until").write_text("+6")  # 6 s from the first limited run
     start_hosts(fleet)
     killed = next(t for t, j in ids.items() if j.title == "killed midway")
     wait_until(lambda: any(c["env"].get("CORRAL_TASK_ID") == killed for c in fleet.calls()), 60)
@@ -195,7 +195,7 @@ def test_thirty_tasks_on_two_hosts_end_as_their_agents_dictate_and_lose_nothing(
     store = open_store(fleet.env_a["CORRAL_DB"])
     try:
         ended = {"done", "in_review", "waiting", "failed"}
-        wait_until(lambda: {store.get_task(t).status.value for t in ids} <= ended, 100, 0.5)
+        wait_until(lambda: {store.tasks.get_task(t).status.value for t in ids} <= ended, 100, 0.5)
     finally:
         store.close()
 

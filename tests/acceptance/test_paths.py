@@ -80,7 +80,10 @@ def test_a_payload_workdir_outside_the_workers_fails_the_task_without_running_it
         _corral(db, "worker", "start", "--name", "w1", "--exec", str(agent), "--once", cwd=work)
     store = corral.open_store(db)
     try:
-        refused, ran = store.get_task(outside.strip()), store.get_task(inside.stdout.strip())
+        refused, ran = (
+            store.tasks.get_task(outside.strip()),
+            store.tasks.get_task(inside.stdout.strip()),
+        )
     finally:
         store.close()
     assert str(ran.status) == "done"
@@ -104,10 +107,29 @@ def test_logs_refuses_a_run_whose_transcript_is_outside_the_runs_folder(
         worker = corral.register(store, corral.NewWorker(name="w1")).worker
         claim = corral.claim_next(store, worker.id)
         assert claim is not None
-        run = store.start_run(run_under(claim, transcript_path=str(secret), stderr_path=None))
+        run = store.runs.start_run(run_under(claim, transcript_path=str(secret), stderr_path=None))
     finally:
         store.close()
     shown = _corral(db, "logs", run.id, cwd=tmp_path)
     assert 1 == shown.returncode
     assert "do not print" not in shown.stdout
     assert "is not in this store's runs folder" in shown.stderr
+
+
+def test_a_runner_of_a_store_given_by_url_keeps_its_folder_out_of_git(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A runner on a PostgreSQL store writes its runs in `.corral/` where it runs; inside a
+    git work tree that folder is excluded as `corral init` excludes it: `git status` stays
+    clean and an agent's `git add -A` cannot commit it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
+    assert 0 == _corral(pg_url, "add", "t").returncode
+    ran = _corral(pg_url, "worker", "start", "--name", "w", "--exec", "true", "--once", cwd=repo)
+    assert 0 == ran.returncode, ran.stderr
+    assert (repo / ".corral" / "runs").is_dir()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert "" == status.stdout

@@ -43,7 +43,9 @@ def test_prune_keeps_work_only_a_backup_ref_holds_until_told(cli: Any) -> None:
     try:
         for n, task in enumerate(tasks):
             ref = f"refs/corral/backup/corral/w/{task}/wip-{n:012d}"
-            store.record_cleanup(task, token=None, backups=(ref,), branch_deleted=False, actor="t")
+            store.reviews.record_cleanup(
+                task, token=None, backups=(ref,), branch_deleted=False, actor="t"
+            )
     finally:
         store.close()
     assert 0 == cli("cancel", tasks[0]).code

@@ -37,11 +37,9 @@ def test_queue_set_and_list_show_what_is_held_back(cli) -> None:  # type: ignore
 def test_bad_limits_exit_2_with_one_line(cli) -> None:  # type: ignore[no-untyped-def]
     """A limit that is not a positive number is one line naming the flag's field, exit 2."""
     result = cli("queue", "set", "api", "--max-ready", "many")
-    assert (
-        2,
-        ["corral: error: max_ready: expected a number greater than 0, or none, got 'many'"],
-    ) == (
-        result.code,
-        result.err.splitlines(),
+    expected = (
+        "corral: error: max_ready: expected a finite number greater than 0 in ASCII digits, "
+        "or none, got 'many'"
     )
+    assert (2, [expected]) == (result.code, result.err.splitlines())
     assert [] == json.loads(cli("queue", "list", "--json").out)

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from tests.conftest import CORRAL
 
-from corral import NewRun, NewTask, NewWorker, RunOutcome, claims, open_store, tasks, workers
+from corral import NewRun, NewTask, NewWorker, RunOutcome, open_store
+from corral.usecases import claims, tasks, workers
 
 TRANSCRIPT = b'{"type": "start"}\n{"type": "text", "text": "caf\xc3\xa9"}\n'
 STDERR = b"warning: something\n"
@@ -49,7 +50,7 @@ def start_run(db: str, folder: Path, *, name: str = "w1", files: bool = True) ->
         worker = workers.register(store, NewWorker(name=name)).worker.id
         task = tasks.enqueue(store, NewTask(title=f"task of {name}"))
         claim = claims.claim(store, task.id, worker)
-        run = store.start_run(
+        run = store.runs.start_run(
             NewRun(
                 task_id=task.id,
                 worker_id=worker,
@@ -71,13 +72,13 @@ def start_run(db: str, folder: Path, *, name: str = "w1", files: bool = True) ->
 def finish(db: str, run_id: str, **fields: Any) -> None:
     """Finish the run, done with exit code 0 unless told otherwise."""
     with open_store(db) as store:
-        store.finish_run(run_id, **{"outcome": RunOutcome.DONE, "exit_code": 0, **fields})
+        store.runs.finish_run(run_id, **{"outcome": RunOutcome.DONE, "exit_code": 0, **fields})
 
 
 def runs_as_dicts(db: str, **filters: Any) -> list[dict[str, Any]]:
     """What the store says the runs are, in the JSON shape."""
     with open_store(db) as store:
-        return [r.to_dict() for r in store.list_runs(**filters)]
+        return [r.to_dict() for r in store.runs.list_runs(**filters)]
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 15.0) -> None:

@@ -23,8 +23,9 @@ ADD = ("schedule", "add", "nightly", "--title", "Update dependencies", "--kind",
     [
         (("--cron", "0 0 0 31 2 *"), "cron: expected an expression that fires"),
         (("--cron", "0 60 * * * *"), "cron: expected a valid minute field"),
-        (("--cron", "not cron at all"), "cron: expected six fields"),
-        (("--cron", "0 0 * * *"), "cron: expected six fields"),
+        (("--cron", "not cron at all"), "cron: expected five fields"),
+        (("--cron", "0 0 * *"), "cron: expected five fields"),
+        (("--cron", "0 0 0 * * * 2100"), "cron: expected years from 1970 to 2099"),
         (("--cron", "* * * * * *", "--timezone", "Europe/Pariss"), "timezone: expected an IANA"),
         (("--cron", "* * * * * *", "--overlap", "queue"), "overlap: expected one of skip"),
         (("--cron", "* * * * * *", "--max-catchup", "0"), "max_catchup: expected a whole"),
@@ -58,13 +59,28 @@ def test_preview_writes_nothing(cli):  # type: ignore[no-untyped-def]
     assert before == _snapshot(cli.db)
 
 
+@pytest.mark.parametrize(
+    ("expr", "first"),
+    [
+        ("30 2 * * *", "2030-01-01 02:30:00Z"),  # five fields, as in a crontab
+        ("0 30 2 * * *", "2030-01-01 02:30:00Z"),
+        ("0 30 2 * * * 2031", "2031-01-01 02:30:00Z"),
+    ],
+)
+def test_five_six_and_seven_fields_are_previewed(cli, expr, first):  # type: ignore[no-untyped-def]
+    """The three shapes of docs/schedules.md, as written there."""
+    cli("init")
+    shown = cli("schedule", "preview", "--cron", expr, "--from", "2030-01-01T00:00:00Z")
+    assert (0, first) == (shown.code, shown.out.splitlines()[0])
+
+
 def _snapshot(db: str) -> tuple[object, ...]:
     with open_store(db) as store:
         return (
-            [s.to_dict() for s in store.list_schedules()],
-            store.schedule_fires("nightly", 100),
-            store.task_counts(),
-            len(store.list_events(EventFilter(limit=1000))),
+            [s.to_dict() for s in store.schedules.list_schedules()],
+            store.schedules.schedule_fires("nightly", 100),
+            store.tasks.task_counts(),
+            len(store.events.list_events(EventFilter(limit=1000))),
         )
 
 
@@ -108,12 +124,14 @@ def test_the_commands_in_order_with_json(cli):  # type: ignore[no-untyped-def]
     assert 4 == len(json.loads(cli("list", "--json").out))  # its tasks stay
 
 
-def test_reconcile_fires_due_schedules_and_reports_them(cli):  # type: ignore[no-untyped-def]
-    """With no orchestrator, `corral reconcile` makes the fires that are due."""
+@pytest.mark.parametrize("words", [("reconcile",), ("orchestrator", "reconcile")])
+def test_reconcile_fires_due_schedules_and_reports_them(cli, words):  # type: ignore[no-untyped-def]
+    """With no orchestrator, `corral reconcile` (seed 000: `corral orchestrator reconcile`)
+    makes the fires that are due."""
     cli("init")
     cli(*ADD, "--cron", "* * * * * *", "--overlap", "allow")
     for _ in range(100):  # each run takes a fraction of the second between two fires
-        report = json.loads(cli("reconcile", "--json").out)
+        report = json.loads(cli(*words, "--json").out)
         if report["fires_created"]:
             break
     assert report["fires_created"] >= 1
@@ -135,5 +153,6 @@ def test_ready_starts_without_the_cron_parser(tmp_path: Path, cli) -> None:  # t
         check=True,
     )
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    assert {"cronsim", "corral.model.cron", "corral.schedules"}.isdisjoint(imported)
-    assert "corral.store.schedules" in imported  # the check sees the store's modules
+    assert {"cronsim", "corral.model.cron", "corral.usecases.schedules"}.isdisjoint(imported)
+    assert "corral.store.queries" in imported  # the check sees the store's modules
+    assert "corral.store.schedules" not in imported  # a repository loads on first use

@@ -144,3 +144,55 @@ def test_watch_outlives_a_store_outage(pg_url: str, pg_database: str) -> None:
         )
         admin.execute(f"DROP ROLE {role}")
         admin.close()
+
+
+def test_status_shows_figures_only_of_runners_that_still_run(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A worker's last heartbeat's CPU and memory are shown (`status`, `worker list`,
+    `worker show`) while its pid is provably its runner; once that process is killed, or
+    for a pid that does not hold the key the worker registered, they read null, though
+    the worker is not yet found dead. A program registered without a key goes by its
+    pid's start time alone."""
+    key = secrets.token_hex(32)
+    runner = subprocess.Popen(["sleep", "300"], env={**os.environ, "CORRAL_WORKER_KEY": key})
+    decoy = subprocess.Popen(["sleep", "300"])  # alive, but it holds no key
+    keyless = subprocess.Popen(["sleep", "300"])
+    try:
+        ids = {}
+        for name, proc in (("runner", runner), ("decoy", decoy), ("keyless", keyless)):
+            registered = cli(
+                *("worker", "register", "--name", name, "--pid", str(proc.pid)),
+                env={} if name == "keyless" else {"CORRAL_WORKER_KEY": key},
+            )
+            assert 0 == registered.code, registered.err
+            ids[name] = registered.out.strip()
+            beat = ("worker", "heartbeat", ids[name], "--cpu", "12.5", "--memory-mb", "30")
+            assert 0 == cli(*beat).code
+
+        def figures() -> dict[str, tuple[str, float | None, int | None]]:
+            shown = {
+                "status": json.loads(cli("status", "--json").out)["workers"],
+                "list": json.loads(cli("worker", "list", "--json").out),
+            }
+            assert len({json.dumps(v, sort_keys=True) for v in shown.values()}) == 1
+            one = json.loads(cli("worker", "show", ids["runner"], "--json").out)
+            assert one in shown["status"]
+            return {
+                w["name"]: (w["status"], w["cpu_percent"], w["rss_bytes"]) for w in shown["list"]
+            }
+
+        measured = ("idle", 12.5, 30 * 1048576)
+        assert {
+            "runner": measured,
+            "decoy": ("idle", None, None),
+            "keyless": measured,
+        } == figures()
+        runner.kill()
+        keyless.kill()
+        runner.wait(timeout=10)
+        keyless.wait(timeout=10)
+        assert {"idle"} == {status for status, _, _ in figures().values()}
+        assert {(None, None)} == {(cpu, rss) for _, cpu, rss in figures().values()}
+    finally:
+        for proc in (runner, decoy, keyless):
+            proc.kill()
+            proc.wait(timeout=10)

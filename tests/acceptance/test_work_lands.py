@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +49,7 @@ class Project:
                 "PATH": f"{FAKES}:{os.environ['PATH']}",
                 "FAKE_AGENT_LOG": str(self.folder / "agents.jsonl"),
                 "FAKE_SLEEP": "0.5",  # a question's stand-in gives up waiting soon
+                "CORRAL_ENV_ALLOW": "FAKE_*",  # the stand-in agents' controls reach them
             }
         )
 
@@ -204,24 +204,26 @@ def test_a_usage_limit_mid_edit_parks_and_the_edit_survives_upkeep_to_land(tmp_p
             "CORRAL_AGENTS_PARK_MIN_S": "0",
         }
         assert 0 == pool.corral("init").returncode
-        (tmp_path / "limit-until").write_text(str(int(time.time()) + 6))
+        (tmp_path / "limit-until").write_text("+6")  # 6 s from the first run
         task = json.loads(pool.corral("add", "Port it", "--desc", "FAKE:limit", "--json").stdout)
         task_id = task["id"]
         pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
         calls = tmp_path / "agents.jsonl"
-        pool.wait(lambda: any(s.parked_until for s in pool.store.provider_states("claude")), 30)
+        pool.wait(
+            lambda: any(s.parked_until for s in pool.store.providers.provider_states("claude")), 30
+        )
         [limited] = [json.loads(line) for line in calls.read_text().splitlines()]
         edit = Path(limited["cwd"], f"fake-edit-{task_id}.txt")
         parked_at = datetime.now(UTC)
 
         def upkept_twice() -> bool:
-            last = pool.store.get_orchestrator().last_reconcile_at
+            last = pool.store.orchestrators.get_orchestrator().last_reconcile_at
             return last is not None and (last - parked_at).total_seconds() > 1
 
         pool.wait(upkept_twice, 30)
-        assert "ready" == pool.store.get_task(task_id).status.value
+        assert "ready" == pool.store.tasks.get_task(task_id).status.value
         assert edit.read_text().startswith("claude ")
-        pool.wait(lambda: pool.store.get_task(task_id).status.value == "done", 30)
+        pool.wait(lambda: pool.store.tasks.get_task(task_id).status.value == "done", 30)
         assert 0 == pool.corral("orchestrator", "stop", "--graceful").returncode
         _, resumed = [json.loads(line) for line in calls.read_text().splitlines()]
         assert_resumed(limited, resumed)

@@ -17,9 +17,10 @@ import pytest
 from tests.git.conftest import GIT_ENV, git
 from tests.server.conftest import served, server  # noqa: F401 - its fixtures, reused here
 
-from corral import Store, workers
-from corral.claims import claim, fail
+from corral import Store
 from corral.model.workers import NewWorker
+from corral.usecases import workers
+from corral.usecases.claims import claim, fail
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -41,33 +42,39 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def open_page(browser: object) -> Iterator[object]:
-    """A function that opens a fresh browser page (own cookies) on a URL; at the end, no
-    page may have logged a refusal of the Content-Security-Policy."""
+    """A function that opens a fresh browser page (own cookies) on a URL, `width` pixels
+    wide; at the end, no page may have logged an error to its console (a refusal of the
+    Content-Security-Policy, a file not found, a script's exception), but for the status
+    of a page itself: an error page's 4xx is what a test asks for."""
     contexts: list[object] = []
-    refused: list[str] = []
+    errors: list[str] = []
 
-    def opened(url: str, scheme: str = "light") -> object:
+    def opened(url: str, scheme: str = "light", width: int = 1280) -> object:
         context = browser.new_context(  # type: ignore[attr-defined]
-            viewport={"width": 1280, "height": 860}, color_scheme=scheme
+            viewport={"width": width, "height": 860}, color_scheme=scheme
         )
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(10_000)
         page.on("dialog", _no_dialog)
-        page.on("console", lambda message: _note_refusal(message, refused))
+        page.on("console", lambda message: _note_error(message, page, errors))
+        page.on("pageerror", lambda error: errors.append(f"script: {error}"))
         page.goto(url)
         return page
 
     yield opened
     for context in contexts:
         context.close()  # type: ignore[attr-defined]
-    assert [] == refused
+    assert [] == errors
 
 
-def _note_refusal(message: object, refused: list[str]) -> None:
+def _note_error(message: object, page: object, errors: list[str]) -> None:
     text = message.text  # type: ignore[attr-defined]
+    where = message.location.get("url", "")  # type: ignore[attr-defined]
     if "Content Security Policy" in text:
-        refused.append(text)
+        errors.append(text)
+    elif message.type == "error" and where.split("#")[0] != page.url.split("#")[0]:  # type: ignore[attr-defined]
+        errors.append(f"{text} ({where})")
 
 
 def _no_dialog(dialog: object) -> None:
@@ -85,7 +92,7 @@ def shoot(page: object, name: str) -> None:
 def failed_task(store: Store, title: str, error: str = "it broke") -> str:
     """A task that ran once and failed for good; its id."""
     from corral.model.tasks import NewTask
-    from corral.tasks import enqueue
+    from corral.usecases.tasks import enqueue
 
     task = enqueue(store, NewTask(title=title, max_attempts=1))
     worker = workers.register(store, NewWorker(name=f"w-{task.id}")).worker

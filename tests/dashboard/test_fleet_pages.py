@@ -7,15 +7,15 @@ import pytest
 from playwright.sync_api import expect
 from tests.dashboard.conftest import shoot
 
-from corral import queues, usage, workers
-from corral.claims import claim, complete
-from corral.errors import CorralError
+from corral.foundation.errors import CorralError
 from corral.model.schedules import NewSchedule
 from corral.model.states import WorkerStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import BeatFigures, NewWorker
-from corral.schedules import add_schedule
-from corral.tasks import enqueue
+from corral.usecases import queues, usage, workers
+from corral.usecases.claims import claim, complete
+from corral.usecases.schedules import add_schedule
+from corral.usecases.tasks import enqueue
 
 
 def test_drain_a_worker_and_it_claims_nothing_more(server, open_page):
@@ -52,7 +52,7 @@ def test_drain_a_worker_and_it_claims_nothing_more(server, open_page):
     page.get_by_role("button", name="Drain builder-2").click()
     expect(page.get_by_role("status")).to_contain_text("Draining builder-2")
     with server.store() as store:
-        assert WorkerStatus.DRAINING == store.get_worker(idle.id).status
+        assert WorkerStatus.DRAINING == store.workers.get_worker(idle.id).status
         other = enqueue(store, NewTask(title="more"))
         with pytest.raises(CorralError):
             claim(store, other.id, idle.id)
@@ -128,6 +128,6 @@ def test_schedules_show_next_fires_and_pause_and_trigger(server, open_page):
     expect(page.get_by_role("button", name="Resume nightly")).to_be_visible()
     shoot(page, "schedules")
     with server.store() as store:
-        schedule = store.get_schedule("nightly")
+        schedule = store.schedules.get_schedule("nightly")
         assert schedule.paused
-        assert "sweep" == store.get_task(schedule.last_task_id).title
+        assert "sweep" == store.tasks.get_task(schedule.last_task_id).title

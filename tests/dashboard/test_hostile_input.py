@@ -6,7 +6,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from corral.model.tasks import NewTask
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 
 BAD_GETS = [
     ("/tasks?status=sleeping", 422),
@@ -61,4 +61,4 @@ def test_bad_input_is_a_4xx_page_and_writes_nothing(served, open_page):
         )
         assert status == answer.status, path
     with served.store() as store:
-        assert task == store.get_task(task.id)
+        assert task == store.tasks.get_task(task.id)

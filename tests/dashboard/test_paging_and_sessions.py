@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from corral.model.states import TaskStatus
 from corral.model.task_pages import TaskQuery
 from corral.model.tasks import NewTask
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 
 
 def test_previous_page_goes_back_to_the_rows_shown_before(server, open_page):
@@ -118,8 +118,8 @@ def test_cancel_more_than_a_batch_by_filter_shows_progress(server, open_page):
     expect(page.get_by_role("status")).to_contain_text("of 1100: going on")
     expect(page.get_by_role("status")).to_contain_text("Cancelled 1100 tasks", timeout=60_000)
     with server.store() as store:
-        assert 1100 == store.count_task_page(_cancelled_in("bulk"), cap=5000)
-        assert TaskStatus.READY == store.get_task(kept).status
+        assert 1100 == store.task_pages.count_task_page(_cancelled_in("bulk"), cap=5000)
+        assert TaskStatus.READY == store.tasks.get_task(kept).status
 
 
 def _cancelled_in(queue: str) -> TaskQuery:

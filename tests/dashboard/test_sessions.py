@@ -3,8 +3,8 @@ its own, signing out ends it for good, and its token is checked on every request
 
 from __future__ import annotations
 
-from corral.dashboard_sessions import session_token, sign_in, sign_out
-from corral.tokens import create_token, revoke_token
+from corral.usecases.api_tokens import create_token, revoke_token
+from corral.usecases.sign_ins import session_token, sign_in, sign_out
 
 
 def test_a_session_holds_until_signed_out(store):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from corral.model.events import EventFilter
 from corral.model.tasks import NewTask
 from corral.server.dashboard.snapshot import Snapshot
-from corral.tasks import enqueue
+from corral.usecases.tasks import enqueue
 
 
 def test_the_figures_follow_the_log_at_most_once_a_second(store):
@@ -24,10 +24,10 @@ def test_the_figures_follow_the_log_at_most_once_a_second(store):
 
     def read() -> int:
         reads.append(now[0])
-        return sum(n for *_, n in store.task_gauges())
+        return sum(n for *_, n in store.tasks.task_gauges())
 
     def head() -> list[int]:
-        return [e.id for e in store.list_events(EventFilter(limit=1))]
+        return [e.id for e in store.events.list_events(EventFilter(limit=1))]
 
     snapshot = Snapshot(read, lambda: tuple(head()), clock=lambda: now[0], spawn=spawned.append)
     first = snapshot.get()
@@ -52,3 +52,24 @@ def test_the_figures_follow_the_log_at_most_once_a_second(store):
     spawned.pop()()
     assert (2, True) == (snapshot.get().value, snapshot.get().current)
     assert [0.0, 1.0, 2.0] == reads
+
+
+def test_a_page_opened_reads_figures_behind_the_log_at_once(store):
+    """`get(fresh=True)` (a page opened) reads again in the caller's thread when the log
+    moved, however soon after the last reading, and not when it has not."""
+    spawned: list[Callable[[], None]] = []
+    reads = []
+
+    def read() -> int:
+        reads.append(1)
+        return sum(n for *_, n in store.tasks.task_gauges())
+
+    def head() -> tuple[int, ...]:
+        return tuple(e.id for e in store.events.list_events(EventFilter(limit=1)))
+
+    snapshot = Snapshot(read, head, clock=lambda: 0.0, spawn=spawned.append)
+    assert (0, True) == (snapshot.get().value, snapshot.get().current)
+    enqueue(store, NewTask(title="a"))
+    assert (1, True) == (snapshot.get(fresh=True).value, snapshot.get(fresh=True).current)
+    assert 2 == len(reads)  # the second fresh read found the figures current
+    assert [] == spawned

@@ -9,19 +9,19 @@ import os
 from playwright.sync_api import expect
 from tests.conftest import run_under
 from tests.dashboard.conftest import shoot
-from tests.git.conftest import GIT_ENV, claim_into_worktree, git
+from tests.git.conftest import GIT_ENV, claim_into_worktree, commit_file, git
 
-from corral import workers
-from corral.claims import claim
+from corral.foundation.settings import Settings
 from corral.git import worktrees
 from corral.model.artifacts import Artifact
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker
-from corral.reviews import submit
-from corral.settings import Settings
 from corral.store.location import runs_dir
-from corral.tasks import enqueue
+from corral.usecases import workers
+from corral.usecases.claims import claim
+from corral.usecases.reviews import submit
+from corral.usecases.tasks import enqueue
 
 
 def _in_review(server, title: str, files: dict[str, str]) -> str:
@@ -47,7 +47,26 @@ def test_approve_and_merge_a_review_lands_its_branch(repo_server, open_page):
     expect(page.get_by_role("status")).to_contain_text("Merged")
     assert "hi <there>\n" == git(server.folder, "show", "main:greeting.txt") + "\n"
     with server.store() as store:
-        assert TaskStatus.DONE == store.get_task(task_id).status
+        assert TaskStatus.DONE == store.tasks.get_task(task_id).status
+
+
+def test_approve_refuses_a_branch_that_moved_after_the_page_showed_it(repo_server, open_page):
+    """The Approve button carries the head whose diff the page showed: a commit added to
+    the branch since makes it refuse in one line, and the task stays in review."""
+    server = repo_server
+    with server.store() as store:
+        task = enqueue(store, NewTask(title="add greeting", requires_review=True))
+        trees = worktrees.Worktrees.open(str(server.folder), Settings().worktree)
+        held, path = claim_into_worktree(store, Settings(), trees, task.id, "w1", {"a.txt": "a\n"})
+        submit(store, task.id, token=held.token, note="please look")
+    server.start()
+    page = open_page(f"{server.url}/tasks/{task.id}")
+    expect(page.get_by_label("Diff against the base")).to_contain_text("+a")
+    commit_file(path, "late.txt", "never shown to the reviewer\n")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("alert")).to_contain_text("review it again")
+    with server.store() as store:
+        assert TaskStatus.IN_REVIEW == store.tasks.get_task(task.id).status
 
 
 def test_a_review_run_on_another_host_is_approved_and_merged_onto_the_remote(
@@ -81,7 +100,7 @@ def test_a_review_run_on_another_host_is_approved_and_merged_onto_the_remote(
         trees = worktrees.Worktrees.open(str(host_b), remote.worktree)
         held, _ = claim_into_worktree(store, remote, trees, task.id, "b", {"b.txt": "from b\n"})
         assert trees.remote is not None
-        trees.remote.publish(store.get_task(task.id).branch or "")
+        trees.remote.publish(store.tasks.get_task(task.id).branch or "")
         submit(store, task.id, token=held.token, pr_url=url)
     server.start()
     page = open_page(f"{server.url}/tasks/{task.id}")
@@ -105,7 +124,7 @@ def test_request_changes_sends_the_task_back_with_its_note(repo_server, open_pag
     expect(page.get_by_role("status")).to_contain_text("Changes requested")
     expect(page.locator("#live .status").first).to_have_text("ready")
     with server.store() as store:
-        assert "use longer names" == store.get_review(task_id).changes_note
+        assert "use longer names" == store.reviews.get_review(task_id).changes_note
 
 
 def test_a_running_transcript_grows_on_the_page_and_escapes_stay_inert(server, open_page):
@@ -120,7 +139,7 @@ def test_a_running_transcript_grows_on_the_page_and_escapes_stay_inert(server, o
         os.makedirs(os.path.dirname(transcript), exist_ok=True)
         with open(transcript, "w") as out:
             out.write("\x1b[1;31mred alert\x1b[0m \x1b]0;title\x07<script>alert(1)</script>\n")
-        store.start_run(run_under(held, transcript_path=transcript, stderr_path=None))
+        store.runs.start_run(run_under(held, transcript_path=transcript, stderr_path=None))
     page = open_page(f"{server.url}/tasks/{task.id}")
     red = page.locator("#transcript .ansi-bold.ansi-fg-1")
     expect(red).to_have_text("red alert")
@@ -153,12 +172,12 @@ def test_the_page_lists_a_runs_artifacts_and_the_tasks_children(server, open_pag
         child = enqueue(store, NewTask(title="second child", parent_id=task.id))
         worker = workers.register(store, NewWorker(name="w")).worker
         held = claim(store, child.id, worker.id)
-        run = store.start_run(run_under(held, transcript_path=None, stderr_path=None))
+        run = store.runs.start_run(run_under(held, transcript_path=None, stderr_path=None))
         kept = [
             Artifact(path="out/a<b>\x1b.txt", size_bytes=6, sha256="ab" * 32),
             Artifact(path="out/big.bin", size_bytes=3_000_000, skipped="past the 1 MB cap"),
         ]
-        store.record_artifacts(run.id, kept)
+        store.artifacts.record_artifacts(run.id, kept)
     page = open_page(f"{server.url}/tasks/{task.id}")
     children = page.get_by_role("list", name="Children")
     expect(children).to_contain_text("first child")

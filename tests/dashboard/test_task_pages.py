@@ -11,23 +11,23 @@ import psycopg
 import pytest
 
 from corral import open_store
-from corral.errors import InvalidInput, InvalidTransition
+from corral.foundation.errors import InvalidInput, InvalidTransition
 from corral.model.states import TaskStatus
 from corral.model.task_pages import TaskQuery, TaskSort
 from corral.model.tasks import NewTask
 from corral.store.queries import migration_files
-from corral.tasks import cancel, enqueue, reprioritise
+from corral.usecases.tasks import cancel, enqueue, reprioritise
 
 
 def _titles(store, query):
-    return [t.title for t in store.task_page(query).tasks]
+    return [t.title for t in store.task_pages.task_page(query).tasks]
 
 
 def _every_page(store, query):
     """The titles of every page of `query`, each read after the cursor of the one before."""
     seen = []
     while True:
-        page = store.task_page(query)
+        page = store.task_pages.task_page(query)
         seen += [t.title for t in page.tasks]
         if page.next is None:
             return seen
@@ -62,8 +62,8 @@ def test_pages_of_each_sort_hold_every_task_once(store):
     }
     for sort, titles in expected.items():
         assert titles == _every_page(store, TaskQuery(sort=sort, limit=3))
-    assert 8 == store.count_task_page(TaskQuery(), cap=100)
-    assert 5 == store.count_task_page(TaskQuery(), cap=5)
+    assert 8 == store.task_pages.count_task_page(TaskQuery(), cap=100)
+    assert 5 == store.task_pages.count_task_page(TaskQuery(), cap=5)
 
 
 def test_reprioritise_refuses_a_finished_task_and_a_number_out_of_range(store):
@@ -92,7 +92,7 @@ def _back_pages(store, query, start):
     seen = []
     query = replace(query, before=start)
     while True:
-        page = store.task_page(query)
+        page = store.task_pages.task_page(query)
         seen = [t.title for t in page.tasks] + seen
         if page.previous is None:
             return seen
@@ -107,12 +107,12 @@ def test_previous_pages_of_each_sort_go_back_to_the_first(store):
     for text in (None, "needle"):
         for sort in TaskSort:
             query = TaskQuery(sort=sort, limit=3, text=text)
-            first = store.task_page(query)
+            first = store.task_pages.task_page(query)
             assert first.previous is None
-            second = store.task_page(replace(query, after=first.next))
+            second = store.task_pages.task_page(replace(query, after=first.next))
             assert second.previous is not None
             forward = _every_page(store, query)
-            last = store.task_page(replace(query, after=second.next))
+            last = store.task_pages.task_page(replace(query, after=second.next))
             assert last.next is None
             assert forward == _back_pages(store, query, last.previous) + _titles(
                 store, replace(query, after=second.next)
@@ -136,14 +136,14 @@ def test_search_finds_substrings_of_any_case_by_the_index(store):
     assert [] == _titles(store, TaskQuery(text="hi OR plain"))  # no operator: a phrase
     assert [] == _titles(store, TaskQuery(text="title:plain"))  # no column filter either
     assert ["Deploy the Frobnicator"] == _titles(store, TaskQuery(text="Fr"))
-    assert 1 == store.count_task_page(TaskQuery(text="frobnicator"), cap=10)
-    assert 3 == store.count_task_page(TaskQuery(text="a"), cap=10)
+    assert 1 == store.task_pages.count_task_page(TaskQuery(text="frobnicator"), cap=10)
+    assert 3 == store.task_pages.count_task_page(TaskQuery(text="a"), cap=10)
 
 
 def test_a_deleted_task_leaves_the_search(store, clock):
     """Retention deletes a finished task: a search no longer finds it (the index follows
     deletes in the same transaction)."""
-    from corral.retention import Ages, prune
+    from corral.usecases.retention import Ages, prune
 
     gone = enqueue(store, NewTask(title="old haystack"))
     enqueue(store, NewTask(title="new haystack"))

@@ -10,13 +10,13 @@ import urllib.request
 from playwright.sync_api import expect
 from tests.dashboard.conftest import failed_task, shoot
 
-from corral import queues, usage, workers
-from corral.claims import claim, complete
 from corral.model.events import EventFilter
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
 from corral.model.workers import NewWorker
-from corral.tasks import enqueue
+from corral.usecases import queues, usage, workers
+from corral.usecases.claims import claim, complete
+from corral.usecases.tasks import enqueue
 
 
 def test_loopback_without_tokens_opens_the_overview_with_its_headers(server, open_page):
@@ -66,7 +66,7 @@ def test_filter_search_and_retry_a_failed_task(server, open_page):
     with server.store() as store:
         enqueue(store, NewTask(title="other", payload={"ticket": "XY-1"}))
         broken = failed_task(store, "flaky build")
-        store.get_task(broken)
+        store.tasks.get_task(broken)
     page = open_page(server.url + "/tasks")
     page.get_by_label("Status").select_option("failed")
     page.get_by_role("button", name="Filter").click()
@@ -77,7 +77,7 @@ def test_filter_search_and_retry_a_failed_task(server, open_page):
     page.get_by_role("button", name="Retry").click()
     expect(page.get_by_role("status")).to_contain_text("Retried 1 task")
     with server.store() as store:
-        assert TaskStatus.READY == store.get_task(broken).status
+        assert TaskStatus.READY == store.tasks.get_task(broken).status
     page.goto(server.url + "/tasks?q=xy-1")
     expect(page.get_by_role("link", name="other")).to_be_visible()
     expect(page.get_by_role("link", name="flaky build")).to_have_count(0)
@@ -96,8 +96,8 @@ def test_cancel_everything_a_filter_matches_after_a_confirmation(server, open_pa
     page.get_by_role("button", name="Yes, cancel 60").click()
     expect(page.get_by_role("status")).to_contain_text("Cancelled 60 tasks")
     with server.store() as store:
-        assert {TaskStatus.CANCELLED} == {store.get_task(t).status for t in doomed}
-        assert TaskStatus.READY == store.get_task(kept).status
+        assert {TaskStatus.CANCELLED} == {store.tasks.get_task(t).status for t in doomed}
+        assert TaskStatus.READY == store.tasks.get_task(kept).status
 
 
 def test_pages_follow_the_cursor(server, open_page):
@@ -164,11 +164,11 @@ def test_a_viewer_sees_no_write_controls_and_forged_writes_are_refused(server, o
     cookies = {c["name"]: c["value"] for c in operator_page.context.cookies()}
     assert 403 == _cross_site_post(server.url, cookies["corral_session"])
     with server.store() as store:
-        assert TaskStatus.FAILED == store.get_task(broken).status
+        assert TaskStatus.FAILED == store.tasks.get_task(broken).status
     done = post(server.url + "/tasks/bulk", form=form, headers=same_site, max_redirects=0)
     assert 303 == done.status  # the same write, from the page: the refusals were the checks'
     with server.store() as store:
-        assert TaskStatus.READY == store.get_task(broken).status
+        assert TaskStatus.READY == store.tasks.get_task(broken).status
 
 
 def _cross_site_post(url: str, session: str) -> int:
@@ -197,6 +197,8 @@ def test_reprioritise_the_selected_tasks(server, open_page):
     page.get_by_role("button", name="Set priority").click()
     expect(page.get_by_role("status")).to_contain_text("Re-prioritised 2 tasks")
     with server.store() as store:
-        assert [7, 7, 0] == [store.get_task(t).priority for t in [*picked, other]]
-        (event,) = store.list_events(EventFilter(task_id=picked[0], names=("task.reprioritised",)))
+        assert [7, 7, 0] == [store.tasks.get_task(t).priority for t in [*picked, other]]
+        (event,) = store.events.list_events(
+            EventFilter(task_id=picked[0], names=("task.reprioritised",))
+        )
         assert {"from": 0, "to": 7} == event.data

@@ -48,7 +48,7 @@ def test_stream_json_folds_into_turns_and_plain_text_stays_together():
         ("tool", "Tool call: Read"),
         ("tool", "Tool result (error)"),
         ("result", "Result (cost $0.5000)"),
-        ("event", "thread.started"),
+        ("session", "Session"),
     ] == [(t.kind, t.heading) for t in fold(text)]
 
 
@@ -68,3 +68,32 @@ def test_a_big_transcript_opens_on_its_last_window_and_pages_backwards(tmp_path)
             break
         window = read_window(str(path), before=window.start)
     assert lines == seen
+
+
+def test_each_agents_opening_is_one_session_line():
+    """Claude Code's init event, Codex's thread (its turn.started left out) and aider's
+    banner each become one line of what they give; what follows stays as it was."""
+    claude = (
+        '{"type":"system","subtype":"init","model":"claude-opus-4-1","tools":["Bash","Read"],'
+        '"permissionMode":"acceptEdits","slash_commands":["compact"]}'
+    )
+    codex = '{"type":"thread.started","thread_id":"0199a"}\n{"type":"turn.started"}'
+    aider = "\n".join(
+        [
+            "Aider v0.86.1",
+            "Main model: anthropic/claude-sonnet-4-5 with diff edit format, infinite output",
+            "Weak model: anthropic/claude-haiku-4-5",
+            "Git repo: .git with 1 files",
+            "Repo-map: disabled",
+            "",
+            "Applied edit to hello.py",
+        ]
+    )
+    banner = "; ".join(aider.split("\n")[:5])
+    assert [
+        ("session", "Claude Code: model claude-opus-4-1, 2 tools (Bash, Read), "
+                    "permission mode acceptEdits"),
+        ("session", "Codex thread 0199a"),
+        ("session", banner),
+        ("text", "Applied edit to hello.py"),
+    ] == [(t.kind, str(t.body)) for t in fold("\n".join([claude, codex, aider]))]  # fmt: skip

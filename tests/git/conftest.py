@@ -59,8 +59,8 @@ def claim_into_worktree(store, settings, trees, task_id: str, name: str, files: 
     spec = corral.NewWorker(name=name, hostname="h", pid=None)
     worker = corral.register(store, spec, settings=settings).worker
     claim = corral.claim(store, task_id, worker.id, settings=settings)
-    plan = trees.plan(name, task_id, "main", store.get_task(task_id).branch)
-    store.record_branch(
+    plan = trees.plan(name, task_id, "main", store.tasks.get_task(task_id).branch)
+    store.reviews.record_branch(
         task_id,
         token=claim.token,
         branch=plan.branch,

@@ -36,14 +36,15 @@ def test_the_step_sees_the_moved_base_and_a_red_result_lands_nothing(
     cli: Any, repo: Path, tmp_path: Path
 ) -> None:
     """main gained `broken` during the run: the merged result fails the step, main keeps
-    only that commit, and the task's error carries the step's output."""
+    only that commit, and the task goes back to its agent with the step's output."""
     task, code = _run(cli, repo, tmp_path, "broken")
-    assert 1 == code  # `--once`: the one task's run failed
+    assert 0 == code  # `--once`: the one task's run went back to its agent, not failed
     shown = json.loads(cli("show", task, "--json").out)
     assert "moved" == git(repo, "log", "-1", "--format=%s", "main")
-    assert shown["last_error"].startswith("verify failed: `sh -c")
-    assert "broken is on the base" in shown["last_error"]
-    assert "ready" == shown["status"]
+    [run] = json.loads(cli("runs", "--task", task, "--json").out)
+    assert ("ready", "deferred") == (shown["status"], run["outcome"])
+    assert run["error"].startswith("verify failed: `sh -c")
+    assert "broken is on the base" in run["error"]
 
 
 def test_a_green_merged_result_lands_with_what_the_step_saw(

@@ -43,7 +43,10 @@ def agent(tmp_path: Path) -> tuple[str, Path]:
 
 
 def _add(cli, file: str, *extra: str) -> str:
-    return cli("add", f"edit {file}", "--desc", f"file={file}", *extra).out.strip()
+    """A task editing `file`, retried at once after a failure."""
+    return cli(
+        "add", f"edit {file}", "--desc", f"file={file}", *extra, env={"CORRAL_RETRY_BASE_S": "0"}
+    ).out.strip()
 
 
 def _work(cli, repo, agent, *, tasks: int, env: dict[str, str] | None = None, slots: int = 1):
@@ -51,7 +54,7 @@ def _work(cli, repo, agent, *, tasks: int, env: dict[str, str] | None = None, sl
     return cli(
         *("worker", "start", "--name", "w1", "--exec", script, "--worktree"),
         *("--workdir", str(repo), "--max-tasks", str(tasks), "--concurrency", str(slots)),
-        env={"OBS": str(obs), "CORRAL_RETRY_BASE": "0", **(env or {})},
+        env={"OBS": str(obs), **(env or {})},
     )
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 import corral
-from corral import landings
-from corral.errors import InvalidTransition, StaleToken
+from corral.foundation.errors import InvalidTransition, StaleToken
+from corral.foundation.settings import Settings
 from corral.git.merging import GitBranches
 from corral.git.worktrees import Worktrees
-from corral.landings import Where
 from corral.model.reviews import MergeStrategy
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
-from corral.settings import Settings
+from corral.usecases import landings
+from corral.usecases.landings import Where
 
 from .conftest import claim_into_worktree, commit_file, git
 
@@ -35,7 +35,7 @@ def claimed(store, settings, trees):
         new = NewTask(title="edit", requires_review=review)
         task = corral.enqueue(store, new, settings=settings)
         claim, _ = claim_into_worktree(store, settings, trees, task.id, "w", files)
-        return store.get_task(task.id), claim.token
+        return store.tasks.get_task(task.id), claim.token
 
     return run
 
@@ -59,8 +59,8 @@ def test_a_land_under_the_claim_moves_the_base_and_records_it(store, repo, trees
     task, token = claimed({"a.txt": "a\n"})
     landed = _land(store, trees, task, token)
     assert git(repo, "rev-parse", "main") == landed.merged_commit
-    assert landed.merged_commit == store.get_review(task.id).merged_commit
-    assert TaskStatus.RUNNING == store.get_task(task.id).status
+    assert landed.merged_commit == store.reviews.get_review(task.id).merged_commit
+    assert TaskStatus.RUNNING == store.tasks.get_task(task.id).status
     assert "a\n" == (repo / "a.txt").read_text()
 
 
@@ -79,12 +79,12 @@ def test_a_conflict_under_the_claim_records_files_and_note_and_changes_nothing(
     task, token = claimed({"shared.txt": "one\nmine\nthree\n"})
     before = commit_file(repo, "shared.txt", "one\ntheirs\nthree\n")
     landed = _land(store, trees, task, token)
-    review = store.get_review(task.id)
+    review = store.reviews.get_review(task.id)
     assert (("shared.txt",), ("shared.txt",)) == (landed.conflicts, review.conflict_files)
     assert review.changes_note == landings.conflict_note("main", ("shared.txt",))
     assert (before, TaskStatus.RUNNING) == (
         git(repo, "rev-parse", "main"),
-        store.get_task(task.id).status,
+        store.tasks.get_task(task.id).status,
     )
 
 
@@ -116,14 +116,14 @@ def test_land_kept_that_conflicts_sends_the_done_task_back_to_ready(
     landed = landings.land_kept(
         store, task.id, repo=GitBranches(trees), strategy=MergeStrategy.MERGE, actor="op"
     )
-    after = store.get_task(task.id)
+    after = store.tasks.get_task(task.id)
     assert (("shared.txt",), TaskStatus.READY, 0) == (
         landed.conflicts,
         after.status,
         after.attempts,
     )
     with pytest.raises(InvalidTransition):
-        store.land_conflict(task.id, token=None, files=("x",), note="n", actor="op")
+        store.reviews.land_conflict(task.id, token=None, files=("x",), note="n", actor="op")
 
 
 def test_branches_says_where_each_branch_work_is(store, settings, repo, trees, claimed):

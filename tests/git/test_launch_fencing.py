@@ -53,11 +53,11 @@ def test_a_runner_declared_dead_before_its_command_started_never_starts_it(h: Ha
     finally:
         runner.send_signal(signal.SIGCONT)
     wait_until(lambda: h.log_has("run.not_started"), 20)
-    wait_until(lambda: 3 == len(h.store.list_workers()), 20)  # it registered again
+    wait_until(lambda: 3 == len(h.store.workers.list_workers()), 20)  # it registered again
     runner.send_signal(signal.SIGTERM)
     assert 0 == runner.wait(30)
     assert not started.exists()
-    finished = h.store.get_run(run.id)
+    finished = h.store.runs.get_run(run.id)
     assert RunOutcome.LEASE_LOST == finished.outcome
     assert "before its run started" in (finished.error or "")
     assert claim.token == h.task(task_id).token  # the other worker's claim is untouched

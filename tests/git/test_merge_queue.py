@@ -8,13 +8,13 @@ import logging
 from pathlib import Path
 
 import corral
-from corral import reviews
+from corral.foundation.settings import Settings
 from corral.git.merge_queue import merge_approved
 from corral.git.merging import GitBranches
 from corral.git.worktrees import Worktrees
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
-from corral.settings import Settings
+from corral.usecases import reviews
 
 from .conftest import claim_into_worktree, git
 
@@ -45,7 +45,7 @@ def test_approved_tasks_editing_one_file_all_land_in_turn(store, settings, repo:
     ids = [_approved(store, settings, repo, n, 3 * n, f"changed {n}\n") for n in range(4)]
     landed = merge_approved(store, POLICY, repo=str(repo), log=logging.getLogger("t"))
     assert tuple(ids) == landed
-    assert [TaskStatus.DONE] * 4 == [store.get_task(i).status for i in ids]
+    assert [TaskStatus.DONE] * 4 == [store.tasks.get_task(i).status for i in ids]
     text = git(repo, "show", "main:many.txt").splitlines()
     assert [f"changed {n}" for n in range(4)] == [text[3 * n] for n in range(4)]
     trees = Worktrees.open(str(repo), POLICY)
@@ -62,8 +62,8 @@ def test_one_git_cannot_merge_goes_back_to_ready(store, settings, repo: Path):
     second = _approved(store, settings, repo, 1, 5, "theirs\n")
     landed = merge_approved(store, POLICY, repo=str(repo), log=logging.getLogger("t"))
     assert (first,) == landed
-    assert TaskStatus.READY == store.get_task(second).status
-    assert ("many.txt",) == store.get_review(second).conflict_files
+    assert TaskStatus.READY == store.tasks.get_task(second).status
+    assert ("many.txt",) == store.reviews.get_review(second).conflict_files
 
 
 def test_off_by_default(store, repo: Path):

@@ -11,10 +11,10 @@ import pytest
 from tests.conftest import CORRAL
 
 import corral
-from corral import messages
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.states import TaskStatus, WorkerStatus
 from corral.model.tasks import NewTask
+from corral.usecases import messages
 
 
 def _worker(store, settings, name="w1"):
@@ -27,10 +27,10 @@ def test_an_inbox_reads_in_order_and_acks_are_rows_of_their_own(store, settings)
     w = _worker(store, settings)
     first = messages.send(store, to=w.id, type="note", body={"n": 1}, sender="orchestrator")
     messages.send(store, to="w1", type="note", body={"n": 2}, sender="orchestrator")
-    assert [1, 2] == [m.body["n"] for m in store.list_messages(recipient="w1")]
+    assert [1, 2] == [m.body["n"] for m in store.messages.list_messages(recipient="w1")]
     acked = messages.ack(store, str(first.id), actor="w1")
     assert (acked.acked_by, acked.acked_at is not None) == ("w1", True)
-    assert [2] == [m.body["n"] for m in store.list_messages(recipient="w1", unacked=True)]
+    assert [2] == [m.body["n"] for m in store.messages.list_messages(recipient="w1", unacked=True)]
     assert acked == messages.ack(store, str(first.id), actor="someone-else")  # once is enough
 
 
@@ -53,7 +53,7 @@ def test_messages_cannot_be_rewritten_or_deleted(store, settings):
                 conn.execute(statement)
     finally:
         conn.close()
-    assert ["hi"] == [m.body for m in store.list_messages(recipient="orchestrator")]
+    assert ["hi"] == [m.body for m in store.messages.list_messages(recipient="orchestrator")]
 
 
 def test_bad_messages_are_refused_and_nothing_is_appended(store, settings):
@@ -66,7 +66,7 @@ def test_bad_messages_are_refused_and_nothing_is_appended(store, settings):
         messages.send(store, to="orchestrator", type="cancel", body={}, sender="operator")
     with pytest.raises(InvalidInput, match="id"):
         messages.ack(store, "first", actor="operator")
-    assert [] == store.list_messages()
+    assert [] == store.messages.list_messages()
 
 
 def test_drain_and_cancel_take_effect_when_sent(store, settings):
@@ -74,11 +74,11 @@ def test_drain_and_cancel_take_effect_when_sent(store, settings):
     w = _worker(store, settings)
     corral.heartbeat(store, w.id, settings=settings)
     messages.send(store, to="w1", type="drain", sender="orchestrator")
-    assert WorkerStatus.DRAINING == store.get_worker(w.id).status
+    assert WorkerStatus.DRAINING == store.workers.get_worker(w.id).status
     task = corral.enqueue(store, NewTask(title="stop me"), settings=settings)
     messages.send(store, to="w1", type="cancel", body={"task_id": task.id}, sender="orchestrator")
-    assert TaskStatus.CANCELLED == store.get_task(task.id).status
-    assert ["drain", "cancel"] == [m.type for m in store.list_messages(recipient="w1")]
+    assert TaskStatus.CANCELLED == store.tasks.get_task(task.id).status
+    assert ["drain", "cancel"] == [m.type for m in store.messages.list_messages(recipient="w1")]
 
 
 def test_messages_from_several_processes_arrive_in_order(cli, tmp_path):

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 import corral
-from corral import landings, reviews
+from corral.foundation.settings import Settings
 from corral.git.merging import GitBranches
 from corral.git.task_worktrees import Entered, TaskWorktrees
 from corral.git.worktrees import Worktrees
-from corral.landings import Where
 from corral.model.reviews import MergeStrategy, WorkOutcome
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
-from corral.settings import Settings
+from corral.usecases import landings, reviews
+from corral.usecases.landings import Where
 
 from .conftest import commit_file, git
 
@@ -93,8 +93,8 @@ def start(store, settings, on: Host, *, review: bool = False, title: str = "edit
     ).worker
     claim = corral.claim(store, task.id, worker.id, settings=settings)
     runner = on.runner(store)
-    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
-    return store.get_task(task.id), claim.token, runner, entered
+    entered = runner.enter(store.tasks.get_task(task.id), claim.token, worker.id)
+    return store.tasks.get_task(task.id), claim.token, runner, entered
 
 
 def finish(store, task, token: int, runner: TaskWorktrees) -> str | None:
@@ -102,7 +102,7 @@ def finish(store, task, token: int, runner: TaskWorktrees) -> str | None:
     error = runner.land(task, token, runner.final_commit(task.id)).error
     if error is None:
         corral.complete(store, task.id, token=token)
-    runner.leave(task.id)
+    runner.leave(task.id, token)
     return error
 
 
@@ -118,7 +118,7 @@ def test_a_land_reaches_the_remotes_main_at_the_recorded_sha(store, settings, ba
     task, token, runner, entered = start(store, settings, b)
     work(entered, "a.txt", "a\n")
     assert None is finish(store, task, token, runner)
-    merged = store.get_review(task.id).merged_commit
+    merged = store.reviews.get_review(task.id).merged_commit
     assert git(bare, "rev-parse", "main") == merged
     assert "a\n" == git(bare, "show", "main:a.txt") + "\n"
     assert local_main == git(b.clone, "rev-parse", "main")
@@ -145,8 +145,8 @@ def test_a_push_refused_because_main_moved_merges_again_and_both_land(store, set
     work(e2, "two.txt", "2\n")
     assert None is finish(store, t1, k1, r1)
     assert None is finish(store, t2, k2, r2)
-    first = store.get_review(t1.id).merged_commit
-    second = store.get_review(t2.id).merged_commit
+    first = store.reviews.get_review(t1.id).merged_commit
+    second = store.reviews.get_review(t2.id).merged_commit
     assert git(bare, "rev-parse", "main") == second
     assert first == git(bare, "rev-parse", f"{second}^1")
     assert ("1", "2") == (git(bare, "show", "main:one.txt"), git(bare, "show", "main:two.txt"))
@@ -176,7 +176,7 @@ def test_hosts_landing_at_once_all_reach_main(store, settings, bare, a, b):
     assert [None] * len(started) == errors
     main = git(bare, "rev-parse", "main")
     for n, (task, _, _, _) in enumerate(started):
-        merged = store.get_review(task.id).merged_commit
+        merged = store.reviews.get_review(task.id).merged_commit
         assert merged is not None
         git(bare, "merge-base", "--is-ancestor", merged, main)
         assert f"{n}" == git(bare, "show", f"main:f{n}.txt")
@@ -194,10 +194,10 @@ def test_a_real_conflict_goes_back_to_the_task_and_main_keeps_the_first(
     assert None is finish(store, t1, k1, r1)
     error = finish(store, t2, k2, r2)
     assert "land conflict with main in shared.txt" == error
-    review = store.get_review(t2.id)
+    review = store.reviews.get_review(t2.id)
     assert ("shared.txt",) == review.conflict_files
     assert review.changes_note == landings.conflict_note("origin/main", ("shared.txt",))
-    assert store.get_review(t1.id).merged_commit == git(bare, "rev-parse", "main")
+    assert store.reviews.get_review(t1.id).merged_commit == git(bare, "rev-parse", "main")
 
 
 def test_a_conflicting_branch_is_kept_and_on_the_remote_for_any_host(store, settings, bare, a, b):
@@ -210,7 +210,7 @@ def test_a_conflicting_branch_is_kept_and_on_the_remote_for_any_host(store, sett
     work(e2, "shared.txt", "one\ntheirs\nthree\n")
     assert None is finish(store, t1, k1, r1)
     assert "land conflict with main in shared.txt" == finish(store, t2, k2, r2)
-    assert WorkOutcome.KEPT == store.get_review(t2.id).outcome
+    assert WorkOutcome.KEPT == store.reviews.get_review(t2.id).outcome
     assert git(b.clone, "rev-parse", e2.branch) == git(bare, "rev-parse", e2.branch)
 
 
@@ -223,7 +223,7 @@ def test_a_review_run_on_one_host_is_shown_approved_and_merged_on_the_other(
     task, token, runner, entered = start(store, settings, b, review=True)
     work(entered, "b.txt", "b\n")
     assert None is finish(store, task, token, runner)
-    assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
+    assert TaskStatus.IN_REVIEW == store.tasks.get_task(task.id).status
     assert "" == git(a.clone, "branch", "--list", entered.branch)
     shown = reviews.show(store, task.id, a.branches)
     assert "b.txt | 1 +" in (shown.diff_stat or "")
@@ -265,9 +265,9 @@ def kept_on_b(store, settings, b):
     runner = TaskWorktrees(
         store, b.trees, worker_name="b", base_ref="main", policy=keep, log=logging.getLogger("t")
     )
-    entered = runner.enter(store.get_task(task.id), claim.token, worker.id)
+    entered = runner.enter(store.tasks.get_task(task.id), claim.token, worker.id)
     work(entered, "k.txt", "k\n")
-    assert None is finish(store, store.get_task(task.id), claim.token, runner)
+    assert None is finish(store, store.tasks.get_task(task.id), claim.token, runner)
     return task, entered
 
 
@@ -296,11 +296,11 @@ def test_a_task_run_again_on_another_host_continues_from_the_remotes_branch(
     ).worker
     claim = corral.claim(store, task.id, worker.id, settings=settings)
     on_a = a.runner(store)
-    again = on_a.enter(store.get_task(task.id), claim.token, worker.id)
+    again = on_a.enter(store.tasks.get_task(task.id), claim.token, worker.id)
     assert entered.branch == again.branch
     assert "b\n" == (Path(again.path) / "b.txt").read_text()
     work(again, "a.txt", "a\n")
-    assert None is finish(store, store.get_task(task.id), claim.token, on_a)
+    assert None is finish(store, store.tasks.get_task(task.id), claim.token, on_a)
     reviews.approve(store, task.id, branches=b.branches)
     merged = reviews.merge(store, task.id, branches=b.branches, strategy=MergeStrategy.MERGE)
     assert ("a", "b") == (git(bare, "show", "main:a.txt"), git(bare, "show", "main:b.txt"))
@@ -341,9 +341,9 @@ def test_a_remote_whose_fetch_refspec_maps_nothing_still_tracks_the_pushed_base(
 
 RACER = """
 import sys
-from corral.errors import Refused
+from corral.foundation.errors import Refused
 from corral.git.worktrees import Worktrees
-from corral.settings import Settings
+from corral.foundation.settings import Settings
 
 role, clone, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 remote = Worktrees.open(clone, Settings(worktree_remote="origin").worktree).remote
@@ -384,18 +384,18 @@ def test_a_backup_written_on_one_host_is_where_the_next_run_on_another_starts(
     """Host A's task is cancelled mid-run leaving an uncommitted edit: its worktree goes,
     the backup ref pushed to the remote first; retried on host B (which never had that
     ref), the run starts from it, the edit in its worktree."""
-    task, _, runner, entered = start(store, settings, a)
+    task, token, runner, entered = start(store, settings, a)
     (Path(entered.path) / "left.txt").write_text("uncommitted on a\n")
     corral.cancel(store, task.id)
-    runner.leave(task.id)
-    (ref,) = store.get_review(task.id).backup_refs
+    runner.leave(task.id, token)
+    (ref,) = store.reviews.get_review(task.id).backup_refs
     assert git(a.clone, "rev-parse", ref) == git(bare, "rev-parse", ref)
     corral.retry(store, task.id)
     worker = corral.register(
         store, corral.NewWorker(name="b", hostname="b", pid=None), settings=settings
     ).worker
     claim = corral.claim(store, task.id, worker.id, settings=settings)
-    again = b.runner(store).enter(store.get_task(task.id), claim.token, worker.id)
+    again = b.runner(store).enter(store.tasks.get_task(task.id), claim.token, worker.id)
     assert (ref, entered.branch) == (again.restored_from, again.branch)
     assert "uncommitted on a\n" == (Path(again.path) / "left.txt").read_text()
 
@@ -406,12 +406,12 @@ def test_a_backup_the_remote_refuses_keeps_the_worktree(store, settings, bare, a
     hook = bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho no >&2\nexit 1\n")
     hook.chmod(0o755)
-    task, _, runner, entered = start(store, settings, a)
+    task, token, runner, entered = start(store, settings, a)
     (Path(entered.path) / "left.txt").write_text("uncommitted on a\n")
     corral.cancel(store, task.id)
-    runner.leave(task.id)
+    runner.leave(task.id, token)
     assert "uncommitted on a\n" == (Path(entered.path) / "left.txt").read_text()
-    assert () == store.get_review(task.id).backup_refs
+    assert () == store.reviews.get_review(task.id).backup_refs
 
 
 def test_corral_land_on_another_host_lands_work_left_only_in_a_backup_ref(
@@ -425,7 +425,9 @@ def test_corral_land_on_another_host_lands_work_left_only_in_a_backup_ref(
     backup = b.trees.delete_branch(entered.branch, "main")
     assert backup is not None
     b.trees.remote.unpublish(entered.branch)
-    store.record_cleanup(task.id, token=None, backups=(backup,), branch_deleted=False, actor="t")
+    store.reviews.record_cleanup(
+        task.id, token=None, backups=(backup,), branch_deleted=False, actor="t"
+    )
     landed = landings.land_kept(
         store, task.id, repo=a.branches(), strategy=MergeStrategy.MERGE, actor="operator"
     )

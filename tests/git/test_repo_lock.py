@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from tests.git.conftest import git
 
-from corral.git.repo_lock import repo_lock
+from corral.foundation.settings import Settings
+from corral.git.repo_lock import NAMES, WORKTREE_LOCK, lock_files, repo_lock
 from corral.git.worktrees import Worktrees
-from corral.settings import Settings
 
 TRY_LOCK = """
 import fcntl, os, sys
@@ -34,8 +34,8 @@ def other_process_can_lock(path: str) -> bool:
 def test_the_holder_takes_it_again_and_other_processes_wait_until_it_lets_go(
     tmp_path: Path,
 ) -> None:
-    lock = repo_lock(str(tmp_path), "corral-test.lock")
-    assert lock is repo_lock(str(tmp_path), "corral-test.lock")  # one per file and process
+    lock = repo_lock(str(tmp_path), WORKTREE_LOCK)
+    assert lock is repo_lock(str(tmp_path), WORKTREE_LOCK)  # one per file and process
     with lock.held():
         with lock.held():
             assert not other_process_can_lock(lock.path)
@@ -44,7 +44,7 @@ def test_the_holder_takes_it_again_and_other_processes_wait_until_it_lets_go(
 
 
 def test_another_thread_waits_for_the_holder(tmp_path: Path) -> None:
-    lock = repo_lock(str(tmp_path), "corral-test.lock")
+    lock = repo_lock(str(tmp_path), WORKTREE_LOCK)
     entered, order = threading.Event(), []
 
     def second() -> None:
@@ -63,7 +63,7 @@ def test_another_thread_waits_for_the_holder(tmp_path: Path) -> None:
 
 
 def test_a_lock_held_by_a_killed_process_is_free_again(tmp_path: Path) -> None:
-    path = str(tmp_path / "corral-test.lock")
+    path = str(tmp_path / WORKTREE_LOCK)
     hold = (
         "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()"
@@ -77,8 +77,19 @@ def test_a_lock_held_by_a_killed_process_is_free_again(tmp_path: Path) -> None:
         assert holder.stdout is not None and "held" == holder.stdout.readline().strip()
         assert not other_process_can_lock(path)
         holder.kill()
-    with repo_lock(str(tmp_path), "corral-test.lock").held():
+    with repo_lock(str(tmp_path), WORKTREE_LOCK).held():
         assert not other_process_can_lock(path)
+
+
+def test_every_lock_is_one_the_sandbox_knows_of(tmp_path: Path) -> None:
+    """A name outside NAMES is refused (a sandbox would not cover its file), and
+    lock_files makes each known file, empty, and leaves what it cannot make out."""
+    with pytest.raises(ValueError, match=r"corral-other\.lock: not a lock of corral's"):
+        repo_lock(str(tmp_path), "corral-other.lock")
+    made = lock_files(str(tmp_path))
+    assert [str(tmp_path / name) for name in NAMES] == list(made)
+    assert all(0 == Path(path).stat().st_size for path in made)
+    assert () == lock_files(str(tmp_path / "missing"))
 
 
 HOOK = """#!/bin/sh

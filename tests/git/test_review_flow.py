@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 import corral
-from corral import reviews
-from corral.errors import InvalidInput, Refused
+from corral.foundation.errors import InvalidInput, Refused
+from corral.foundation.settings import Settings
 from corral.git.merging import GitBranches
 from corral.git.worktrees import Worktrees
 from corral.model.reviews import MergeStrategy
 from corral.model.states import TaskStatus
 from corral.model.tasks import NewTask
-from corral.settings import Settings
+from corral.usecases import reviews
 
 from .conftest import claim_into_worktree, commit_file, git
 
@@ -66,11 +66,11 @@ def test_two_workers_same_file_second_merge_conflicts_then_resolves(
     assert not Worktrees.open(str(repo), Settings().worktree).branch_exists(merged.task.branch)
     clash = reviews.merge(store, second.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (TaskStatus.READY, ("shared.txt",)) == (clash.task.status, clash.conflicts)
-    assert ("shared.txt",) == store.get_review(second.id).conflict_files
-    assert "merge conflict in shared.txt" == store.get_task(second.id).last_error
+    assert ("shared.txt",) == store.reviews.get_review(second.id).conflict_files
+    assert "merge conflict in shared.txt" == store.tasks.get_task(second.id).last_error
     assert merged.merged_commit == git(repo, "rev-parse", "main")  # nothing changed in git
     # w3 resumes on the same branch, in the same worktree, merges main in and resolves.
-    task = store.get_task(second.id)
+    task = store.tasks.get_task(second.id)
     assert "corral/w2/" + second.id == task.branch
     spec = corral.NewWorker(name="w3", hostname="h", pid=None)
     w3 = corral.register(store, spec, settings=settings).worker
@@ -88,7 +88,9 @@ def test_two_workers_same_file_second_merge_conflicts_then_resolves(
 
 
 def _events(store, task_id):
-    return [e.name for e in store.list_events(corral.EventFilter(task_id=task_id, limit=1000))]
+    return [
+        e.name for e in store.events.list_events(corral.EventFilter(task_id=task_id, limit=1000))
+    ]
 
 
 def test_merge_refuses_a_task_that_is_not_approved_and_changes_nothing(
@@ -109,7 +111,7 @@ def test_approve_refuses_a_task_not_in_review(store, settings, branches):
     task = _add(store, settings)
     with pytest.raises(Refused, match="it is ready, not in_review"):
         reviews.approve(store, task.id, branches=branches)
-    assert TaskStatus.READY == store.get_task(task.id).status
+    assert TaskStatus.READY == store.tasks.get_task(task.id).status
 
 
 def test_a_branch_that_moved_after_approval_is_not_merged_until_approved_again(
@@ -119,14 +121,68 @@ def test_a_branch_that_moved_after_approval_is_not_merged_until_approved_again(
     task = _add(store, settings)
     path = work(task.id, "w1", {"a.txt": "a\n"})
     approved = reviews.approve(store, task.id, branches=branches)
-    pinned = store.get_review(task.id).approved_commit
+    pinned = store.reviews.get_review(task.id).approved_commit
     assert git(path, "rev-parse", "HEAD") == pinned
     commit_file(path, "b.txt", "sneaked in\n")
     with pytest.raises(Refused, match="moved after approval"):
         reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
-    assert TaskStatus.APPROVED == store.get_task(task.id).status == approved.status
+    assert TaskStatus.APPROVED == store.tasks.get_task(task.id).status == approved.status
     reviews.request_changes(store, task.id, note="look at b.txt")
-    assert store.get_review(task.id).approved_commit is None
+    assert store.reviews.get_review(task.id).approved_commit is None
+
+
+def test_approve_at_the_commit_shown_refuses_a_branch_that_moved_since(
+    store, settings, repo, branches, work
+):
+    """`review show` names the head its diff is of; approving at that commit (whole or
+    abbreviated) pins it; once the branch has moved, approving at the old one is refused
+    and changes nothing; a malformed commit is bad input, before anything is read."""
+    task = _add(store, settings)
+    path = work(task.id, "w1", {"a.txt": "a\n"})
+    shown = reviews.show(store, task.id, branches, full_diff=True)
+    assert git(path, "rev-parse", "HEAD") == shown.head
+    assert "a.txt" in (shown.diff or "")
+    commit_file(path, "b.txt", "sneaked in after the review\n")
+    with pytest.raises(Refused, match=f"is now at {git(path, 'rev-parse', 'HEAD')[:12]}"):
+        reviews.approve(store, task.id, branches=branches, seen=shown.head[:12])
+    assert TaskStatus.IN_REVIEW == store.tasks.get_task(task.id).status
+    for bad in ("abc", "not-a-commit", "g" * 40):
+        with pytest.raises(InvalidInput, match="commit: expected a commit id"):
+            reviews.approve(store, task.id, branches=branches, seen=bad)
+    again = reviews.show(store, task.id, branches)
+    approved = reviews.approve(store, task.id, branches=branches, seen=again.head.upper())
+    assert TaskStatus.APPROVED == approved.status
+    assert again.head == store.reviews.get_review(task.id).approved_commit
+
+
+def test_review_show_reads_again_while_a_commit_lands_and_gives_up_on_a_branch_that_keeps_moving(
+    store, settings, repo, trees, work
+):
+    """An agent committing while its branch is shown: the diff and the head named are read
+    again until they agree (one late commit: shown with it); a branch that moves at every
+    read is refused after READS reads, not shown with a head its diff is not of."""
+    task = _add(store, settings)
+    path = work(task.id, "w1", {"a.txt": "a\n"})
+    commits = iter(range(1, 100))
+
+    class Committing(GitBranches):
+        """git, and an agent's commit landing on the branch during each diff's read."""
+
+        moves = 1
+
+        def diff_stat(self, base: str, branch: str) -> str:
+            if self.moves:
+                self.moves -= 1
+                commit_file(path, f"late-{next(commits)}.txt", "late\n")
+            return super().diff_stat(base, branch)
+
+    once = Committing(trees)
+    shown = reviews.show(store, task.id, lambda: once)
+    assert (git(path, "rev-parse", "HEAD"), True) == (shown.head, "late-1.txt" in shown.diff_stat)
+    always = Committing(trees)
+    always.moves = reviews.READS
+    with pytest.raises(Refused, match=f"moved while it was read, {reviews.READS} times"):
+        reviews.show(store, task.id, lambda: always)
 
 
 def test_a_branch_deleted_behind_corrals_back_is_refused(store, settings, repo, branches, work):
@@ -134,10 +190,10 @@ def test_a_branch_deleted_behind_corrals_back_is_refused(store, settings, repo, 
     task = _add(store, settings)
     path = work(task.id, "w1", {"a.txt": "a\n"})
     git(repo, "worktree", "remove", "--force", path)
-    git(repo, "branch", "-D", store.get_task(task.id).branch)
+    git(repo, "branch", "-D", store.tasks.get_task(task.id).branch)
     with pytest.raises(Refused, match="no longer exists"):
         reviews.approve(store, task.id, branches=branches)
-    assert TaskStatus.IN_REVIEW == store.get_task(task.id).status
+    assert TaskStatus.IN_REVIEW == store.tasks.get_task(task.id).status
 
 
 def test_uncommitted_changes_the_merge_would_overwrite_are_refused(
@@ -153,7 +209,7 @@ def test_uncommitted_changes_the_merge_would_overwrite_are_refused(
     with pytest.raises(Refused, match="uncommitted changes to README: commit or stash"):
         reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.MERGE)
     assert (TaskStatus.APPROVED, main) == (
-        store.get_task(task.id).status,
+        store.tasks.get_task(task.id).status,
         git(repo, "rev-parse", "main"),
     )
 
@@ -182,7 +238,7 @@ def test_request_changes_returns_to_ready_with_the_note_and_a_fresh_budget(
         reviews.request_changes(store, task.id, note="  ")
     reopened = reviews.request_changes(store, task.id, note="add tests")
     assert (TaskStatus.READY, 0) == (reopened.status, reopened.attempts)
-    assert "add tests" == store.get_review(task.id).changes_note
+    assert "add tests" == store.reviews.get_review(task.id).changes_note
     plan = trees.plan("w9", task.id, "main", reopened.branch)
     assert (reopened.branch, True) == (plan.branch, plan.reuse)
 
@@ -191,7 +247,8 @@ def test_request_changes_returns_to_ready_with_the_note_and_a_fresh_budget(
 def test_each_strategy_lands_the_branch_when_the_base_is_not_checked_out(
     store, settings, repo, branches, work, strategy
 ):
-    """ff, merge and squash; with main checked out nowhere, the ref moves by compare-and-set."""
+    """ff, merge and squash; with main checked out nowhere, the ref moves by compare-and-set.
+    A merge commit names the branch it brought in; a squash commit is titled by the task."""
     git(repo, "checkout", "--quiet", "--detach")
     task = _add(store, settings)
     path = work(task.id, "w1", {"a.txt": "a\n", "b.txt": "b\n"})
@@ -205,6 +262,13 @@ def test_each_strategy_lands_the_branch_when_the_base_is_not_checked_out(
     assert expected == len(parents)
     assert (main == head) == (strategy is MergeStrategy.FF)
     assert "b" == git(repo, "show", "main:b.txt")
+    branch = store.tasks.get_task(task.id).branch
+    subject = {
+        MergeStrategy.FF: git(repo, "log", "-1", "--format=%s", head),
+        MergeStrategy.MERGE: f"Merge {branch}: {task.title} ({task.id})",
+        MergeStrategy.SQUASH: task.title,
+    }[strategy]
+    assert subject == git(repo, "log", "-1", "--format=%s", "main")
     assert () == result.backups
 
 
@@ -216,7 +280,7 @@ def test_ff_refuses_a_branch_behind_its_base(store, settings, repo, branches, wo
     commit_file(repo, "other.txt", "other\n")
     with pytest.raises(Refused, match="cannot be fast-forwarded"):
         reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.FF)
-    assert TaskStatus.APPROVED == store.get_task(task.id).status
+    assert TaskStatus.APPROVED == store.tasks.get_task(task.id).status
 
 
 def test_pending_lists_reviews_and_flags_stale_ones(store, settings, clock, work):
@@ -261,7 +325,7 @@ def test_a_merge_cut_short_before_it_was_recorded_completes_without_a_second_com
     task = _add(store, settings)
     work(task.id, "w1", {"a.txt": "a\n"})
     reviews.approve(store, task.id, branches=branches)
-    branch = store.get_task(task.id).branch
+    branch = store.tasks.get_task(task.id).branch
     landed = GitBranches(trees).merge(
         branch=branch, base="main", strategy=MergeStrategy.SQUASH, message="squashed"
     )
@@ -282,3 +346,23 @@ def test_review_show_of_a_landed_task_shows_what_landed(store, settings, repo, b
     assert merged.merged_commit == shown.landed_commit
     assert "a.txt | 1 +" in (shown.diff_stat or "")
     assert "+a" in (shown.diff or "") and "later.txt" not in (shown.diff or "")
+
+
+def test_a_merge_where_git_knows_nobody_is_corrals(
+    store, settings, repo, branches, work, tmp_path, monkeypatch
+):
+    """A fresh account with no git identity (git refuses to guess one): the squash commit is
+    made as corral instead of failing the landing (with one, it is the user's: above)."""
+    task = _add(store, settings)
+    work(task.id, "w1", {"a.txt": "a\n"})
+    reviews.approve(store, task.id, branches=branches)
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tuseConfigOnly = true\n")
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                 "GIT_COMMITTER_EMAIL", "EMAIL"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    result = reviews.merge(store, task.id, branches=branches, strategy=MergeStrategy.SQUASH)
+    assert TaskStatus.DONE == result.task.status
+    assert "corral <corral@localhost>" == git(repo, "log", "-1", "--format=%cn <%ce>", "main")

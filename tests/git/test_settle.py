@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 import corral
+from corral.foundation.settings import Settings
 from corral.git.task_worktrees import TaskWorktrees
 from corral.git.worktrees import Worktrees
 from corral.model.events import EventFilter
 from corral.model.reviews import WorkOutcome
 from corral.model.tasks import NewTask
-from corral.runtime.worker.outcome import Done, Ending
+from corral.runtime.worker.reports import Done, Ending
 from corral.runtime.worker.worktree_job import settle
-from corral.settings import Settings
 
 from .conftest import commit_file, git
 
@@ -44,8 +44,8 @@ def entered(store, settings, repo):
         spec = corral.NewWorker(name="w", hostname="h", pid=None)
         worker = corral.register(store, spec, settings=settings).worker
         claim = corral.claim(store, task.id, worker.id, settings=settings)
-        where = trees.enter(store.get_task(task.id), claim.token, worker.id)
-        return store.get_task(task.id), claim.token, trees, Path(where.path)
+        where = trees.enter(store.tasks.get_task(task.id), claim.token, worker.id)
+        return store.tasks.get_task(task.id), claim.token, trees, Path(where.path)
 
     return enter
 
@@ -57,7 +57,7 @@ def test_an_empty_run_waits_with_its_reason_by_default(store, entered):
     done = settle(trees, task, "r-1", SUCCESS, ())
     expected = (False, "no_change: the run changed nothing", None)
     assert expected == (done.success, done.wait_reason, done.error)
-    assert WorkOutcome.NO_CHANGE is store.get_review(task.id).outcome
+    assert WorkOutcome.NO_CHANGE is store.reviews.get_review(task.id).outcome
 
 
 @pytest.mark.parametrize(
@@ -76,10 +76,28 @@ def test_a_run_on_a_branch_with_earlier_commits_that_adds_none_is_empty(store, e
     that already had a commit before this run, which adds nothing, changed nothing."""
     task, token, trees, path = entered()
     commit_file(path, "early.txt", "from an earlier run\n")
-    trees.leave(task.id)  # the task is running: kept
-    again = trees.enter(store.get_task(task.id), token, "w")
+    trees.leave(task.id, token)  # the task is running: kept
+    again = trees.enter(store.tasks.get_task(task.id), token, "w")
     assert (str(path), True) == (again.path, again.reused)
     assert settle(trees, task, "r-2", SUCCESS, ()).wait_reason is not None
+
+
+def test_a_slot_that_leaves_after_another_entered_the_task_again_leaves_it_be(
+    store, settings, clock, entered
+):
+    """A failed run's report makes the task ready; another slot may claim and enter it
+    before the first slot leaves. That leave, of an older claim, forgets nothing of the new
+    run: its commit is still read from its worktree (a CI run once landed nothing here)."""
+    task, token, trees, path = entered()
+    corral.fail(store, task.id, token=token, error="land conflict", settings=settings)
+    clock.advance(settings.retry_base_s)
+    spec = corral.NewWorker(name="w2", hostname="h", pid=None)
+    worker = corral.register(store, spec, settings=settings).worker
+    claim = corral.claim(store, task.id, worker.id, settings=settings)
+    again = trees.enter(store.tasks.get_task(task.id), claim.token, worker.id)
+    trees.leave(task.id, token)
+    made = commit_file(path, "edit.txt", "edit\n")
+    assert (str(path), made) == (again.path, trees.final_commit(task.id))
 
 
 def test_what_the_agent_left_is_committed_and_counts_as_a_change(store, entered, repo):
@@ -107,7 +125,7 @@ def test_a_refused_run_keeps_its_reason_and_is_recorded_refused(store, entered):
     (path / "half.txt").write_text("half\n")
     refused = Done(ending=Ending.EXITED, success=False, exit_code=0, wait_reason="refused: Bash")
     assert refused == settle(trees, task, "r-1", refused, ())
-    assert WorkOutcome.REFUSED is store.get_review(task.id).outcome
+    assert WorkOutcome.REFUSED is store.reviews.get_review(task.id).outcome
     assert "?? half.txt" == git(path, "status", "--porcelain")
 
 
@@ -116,11 +134,11 @@ def test_a_run_without_commits_lands_nothing_even_when_the_base_moved(store, ent
     on: its run commits nothing, so nothing lands and no task.landed event names another
     task's commit (issue 27's Codex run)."""
     task, token, trees, _ = entered(on_empty="done")
-    trees.leave(task.id)  # still running: kept, as for a run that is retried
+    trees.leave(task.id, token)  # still running: kept, as for a run that is retried
     commit_file(repo, "other.txt", "another task's work\n")
-    trees.enter(store.get_task(task.id), token, "w")
+    trees.enter(store.tasks.get_task(task.id), token, "w")
     done = settle(trees, task, "r-2", SUCCESS, ())
     head = trees.final_commit(task.id)
     assert (True, None) == (done.success, trees.land(task, token, head).error)
-    assert [] == store.list_events(EventFilter(task_id=task.id, names=("task.landed",)))
-    assert store.get_review(task.id).merged_commit is None
+    assert [] == store.events.list_events(EventFilter(task_id=task.id, names=("task.landed",)))
+    assert store.reviews.get_review(task.id).merged_commit is None

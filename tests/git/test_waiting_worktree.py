@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import corral
+from corral.foundation.settings import Settings
 from corral.git.merging import GitBranches
 from corral.git.prune import prune_orphans
 from corral.git.worktrees import Worktrees
-from corral.landings import Where, branch_states
 from corral.model.tasks import NewTask
-from corral.settings import Settings
+from corral.usecases.landings import Where, branch_states
 
 from .conftest import claim_into_worktree
 

@@ -14,9 +14,9 @@ import pytest
 from tests.conftest import CORRAL
 
 import corral
-from corral.clock import SystemClock
+from corral.foundation.clock import SystemClock
+from corral.foundation.settings import load_settings
 from corral.runtime.pool.upkeep import Upkeep
-from corral.settings import load_settings
 
 from .conftest import agent_script, git
 

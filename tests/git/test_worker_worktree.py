@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import CORRAL
+from tests.conftest import CORRAL, allowing
 from tests.runtime.conftest import wait_until
 
 from .conftest import agent_script, git
@@ -59,6 +59,48 @@ def test_a_review_task_runs_in_its_worktree_and_waits_there_for_review(cli, repo
     assert git(repo, "rev-parse", f"corral/w1/{task}") == run["final_commit"]
     stat = json.loads(cli("review", "show", task, "--repo", str(repo), "--json").out)["diff_stat"]
     assert "work.txt | 1 +" in stat
+
+
+def test_review_show_patch_prints_the_whole_diff_after_the_stat(cli, repo, agent):
+    """`--patch` adds the branch's diff against its base, in the text and as JSON `diff`;
+    without it the diff is not read (JSON `diff` is null)."""
+    task = cli("add", "edit", "--review").out.strip()
+    assert 0 == _start(cli, repo, agent, "w1").code
+    plain = json.loads(cli("review", "show", task, "--repo", str(repo), "--json").out)
+    patched = cli("review", "show", task, "--repo", str(repo), "--patch")
+    as_json = json.loads(cli("review", "show", task, "--repo", str(repo), "--patch", "--json").out)
+    assert None is plain["diff"]
+    assert (0, "") == (patched.code, patched.err)
+    assert "work.txt | 1 +" in patched.out and "diff --git a/work.txt b/work.txt" in patched.out
+    assert patched.out.index("| 1 +") < patched.out.index("diff --git")
+    assert as_json["diff"].startswith("diff --git a/work.txt b/work.txt")
+
+
+def test_approve_at_the_commit_review_show_named(cli, repo, agent):
+    """`review show` names the head its diff is of, and the command that approves exactly
+    that; once the branch has moved, that command is refused (exit 1, one line) and the
+    task stays in review; a malformed commit is exit 2."""
+    task = cli("add", "edit", "--review").out.strip()
+    assert 0 == _start(cli, repo, agent, "w1").code
+    head = git(repo, "rev-parse", f"corral/w1/{task}")
+    shown = cli("review", "show", task, "--repo", str(repo))
+    command = f"corral approve {task} --commit {head[:12]}"
+    assert f"head: {head} (to approve what is shown: {command})" in shown.out
+    as_json = json.loads(cli("review", "show", task, "--repo", str(repo), "--json").out)
+    assert head == as_json["head"]
+    bad = cli("approve", task, "--repo", str(repo), "--commit", "HEAD~1")
+    assert (2, 1) == (bad.code, len(bad.err.splitlines()))
+    assert "commit: expected a commit id of 7 to 64 hexadecimal digits" in bad.err
+    tree = repo / ".corral" / "worktrees" / f"corral-w1-{task}"
+    (tree / "late.txt").write_text("after the review\n")
+    git(tree, "add", "late.txt")
+    git(tree, "commit", "-q", "-m", "late")
+    moved = cli("approve", task, "--repo", str(repo), "--commit", head[:12])
+    assert (1, 1) == (moved.code, len(moved.err.splitlines()))
+    assert "review it again" in moved.err
+    assert "in_review" == json.loads(cli("show", task, "--json").out)["status"]
+    now = git(repo, "rev-parse", f"corral/w1/{task}")
+    assert 0 == cli("approve", task, "--repo", str(repo), "--commit", now).code
 
 
 def test_changes_requested_resume_on_the_same_branch_with_the_note(cli, repo, agent):
@@ -152,7 +194,7 @@ def _killed_mid_task(cli, repo, tmp_path, *, commit: bool) -> tuple[str, Path]:
     script.chmod(0o755)
     task = cli("add", "long edit", "--backoff", "0").out.strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    env.update(FAST, CORRAL_DB=cli.db, OBS=str(obs), COMMIT="yes" if commit else "")
+    env.update(FAST, CORRAL_DB=cli.db, **allowing({"OBS": str(obs), "COMMIT": "yes" * commit}))
     worker = subprocess.Popen(
         [
             CORRAL,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from corral.errors import InvalidInput
-from corral.settings import Settings, load_settings
+from corral.foundation.errors import InvalidInput
+from corral.foundation.settings import Settings, load_settings
 
 
 def test_the_worktree_section_is_read_from_the_file(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.errors import InvalidInput, Refused
+from corral.foundation.errors import InvalidInput, Refused
 from corral.git import repo as gitmod
 from corral.git.repo import Git, GitUnavailable, parse_version
 from corral.git.worktrees import WorktreeConfig, Worktrees

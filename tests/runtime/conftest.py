@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.conftest import allowing
 
 from corral import NewTask, enqueue, load_settings, open_store
 
@@ -164,13 +165,18 @@ class Pool:
         self.started: list[subprocess.Popen[bytes]] = []
         self.store = open_store(self.db)
 
+    def environment(self) -> dict[str, str]:
+        """`env`, allowing its tasks the variables the test set (tests.conftest.allowing)."""
+        added = {k: v for k, v in self.env.items() if os.environ.get(k) != v}
+        return {**self.env, **allowing(added)}
+
     def corral(self, *args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
         """Run one corral command against the store."""
         return subprocess.run(
             [sys.executable, "-m", "corral.cli.main", *args],
             capture_output=True,
             text=True,
-            env=self.env,
+            env=self.environment(),
             cwd=self.folder,
             timeout=timeout_s,
             check=False,
@@ -199,7 +205,7 @@ class Pool:
                 [sys.executable, "-m", "corral.cli.main", "orchestrator", "start", *pool, *args],
                 stdout=log,
                 stderr=log,
-                env=self.env,
+                env=self.environment(),
                 cwd=cwd or self.folder,
                 start_new_session=True,
             )
@@ -217,13 +223,13 @@ class Pool:
 
     def status(self) -> dict[str, object]:
         """The state row as `orchestrator status --json` shows it."""
-        return self.store.get_orchestrator().to_dict()
+        return self.store.orchestrators.get_orchestrator().to_dict()
 
     def wait_running(self, workers: int) -> None:
         """Until the row is running and `workers` slots have registered workers."""
 
         def ready() -> bool:
-            state = self.store.get_orchestrator()
+            state = self.store.orchestrators.get_orchestrator()
             running = [s for s in state.slots if s["state"] == "running"]
             return str(state.status) == "running" and len(running) == workers
 
@@ -244,7 +250,12 @@ class Pool:
     def close(self) -> None:
         """Kill whatever is left, reap what we started, close the store. The descendants of
         what we started too: a test may have named the store otherwise in their environment
-        (a URL with its password), and workers lead process groups of their own."""
+        (a URL with its password), and workers lead process groups of their own. What we
+        started is stopped first, so that an orchestrator cannot spawn a worker between the
+        listing and the kill (a CI run leaked one so, idle for good)."""
+        for started in self.started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(started.pid, signal.SIGSTOP)
         descendants = []
         for started in self.started:
             with contextlib.suppress(psutil.Error):

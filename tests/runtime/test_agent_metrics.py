@@ -37,7 +37,7 @@ def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
 
 
 def _worker(h: Harness) -> Worker | None:
-    found = h.store.list_workers()
+    found = h.store.workers.list_workers()
     return found[0] if found else None
 
 

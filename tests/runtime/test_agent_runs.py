@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from corral import FakeClock, NewTask, Settings, Store, enqueue, open_store
+from corral import FakeClock, NewTask, NewWorker, Settings, Store, enqueue, open_store, register
 from corral.model.agents import BUILT_IN, AgentProfile
-from corral.model.batches import Action, Held
 from corral.model.events import EventFilter
+from corral.model.exchange import Action, Held
 from corral.runtime.worker.agent_runs import AgentSetup, StreamWatch
 from corral.runtime.worker.command_job import CommandJob, prepare, run_prepared
 from corral.runtime.worker.config import Workplace
-from corral.runtime.worker.outcome import Done, report_of
+from corral.runtime.worker.reports import Done, report_of
 
 FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
 NOW = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
@@ -219,7 +219,8 @@ def test_nochange_changes_nothing(store: Store, tmp_path: Path, agent: str) -> N
 
 
 def limit_watch(store: Store, tmp_path: Path, clock: FakeClock, reset_at: datetime) -> StreamWatch:
-    """A claude run's watch whose transcript holds a rejected limit resetting at `reset_at`."""
+    """A claude run's watch whose transcript holds a rejected limit resetting at `reset_at`,
+    on a worker registered with the `claude` account (the one its park parks)."""
     transcript = tmp_path / "limit.jsonl"
     info = {
         "status": "rejected",
@@ -229,8 +230,11 @@ def limit_watch(store: Store, tmp_path: Path, clock: FakeClock, reset_at: dateti
     transcript.write_text(json.dumps({"type": "rate_limit_event", "rate_limit_info": info}) + "\n")
     agent = AgentSetup(profile=BUILT_IN["claude"], provider="claude", park_min_s=60.0)
     task = enqueue(store, NewTask(title="limited"))
+    spec = NewWorker(name="limited", hostname="h", pid=None, provider="claude")
+    worker = register(store, spec, settings=Settings()).worker
+    runner = place(store, clock)._replace(worker_id=worker.id)
     return StreamWatch(
-        place(store, clock), agent, run_id="r-1", task_id=task.id, transcript_path=str(transcript)
+        runner, agent, run_id="r-1", task_id=task.id, transcript_path=str(transcript)
     )
 
 
@@ -248,5 +252,5 @@ def test_a_limit_parks_at_least_the_minimum_past_its_reset(
     watch = limit_watch(store, tmp_path, clock, NOW + timedelta(seconds=reset_in_s))
     verdict = watch.finish(exit_code=1, stderr_tail="", ending="exited")
     assert NOW + timedelta(seconds=parked_s) == verdict.limit_until
-    (parked,) = store.list_events(EventFilter(names=("provider.parked",)))
+    (parked,) = store.events.list_events(EventFilter(names=("provider.parked",)))
     assert verdict.limit_until == datetime.fromisoformat(parked.data["until"])

@@ -68,7 +68,7 @@ def runs_of(pool: Any, task_id: str) -> list[dict[str, Any]]:
 
 
 def finished(pool: Any, *task_ids: str) -> bool:
-    return all(pool.store.get_task(t).status is TaskStatus.DONE for t in task_ids)
+    return all(pool.store.tasks.get_task(t).status is TaskStatus.DONE for t in task_ids)
 
 
 def spawn(pool: Any, *args: str) -> subprocess.Popen[bytes]:
@@ -78,7 +78,7 @@ def spawn(pool: Any, *args: str) -> subprocess.Popen[bytes]:
             [sys.executable, "-m", "corral.cli.main", *args],
             stdout=log,
             stderr=log,
-            env=pool.env,
+            env=pool.environment(),
             cwd=pool.folder,
             start_new_session=True,
         )
@@ -127,13 +127,19 @@ def test_a_killed_run_is_resumed_in_its_session_and_costs_total_over_three_runs(
     SIGKILL mid-stream (no usage: null), then a run resuming again with `--resume ID` and
     a short prompt, to success: three runs, the totals their sum, attempts 2."""
     pool = sqlite_pool
-    (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))  # past start-up
-    task = add(pool, "fix it FAKE:limit FAKE:sleep=2", max_attempts=3)
+    (pool.folder / "limit-until").write_text("+4")  # 4 s from the first run
+    # The second run holds until it is killed (however late a loaded machine sees it);
+    # the directive is lifted before the kill, so the third run does not hold.
+    hold = pool.folder / "directives"
+    hold.write_text("FAKE:sleep=60")
+    pool.env["FAKE_DIRECTIVES"] = str(hold)
+    task = add(pool, "fix it FAKE:limit", max_attempts=3)
     pool.start("--workers", "1", "--agent", "claude", workers=None)
     # The second run, its agent started (it logged its call): a resumed run records its
     # session before the agent runs, so the run alone does not say the agent is there yet.
     pool.wait(lambda: len(runs_of(pool, task)) == 2 and len(invocations(pool)) == 2, 30)
     (agent,) = [p for p in pool.processes() if str(FAKES / "claude") in " ".join(p.cmdline())]
+    hold.write_text("")
     agent.kill()
     pool.wait(lambda: finished(pool, task), 30)
     stop(pool)
@@ -164,8 +170,7 @@ def test_four_workers_at_a_limit_park_the_fleet_until_the_reset(any_pool: Any) -
     parks the provider; no claim is made by any of them until the reset; then every task
     completes once, attempts unchanged by the parking."""
     pool = any_pool
-    reset = int(time.time()) + 5
-    (pool.folder / "limit-until").write_text(str(reset))
+    (pool.folder / "limit-until").write_text("+5")  # 5 s from the first run
     tasks = [add(pool, f"task {n} FAKE:limit FAKE:sleep=0.2") for n in range(8)]
     pool.start("--workers", "4", "--agent", "claude", workers=None)
     other_host = spawn(pool, "worker", "start", "--name", "other-host", "--agent", "claude")
@@ -173,9 +178,10 @@ def test_four_workers_at_a_limit_park_the_fleet_until_the_reset(any_pool: Any) -
     stop(pool)
     other_host.terminate()
     other_host.wait(timeout=30)
-    events = pool.store.list_events(EventFilter(limit=100_000))
+    events = pool.store.events.list_events(EventFilter(limit=100_000))
     parked = [e for e in events if e.name == "provider.parked"]
     assert parked, "the limit parked the provider"
+    reset = int((pool.folder / "limit-until.at").read_text())
     until = parked[0].data["until"]
     claims_while_parked = [
         e
@@ -183,10 +189,12 @@ def test_four_workers_at_a_limit_park_the_fleet_until_the_reset(any_pool: Any) -
         if e.name == "task.claimed" and parked[0].at < e.at and e.at.timestamp() < reset
     ]
     assert [] == claims_while_parked
-    assert str(reset) == str(int(pool.store.provider_states("claude")[0].parked_until.timestamp()))
+    assert str(reset) == str(
+        int(pool.store.providers.provider_states("claude")[0].parked_until.timestamp())
+    )
     assert until.startswith(time.strftime("%Y-%m-%dT", time.gmtime(reset)))
     for task in tasks:
-        record = pool.store.get_task(task)
+        record = pool.store.tasks.get_task(task)
         completed = [e for e in events if e.name == "task.completed" and e.task_id == task]
         assert (1, 1) == (record.attempts, len(completed)), task
 
@@ -196,7 +204,7 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
     reset its error carried, the provider parked; the next run is `codex exec resume
     --json THREAD -`, and its usage is the turns' sum."""
     pool = sqlite_pool
-    (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))  # past start-up
+    (pool.folder / "limit-until").write_text("+4")  # 4 s from the first run
     task = add(pool, "port it FAKE:limit")
     pool.start("--workers", "1", "--agent", "codex", workers=None)
     pool.wait(lambda: finished(pool, task), 30)
@@ -211,8 +219,8 @@ def test_a_codex_limit_defers_and_the_next_run_resumes_its_thread(sqlite_pool: A
     assert {"input_tokens": 600, "cache_read_tokens": 1800, "output_tokens": 310} == (
         second["usage"]
     )
-    assert 1 == pool.store.get_task(task).attempts
-    parked = pool.store.list_events(EventFilter(names=("provider.parked",)))
+    assert 1 == pool.store.tasks.get_task(task).attempts
+    parked = pool.store.events.list_events(EventFilter(names=("provider.parked",)))
     assert ["codex"] == [e.data["provider"] for e in parked]
 
 
@@ -226,7 +234,9 @@ def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) ->
     script.write_text(f'#!/bin/sh\n{{ printf "%s " "$CORRAL_NOTICE"; cat; }} >> "{notices}"\n')
     script.chmod(0o700)
     (pool.folder / ".corral" / "config.toml").write_text(f'[notify]\ncommand = "{script}"\n')
-    pool.env["FAKE_SLEEP"] = "3"  # then the fake gives up waiting and exits
+    # Then the fake gives up waiting and exits: long enough that the run still waits when
+    # read below on a loaded machine (3 s was not, in a CI run), short for the test.
+    pool.env["FAKE_SLEEP"] = "8"
     task = add(pool, "choose FAKE:question")
     pool.start("--workers", "1", "--agent", "claude", workers=None)
     pool.wait(lambda: notices.exists() and notices.read_text().strip(), 30)
@@ -242,7 +252,7 @@ def test_a_question_flags_the_run_waiting_and_notifies_once(sqlite_pool: Any) ->
     event = json.loads(body)
     assert ("run.waiting", "run.waiting", task) == (kind, event["name"], event["task_id"])
     assert "waiting" in pool.corral("runs", "--task", task).stdout
-    pool.wait(lambda: pool.store.get_task(task).status == TaskStatus.WAITING, 30)
+    pool.wait(lambda: pool.store.tasks.get_task(task).status == TaskStatus.WAITING, 30)
     failing = add(pool, "break FAKE:crash", max_attempts=1)  # its notice comes after
     pool.wait(lambda: len(notices.read_text().strip().splitlines()) >= 2, 30)
     stop(pool)
@@ -292,15 +302,19 @@ def test_changes_requested_resume_the_session_in_the_same_worktree(sqlite_pool: 
         subprocess.run(["git", *args], cwd=pool.folder, env=env, check=True)
     assert 0 == pool.corral("init").returncode
     pool.env["CORRAL_WORKTREE_ON_EMPTY"] = "done"  # the stand-in claude edits nothing
-    task = add(pool, "review me FAKE:sleep=1.5", requires_review=True, max_attempts=3)
+    hold = pool.folder / "directives"  # the first run holds until killed; no other does
+    hold.write_text("FAKE:sleep=60")
+    pool.env["FAKE_DIRECTIVES"] = str(hold)
+    task = add(pool, "review me", requires_review=True, max_attempts=3)
     pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
     pool.wait(lambda: len(runs_of(pool, task)) == 1 and runs_of(pool, task)[0]["session_id"], 30)
     (agent,) = [p for p in pool.processes() if str(FAKES / "claude") in " ".join(p.cmdline())]
+    hold.write_text("")
     agent.kill()
-    pool.wait(lambda: pool.store.get_task(task).status is TaskStatus.IN_REVIEW, 30)
+    pool.wait(lambda: pool.store.tasks.get_task(task).status is TaskStatus.IN_REVIEW, 30)
     note = "Name the flag --dry-run, not --check."
     assert 0 == pool.corral("request-changes", task, "--note", note).returncode
-    pool.wait(lambda: pool.store.get_task(task).status is TaskStatus.IN_REVIEW, 30)
+    pool.wait(lambda: pool.store.tasks.get_task(task).status is TaskStatus.IN_REVIEW, 30)
     stop(pool)
     killed, resumed, changed = invocations(pool)
     runs = runs_of(pool, task)
@@ -325,6 +339,7 @@ def test_a_provider_accounts_environment_reaches_its_agents_alone(sqlite_pool: A
     )
     pool.env["WORK_API_KEY"] = "sk-work-123"
     pool.env["FAKE_LOG_ENV"] = "ANTHROPIC_API_KEY,CLAUDE_CONFIG_DIR,WORK_API_KEY"
+    pool.env["CORRAL_ENV_ALLOW"] = "FAKE_*"  # the stand-in's controls; WORK_API_KEY is not
     task = add(pool, "work task")
     pool.start("--workers", "2", "--agent", "claude", "--provider", "claude:work", workers=None)
     pool.wait(lambda: finished(pool, task), 30)
@@ -392,11 +407,11 @@ def test_a_limit_signature_at_exit_parks_until_its_reset_or_for_the_default(
         limited["stop_reason"],
         done["stop_reason"],
     )
-    parks = pool.store.list_events(EventFilter(names=("provider.parked",)))
+    parks = pool.store.events.list_events(EventFilter(names=("provider.parked",)))
     assert ["acme", "acme"] == [e.data["provider"] for e in parks]
     assert time.strftime("%H:%M:%S", time.gmtime(reset)) in parks[0].data["until"]
     assert "no reset time given" in (parks[1].reason or "")
-    assert [1, 1] == [pool.store.get_task(t).attempts for t in (task, vague)]
+    assert [1, 1] == [pool.store.tasks.get_task(t).attempts for t in (task, vague)]
 
 
 @pytest.mark.parametrize("off", ["config", "payload"])
@@ -406,8 +421,7 @@ def test_resume_can_be_turned_off(sqlite_pool: Any, off: str) -> None:
     pool = sqlite_pool
     if off == "config":
         (pool.folder / ".corral" / "config.toml").write_text("[agents]\nresume = false\n")
-    # A reset 4 s ahead: the first run (after the pool's start-up) still meets the limit.
-    (pool.folder / "limit-until").write_text(str(int(time.time()) + 4))
+    (pool.folder / "limit-until").write_text("+4")  # 4 s from the first run
     payload = {"resume": False} if off == "payload" else {}
     task = add(pool, "again FAKE:limit", payload=payload)
     pool.start("--workers", "1", "--agent", "claude", workers=None)

@@ -67,8 +67,8 @@ def test_a_runs_files_are_kept_hashed_capped_and_links_out_not_followed(
     started = corral(db, work, "worker", "start", "--name", "w", "--once", "--exec", "sh job.sh",
                      *flags)  # fmt: skip
     assert 1 == started.returncode, started.stderr  # --once: its one task failed
-    [run] = store.list_runs(task_id=task.id, worker_id=None, limit=5)
-    kept = {a.path: a for a in store.run_artifacts(run.id)}
+    [run] = store.runs.list_runs(task_id=task.id, worker_id=None, limit=5)
+    kept = {a.path: a for a in store.artifacts.run_artifacts(run.id)}
     assert ["out/a.txt", "out/big.bin", "out/c.txt"] == sorted(kept)
     assert hashlib.sha256(b"hello\n").hexdigest() == kept["out/a.txt"].sha256
     assert (2097152, None, "past the 1 MB cap") == (
@@ -80,10 +80,10 @@ def test_a_runs_files_are_kept_hashed_capped_and_links_out_not_followed(
     copies = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert ["out/a.txt", "out/c.txt"] == copies
     assert b"hello\n" == (folder / "out" / "a.txt").read_bytes()
-    assert TaskStatus.FAILED == store.get_task(task.id).status
+    assert TaskStatus.FAILED == store.tasks.get_task(task.id).status
     pruned = corral(db, work, "prune", "--finished-older-than", "1ms")
     assert 0 == pruned.returncode, pruned.stderr
-    assert (False, []) == (folder.exists(), store.run_artifacts(run.id))
+    assert (False, []) == (folder.exists(), store.artifacts.run_artifacts(run.id))
 
 
 def test_a_glob_that_could_leave_the_working_directory_is_refused_at_start(

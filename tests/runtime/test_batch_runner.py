@@ -62,18 +62,18 @@ def holding(h: Harness, count: int) -> corral.Worker:
     """Wait until the batching worker holds `count` claims with its hanging task running."""
 
     def ready() -> bool:
-        workers = h.store.list_workers()
+        workers = h.store.workers.list_workers()
         return (h.tmp / "hanging").exists() and bool(workers) and workers[0].active == count
 
     wait_until(ready, 20)
-    return h.store.list_workers()[0]
+    return h.store.workers.list_workers()[0]
 
 
 def completions(h: Harness, task_ids: list[str]) -> Counter[str]:
     """How many `task.completed` events each task has."""
     counts: Counter[str] = Counter()
     for task_id in task_ids:
-        for e in h.store.list_events(EventFilter(task_id=task_id, limit=100)):
+        for e in h.store.events.list_events(EventFilter(task_id=task_id, limit=100)):
             counts[task_id] += e.name == "task.completed"
     return counts
 
@@ -88,7 +88,9 @@ def test_kill_9_of_a_worker_holding_k_claims_loses_none_and_completes_none_twice
     held = holding(h, 4)
     worker.kill()
     worker.wait()
-    claims = {t.id for t in h.store.list_tasks(corral.TaskFilter(statuses=(TaskStatus.RUNNING,)))}
+    claims = {
+        t.id for t in h.store.tasks.list_tasks(corral.TaskFilter(statuses=(TaskStatus.RUNNING,)))
+    }
     assert 4 == len(claims)
     settings = corral.Settings(heartbeat_interval_s=0.2, retry_base_s=0)
     crashes = 0
@@ -103,7 +105,7 @@ def test_kill_9_of_a_worker_holding_k_claims_loses_none_and_completes_none_twice
     for task_id in claims:
         task = h.task(task_id)
         assert (TaskStatus.READY, 1) == (task.status, task.crashes)
-    unfinished = [r for r in h.store.list_runs(worker_id=held.id) if r.outcome is None]
+    unfinished = [r for r in h.store.runs.list_runs(worker_id=held.id) if r.outcome is None]
     assert [] == unfinished  # the dead worker's runs ended as killed
     (h.tmp / "gate").touch()
     remaining = len(ids) - sum(h.task(t).status is TaskStatus.DONE for t in ids)
@@ -129,13 +131,13 @@ def test_sigterm_finishes_the_running_task_and_releases_the_ones_not_started(h: 
     assert 0 == worker.wait(30)
     hang = h.task(ids[11])
     assert TaskStatus.DONE == hang.status
-    runs = h.store.list_runs(worker_id=held.id, limit=100)
+    runs = h.store.runs.list_runs(worker_id=held.id, limit=100)
     shut = [r for r in runs if r.outcome is RunOutcome.SHUTDOWN]
     assert 3 == len(shut)  # the batch was [hang, after 0, after 1, after 2]
     for run in shut:
         task = h.task(run.task_id)
         assert (TaskStatus.READY, 0) == (task.status, task.attempts)
-    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(held.id).status
+    assert corral.WorkerStatus.OFFLINE == h.store.workers.get_worker(held.id).status
     assert {1} == set(
         completions(h, [t for t in ids if h.task(t).status is TaskStatus.DONE]).values()
     )
@@ -151,7 +153,7 @@ def test_a_done_from_elsewhere_wins_over_the_batching_workers_own_report(h: Harn
     def execute(task: Task, ctx: object) -> dict[str, object]:
         results.append(task.title)
         if task.title == "first":  # the other task of the batch is held, not started
-            token = h.store.get_task(second).token
+            token = h.store.tasks.get_task(second).token
             corral.complete(h.store, second, token=token, result="elsewhere")
         return {"success": True, "output": "runner"}
 
@@ -159,7 +161,7 @@ def test_a_done_from_elsewhere_wins_over_the_batching_workers_own_report(h: Harn
     assert (0, ["warm-up", "first", "second"]) == (code, results)
     assert "elsewhere" == h.task(second).result
     assert {1} == set(completions(h, [first, second]).values())
-    (run,) = h.store.list_runs(task_id=second)
+    (run,) = h.store.runs.list_runs(task_id=second)
     assert RunOutcome.DONE == run.outcome
 
 
@@ -167,7 +169,7 @@ def test_run_worker_refuses_a_batch_below_one(h: Harness) -> None:
     """`batch` must be a whole number of at least 1; nothing is registered otherwise."""
     with pytest.raises(InvalidInput, match="batch"):
         corral.run_worker(lambda task, ctx: None, db=h.db, batch=0)
-    assert [] == h.store.list_workers()
+    assert [] == h.store.workers.list_workers()
 
 
 def test_worker_start_call_with_batch_drains_the_queue(h: Harness) -> None:
@@ -177,7 +179,7 @@ def test_worker_start_call_with_batch_drains_the_queue(h: Harness) -> None:
     h.env["PYTHONPATH"] = str(h.tmp)
     assert 0 == h.start("--call", "handlers:handle", "--batch", "8", "--max-tasks", "20").wait(30)
     assert {TaskStatus.DONE} == {h.task(t).status for t in ids}
-    assert 8 == h.store.list_workers()[0].max_concurrent  # it may hold a batch of 8
+    assert 8 == h.store.workers.list_workers()[0].max_concurrent  # it may hold a batch of 8
 
 
 @pytest.mark.parametrize(
@@ -200,15 +202,16 @@ def test_worker_start_refuses_a_bad_batch(
     )
     assert (2, 1) == (run.returncode, len(run.stderr.strip().splitlines()))
     assert "batch" in run.stderr and expected in run.stderr
-    assert [] == h.store.list_workers()
+    assert [] == h.store.workers.list_workers()
 
 
 def test_reports_the_store_did_not_take_go_with_the_next_exchange(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A store unavailable while reporting loses no report: it is sent again, and applied once."""
-    from corral import StoreError, claims
+    from corral import StoreError
     from corral.runtime.worker import retries
+    from corral.usecases import claims
 
     ids = [h.add(f"t{n}") for n in range(3)]
     real = claims.exchange

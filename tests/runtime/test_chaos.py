@@ -26,7 +26,7 @@ CHAOS_ENV = {
 def _kill_a_random_worker(pool: Any, rng: random.Random) -> bool:
     """SIGKILL one registered live worker of the pool; False if none was found."""
     host = os.uname().nodename
-    pids = [w.pid for w in pool.store.list_workers(tuple(CLAIMING)) if w.hostname == host]
+    pids = [w.pid for w in pool.store.workers.list_workers(tuple(CLAIMING)) if w.hostname == host]
     if not pids:
         return False
     try:
@@ -47,7 +47,7 @@ def test_random_kills_while_draining_300_tasks_lose_and_double_nothing(pool: Any
 
     def unfinished() -> int:
         return len(
-            pool.store.list_tasks(TaskFilter(statuses=(TaskStatus.READY, TaskStatus.RUNNING)))
+            pool.store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.READY, TaskStatus.RUNNING)))
         )
 
     while unfinished() and time.monotonic() < deadline:
@@ -55,11 +55,11 @@ def test_random_kills_while_draining_300_tasks_lose_and_double_nothing(pool: Any
         kills += _kill_a_random_worker(pool, rng)
     pool.wait(lambda: unfinished() == 0, 30)
 
-    tasks = [pool.store.get_task(t) for t in ids]
+    tasks = [pool.store.tasks.get_task(t) for t in ids]
     assert [TaskStatus.DONE] * 300 == [t.status for t in tasks]
     completed = [
         e.task_id
-        for e in pool.store.list_events(EventFilter(limit=100_000))
+        for e in pool.store.events.list_events(EventFilter(limit=100_000))
         if e.name == "task.completed"
     ]
     assert sorted(ids) == sorted(completed)  # each task completed exactly once

@@ -81,8 +81,8 @@ def test_four_processes_drain_500_tasks_claiming_each_exactly_once(children, rac
     claimed = [task_id for report in reports for task_id in report["claimed"]]
     assert sorted(task_ids) == sorted(claimed)
     with open_store(db) as store:
-        tasks = store.list_tasks(TaskFilter())
-        events = store.list_events(EventFilter(limit=100_000))
+        tasks = store.tasks.list_tasks(TaskFilter())
+        events = store.events.list_events(EventFilter(limit=100_000))
     assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
     claims_per_task = Counter(e.task_id for e in events if e.name == "task.claimed")
     assert dict.fromkeys(task_ids, 1) == dict(claims_per_task)
@@ -104,8 +104,8 @@ def test_eight_processes_drain_2000_tasks_claiming_each_exactly_once(children, p
     assert sorted(task_ids) == sorted(claimed)
     assert 8 == sum(1 for f in finished.values() if json.loads(f.out)["claimed"])
     with open_store(pg_url) as store:
-        tasks = store.list_tasks(TaskFilter(limit=10_000))
-        events = store.list_events(EventFilter(limit=100_000))
+        tasks = store.tasks.list_tasks(TaskFilter(limit=10_000))
+        events = store.events.list_events(EventFilter(limit=100_000))
     assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
     claims = Counter(e.task_id for e in events if e.name == "task.claimed")
     completions = Counter(e.task_id for e in events if e.name == "task.completed")
@@ -130,8 +130,8 @@ def test_processes_racing_for_the_same_task_leave_exactly_one_winner(children, r
     assert all("running" in message for r in reports for _, message in r["refused"])
     won_by = {task_id: (r["worker_id"], token) for r in reports for task_id, token in r["won"]}
     with open_store(db) as store:
-        tasks = {t.id: t for t in store.list_tasks(TaskFilter())}
-        events = store.list_events(EventFilter(limit=100_000))
+        tasks = {t.id: t for t in store.tasks.list_tasks(TaskFilter())}
+        events = store.events.list_events(EventFilter(limit=100_000))
     assert won_by == {t.id: (t.worker_id, t.token) for t in tasks.values()}
     assert {TaskStatus.RUNNING} == {t.status for t in tasks.values()}
     assert {1} == {t.attempts for t in tasks.values()}
@@ -170,7 +170,7 @@ def test_cli_claims_racing_for_one_task_exit_0_once_and_1_for_the_rest(race_db):
     refusals = [err for code, _, err in results if code == 1]
     assert all(1 == err.count("\n") and "running" in err for err in refusals)
     with open_store(db) as store:
-        task = store.get_task(task_id)
+        task = store.tasks.get_task(task_id)
     assert (task.worker_id, task.token) == tuple(
         json.loads(winner_out)[k] for k in ("worker_id", "token")
     )

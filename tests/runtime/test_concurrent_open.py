@@ -151,5 +151,5 @@ def test_reopening_a_current_database_keeps_its_data(tmp_path):
     with open_store(db) as store:
         assert ((LATEST, LATEST), [task_id]) == (
             store.schema_version(),
-            [t.id for t in store.list_tasks(TaskFilter())],
+            [t.id for t in store.tasks.list_tasks(TaskFilter())],
         )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from corral import NewWorker, Refused, Store, WorkerStatus, WorkerUnavailable, open_store, register
+from corral.foundation.process_keys import WORKER_KEY_ENV, key_digest, new_key
 from corral.runtime.pool import control
 
 
@@ -31,7 +32,7 @@ def _worker(store: Store, **fields: Any) -> str:
 def test_a_worker_already_offline_is_refused_naming_its_status(store: Store) -> None:
     """Nothing to stop: Refused, and the message says the worker is offline."""
     worker_id = _worker(store)
-    store.deregister_worker(worker_id, reason="test", actor="test")
+    store.workers.deregister_worker(worker_id, reason="test", actor="test")
     with pytest.raises(Refused, match=f"worker {worker_id} is already offline"):
         control.stop_worker(store, worker_id, graceful=True)
 
@@ -43,7 +44,7 @@ def test_a_worker_of_another_host_is_drained_only_when_graceful(store: Store) ->
         control.stop_worker(store, worker_id, graceful=False)
     stop = control.stop_worker(store, worker_id, graceful=True)
     assert {"id": worker_id, "signal": None, "drain": True} == stop.to_dict()
-    assert WorkerStatus.DRAINING == store.get_worker(worker_id).status
+    assert WorkerStatus.DRAINING == store.workers.get_worker(worker_id).status
 
 
 def test_a_worker_whose_process_has_ended_is_refused(store: Store) -> None:
@@ -60,12 +61,13 @@ def test_a_local_runner_gets_sigterm_when_graceful_else_sigquit(
     store: Store, graceful: bool, sent: signal.Signals
 ) -> None:
     """The runner's own process receives the signal that asks for the stop wanted (here a
-    process marked as worker w1 in its environment, as a bash loop opts in)."""
+    process started with a key whose hash its worker recorded, as a bash loop opts in)."""
+    key = new_key()
     runner = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], env={"CORRAL_WORKER_NAME": "w1"}
+        [sys.executable, "-c", "import time; time.sleep(60)"], env={WORKER_KEY_ENV: key}
     )
     try:
-        worker_id = _worker(store, pid=runner.pid)
+        worker_id = _worker(store, pid=runner.pid, key_hash=key_digest(key))
         stop = control.stop_worker(store, worker_id, graceful=graceful)
         assert (-sent, sent.name) == (runner.wait(10), stop.signal)
     finally:
@@ -77,7 +79,9 @@ def test_stopping_no_orchestrator_or_one_elsewhere_is_refused(store: Store) -> N
     """A stopped row has nothing to stop; a row held on another host must be stopped there."""
     with pytest.raises(Refused, match="no orchestrator is running on this store"):
         control.stop_orchestrator(store, graceful=False, kill_timeout_s=1.0)
-    store.acquire_orchestrator(pid=10, host="elsewhere", config={}, seen=store.get_orchestrator())
+    store.orchestrators.acquire_orchestrator(
+        pid=10, host="elsewhere", config={}, seen=store.orchestrators.get_orchestrator()
+    )
     with pytest.raises(Refused, match=r"runs on elsewhere \(pid 10\): stop it there"):
         control.stop_orchestrator(store, graceful=True, kill_timeout_s=1.0)
 

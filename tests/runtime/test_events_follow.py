@@ -105,7 +105,7 @@ def _cursor_order(url: str) -> list[int]:
         with psycopg.connect(url) as conn:
             return [r[0] for r in conn.execute("SELECT id FROM events ORDER BY xid, id")]
     with open_store(url) as store:
-        return [e.id for e in store.list_events(EventFilter(limit=1_000_000))]
+        return [e.id for e in store.events.list_events(EventFilter(limit=1_000_000))]
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
@@ -185,7 +185,7 @@ def test_a_follower_prints_only_what_its_filters_select(tmp_path: Path, follower
     by_type = followers(url, "--json", "--type", "task.cancelled", "--since", "1h")
     by_task.wait_for(1)
     with open_store(url) as store:
-        store.cancel(watched.id, actor="test", reason="enough")
+        store.tasks.cancel(watched.id, actor="test", reason="enough")
     by_task.wait_for(2)
     by_type.wait_for(1)
     for follower in (by_task, by_type):
@@ -215,3 +215,24 @@ def test_a_follower_with_limit_0_prints_only_events_after_its_start(tmp_path: Pa
     shown = [e["task_id"] for e in only_new.events()]
     assert not before & set(shown)
     assert written[written.index(shown[0]) :] == shown  # from its start on, every one
+
+
+def test_begin_makes_from_now_on_mean_from_the_call(tmp_path: Path) -> None:
+    """An event committed after `begin()` returns, before `run`'s thread reads anything, is
+    handed over; one committed before it is not (a notifier's first notice, a pool's first
+    task line)."""
+    from corral.foundation.clock import SystemClock
+    from corral.runtime.follow import Follower
+
+    with open_store(f"sqlite:///{tmp_path / 'c.db'}") as store:
+        enqueue(store, NewTask(title="before"))
+        follower = Follower(
+            store, EventFilter(names=("task.created",), limit=0), clock=SystemClock(),
+            on_outage=lambda _: None, listen=False,
+        )  # fmt: skip
+        follower.begin()
+        enqueue(store, NewTask(title="after"))
+        follower.stop(catch_up=True)  # the run reads once, then returns
+        seen: list[str] = []
+        follower.run(lambda ev: seen.append(store.tasks.get_task(ev.task_id or "").title))
+    assert ["after"] == seen

@@ -21,8 +21,9 @@ from typing import Any
 import psutil
 import pytest
 
-from corral.clock import FakeClock, SystemClock
-from corral.errors import CorralError
+from corral.foundation.clock import FakeClock, SystemClock
+from corral.foundation.errors import CorralError
+from corral.foundation.process_keys import runs_key
 from corral.runtime.worker import proctree
 from corral.runtime.worker.executor import (
     CommandResult,
@@ -124,6 +125,15 @@ def test_exit_zero_captures_stdout_to_the_transcript(make_spec, run_id, tmp_path
     assert "hello\n" == (tmp_path / "run.jsonl").read_text()
     assert not result.stalled
     assert_nothing_left(run_id)
+
+
+def test_a_command_gets_the_runs_key_and_never_the_runners_own(make_spec, tmp_path):
+    """The child's environment holds this process's runs key (CORRAL_RUN_KEY, whatever the
+    spec said) and not the runner's key (CORRAL_WORKER_KEY), even when the spec has it."""
+    show = "import os; print(os.environ.get('CORRAL_RUN_KEY'), os.environ.get('CORRAL_WORKER_KEY'))"
+    env = {**os.environ, "CORRAL_WORKER_KEY": "runner's", "CORRAL_RUN_KEY": "forged"}
+    run(make_spec(PY, "-c", show, env=env))
+    assert f"{runs_key()} None\n" == (tmp_path / "run.jsonl").read_text()
 
 
 def test_non_zero_exit_reports_code_and_stderr_tail(make_spec, run_id):
@@ -371,9 +381,20 @@ def test_the_runner_adopts_orphans_so_no_machine_wide_scan_is_needed(make_spec, 
     assert_nothing_left(run_id)  # the sleeper ended, the exited orphan reaped (no zombie)
 
 
+def test_reaping_orphans_leaves_the_runners_own_commands_to_whoever_waits_for_them():
+    """A git command the runner ran itself, exited but not yet waited for, is not an orphan:
+    reaping it would make `subprocess` read its status as 0 (a failed `git rev-parse` once
+    read as a merge in progress). Its caller still gets the real status."""
+    own = subprocess.Popen(["sh", "-c", "exit 3"])  # in this process's session
+    os.waitid(os.P_PID, own.pid, os.WEXITED | os.WNOWAIT)  # exited, still a zombie
+    proctree.reap_adopted()
+    assert [] == proctree.adopted(b"CORRAL_RUN_ID=none")
+    assert 3 == own.wait(timeout=5)
+
+
 FALLBACK = """
 import os, sys
-from corral.clock import SystemClock
+from corral.foundation.clock import SystemClock
 from corral.runtime.worker import executor, proctree
 from corral.runtime.worker.executor import CommandSpec
 proctree._state["on"] = False  # as where there is no subreaper: scan every process

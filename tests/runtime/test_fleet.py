@@ -62,7 +62,9 @@ def test_a_pool_of_three_in_worktrees_lands_every_change_and_commits_nothing_of_
     pool.env["GIT_AUTHOR_NAME"] = "agent"
     pool.env.update(GIT_ENV)
     pool.start("--workers", "3", "--exec", str(agent), "--worktree", workers=None)
-    pool.wait(lambda: all(pool.store.get_task(t).status is TaskStatus.DONE for t in tasks), 90)
+    pool.wait(
+        lambda: all(pool.store.tasks.get_task(t).status is TaskStatus.DONE for t in tasks), 90
+    )
     assert 0 == pool.corral("orchestrator", "stop", "--graceful").returncode
 
     assert {f"f{n}.txt": tasks[n] for n in range(12)} == {

@@ -67,7 +67,7 @@ def test_a_task_that_ends_on_a_full_disk_makes_the_runner_exit_3(
         task_id = h.add()
         agent = h.script("gated.sh", f'while [ ! -e "{gate}" ]; do sleep 0.02; done\n')
         runner = h.start("--exec", agent, "--once")
-        h.wait_running(task_id)
+        h.wait_running(task_id, launched=True)  # a launch the store never took is not started
         reader = sqlite3.connect(h.db)
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM tasks").fetchone()  # pins the log: it must grow

@@ -14,9 +14,9 @@ from tests.conftest import run_under
 
 import corral
 from corral import NewTask, NewWorker, Settings, Store
-from corral.cli.screen_text import width_of
+from corral.cli.cells import width_of
 from corral.cli.watch_layout import screen
-from corral.durations import iso
+from corral.foundation.durations import iso
 from corral.runtime.pool.glance import LONG_TAIL_BYTES, TAIL_BYTES, Glance, glance, last_line
 
 
@@ -57,7 +57,7 @@ def _running(store: Store, settings: Settings, tmp_path: Path, titles: list[str]
         claim = corral.claim(store, task.id, worker.id, settings=settings)
         transcript = tmp_path / f"{n}.out"
         transcript.write_text(f"starting\nworking on {n}\n")
-        store.start_run(run_under(claim, transcript_path=str(transcript), stderr_path=None))
+        store.runs.start_run(run_under(claim, transcript_path=str(transcript), stderr_path=None))
     return glance(store, settings=settings, running_limit=50, events_limit=50)
 
 
@@ -186,7 +186,7 @@ def test_the_screen_shows_held_providers_and_an_agents_words_cleaned(
         message = {"role": "assistant", "content": [{"type": "text", "text": text}]}
         handle.write(json.dumps({"type": "assistant", "message": message}) + "\n")
     until = store.now() + timedelta(hours=1)
-    store.park_provider("claude", until=until, reason="claude five_hour limit", actor="w")
+    store.providers.park_provider("claude", until=until, reason="claude five_hour limit", actor="w")
     found = glance(store, settings=settings, running_limit=50, events_limit=50)
     lines = screen(found, width=200, height=40, interval_s=1.0, notice=None)
     at = lines.index("PROVIDERS HELD BACK")

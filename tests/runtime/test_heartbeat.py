@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from corral import FakeClock, Settings
-from corral.errors import StoreError, WorkerUnavailable
+from corral.foundation.errors import StoreError, WorkerUnavailable
 from corral.model.states import WorkerStatus
 from corral.model.workers import Worker
 from corral.runtime.worker.heartbeat import Heartbeat, retry_wait_s
@@ -42,13 +42,15 @@ def _worker(status: WorkerStatus = WorkerStatus.IDLE) -> Worker:
 
 
 class FlakyStore:
-    """A store whose heartbeats fail as scripted: StoreError, WorkerUnavailable, or a status."""
+    """A store whose heartbeats fail as scripted: StoreError, WorkerUnavailable, or a status;
+    its own `workers` and `claims` repositories, as far as a heartbeat reads them."""
 
     def __init__(self, script: list[Any]) -> None:
         self.script = script
         self.beats = 0
-        self.claims: dict[str, Any] = {}
+        self.active: dict[str, Any] = {}  # the active claim of each task
         self.done = threading.Event()
+        self.workers = self.claims = self
 
     def heartbeat(self, worker_id: str, **_: object) -> Worker:
         self.beats += 1
@@ -60,7 +62,7 @@ class FlakyStore:
         return _worker(step)
 
     def active_claim(self, task_id: str) -> Any:
-        return self.claims.get(task_id)
+        return self.active.get(task_id)
 
 
 def _beat(store: FlakyStore) -> Heartbeat:

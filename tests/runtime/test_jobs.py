@@ -15,13 +15,13 @@ import pytest
 
 from corral import FakeClock, NewTask, Settings, Store, enqueue, open_store
 from corral.git.task_worktrees import TaskWorktrees
-from corral.model.batches import Held, RunStart
+from corral.model.exchange import Held, RunStart
 from corral.model.tasks import Task
 from corral.runtime.worker import command_job
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.config import Workplace
-from corral.runtime.worker.outcome import Ending
 from corral.runtime.worker.python_job import PythonJob, TaskContext
+from corral.runtime.worker.reports import Ending
 from corral.runtime.worker.worktree_job import WorktreeJob
 
 

@@ -125,11 +125,13 @@ def test_a_claim_whose_reply_was_lost_is_adopted_and_run_once(
         with open_store(pg_url) as store:
 
             def all_done() -> bool:
-                return all(store.get_task(t).status is TaskStatus.DONE for t in [lost, *others])
+                return all(
+                    store.tasks.get_task(t).status is TaskStatus.DONE for t in [lost, *others]
+                )
 
             wait_until(all_done, 30, interval_s=0.05)
-            events = store.list_events(EventFilter(task_id=lost, limit=100))
-            runs = store.list_runs(task_id=lost)
+            events = store.events.list_events(EventFilter(task_id=lost, limit=100))
+            runs = store.runs.list_runs(task_id=lost)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(runner.pid, signal.SIGTERM)

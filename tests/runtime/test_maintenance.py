@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_under
+from tests.conftest import finished_run, run_under
 
 import corral
 from corral import (
@@ -26,6 +26,7 @@ from corral import (
     WorkerStatus,
     open_store,
 )
+from corral.foundation.process_keys import new_key
 from corral.runtime.maintenance import Due, MaintenanceReport, Place, run_once
 from corral.runtime.pool.upkeep import HOST, SCHEDULES
 
@@ -43,10 +44,12 @@ def marked_process(**env: str) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def test_reconcile_ends_a_leftover_process_of_its_store(cli: Any) -> None:
-    """A process marked with this store and a run it does not know: ended by SIGTERM,
-    counted in `leftovers_ended`."""
+    """A process of this store's finished run, holding the runs key its worker recorded:
+    ended by SIGTERM, counted in `leftovers_ended`."""
     assert 0 == cli("init").code
-    with marked_process(CORRAL_DB=cli.db, CORRAL_RUN_ID="r-long-gone") as stray:
+    key = new_key()
+    run_id = finished_run(cli.db, key)
+    with marked_process(CORRAL_DB=cli.db, CORRAL_RUN_ID=run_id, CORRAL_RUN_KEY=key) as stray:
         report = json.loads(cli("reconcile", "--json").out)
         assert -signal.SIGTERM == stray.wait(timeout=10)
     assert 1 == report["leftovers_ended"]
@@ -56,7 +59,9 @@ def test_reconcile_ends_a_leftover_process_of_its_store(cli: Any) -> None:
 def test_reconcile_says_how_many_leftovers_it_ended(cli: Any) -> None:
     """The text output names the leftovers ended among its counts."""
     assert 0 == cli("init").code
-    with marked_process(CORRAL_DB=cli.db, CORRAL_RUN_ID="r-gone-too"):
+    key = new_key()
+    run_id = finished_run(cli.db, key)
+    with marked_process(CORRAL_DB=cli.db, CORRAL_RUN_ID=run_id, CORRAL_RUN_KEY=key):
         out = cli("reconcile").out
     assert "leftovers ended: 1" in out
 
@@ -71,7 +76,7 @@ def test_reconcile_never_signals_a_process_it_cannot_prove_is_its_stores(
         worker = corral.register(store, NewWorker(name="w")).worker
         task = corral.enqueue(store, NewTask(title="running"))
         claim = corral.claim(store, task.id, worker.id)
-        run = store.start_run(run_under(claim, transcript_path=None, stderr_path=None))
+        run = store.runs.start_run(run_under(claim, transcript_path=None, stderr_path=None))
     finally:
         store.close()
     other = str(tmp_path / "other.db")
@@ -116,19 +121,16 @@ def test_a_pass_runs_only_the_parts_that_are_due(tmp_path: Path, clock: FakeCloc
     assert expected == report.counts()
 
 
-def test_a_named_folder_that_is_no_repository_fails_that_part_alone(
+def test_a_named_folder_that_is_no_repository_is_refused_before_the_pass(
     cli: Any, tmp_path: Path
 ) -> None:
-    """`reconcile --repo` outside git: exit 2 and a one-line error for the worktrees part;
-    the rest of the pass ran and is reported."""
+    """`reconcile --repo` outside git: exit 2 and one line before any part runs (issue 29:
+    the pass changed state, then failed)."""
     assert 0 == cli("init").code
     result = cli("reconcile", "--repo", str(tmp_path), "--json")
-    report = json.loads(result.out)
-    assert 2 == result.code
+    assert (2, "") == (result.code, result.out)
     assert 1 == len(result.err.strip().splitlines())
-    assert result.err.startswith("corral: error: worktrees: repo: expected")
-    assert ("workers_dead", "pruned_workers") <= tuple(report)
-    assert 1 == len(report["failures"])
+    assert result.err.startswith("corral: error: repo: expected a folder inside a git repository")
 
 
 def test_the_repair_runs_only_when_due_and_counts_what_reconcile_did(
@@ -137,7 +139,7 @@ def test_the_repair_runs_only_when_due_and_counts_what_reconcile_did(
     """A silent worker: a schedules-only pass leaves it alone, a repair pass marks it
     stale and reports reconcile's count (each store)."""
     worker = corral.register(store, NewWorker(name="silent"), settings=settings).worker
-    registered = store.get_worker(worker.id).status
+    registered = store.workers.get_worker(worker.id).status
     clock.advance(1.5 * settings.heartbeat_interval_s)
 
     def run(due: Due) -> MaintenanceReport:
@@ -146,7 +148,7 @@ def test_the_repair_runs_only_when_due_and_counts_what_reconcile_did(
         return run_once(store, settings=settings, place=place, clock=clock, log=log, due=due)
 
     assert None is run(SCHEDULES).reconciled
-    assert registered == store.get_worker(worker.id).status
+    assert registered == store.workers.get_worker(worker.id).status
     repaired = run(Due(repair=True, schedules=False, host=False, retention=False))
     assert ReconcileReport(workers_stale=1) == repaired.reconciled
-    assert WorkerStatus.STALE == store.get_worker(worker.id).status
+    assert WorkerStatus.STALE == store.workers.get_worker(worker.id).status

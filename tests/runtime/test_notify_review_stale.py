@@ -14,7 +14,7 @@ from tests.runtime.conftest import wait_until
 
 import corral
 from corral import FakeClock, NewTask, NewWorker, Settings, Store
-from corral.runtime.pool.notify import Notifier
+from corral.runtime.pool.notify import Command, NoticeFilter, Notifier
 
 # Appends the event it reads on stdin, with its notice kind, to the file named by argv[1].
 RECORD = (
@@ -35,9 +35,9 @@ def test_the_notify_command_sees_a_stale_review_once(
     corral.complete(store, task.id, token=claim.token)
     seen = tmp_path / "notices.jsonl"
     argv = (sys.executable, "-c", RECORD, str(seen))
-    notifier = Notifier(
-        store, argv, leading=lambda: True, env={}, log=logging.getLogger("test-notify")
-    )
+    only = NoticeFilter(kinds=("review.stale",))  # its silent worker is declared dead too
+    log = logging.getLogger("test-notify")
+    notifier = Notifier(store, [Command(argv, {})], leading=lambda: True, log=log, only=only)
     try:
         clock.advance(61)
         for _ in range(2):

@@ -1,5 +1,6 @@
-"""`[notify] url`: notices POSTed as JSON to a real HTTP server on loopback, one try each,
-bounded, never followed elsewhere, the URL's secrets in no log line (runtime/pool/webhook.py)."""
+"""`[notify] url`: notices POSTed as JSON to a real HTTP server on loopback, each POST one
+try (the delivery queue retries: test_notify_deliveries.py), bounded, never followed
+elsewhere, the URL's secrets in no log line (runtime/pool/webhook.py)."""
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
 
@@ -18,9 +19,10 @@ import pytest
 from tests.runtime.conftest import wait_until
 
 import corral
-from corral import InvalidInput, NewTask, NewWorker, Settings, Store, reviews
-from corral.runtime.pool.notify import Notifier
+from corral import InvalidInput, NewTask, NewWorker, Settings, Store
+from corral.runtime.pool.notify import Notifier, Posted
 from corral.runtime.pool.webhook import Webhook
+from corral.usecases import reviews
 
 SECRET = "s3cr3t-pw"  # noqa: S105 - a made-up secret the logs must not show
 PATH_SECRET = "/hooks/T000/XXXX-path-token"  # noqa: S105 - likewise, in the URL's path
@@ -115,9 +117,7 @@ def test_notices_are_posted_as_the_events_json(
     endpoint, one POST each, the event's JSON with its kind in a header and the URL's
     userinfo as Basic auth; no line logs a secret."""
     log, kept = lines
-    notifier = Notifier(
-        store, None, leading=lambda: True, env={}, log=log, webhook=Webhook(endpoint.url())
-    )
+    notifier = Notifier(store, [Posted(Webhook(endpoint.url()))], leading=lambda: True, log=log)
     try:
         task = corral.enqueue(store, NewTask(title="w"), settings=settings)
         worker = corral.register(store, NewWorker(name="v", pid=None), settings=settings).worker
@@ -142,7 +142,7 @@ def test_notices_are_posted_as_the_events_json(
     )
     assert str(first["body"]["id"]) == first["headers"]["X-Corral-Event-Id"]
     assert 3 == sum(1 for line in kept if line.startswith("notify.sent"))
-    assert f"url=http://127.0.0.1:{endpoint.port}/***" in kept[0]
+    assert f"to=http://127.0.0.1:{endpoint.port}/***" in kept[0]
     assert _secret_free(kept)
 
 
@@ -179,8 +179,8 @@ def test_a_refused_connection_is_reported_without_the_url() -> None:
 
 
 def test_the_url_is_checked_and_never_shown_whole(tmp_path) -> None:
-    """A URL that is not http(s) is refused naming the key, not its value; `config show`
-    gives the scheme and host only."""
+    """A URL (or an ntfy topic's) that is not http(s) is refused naming the key, not its
+    value; `config show` gives the scheme and host only."""
     bad_urls = ("ftp://alice:pw@h/x", "hooks.example.com/x", "https://", "https://h:99999/x",
                 "https://h:port/x")  # fmt: skip
     for bad in bad_urls:
@@ -189,9 +189,19 @@ def test_the_url_is_checked_and_never_shown_whole(tmp_path) -> None:
         assert "config.toml: notify.url: expected an http:// or https:// URL with a host" == str(
             refused.value
         )
-    shown = Settings(notify_url=f"https://alice:{SECRET}@hooks.example.com{PATH_SECRET}")
-    [row] = [r for r in shown.rows() if r["key"] == "notify.url"]
-    assert "https://hooks.example.com/***" == row["value"]
+    with pytest.raises(InvalidInput, match=r"notify\.ntfy: expected an http"):
+        Settings().with_values(
+            {"notify_ntfy": "ntfy.sh/topic"}, "c", {"notify_ntfy": "notify.ntfy"}
+        )
+    shown = Settings(
+        notify_url=f"https://alice:{SECRET}@hooks.example.com{PATH_SECRET}",
+        notify_ntfy="https://ntfy.sh/corral-secret-topic",
+    )
+    rows = {r["key"]: r["value"] for r in shown.rows()}
+    assert ("https://hooks.example.com/***", "https://ntfy.sh/***") == (
+        rows["notify.url"],
+        rows["notify.ntfy"],
+    )
 
 
 def test_an_ipv6_webhook_with_a_port_is_taken_and_shown_by_host() -> None:
@@ -215,5 +225,5 @@ def test_an_orchestrator_with_only_a_url_posts_a_task_failed_for_good(
     assert 0 == pool.corral("orchestrator", "stop", "--graceful").returncode
     failed = [s for s in endpoint.seen if s["body"]["name"] == "task.failed"]
     assert [task] == [s["body"]["task_id"] for s in failed]
-    assert f"url=http://127.0.0.1:{endpoint.port}/***" in pool.log()
+    assert f"to=http://127.0.0.1:{endpoint.port}/***" in pool.log()
     assert _secret_free([pool.log()])

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from corral import FakeClock
-from corral.errors import StoreError
+from corral.foundation.errors import StoreError
 from corral.runtime.pool.outage import RETRY_MAX_S, RETRY_MIN_S, Outage
 
 DOWN = StoreError("database x: no connection within 3 s")

@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from corral import EventFilter, NewTask, TaskFilter, TaskStatus, enqueue, open_store
-from corral.errors import StoreError
+from corral.foundation.errors import StoreError
 
 from .conftest import Pool
 
@@ -89,7 +89,9 @@ def _start(pool: Any) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
     pool.env.update(OUTAGE_ENV)
     orchestrator = pool.start(workers=WORKERS)
     pool.wait_running(WORKERS)
-    workers = {w.name: w.pid for w in pool.store.list_workers() if w.name.startswith("slot-")}
+    workers = {
+        w.name: w.pid for w in pool.store.workers.list_workers() if w.name.startswith("slot-")
+    }
     assert WORKERS == len(workers)
     return orchestrator, workers
 
@@ -98,7 +100,7 @@ def _busy(pool: Any, stream: Stream) -> None:
     """Until the stream's tasks are flowing: some done, some running."""
 
     def flowing() -> bool:
-        tasks = pool.store.list_tasks(TaskFilter(limit=10_000))
+        tasks = pool.store.tasks.list_tasks(TaskFilter(limit=10_000))
         statuses = Counter(t.status for t in tasks)
         return statuses[TaskStatus.DONE] >= 4 and statuses[TaskStatus.RUNNING] >= 1
 
@@ -117,16 +119,16 @@ def _after(pool: Any, stream: Stream, orchestrator: Any, workers: dict[str, int]
     assert {name: True for name in workers} == {
         name: _live(pid) for name, pid in workers.items()
     }, log
-    tasks = pool.store.list_tasks(TaskFilter(limit=10_000))
+    tasks = pool.store.tasks.list_tasks(TaskFilter(limit=10_000))
     assert set(stream.added) <= {t.id for t in tasks}
     assert {TaskStatus.DONE} == {t.status for t in tasks}
-    events = pool.store.list_events(EventFilter(names=("task.completed",), limit=100_000))
+    events = pool.store.events.list_events(EventFilter(names=("task.completed",), limit=100_000))
     assert {t.id: 1 for t in tasks} == dict(Counter(e.task_id for e in events))
 
 
 def _unfinished(pool: Any) -> int:
     flt = TaskFilter(statuses=(TaskStatus.READY, TaskStatus.RUNNING), limit=10_000)
-    return len(pool.store.list_tasks(flt))
+    return len(pool.store.tasks.list_tasks(flt))
 
 
 def _logged_once(pool: Any, outage_s: float) -> None:

@@ -33,14 +33,14 @@ def _status(pool: Any) -> dict[str, Any]:
 
 
 def _members(pool: Any) -> dict[str, tuple[Role, OrchestratorStatus]]:
-    return {m.host: (m.role, m.status) for m in pool.store.list_orchestrators()}
+    return {m.host: (m.role, m.status) for m in pool.store.orchestrators.list_orchestrators()}
 
 
 def test_one_leads_and_a_standby_takes_over_within_two_intervals_of_a_kill(pg_pool: Any):
     """SIGKILL the leader: the standby leads within two reconcile intervals and works."""
     running = OrchestratorStatus.RUNNING
     leader = pg_pool.start("--hostname", "host-a", workers=1, cwd=_host(pg_pool, "a"))
-    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
+    pg_pool.wait(lambda: pg_pool.store.orchestrators.get_orchestrator().status is running)
     pg_pool.start("--hostname", "host-b", workers=1, cwd=_host(pg_pool, "b"))
     both = {"host-a": (Role.LEADER, running), "host-b": (Role.STANDBY, running)}
     pg_pool.wait(lambda: both == _members(pg_pool))
@@ -57,14 +57,14 @@ def test_one_leads_and_a_standby_takes_over_within_two_intervals_of_a_kill(pg_po
     os.kill(leader.pid, signal.SIGKILL)
     leader.wait(10)
     killed_at = pg_pool.store.now()
-    pg_pool.wait(lambda: "host-b" == pg_pool.store.get_orchestrator().host)
-    took_over = pg_pool.store.get_orchestrator()
+    pg_pool.wait(lambda: "host-b" == pg_pool.store.orchestrators.get_orchestrator().host)
+    took_over = pg_pool.store.orchestrators.get_orchestrator()
     assert (took_over.started_at - killed_at).total_seconds() < 2 * INTERVAL_S
-    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
+    pg_pool.wait(lambda: pg_pool.store.orchestrators.get_orchestrator().status is running)
     assert "host-b" == _status(pg_pool)["leader"]
 
     (task_id,) = pg_pool.add(1)
-    pg_pool.wait(lambda: pg_pool.store.get_task(task_id).status is TaskStatus.DONE)
+    pg_pool.wait(lambda: pg_pool.store.tasks.get_task(task_id).status is TaskStatus.DONE)
 
 
 def test_a_second_orchestrator_under_a_live_host_name_is_refused(pg_pool: Any):
@@ -82,7 +82,7 @@ def test_a_leader_stopped_gracefully_hands_over_and_status_shows_both(pg_pool: A
     running = OrchestratorStatus.RUNNING
     a, b = _host(pg_pool, "a"), _host(pg_pool, "b")
     leader = pg_pool.start("--hostname", "host-a", workers=1, cwd=a)
-    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
+    pg_pool.wait(lambda: pg_pool.store.orchestrators.get_orchestrator().status is running)
     pg_pool.start("--hostname", "host-b", workers=1, cwd=b)
     pg_pool.wait(lambda: "host-b" in _members(pg_pool))
     human = pg_pool.corral("orchestrator", "status").stdout
@@ -92,7 +92,7 @@ def test_a_leader_stopped_gracefully_hands_over_and_status_shows_both(pg_pool: A
 
     os.kill(leader.pid, signal.SIGTERM)
     assert 0 == leader.wait(30)
-    pg_pool.wait(lambda: "host-b" == pg_pool.store.get_orchestrator().host)
+    pg_pool.wait(lambda: "host-b" == pg_pool.store.orchestrators.get_orchestrator().host)
     assert OrchestratorStatus.STOPPED == _members(pg_pool)["host-a"][1]
     assert ["host-b"] == [o["host"] for o in _status(pg_pool)["orchestrators"]]
     overview = json.loads(pg_pool.corral("status", "--json").stdout)["orchestrator"]
@@ -112,7 +112,7 @@ def test_a_leader_whose_lock_session_is_ended_stands_by_then_leads_again(pg_pool
     """The server ends the lock's session: the leader stops leading, then takes the lock back."""
     running = OrchestratorStatus.RUNNING
     pg_pool.start("--hostname", "host-a", workers=1, cwd=_host(pg_pool, "a"))
-    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
+    pg_pool.wait(lambda: pg_pool.store.orchestrators.get_orchestrator().status is running)
     with psycopg.connect(pg_pool.db, autocommit=True) as conn:
         ended = conn.execute(
             """SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a
@@ -124,4 +124,4 @@ def test_a_leader_whose_lock_session_is_ended_stands_by_then_leads_again(pg_pool
     pg_pool.wait(lambda: "orchestrator.standing_by" in pg_pool.log(0))
     assert "reason='leader lock lost'" in pg_pool.log(0)
     pg_pool.wait(lambda: pg_pool.log(0).count("orchestrator.leading") == 2)
-    pg_pool.wait(lambda: pg_pool.store.get_orchestrator().status is running)
+    pg_pool.wait(lambda: pg_pool.store.orchestrators.get_orchestrator().status is running)

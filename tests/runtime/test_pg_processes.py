@@ -152,7 +152,7 @@ def _saw_the_outage(folder: Path) -> bool:
 
 def _count(url: str, status: TaskStatus) -> int:
     with open_store(url) as store:
-        return len(store.list_tasks(TaskFilter(statuses=(status,), limit=10_000)))
+        return len(store.tasks.list_tasks(TaskFilter(statuses=(status,), limit=10_000)))
 
 
 @pytest.mark.slow
@@ -165,7 +165,9 @@ def test_a_server_restart_under_four_runners_loses_and_repeats_nothing(private_s
     try:
         wait_until(lambda: _count(url, TaskStatus.DONE) >= 8, timeout_s=60)
         with open_store(url) as store:
-            in_flight = {t.id for t in store.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,)))}
+            in_flight = {
+                t.id for t in store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,)))
+            }
         private_server.ctl("-m", "fast", "stop")
         wait_until(lambda: _saw_the_outage(tmp_path), timeout_s=30, interval_s=0.05)
         private_server.ctl("start")
@@ -179,9 +181,9 @@ def test_a_server_restart_under_four_runners_loses_and_repeats_nothing(private_s
     assert [0, 0, 0, 0] == codes, _logs(tmp_path)
     assert in_flight, "no task was running when the server stopped"
     with open_store(url) as store:
-        tasks = store.list_tasks(TaskFilter(limit=1000))
-        events = store.list_events(EventFilter(limit=100_000))
-        runs = store.list_runs(limit=1000)
+        tasks = store.tasks.list_tasks(TaskFilter(limit=1000))
+        events = store.events.list_events(EventFilter(limit=100_000))
+        runs = store.runs.list_runs(limit=1000)
     assert {(t, "done", 1) for t in task_ids} == {(t.id, t.status, t.attempts) for t in tasks}
     claims = Counter(e.task_id for e in events if e.name == "task.claimed")
     completions = Counter(e.task_id for e in events if e.name == "task.completed")

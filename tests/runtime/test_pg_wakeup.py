@@ -44,7 +44,7 @@ def test_an_idle_runner_picks_up_an_enqueued_task_long_before_its_backoff(pg_url
         try:
             assert clock.idle.wait(BOUND_S), "the runner never went idle"
             task = corral.enqueue(store, NewTask(title="wake up"))
-            wait_until(lambda: store.get_task(task.id).status is TaskStatus.DONE, BOUND_S)
+            wait_until(lambda: store.tasks.get_task(task.id).status is TaskStatus.DONE, BOUND_S)
         finally:
             runner.stop(immediate=True)
             thread.join(BOUND_S)
@@ -80,15 +80,21 @@ def test_a_listener_whose_session_is_ended_listens_again(pg_url):
         thread = threading.Thread(target=runner.run, daemon=True)
         thread.start()
         try:
-            wait_until(lambda: len(new_listeners()) == 1, BOUND_S)
-            (first,) = new_listeners()
+            seen: list[set[int]] = [set()]
+
+            def one_new() -> bool:  # the set read once: another test's may come and go
+                seen[0] = new_listeners()
+                return len(seen[0]) == 1
+
+            wait_until(one_new, BOUND_S)
+            (first,) = seen[0]
             clock.idle.clear()  # set again once the new listener's catch-up woke the runner
             with psycopg.connect(pg_url, autocommit=True) as conn:
                 conn.execute("SELECT pg_terminate_backend(%s)", (first,))
             wait_until(lambda: new_listeners() - {first} != set(), BOUND_S)
             assert clock.idle.wait(BOUND_S), "the runner never went idle again"
             task = corral.enqueue(store, NewTask(title="wake up"))
-            wait_until(lambda: store.get_task(task.id).status is TaskStatus.DONE, BOUND_S)
+            wait_until(lambda: store.tasks.get_task(task.id).status is TaskStatus.DONE, BOUND_S)
         finally:
             runner.stop(immediate=True)
             thread.join(BOUND_S)

@@ -48,7 +48,7 @@ def _recorded(pool: Any, task_id: str, what: str) -> str:
 
 def _settled(pool: Any, *task_ids: str) -> bool:
     final = {TaskStatus.DONE, TaskStatus.FAILED}
-    return all(pool.store.get_task(t).status in final for t in task_ids)
+    return all(pool.store.tasks.get_task(t).status in final for t in task_ids)
 
 
 def _config(pool: Any) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def test_pool_flags_reach_the_workers_their_tasks_and_the_status(any_pool: Any) 
     }
     config = _config(pool)
     assert expected == {key: config[key] for key in expected}
-    (worker,) = pool.store.list_workers()
+    (worker,) = pool.store.workers.list_workers()
     assert ({"team": "a"}, "9.9", 2, ("code",), ("q1",)) == (
         worker.labels,
         worker.version,
@@ -119,13 +119,13 @@ def test_pool_flags_reach_the_workers_their_tasks_and_the_status(any_pool: Any) 
         worker.kinds,
         worker.queues,
     )
-    assert TaskStatus.DONE == pool.store.get_task(quick).status
+    assert TaskStatus.DONE == pool.store.tasks.get_task(quick).status
     assert str(workdir.resolve()) == _recorded(pool, quick, "cwd").strip()
     assert "DO: quick" == _recorded(pool, quick, "args").splitlines()[-1]  # last argument
     assert "" == _recorded(pool, quick, "stdin")
-    (run,) = pool.store.list_runs(task_id=slow, limit=10)
+    (run,) = pool.store.runs.list_runs(task_id=slow, limit=10)
     assert (TaskStatus.FAILED, RunOutcome.TIMEOUT) == (
-        pool.store.get_task(slow).status,
+        pool.store.tasks.get_task(slow).status,
         run.outcome,
     )
 
@@ -145,7 +145,7 @@ def test_pool_keys_reach_the_workers_and_flags_win_over_them(any_pool: Any) -> N
     pool.start("--concurrency", "2", workers=None)
     pool.wait(lambda: _settled(pool, task), 60)
 
-    assert TaskStatus.DONE == pool.store.get_task(task).status
+    assert TaskStatus.DONE == pool.store.tasks.get_task(task).status
     worktree = _recorded(pool, task, "worktree")
     assert worktree.startswith(str(pool.folder / ".corral" / "worktrees" / "corral-slot-1-"))
     assert os.path.realpath(worktree) == _recorded(pool, task, "cwd").strip()
@@ -157,7 +157,7 @@ def test_pool_keys_reach_the_workers_and_flags_win_over_them(any_pool: Any) -> N
         settings["labels"],
         settings["timeout_s"],
     )
-    (worker,) = pool.store.list_workers()
+    (worker,) = pool.store.workers.list_workers()
     assert (2, {"from": "file"}) == (worker.max_concurrent, worker.labels)
     shown = pool.corral("config", "show", "--json", timeout_s=30)
     rows = {row["key"]: row for row in json.loads(shown.stdout)}
@@ -176,9 +176,9 @@ def test_a_slot_that_reaches_max_tasks_is_replaced_without_counting_a_crash(pool
     pool.start("--max-tasks", "1", workers=1)
     pool.wait(lambda: _settled(pool, *tasks), 60)
 
-    runs = [r for t in tasks for r in pool.store.list_runs(task_id=t, limit=10)]
+    runs = [r for t in tasks for r in pool.store.runs.list_runs(task_id=t, limit=10)]
     assert 3 == len({r.worker_id for r in runs})
-    assert {TaskStatus.DONE} == {pool.store.get_task(t).status for t in tasks}
+    assert {TaskStatus.DONE} == {pool.store.tasks.get_task(t).status for t in tasks}
     assert "exit_code=0" in pool.log()
     assert "slot.failed" not in pool.log()
 
@@ -265,8 +265,11 @@ def test_what_a_worker_would_refuse_both_commands_refuse_at_start(
 
     assert (2, 1) == (refused.returncode, len(refused.stderr.splitlines())), refused.stderr
     assert refused.stderr.startswith(f"corral: error: {expected}"), refused.stderr
-    assert ("stopped", []) == (pool.status()["status"], pool.store.list_orchestrators())
-    assert [] == pool.store.list_workers()
+    assert ("stopped", []) == (
+        pool.status()["status"],
+        pool.store.orchestrators.list_orchestrators(),
+    )
+    assert [] == pool.store.workers.list_workers()
     assert not (pool.folder / ".corral" / "logs").exists()
 
 
@@ -307,7 +310,7 @@ def test_a_worker_name_git_refuses_in_a_branch_is_refused_at_start(
         f"corral: error: name: expected a worker name git accepts in a branch name, got {name!r}"
     )
     assert expected == refused.stderr.strip()
-    assert [] == pool.store.list_workers()
+    assert [] == pool.store.workers.list_workers()
 
 
 @pytest.mark.parametrize(
@@ -328,7 +331,10 @@ def test_a_pool_past_its_bound_is_refused_at_start(
     refused = pool.corral("orchestrator", "start", "--exec", str(pool.agent), *flags)
     assert (2, 1) == (refused.returncode, len(refused.stderr.splitlines())), refused.stderr
     assert "workers: expected a value of at most 1000" in refused.stderr
-    assert ("stopped", []) == (pool.status()["status"], pool.store.list_orchestrators())
+    assert ("stopped", []) == (
+        pool.status()["status"],
+        pool.store.orchestrators.list_orchestrators(),
+    )
 
 
 def test_a_config_file_named_by_corral_config_reaches_the_workers(any_pool: Any) -> None:

@@ -1,4 +1,4 @@
-"""The portable fallbacks (corral.fastpaths), forced on Linux with `CORRAL_PORTABLE=1`:
+"""The portable fallbacks (corral.foundation.fastpaths), forced on Linux with `CORRAL_PORTABLE=1`:
 what macOS would run. Commands start through Popen, a run's escaped processes are found by
 scanning every process for its mark, exits are polled, and signals to workers go through
 psutil instead of pidfds. The scenarios are the fast paths' own tests, run again here."""
@@ -33,7 +33,7 @@ from tests.runtime.test_orchestrator import (
     test_graceful_stop_lets_busy_workers_finish_and_leaves_nothing_running,
 )
 
-from corral import fastpaths
+from corral.foundation import fastpaths
 from corral.runtime.worker import proctree, spawn
 
 __all__ = [

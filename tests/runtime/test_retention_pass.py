@@ -13,7 +13,7 @@ def test_the_leading_orchestrator_prunes_on_its_interval(pool: Pool) -> None:
     ids = set(pool.add(2))
 
     def listed() -> dict[str, TaskStatus]:
-        return {t.id: t.status for t in pool.store.list_tasks(TaskFilter(limit=100))}
+        return {t.id: t.status for t in pool.store.tasks.list_tasks(TaskFilter(limit=100))}
 
     pool.start(workers=1)
     pool.wait(lambda: all(listed().get(t, TaskStatus.DONE) is TaskStatus.DONE for t in ids))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tests.conftest import CORRAL
+from tests.conftest import CORRAL, allowing
 from tests.runtime.conftest import freeze_outside_a_write, wait_until
 
 import corral
@@ -52,13 +52,15 @@ class Harness:
         return str(path)
 
     def start(self, *args: str, name: str = "w1") -> subprocess.Popen[bytes]:
-        """`corral worker start --name NAME ARGS...` in its own session."""
+        """`corral worker start --name NAME ARGS...` in its own session, its tasks allowed
+        the variables the test set (tests.conftest.allowing)."""
+        added = {k: v for k, v in self.env.items() if os.environ.get(k) != v}
         with open(
             self.tmp / f"{name}-{len(self.procs)}.log", "wb"
         ) as log:  # the child keeps its own
             proc = subprocess.Popen(
                 [CORRAL, "worker", "start", "--name", name, *args],
-                env=self.env,
+                env={**self.env, **allowing(added)},
                 cwd=self.tmp,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -73,16 +75,25 @@ class Harness:
 
     def task(self, task_id: str) -> corral.Task:
         """The task as the store has it now."""
-        return self.store.get_task(task_id)
+        return self.store.tasks.get_task(task_id)
 
     def runs(self, task_id: str) -> list[corral.Run]:
         """The task's runs, oldest first."""
-        return list(reversed(self.store.list_runs(task_id=task_id)))
+        return list(reversed(self.store.runs.list_runs(task_id=task_id)))
 
-    def wait_running(self, task_id: str) -> corral.Run:
-        """Wait until the task has an unfinished run; that run."""
-        wait_until(lambda: any(r.finished_at is None for r in self.runs(task_id)), 10)
-        return next(r for r in self.runs(task_id) if r.finished_at is None)
+    def wait_running(self, task_id: str, *, launched: bool = False) -> corral.Run:
+        """Wait until the task has an unfinished run (with `launched`, one that started its
+        command: launch.py); that run."""
+
+        def running() -> list[corral.Run]:
+            return [
+                r
+                for r in self.runs(task_id)
+                if r.finished_at is None and (r.last_progress_at is not None or not launched)
+            ]
+
+        wait_until(lambda: bool(running()), 10)
+        return running()[0]
 
     def close(self) -> None:
         """Kill every runner and every task process they left, then close the store."""
@@ -90,7 +101,7 @@ class Harness:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        for run in self.store.list_runs(limit=1000):
+        for run in self.store.runs.list_runs(limit=1000):
             _kill_run_processes(run.id)
         self.store.close()
 
@@ -126,7 +137,7 @@ def h(tmp_path: Path) -> Iterator[Harness]:
 
 
 def _events(store: Store, task_id: str) -> list[str]:
-    return [e.name for e in store.list_events(EventFilter(task_id=task_id, limit=500))]
+    return [e.name for e in store.events.list_events(EventFilter(task_id=task_id, limit=500))]
 
 
 def test_a_command_gets_the_prompt_and_environment_and_its_output_is_captured(h: Harness) -> None:
@@ -143,7 +154,7 @@ def test_a_command_gets_the_prompt_and_environment_and_its_output_is_captured(h:
     assert 0 == h.start("--exec", agent, "--once").wait(30)
     run = h.runs(task_id)[0]
     seen = json.loads(Path(run.transcript_path or "").read_text())
-    claim_token = h.store.list_events(EventFilter(task_id=task_id, limit=50))[1].token
+    claim_token = h.store.events.list_events(EventFilter(task_id=task_id, limit=50))[1].token
     assert (task_id, run.worker_id, run.id, str(claim_token), h.db) == (
         seen["task"],
         seen["worker"],
@@ -212,7 +223,7 @@ def test_sigterm_mid_task_lets_it_finish_then_the_worker_deregisters_and_exits_0
     gate.touch()
     assert 0 == runner.wait(30)
     assert (TaskStatus.DONE, TaskStatus.READY) == (h.task(first).status, h.task(second).status)
-    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(run.worker_id).status
+    assert corral.WorkerStatus.OFFLINE == h.store.workers.get_worker(run.worker_id).status
 
 
 def test_a_second_signal_stops_the_task_now_and_releases_its_claim(h: Harness) -> None:
@@ -226,7 +237,7 @@ def test_a_second_signal_stops_the_task_now_and_releases_its_claim(h: Harness) -
     assert 0 == runner.wait(30)
     task = h.task(task_id)
     assert (TaskStatus.READY, 0) == (task.status, task.attempts)
-    assert RunOutcome.SHUTDOWN == h.store.get_run(run.id).outcome
+    assert RunOutcome.SHUTDOWN == h.store.runs.get_run(run.id).outcome
     assert [] == _processes_of_run(run.id)
 
 
@@ -236,7 +247,7 @@ def test_sigkill_of_the_runner_returns_its_task_after_a_reconcile_pass_with_a_cr
     """A SIGKILLed runner's claim expires as a crash at the next reconcile; its run ends killed."""
     task_id = h.add()
     runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
-    run = h.wait_running(task_id)
+    run = h.wait_running(task_id, launched=True)
     runner.kill()
     runner.wait()
     settings = corral.Settings(heartbeat_interval_s=0.2, retry_base_s=0)
@@ -247,8 +258,8 @@ def test_sigkill_of_the_runner_returns_its_task_after_a_reconcile_pass_with_a_cr
     wait_until(recovered, 10, interval_s=0.1)
     task = h.task(task_id)
     assert (TaskStatus.READY, 1, 1) == (task.status, task.attempts, task.crashes)
-    assert corral.WorkerStatus.DEAD == h.store.get_worker(run.worker_id).status
-    assert RunOutcome.KILLED == h.store.get_run(run.id).outcome  # so `logs --follow` ends
+    assert corral.WorkerStatus.DEAD == h.store.workers.get_worker(run.worker_id).status
+    assert RunOutcome.KILLED == h.store.runs.get_run(run.id).outcome  # so `logs --follow` ends
 
 
 def test_a_runner_restarted_under_a_dead_name_releases_the_old_claims_at_once(h: Harness) -> None:
@@ -265,7 +276,7 @@ def test_a_runner_restarted_under_a_dead_name_releases_the_old_claims_at_once(h:
     assert 0 == h.start("--exec", agent, "--once").wait(30)
     task = h.task(task_id)
     assert (TaskStatus.DONE, 1) == (task.status, task.crashes)
-    assert corral.WorkerStatus.DEAD == h.store.get_worker(old.worker_id).status
+    assert corral.WorkerStatus.DEAD == h.store.workers.get_worker(old.worker_id).status
 
 
 def test_a_timeout_kills_the_whole_process_tree_and_fails_the_run(h: Harness) -> None:
@@ -304,8 +315,8 @@ def test_cancelling_a_running_task_stops_its_command(h: Harness) -> None:
     runner = h.start("--exec", h.script("hang.sh", "sleep 300\n"))
     run = h.wait_running(task_id)
     corral.cancel(h.store, task_id)
-    wait_until(lambda: h.store.get_run(run.id).finished_at is not None, 10)
-    assert RunOutcome.LEASE_LOST == h.store.get_run(run.id).outcome
+    wait_until(lambda: h.store.runs.get_run(run.id).finished_at is not None, 10)
+    assert RunOutcome.LEASE_LOST == h.store.runs.get_run(run.id).outcome
     assert [] == _processes_of_run(run.id)
     runner.send_signal(signal.SIGTERM)
     assert 0 == runner.wait(30)
@@ -314,11 +325,11 @@ def test_cancelling_a_running_task_stops_its_command(h: Harness) -> None:
 def test_a_drained_runner_finishes_and_exits_0(h: Harness) -> None:
     """`corral worker drain` through the store: the idle runner deregisters and exits."""
     runner = h.start("--exec", h.script("ok.sh", "true\n"))
-    wait_until(lambda: bool(h.store.list_workers((corral.WorkerStatus.IDLE,))), 10)
-    worker = h.store.list_workers((corral.WorkerStatus.IDLE,))[0]
+    wait_until(lambda: bool(h.store.workers.list_workers((corral.WorkerStatus.IDLE,))), 10)
+    worker = h.store.workers.list_workers((corral.WorkerStatus.IDLE,))[0]
     corral.drain(h.store, worker.id)
     assert 0 == runner.wait(30)
-    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(worker.id).status
+    assert corral.WorkerStatus.OFFLINE == h.store.workers.get_worker(worker.id).status
 
 
 def test_a_silent_command_is_flagged_stalled_and_killed_with_kill_stalled(h: Harness) -> None:
@@ -356,7 +367,7 @@ def test_a_missing_command_is_exit_2_and_registers_nothing(h: Harness) -> None:
     """`--exec` naming no program fails at start with exit 2 (invalid input), as a pool does."""
     proc = h.start("--exec", "no-such-agent --flag")
     assert 2 == proc.wait(30)
-    assert [] == h.store.list_workers()
+    assert [] == h.store.workers.list_workers()
 
 
 def test_a_python_execute_that_raises_fails_its_task_and_the_runner_goes_on(h: Harness) -> None:
@@ -380,7 +391,7 @@ def test_a_python_execute_that_raises_fails_its_task_and_the_runner_goes_on(h: H
     assert (0, ["bad", "good"]) == (code, seen)
     assert ("ValueError: boom", TaskStatus.READY) == (h.task(bad).last_error, h.task(bad).status)
     assert {"greeting": "hi"} == h.task(good).result
-    done = h.store.list_tasks(TaskFilter(statuses=(TaskStatus.DONE,)))
+    done = h.store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.DONE,)))
     assert [good] == [t.id for t in done]
 
 
@@ -390,7 +401,7 @@ def test_the_python_api_records_its_version_and_labels_and_refuses_bad_ones(h: H
         lambda t, c: None, db=h.db, once=True, version="9.1", labels={"gpu": "a100"}
     )
     assert 0 == code
-    (worker,) = h.store.list_workers()
+    (worker,) = h.store.workers.list_workers()
     assert ("9.1", {"gpu": "a100"}) == (worker.version, worker.labels)
     for bad in ({"gpu": 1}, ["gpu=a100"], {"": "x"}):
         with pytest.raises(corral.InvalidInput, match=r"^labels: expected a dict of text keys"):
@@ -437,7 +448,9 @@ def test_a_cpu_bound_python_task_does_not_make_its_worker_look_dead(h: Harness) 
         corral.reconcile_once(h.store, settings=settings)
     assert 0 == worker.returncode
     assert (TaskStatus.DONE, 0) == (h.task(task_id).status, h.task(task_id).crashes)
-    names = [e.name for e in h.store.list_events(EventFilter(worker_id=run.worker_id, limit=500))]
+    names = [
+        e.name for e in h.store.events.list_events(EventFilter(worker_id=run.worker_id, limit=500))
+    ]
     assert "worker.dead" not in names
 
 
@@ -477,7 +490,7 @@ def test_a_runner_started_by_the_console_script_collects_garbage(h: Harness) -> 
 def test_worker_start_call_with_a_bad_target_is_exit_2(h: Harness) -> None:
     """An unimportable --call target is a one-line usage error before anything registers."""
     assert 2 == h.start("--call", "no_such_module:handle").wait(30)
-    assert [] == h.store.list_workers()
+    assert [] == h.store.workers.list_workers()
 
 
 def test_a_task_that_cannot_start_fails_alone_and_the_runner_goes_on(h: Harness) -> None:
@@ -505,7 +518,7 @@ def test_a_restarted_runner_ends_the_command_its_dead_incarnation_left_running(
     second = h.start("--exec", h.script("ok.sh", "true\n"), "--once")
     assert 0 == second.wait(30)
     assert [] == _processes_of_run(old.id)
-    assert RunOutcome.KILLED == h.store.get_run(old.id).outcome
+    assert RunOutcome.KILLED == h.store.runs.get_run(old.id).outcome
 
 
 def test_an_agent_that_defers_itself_gives_a_deferred_run_and_exit_0(h: Harness) -> None:
@@ -520,8 +533,8 @@ def test_an_agent_that_defers_itself_gives_a_deferred_run_and_exit_0(h: Harness)
 def test_a_runner_deregistered_from_outside_stops_cleanly(h: Harness) -> None:
     """`corral worker deregister` on a running idle runner: it stops claiming and exits 0."""
     runner = h.start("--exec", h.script("ok.sh", "true\n"))
-    wait_until(lambda: bool(h.store.list_workers((corral.WorkerStatus.IDLE,))), 10)
-    worker = h.store.list_workers((corral.WorkerStatus.IDLE,))[0]
+    wait_until(lambda: bool(h.store.workers.list_workers((corral.WorkerStatus.IDLE,))), 10)
+    worker = h.store.workers.list_workers((corral.WorkerStatus.IDLE,))[0]
     corral.deregister(h.store, worker.id)
     assert 0 == runner.wait(30)
     assert not h.log_has("Traceback")
@@ -530,11 +543,11 @@ def test_a_runner_deregistered_from_outside_stops_cleanly(h: Harness) -> None:
 def test_sighup_is_a_graceful_stop(h: Harness) -> None:
     """Closing the terminal (SIGHUP) deregisters the worker and exits 0."""
     runner = h.start("--exec", h.script("ok.sh", "true\n"))
-    wait_until(lambda: bool(h.store.list_workers((corral.WorkerStatus.IDLE,))), 10)
-    worker = h.store.list_workers((corral.WorkerStatus.IDLE,))[0]
+    wait_until(lambda: bool(h.store.workers.list_workers((corral.WorkerStatus.IDLE,))), 10)
+    worker = h.store.workers.list_workers((corral.WorkerStatus.IDLE,))[0]
     runner.send_signal(signal.SIGHUP)
     assert 0 == runner.wait(30)
-    assert corral.WorkerStatus.OFFLINE == h.store.get_worker(worker.id).status
+    assert corral.WorkerStatus.OFFLINE == h.store.workers.get_worker(worker.id).status
 
 
 def test_relative_exec_and_db_work_for_tasks_in_other_directories(h: Harness) -> None:
@@ -573,7 +586,7 @@ def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
     run = h.wait_running(task_id)
     # Launched, not only claimed: frozen before its launch, the run would rightly end as
     # lease_lost ("not started"), not killed.
-    wait_until(lambda: h.store.get_run(run.id).last_progress_at is not None, 10)
+    wait_until(lambda: h.store.runs.get_run(run.id).last_progress_at is not None, 10)
     freeze_outside_a_write(runner, h.db)
     settings = corral.Settings(heartbeat_interval_s=0.2)
     try:
@@ -582,8 +595,8 @@ def test_a_runner_declared_dead_while_frozen_stops_its_task_without_a_traceback(
         )
     finally:
         runner.send_signal(signal.SIGCONT)
-    wait_until(lambda: len(h.store.list_workers()) == 2, 10)
-    assert RunOutcome.KILLED == h.store.get_run(run.id).outcome
+    wait_until(lambda: len(h.store.workers.list_workers()) == 2, 10)
+    assert RunOutcome.KILLED == h.store.runs.get_run(run.id).outcome
     wait_until(lambda: [] == _processes_of_run(run.id), 10)
     assert None is runner.poll()
     runner.send_signal(signal.SIGQUIT)  # the task runs again under the new worker: stop now

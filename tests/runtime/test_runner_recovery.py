@@ -71,7 +71,7 @@ def test_a_runner_declared_stale_keeps_its_claim_and_takes_the_next_task(h: Harn
     # ... while this reconciler takes 0.3 s of silence for stale (and never for dead).
     eager = corral.Settings(heartbeat_interval_s=0.2, dead_after_missed=1_000_000)
     wait_until(lambda: corral.reconcile_once(h.store, settings=eager).workers_stale == 1, 10)
-    assert corral.WorkerStatus.STALE == h.store.get_worker(run.worker_id).status
+    assert corral.WorkerStatus.STALE == h.store.workers.get_worker(run.worker_id).status
     second = h.add("second")
     (gates / f"gate-{first}").touch()
     (gates / f"gate-{second}").touch()
@@ -92,7 +92,7 @@ def test_a_runner_declared_dead_registers_again_and_its_old_token_stays_fenced(
     agent, gates = _gate_agent(h)
     task_id = h.add()
     runner = h.start("--exec", agent)
-    old = h.wait_running(task_id)
+    old = h.wait_running(task_id, launched=True)
     runner.send_signal(signal.SIGSTOP)
     settings = corral.Settings(heartbeat_interval_s=0.2)
     try:
@@ -102,7 +102,7 @@ def test_a_runner_declared_dead_registers_again_and_its_old_token_stays_fenced(
     wait_until(lambda: len(h.runs(task_id)) == 2, 10)
     new = h.runs(task_id)[1]
     assert new.worker_id != old.worker_id
-    assert "w1" == h.store.get_worker(new.worker_id).name
+    assert "w1" == h.store.workers.get_worker(new.worker_id).name
     (gates / f"gate-{task_id}").touch()
     wait_until(lambda: h.task(task_id).status is TaskStatus.DONE, 10)
     assert [RunOutcome.KILLED, RunOutcome.DONE] == [r.outcome for r in h.runs(task_id)]
@@ -135,20 +135,20 @@ def test_a_task_its_agent_completed_keeps_a_done_run_when_its_runner_then_dies(
     finally:
         runner.send_signal(signal.SIGCONT)
     [run] = h.runs(task_id)
-    wait_until(lambda: h.store.get_run(run.id).finished_at is not None, 10)
+    wait_until(lambda: h.store.runs.get_run(run.id).finished_at is not None, 10)
     assert (RunOutcome.DONE, None) == (
-        h.store.get_run(run.id).outcome,
-        h.store.get_run(run.id).error,
+        h.store.runs.get_run(run.id).outcome,
+        h.store.runs.get_run(run.id).error,
     )
     finished = [
         e.data
-        for e in h.store.list_events(EventFilter(task_id=task_id))
+        for e in h.store.events.list_events(EventFilter(task_id=task_id))
         if e.name == "run.finished"
     ]
     assert [{"run_id": run.id, "outcome": "done", "exit_code": None}] == finished
     claims = [
         e.token
-        for e in h.store.list_events(EventFilter(task_id=task_id))
+        for e in h.store.events.list_events(EventFilter(task_id=task_id))
         if e.name == "task.completed"
     ]
     assert [run.token] == claims

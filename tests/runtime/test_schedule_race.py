@@ -22,7 +22,7 @@ from typing import Any
 from corral import EventFilter
 from corral.model.orchestrators import OrchestratorStatus
 from corral.model.schedules import FireOutcome, NewSchedule, Overlap
-from corral.schedules import add_schedule
+from corral.usecases.schedules import add_schedule
 
 RUN_S = 12.0  # long enough for a dozen passes of each process and a takeover
 ENV = {"CORRAL_SCHEDULER_INTERVAL_S": "1"}
@@ -42,7 +42,7 @@ def _wait_fired(pool: Any, until: datetime) -> None:
     """Until the schedule has fired at `until` (the race runs on real time)."""
 
     def fired() -> bool:
-        last = pool.store.get_schedule("tick").last_fire_at
+        last = pool.store.schedules.get_schedule("tick").last_fire_at
         return last is not None and last >= until
 
     pool.wait(fired, timeout_s=RUN_S * 3)
@@ -69,14 +69,14 @@ def _race(pool: Any, *, orchestrators: int, loops: int, kill_leader: bool) -> No
         host.mkdir()
         started.append(pool.start("--hostname", f"host-{n}", workers=1, cwd=host))
         if n == 0:
-            pool.wait(lambda: pool.store.get_orchestrator().status is running)
+            pool.wait(lambda: pool.store.orchestrators.get_orchestrator().status is running)
     racers = [_reconcile_loop(pool) for _ in range(loops)]
     try:
         _wait_fired(pool, added.next_fire_at + timedelta(seconds=RUN_S / 2))
         if kill_leader:
             os.kill(started[0].pid, signal.SIGKILL)
             started[0].wait(10)
-            pool.wait(lambda: "host-1" == pool.store.get_orchestrator().host)
+            pool.wait(lambda: "host-1" == pool.store.orchestrators.get_orchestrator().host)
         _wait_fired(pool, added.next_fire_at + timedelta(seconds=RUN_S))
     finally:
         for loop in racers:
@@ -90,15 +90,15 @@ def _race(pool: Any, *, orchestrators: int, loops: int, kill_leader: bool) -> No
 def _assert_each_second_once(pool: Any, *, first: Any) -> None:
     """Every second from the first fire to the last handled has one fire and one task."""
     store = pool.store
-    last = store.get_schedule("tick").last_fire_at
-    fires = store.schedule_fires("tick", 100_000)
+    last = store.schedules.get_schedule("tick").last_fire_at
+    fires = store.schedules.schedule_fires("tick", 100_000)
     assert {FireOutcome.CREATED} == {f.outcome for f in fires}
     seconds = int((last - first).total_seconds()) + 1
     assert seconds >= RUN_S - 2, (first, last)
     assert [first + timedelta(seconds=s) for s in range(seconds)] == sorted(
         f.fire_at for f in fires
     )
-    created = store.list_events(EventFilter(names=("task.created",), limit=100_000))
+    created = store.events.list_events(EventFilter(names=("task.created",), limit=100_000))
     per_fire = Counter(e.data["fire_at"] for e in created if e.data)
     assert {1} == set(per_fire.values())
     assert seconds == len(per_fire)

@@ -84,6 +84,7 @@ def test_tasks_get_the_store_without_its_password_and_pgpassword_only_when_allow
     assert pg_url == seen["CORRAL_DB"]
     assert (PASSWORD if allow else None) == seen.get("PGPASSWORD")
     listed = _run(env, "list", "--json")
+    assert 0 == listed.returncode, listed.stderr
     assert ["done"] == [task["status"] for task in json.loads(listed.stdout)]
 
 
@@ -109,15 +110,23 @@ def test_the_orchestrator_neither_stores_nor_shows_the_password(pg_pool: object)
 def test_worker_start_withholds_secrets_from_tasks_and_logs_only_their_names(
     dialect: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """Bare TOKEN, a lower-case api key, DATABASE_URL with a password: not in the task's
-    environment; the worker's log names them, never their values."""
+    """Bare TOKEN, a lower-case api key, DATABASE_URL with a password, the issue's MYSQL_PWD
+    and key=value DSN: not in the task's environment even where patterns of env.allow name
+    them; the worker's log names them, never their values. An ordinary name passes only
+    when allowed."""
     secrets = {
         "TOKEN": "v-token-1",
         "my_api_key": "v-key-2",
         "DATABASE_URL": "postgresql://app:v-pass-3@db/app",
         "CI_SECRETS": "v-sec-4",
+        "MYSQL_PWD": "v-pwd-5",
+        "PG_DSN": "host=db password=v-dsn-6",
     }
     env = {"CORRAL_DB": store_url(dialect, request, tmp_path), **secrets, "ORDINARY": "kept"}
+    env |= {
+        "NOT_ALLOWED": "v-not-7",
+        "CORRAL_ENV_ALLOW": "ORD*,*TOKEN,my_*,DATABASE_*,CI_*,*_PWD,PG_*",
+    }
     agent = tmp_path / "agent.sh"
     agent.write_text(f"#!/usr/bin/env bash\nenv > {tmp_path}/seen.env\n")
     agent.chmod(0o755)
@@ -127,8 +136,8 @@ def test_worker_start_withholds_secrets_from_tasks_and_logs_only_their_names(
     assert 0 == started.returncode, started.stderr
     seen = (tmp_path / "seen.env").read_text()
     assert "ORDINARY=kept" in seen
-    assert not [value for value in secrets.values() if value in seen]
-    logged = re.search(r"worker\.env_withheld names=(\S+)", started.stderr)
+    assert not [value for value in (*secrets.values(), "v-not-7") if value in seen]
+    logged = re.search(r"worker\.env_withheld names=(\S+) not_allowed=\d+", started.stderr)
     assert logged is not None
     assert secrets.keys() <= set(logged[1].split(","))
     assert not [value for value in secrets.values() if value in started.stderr]
@@ -151,5 +160,5 @@ def test_an_empty_deny_list_is_refused_rather_than_passing_every_secret(
     assert 2 == refused.returncode
     assert [
         "corral: error: environment: env_deny: expected at least one pattern "
-        '(to pass every variable: env.allow = ["*"])'
+        "(to pass a secret, name it in env.allow)"
     ] == refused.stderr.splitlines()

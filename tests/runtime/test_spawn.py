@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.runtime.worker.spawn import Child, CommandNotFound, start
 
 PY = sys.executable

@@ -53,7 +53,7 @@ def test_the_file_follows_the_slots_and_always_parses(any_pool: Any, tmp_path: P
     assert "working" == working["status"]
     assert working["taskTitle"] and working["metadata"]["workerPid"] > 0
     assert 0 == working["metadata"]["restartCount"]
-    pool.wait(lambda: pool.store.get_task(first).status is TaskStatus.DONE, 10)
+    pool.wait(lambda: pool.store.tasks.get_task(first).status is TaskStatus.DONE, 10)
     pool.wait(lambda: all(b["status"] == "idle" for b in read(status).values()), 10)
     reads, torn = map(int, reader.communicate(timeout=30)[0].split())
     assert reads > 100 and 0 == torn, (reads, torn)

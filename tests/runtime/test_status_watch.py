@@ -21,7 +21,7 @@ from tests.conftest import CORRAL
 
 import corral
 from corral import NewTask, enqueue
-from corral.durations import iso
+from corral.foundation.durations import iso
 
 TMUX = shutil.which("tmux")
 if TMUX is None and os.environ.get("CI") != "true":
@@ -115,7 +115,7 @@ def _running_pool(pool: object) -> list[str]:
     store = pool.store  # type: ignore[attr-defined]
     ids = [enqueue(store, NewTask(title=title)).id for title in ("plain title", HOSTILE)]
     pool.start(workers=2)  # type: ignore[attr-defined]
-    pool.wait(lambda: pool.store.task_counts().get("running") == 2)  # type: ignore[attr-defined]
+    pool.wait(lambda: pool.store.tasks.task_counts().get("running") == 2)  # type: ignore[attr-defined]
     return ids
 
 
@@ -125,7 +125,7 @@ def test_the_screen_shows_slots_tasks_and_output_then_q_leaves_it_clean(
     """Each slot's worker, task id, clean title and last output line are on the screen; a
     resize redraws it narrower; q ends it with 0, off the alternate screen, cursor shown."""
     plain, hostile = _running_pool(any_pool)
-    holders = [r.worker_id for r in any_pool.store.running_tasks(10)]  # type: ignore[attr-defined]
+    holders = [r.worker_id for r in any_pool.store.claims.running_tasks(10)]  # type: ignore[attr-defined]
     tmux.start("status", "--watch", "--interval", "0.2")
     shown = tmux.wait_for(
         plain, hostile, "slot-1", "slot-2", f"compiling step 7 of {plain}", "evilgap title"
@@ -182,9 +182,11 @@ def test_the_screen_shows_parked_providers_and_agents_in_words(
     store = pool.store
     task = enqueue(store, NewTask(title="stream me")).id
     until = store.now() + timedelta(hours=2)
-    store.park_provider("claude", until=until, reason="claude five_hour limit", actor="test")
+    store.providers.park_provider(
+        "claude", until=until, reason="claude five_hour limit", actor="test"
+    )
     pool.start(workers=1)
-    pool.wait(lambda: pool.store.task_counts().get("running") == 1)
+    pool.wait(lambda: pool.store.tasks.task_counts().get("running") == 1)
     tmux.start("status", "--watch", "--interval", "0.2")
     shown = tmux.wait_for(
         "PROVIDERS HELD BACK",
@@ -203,12 +205,12 @@ def _ended(store: Any, title: str, *, commit: str | None) -> str:
     worker = corral.register(store, spec).worker
     claim = corral.claim(store, task.id, worker.id)
     branch = f"corral/{task.id}"
-    store.record_branch(task.id, token=claim.token, branch=branch, base_ref="main",
+    store.reviews.record_branch(task.id, token=claim.token, branch=branch, base_ref="main",
                         worktree_path=f"/repo/{task.id}", actor=worker.id)  # fmt: skip
     if commit is None:
-        store.record_outcome(task.id, token=claim.token, outcome="kept", actor=worker.id)
+        store.reviews.record_outcome(task.id, token=claim.token, outcome="kept", actor=worker.id)
     else:
-        store.record_landing(task.id, token=claim.token, branch=branch, base_ref="main",
+        store.reviews.record_landing(task.id, token=claim.token, branch=branch, base_ref="main",
                              merged_commit=commit, actor=worker.id)  # fmt: skip
     corral.complete(store, task.id, token=claim.token)
     return task.id

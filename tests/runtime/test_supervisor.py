@@ -14,14 +14,14 @@ import threading
 import pytest
 
 from corral import NewTask, TaskStatus, enqueue
-from corral.claims import claim_next
+from corral.foundation.settings import Settings
 from corral.model.orchestrators import SlotState
 from corral.model.states import WorkerStatus
 from corral.model.workers import NewWorker
 from corral.runtime.pool.supervisor import Supervisor
 from corral.runtime.pool.worker_process import Layout
-from corral.settings import Settings
-from corral.workers import register
+from corral.usecases.claims import claim_next
+from corral.usecases.workers import register
 
 POLICY = {
     "pool_workers": 2,
@@ -153,6 +153,6 @@ def test_an_exit_returns_the_workers_task_to_the_queue_as_a_crash(supervisor, st
     task = enqueue(store, NewTask(title="t"), settings=settings)
     assert claim_next(store, worker.id) is not None
     _exit(supervisor, 0, code=-9)
-    after = store.get_task(task.id)
+    after = store.tasks.get_task(task.id)
     assert (TaskStatus.READY, 1) == (after.status, after.crashes)
-    assert WorkerStatus.DEAD == store.get_worker(worker.id).status
+    assert WorkerStatus.DEAD == store.workers.get_worker(worker.id).status

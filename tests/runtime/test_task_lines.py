@@ -30,7 +30,7 @@ def _add(pool: Any, title: str, **fields: Any) -> str:
 
 
 def _finished(pool: Any) -> bool:
-    tasks = pool.store.list_tasks(TaskFilter())
+    tasks = pool.store.tasks.list_tasks(TaskFilter())
     return all(t.status in {TaskStatus.DONE, TaskStatus.FAILED} for t in tasks)
 
 

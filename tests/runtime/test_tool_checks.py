@@ -85,4 +85,4 @@ def test_the_pool_refuses_before_it_starts_anything(pool: Any, tools: dict[str, 
     assert 3 == refused.returncode
     assert refused.stderr.startswith("corral: error: required tool nodeish 18.19.0 is too old")
     assert "stopped" == pool.status()["status"]
-    assert [] == pool.store.list_workers()
+    assert [] == pool.store.workers.list_workers()

@@ -18,12 +18,12 @@ from tests.runtime.conftest import wait_until
 
 import corral
 from corral import NewTask, RunOutcome, Settings, Store, SystemClock, TaskStatus, open_store
-from corral.model.batches import Held
+from corral.model.exchange import Held
 from corral.model.waiting import WaitKind, reason
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Runs, Stop
-from corral.runtime.worker.outcome import Done
+from corral.runtime.worker.reports import Done
 from corral.runtime.worker.runner import Runner, RunnerConfig
 
 REFUSED = reason(WaitKind.REFUSED, "Bash")
@@ -95,9 +95,9 @@ def test_a_run_that_needs_a_person_waits_and_the_answer_reaches_the_next_prompt(
     claimed again, and that run's prompt ends with the reason and the answer."""
     store, db, prompts = running
     task = corral.enqueue(store, NewTask(title="run the tests"))
-    wait_until(lambda: store.get_task(task.id).status is TaskStatus.WAITING, BOUND_S)
-    waiting = store.get_task(task.id)
-    (first,) = store.list_runs(task_id=task.id)
+    wait_until(lambda: store.tasks.get_task(task.id).status is TaskStatus.WAITING, BOUND_S)
+    waiting = store.tasks.get_task(task.id)
+    (first,) = store.runs.list_runs(task_id=task.id)
     assert (REFUSED, 0, RunOutcome.WAITING) == (
         waiting.wait_reason,
         waiting.attempts,
@@ -113,8 +113,8 @@ def test_a_run_that_needs_a_person_waits_and_the_answer_reaches_the_next_prompt(
         check=False,
     )
     assert (0, f"{task.id} ready (answered)\n") == (answered.returncode, answered.stdout)
-    wait_until(lambda: store.get_task(task.id).status is TaskStatus.DONE, BOUND_S)
-    second = next(r for r in store.list_runs(task_id=task.id) if r.id != first.id)
+    wait_until(lambda: store.tasks.get_task(task.id).status is TaskStatus.DONE, BOUND_S)
+    second = next(r for r in store.runs.list_runs(task_id=task.id) if r.id != first.id)
     told = f"waited for a person ({REFUSED}).\nA person answered: {ANSWER}\n"
     assert (RunOutcome.DONE, True, True) == (
         second.outcome,

@@ -1,19 +1,20 @@
 #!/usr/bin/env node
 // Seed 001's worker ("Worker Service Architecture", /work/shared/seeds/001_*.txt), its code
-// as the seed has it, run against `corral serve` by tests/server/test_seed001.py.
+// as the seed has it, run against `corral serve` by tests/server/test_board_routes.py.
 //
 // Below the line "THE SEED'S CODE" every function is the seed's, unchanged. Above it is
 // what the seed leaves out or what corral asks of a client that the seed's code does not do:
 //
 // - The transport. The seed calls fetch('http://localhost:8787/...') with no credentials;
 //   corral serves elsewhere (CORRAL_URL) and wants a bearer token. `fetch` is wrapped to
-//   send each call there with a token: CORRAL_SESSION_TOKEN (an operator's: spawning and
-//   killing sessions is an operator's right) for /api/sessions, CORRAL_TOKEN (a worker
-//   token named after the slot: it acts as the slot's corral worker) for the rest. A GET
-//   of /api/tasks asks for `view=seed001`, the seed's task shape (corral's own shape stays
-//   the default for corral's clients).
+//   send each call there with CORRAL_TOKEN, a worker token named after the slot: it is
+//   the slot, and all the loop needs (its first heartbeat or claim registers the slot's
+//   corral worker; it spawns and kills its own sessions). A GET of /api/tasks asks for
+//   `view=seed001`, the seed's task shape (corral's own shape stays the default for
+//   corral's clients).
 // - The helpers the seed names but does not show: sleep, the heartbeat file
-//   (`./slot-heartbeats.mjs` in the seed: .clawhub/worker-heartbeats.json), getVersion,
+//   (`./slot-heartbeats.mjs` in the seed: .clawhub/worker-heartbeats.json, each heartbeat
+//   also POSTed to /api/heartbeats, which keeps the slot's worker alive), getVersion,
 //   the restart count, killSession, getCurrentTask, waitForTaskOrTimeout, mainLoop.
 // - Time: `sleep` scales every wait by SEED_TIME_SCALE (default 1, the seed's 30 s polls
 //   and 15 s checks), so a test runs the same loop in a fraction of a second per step.
@@ -29,7 +30,6 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 const SEED_ORIGIN = 'http://localhost:8787';
 const CORRAL_URL = process.env.CORRAL_URL;
 const TOKEN = process.env.CORRAL_TOKEN;
-const SESSION_TOKEN = process.env.CORRAL_SESSION_TOKEN || TOKEN;
 const TIME_SCALE = Number(process.env.SEED_TIME_SCALE || '1');
 const HEARTBEAT_FILE = '.clawhub/worker-heartbeats.json';
 
@@ -42,8 +42,7 @@ globalThis.fetch = (url, options = {}) => {
   if (method === 'GET' && path.startsWith('/api/tasks')) {
     path += (path.includes('?') ? '&' : '?') + 'view=seed001';
   }
-  const token = path.startsWith('/api/sessions') ? SESSION_TOKEN : TOKEN;
-  const headers = { ...(options.headers || {}), Authorization: `Bearer ${token}` };
+  const headers = { ...(options.headers || {}), Authorization: `Bearer ${TOKEN}` };
   return seedFetch(CORRAL_URL + path, { ...options, headers });
 };
 
@@ -59,7 +58,7 @@ function readHeartbeats() {
   }
 }
 
-async function updateHeartbeat(update) {
+function writeHeartbeat(update) {
   const all = readHeartbeats();
   const before = all.workers[update.slot] || {};
   all.workers[update.slot] = {
@@ -70,6 +69,21 @@ async function updateHeartbeat(update) {
   mkdirSync('.clawhub', { recursive: true });
   writeFileSync(`${HEARTBEAT_FILE}.tmp`, JSON.stringify(all, null, 2));
   renameSync(`${HEARTBEAT_FILE}.tmp`, HEARTBEAT_FILE);
+  return all.workers[update.slot];
+}
+
+async function updateHeartbeat(update) {
+  const heartbeat = writeHeartbeat(update);
+  try {
+    const response = await fetch(`${SEED_ORIGIN}/api/heartbeats`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(heartbeat),
+    });
+    if (!response.ok) console.error(`heartbeat refused: ${await response.text()}`);
+  } catch (error) {
+    console.error('heartbeat not sent:', error); // the next one may be
+  }
 }
 
 async function readHeartbeat(slotId) {
@@ -86,7 +100,7 @@ async function getRestartCount(slotId) {
 
 async function incrementRestartCount(slotId) {
   const restartCount = (await getRestartCount(slotId)) + 1;
-  await updateHeartbeat({ slot: slotId, metadata: { restartCount } });
+  writeHeartbeat({ slot: slotId, metadata: { restartCount } }); // the file's count only
 }
 
 async function killSession(sessionId) {

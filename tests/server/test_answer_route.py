@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from corral import NewTask, NewWorker, claims, tasks, workers
+from corral import NewTask, NewWorker
 from corral.model.waiting import WaitKind, reason
+from corral.usecases import claims, tasks, workers
 
 from .conftest import Server
 
@@ -81,3 +82,25 @@ def test_answers_that_may_not_be_given_are_refused_and_write_nothing(served: Ser
     assert f"cannot answer task {ready}: it is ready" == refused[2][1]["error"]
     assert ("text", "ready") == (refused[4][1]["field"], _task(served, ready)["status"])
     assert before == _task(served, waiting)
+
+
+def test_an_answer_raises_a_task_budget_over_http_and_a_bad_figure_is_422(served: Server) -> None:
+    """`budget` "+1.50": the cap raised in the answer's transaction; a figure of another form
+    is refused naming it, the task still waiting."""
+    operator = served.token("operator")
+    with served.store() as store:
+        budget = {"budget": {"max_cost_usd": 1.0}}
+        task_id = tasks.enqueue(store, NewTask(title="spends", payload=budget)).id
+        worker = workers.register(store, NewWorker(name="w1")).worker.id
+        token = claims.claim(store, task_id, worker).token
+        claims.wait(store, task_id, reason=reason(WaitKind.BUDGET, "$1.02 of $1.00"), token=token)
+    served.start()
+    status, body = _answer(served, task_id, operator, {"budget": "1.50"})
+    assert (422, "budget") == (status, body["field"])
+    assert "waiting" == _task(served, task_id)["status"]
+    status, task = _answer(served, task_id, operator, {"budget": "+1.50"})
+    assert (200, "ready", {"max_cost_usd": 2.5}) == (
+        status,
+        task["status"],
+        task["payload"]["budget"],
+    )

@@ -20,7 +20,7 @@ import pytest
 from tests.server.conftest import Server
 
 from corral import EventFilter, open_store
-from corral.model.following import parse_cursor
+from corral.model.event_cursors import parse_cursor
 
 # Enqueue argv[2] tasks titled argv[3]-N in the store argv[1]: a writer of its own process.
 WRITER = """
@@ -46,7 +46,7 @@ def _all_done(writers: list[subprocess.Popen[bytes]]) -> bool:
 
 def _event_ids(db: str, **fields: object) -> list[int]:
     with open_store(db) as store:
-        return [e.id for e in store.list_events(EventFilter(limit=100_000, **fields))]  # type: ignore[arg-type]
+        return [e.id for e in store.events.list_events(EventFilter(limit=100_000, **fields))]  # type: ignore[arg-type]
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -177,7 +177,7 @@ def test_a_stream_sends_the_newest_then_each_new_event_with_its_cursor_as_id(
     task = json.loads(served.corral("add", "new", "--json").stdout)["id"]
     (event,) = stream.events(1)
     with open_store(served.db) as store:
-        (stored,) = store.list_events(EventFilter(task_id=task))
+        (stored,) = store.events.list_events(EventFilter(task_id=task))
 
     assert stored.to_dict() == event
     assert stream.last_id is not None

@@ -62,7 +62,7 @@ def test_metrics_are_the_stores_state_in_the_prometheus_format(server: Server) -
     assert 0 == server.corral("provider", "set", "claude", "--pause").returncode
     with open_store(server.db) as store:
         until = store.now() + timedelta(hours=1)
-        store.park_provider("codex", until=until, reason="limit", actor="test")
+        store.providers.park_provider("codex", until=until, reason="limit", actor="test")
     server.start()
     assert 401 == server.call("GET", "/metrics")[0]
     request = urllib.request.Request(f"http://127.0.0.1:{server.port}/metrics")
@@ -97,6 +97,35 @@ def test_a_task_waiting_for_a_person_is_counted_in_its_state(server: Server) -> 
     assert not any('status="running"' in line and "corral_tasks{" in line for line in lines)
 
 
+def test_the_running_pools_slots_are_counted_by_group_and_state(server: Server) -> None:
+    """corral_pool_slots{group,state} and corral_pool_slot_restarts{group}, from the slots
+    the running orchestrator last reported; none while it is stopped."""
+    from corral.model.orchestrators import OrchestratorStatus
+
+    viewer = server.token("viewer")
+    slots = [
+        {"name": "claude-1", "group": "claude", "state": "running", "restarts": 0},
+        {"name": "claude-2", "group": "claude", "state": "running", "restarts": 1},
+        {"name": "codex-1", "group": "codex", "state": "backoff", "restarts": 3},
+    ]
+    with open_store(server.db) as store:
+        seen = store.orchestrators.get_orchestrator()
+        store.orchestrators.acquire_orchestrator(pid=7, host="h", config={}, seen=seen)
+        store.orchestrators.set_orchestrator_status(
+            pid=7, host="h", to=OrchestratorStatus.RUNNING, allowed=frozenset({"starting"})
+        )
+        store.orchestrators.beat_orchestrator(pid=7, host="h", slots=slots, reconciled=False)
+    server.start()
+    lines = set(server.text("/metrics", viewer).splitlines())
+    ns = 'namespace="default"'
+    assert {
+        f'corral_pool_slots{{group="claude",{ns},state="running"}} 2.0',
+        f'corral_pool_slots{{group="codex",{ns},state="backoff"}} 1.0',
+        f'corral_pool_slot_restarts{{group="claude",{ns}}} 1.0',
+        f'corral_pool_slot_restarts{{group="codex",{ns}}} 3.0',
+    } == {line for line in lines if line.startswith("corral_pool_slot")}
+
+
 def test_counters_and_histograms_count_real_claims_completions_failures_and_repairs(
     served: Server,
 ) -> None:
@@ -128,7 +157,7 @@ def test_counters_and_histograms_count_real_claims_completions_failures_and_repa
         report = corral.reconcile_once(store, settings=Settings())
         repaired = [
             e.name
-            for e in store.list_events(EventFilter(limit=10_000))
+            for e in store.events.list_events(EventFilter(limit=10_000))
             if e.actor == "reconciler" and e.name in REPAIRS
         ]
 

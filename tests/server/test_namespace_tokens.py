@@ -8,7 +8,7 @@ import urllib.request
 
 from tests.server.conftest import Server
 
-from corral.dashboard_sessions import sign_in
+from corral.usecases.sign_ins import sign_in
 
 B = "team-b"
 

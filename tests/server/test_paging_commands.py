@@ -72,9 +72,9 @@ def _fill(store: Store) -> None:
     corral.register(store, NewWorker(name="b", queues=("q",), hostname="h2"))
     corral.register(store, NewWorker(name="c", kinds=("code",), labels={"team": "y"}))
     corral.heartbeat(store, holder.id)
-    for task in store.list_tasks(corral.TaskFilter(limit=3)):
+    for task in store.tasks.list_tasks(corral.TaskFilter(limit=3)):
         claim = corral.claim(store, task.id, holder.id)
-        store.start_run(run_under(claim, transcript_path=None, stderr_path=None))
+        store.runs.start_run(run_under(claim, transcript_path=None, stderr_path=None))
 
 
 def _walk(cli: Cli, *command: str, limit: int = 3) -> tuple[list[Any], int | None]:
@@ -183,12 +183,12 @@ def test_worker_heartbeat_takes_the_figures_and_refuses_bad_ones(cli: Cli) -> No
     figures = ("--cpu", "12.5", "--memory-mb", "30", "--agent-cpu", "150")
     more = ("--agent-memory-mb", "200", "--active", "1", "--completed", "2", "--failed", "1")
     assert 0 == cli.run("worker", "heartbeat", worker, *figures, *more).returncode
-    before = cli.store.get_worker(worker)
+    before = cli.store.workers.get_worker(worker)
     for bad in (("--cpu", "-1"), ("--memory-mb", "inf"), ("--completed", "-2"), ("--cpu", "nan")):
         done = cli.run("worker", "heartbeat", worker, *bad)
         assert (2, 1) == (done.returncode, len(done.stderr.strip().splitlines())), done.stderr
         assert bad[0].strip("-").replace("-", "_") in done.stderr
-    assert before == cli.store.get_worker(worker)
+    assert before == cli.store.workers.get_worker(worker)
     shown = cli.json("worker", "show", worker)
     assert (12.5, 30 << 20, 150.0, 200 << 20, 1, 2, 1) == (
         shown["cpu_percent"],

@@ -25,7 +25,7 @@ def test_roles_guard_the_routes_and_a_task_added_over_http_is_the_stores(
         server.call("POST", "/api/tasks", viewer, b'{"title": "x"}')[0],
     )
     _, refused = server.call("POST", "/api/tasks", viewer, b'{"title": "x"}')
-    assert "needs a operator token" in refused["error"]
+    assert "needs an operator token" in refused["error"]
     status, task = server.call(
         "POST",
         "/api/tasks",

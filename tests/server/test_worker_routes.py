@@ -131,11 +131,21 @@ def test_a_worker_lives_its_whole_life_in_plain_http(served: Server) -> None:
     assert ("done", [1]) == (shown(served, task_id)["status"], shown(served, task_id)["result"])
 
     status, seen = served.call("GET", f"/api/workers/{wid}", viewer)
-    assert (200, 1, 12.5) == (status, seen["completed_total"], seen["cpu_percent"])
+    assert (200, 1, 12.5, None) == (
+        status,
+        seen["completed_total"],
+        seen["cpu_percent"],
+        seen["deregistered_at"],
+    )
     assert [wid] == [w["id"] for w in served.call("GET", "/api/workers?queue=code", viewer)[1]]
     assert [] == served.call("GET", "/api/workers?queue=docs&status=idle", viewer)[1]
     status, gone = served.call("DELETE", f"/api/workers/{wid}", worker_token)
     assert (200, "offline") == (status, gone["status"])
+    assert (
+        gone["deregistered_at"]
+        == served.call("GET", f"/api/workers/{wid}", viewer)[1]["deregistered_at"]
+    )
+    assert gone["deregistered_at"] >= seen["last_heartbeat_at"]
     status, refused = post(served, f"/api/workers/{wid}/heartbeat", worker_token)
     assert (409, "offline") == (status, refused["details"]["status"])
     assert f"worker {wid} is offline: register a new worker" == refused["error"]

@@ -36,9 +36,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
     """A fresh, migrated store of each dialect on the fake clock, and one over HTTP."""
     if request.param == "http":
-        from tests.served import serve
+        from tests.served import SERVED_LOCAL, serve
 
-        remote, stop = serve(corral.open_store(str(tmp_path / "corral.db"), clock=clock))
+        local = corral.open_store(str(tmp_path / "corral.db"), clock=clock)
+        remote, stop = serve(local)
+        request.node.stash[SERVED_LOCAL] = local
         yield remote
         stop()
         return
@@ -96,7 +98,7 @@ def events(store: Store) -> Callable[..., list[str]]:
 
     def names(*, task_id: str | None = None, worker_id: str | None = None) -> list[str]:
         flt = EventFilter(task_id=task_id, worker_id=worker_id, limit=10_000)
-        return [event.name for event in store.list_events(flt)]
+        return [event.name for event in store.events.list_events(flt)]
 
     return names
 

@@ -19,12 +19,14 @@ def test_artifacts_recorded_on_a_finished_run_read_back_by_path(
 ) -> None:
     """Recorded after the run finished; a second record of a path leaves the first."""
     claim = corral.claim(store, add().id, worker().id, settings=settings)
-    run = store.start_run(run_under(claim, transcript_path="/r/x.jsonl", stderr_path=None))
-    store.finish_run(run.id, outcome=RunOutcome.FAILED, exit_code=1)
+    run = store.runs.start_run(run_under(claim, transcript_path="/r/x.jsonl", stderr_path=None))
+    store.runs.finish_run(run.id, outcome=RunOutcome.FAILED, exit_code=1)
     kept = [
         Artifact(path="out/b.txt", size_bytes=3, sha256="ab" * 32),
         Artifact(path="out/a\x1b.bin", size_bytes=9, skipped="past the 1 MB cap"),
     ]
-    store.record_artifacts(run.id, kept)
-    store.record_artifacts(run.id, [Artifact(path="out/b.txt", size_bytes=1, sha256="cd" * 32)])
-    assert sorted(kept, key=lambda a: a.path) == store.run_artifacts(run.id)
+    store.artifacts.record_artifacts(run.id, kept)
+    store.artifacts.record_artifacts(
+        run.id, [Artifact(path="out/b.txt", size_bytes=1, sha256="cd" * 32)]
+    )
+    assert sorted(kept, key=lambda a: a.path) == store.artifacts.run_artifacts(run.id)

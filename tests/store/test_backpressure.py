@@ -32,7 +32,7 @@ def test_max_ready_refuses_enqueue_and_writes_nothing(store: Store, add: Add) ->
     add(queue="small", depends_on=(first.id,))  # blocked: still waiting
     with pytest.raises(LimitReached, match="queue 'small' is full: 2 tasks waiting"):
         add("one too many", queue="small")
-    assert 2 == len(store.list_tasks(corral.TaskFilter(queue="small")))
+    assert 2 == len(store.tasks.list_tasks(corral.TaskFilter(queue="small")))
     add(queue="other")  # other queues are not limited
 
 
@@ -60,7 +60,8 @@ def test_max_running_passes_the_queue_by_until_a_task_ends(
     assert None is corral.claim_next(store, w.id, settings=settings)
     corral.complete(store, first.id)
     assert (
-        "api 2" == store.get_task(corral.claim_next(store, w.id, settings=settings).task_id).title
+        "api 2"
+        == store.tasks.get_task(corral.claim_next(store, w.id, settings=settings).task_id).title
     )
 
 
@@ -76,8 +77,8 @@ def test_claim_by_id_in_a_held_queue_is_refused_naming_the_limit(
     with pytest.raises(LimitReached, match=r"queue 'api' is at max_running \(1 of 1 running\)"):
         corral.claim(store, second.id, w.id, settings=settings)
     assert (TaskStatus.READY, 0) == (
-        store.get_task(second.id).status,
-        store.get_task(second.id).attempts,
+        store.tasks.get_task(second.id).status,
+        store.tasks.get_task(second.id).attempts,
     )
 
 

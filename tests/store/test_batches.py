@@ -7,18 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import corral
-from corral import (
-    EventFilter,
-    NewTask,
-    RunOutcome,
-    Settings,
-    Store,
-    Task,
-    TaskStatus,
-    Worker,
-    claims,
-)
-from corral.model.batches import Action, ClaimAsk, Held, Report, RunStart
+from corral import EventFilter, NewTask, RunOutcome, Settings, Store, Task, TaskStatus, Worker
+from corral.model.exchange import Action, ClaimAsk, Held, Report, RunStart
+from corral.usecases import claims
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -53,12 +44,12 @@ def test_a_batch_claim_takes_tasks_in_claim_order_each_with_its_own_claim_and_ru
     assert [high.id, mid.id, low.id] == [h.task.id for h in held]
     assert 3 == len({h.token for h in held})
     for h in held:
-        task = store.get_task(h.task.id)
+        task = store.tasks.get_task(h.task.id)
         assert (TaskStatus.RUNNING, h.token, w.id) == (task.status, task.token, task.worker_id)
-        run = store.get_run(h.run_id)
+        run = store.runs.get_run(h.run_id)
         assert (h.token, None, ("handler",)) == (run.token, run.outcome, run.command)
         assert ["task.created", "task.claimed", "run.started"] == events(task_id=h.task.id)
-    assert 3 == store.get_worker(w.id).active
+    assert 3 == store.workers.get_worker(w.id).active
 
 
 def test_a_batch_claim_never_exceeds_the_workers_max_concurrent(
@@ -89,12 +80,45 @@ def test_reports_apply_together_and_the_next_claim_rides_in_the_same_transaction
         settings=settings,
     )
     assert ((), [third.id]) == (got.stale, [h.task.id for h in got.held])
-    assert ({"n": 1}, "two") == (store.get_task(first.id).result, store.get_task(second.id).result)
+    assert ({"n": 1}, "two") == (
+        store.tasks.get_task(first.id).result,
+        store.tasks.get_task(second.id).result,
+    )
     for h in held:
-        assert TaskStatus.DONE == store.get_task(h.task.id).status
-        assert RunOutcome.DONE == store.get_run(h.run_id).outcome
+        assert TaskStatus.DONE == store.tasks.get_task(h.task.id).status
+        assert RunOutcome.DONE == store.runs.get_run(h.run_id).outcome
         assert ["task.completed", "run.finished"] == events(task_id=h.task.id)[-2:]
-    assert (2, 1) == (store.get_worker(w.id).completed_total, store.get_worker(w.id).active)
+    assert (2, 1) == (
+        store.workers.get_worker(w.id).completed_total,
+        store.workers.get_worker(w.id).active,
+    )
+
+
+def test_a_batch_completes_each_task_into_review_or_done_as_it_requires(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """In one batch, the tasks that require review go to in_review, unfinished, and the
+    others to done, finished: with and without a result (complete_task, complete_tasks)."""
+    plain, reviewed, plain_result, reviewed_result = (
+        add("plain"),
+        add("reviewed", requires_review=True),
+        add("plain, a result"),
+        add("reviewed, a result", requires_review=True),
+    )
+    w = worker(max_concurrent=4)
+    held = {h.task.id: h for h in take(store, w.id, settings, limit=4)}
+    reports = [done(held[plain.id]), done(held[reviewed.id])]
+    reports += [done(held[plain_result.id], 1), done(held[reviewed_result.id], 2)]
+    claims.exchange(store, w.id, reports=reports, settings=settings)
+    got = {
+        t.id: store.tasks.get_task(t.id) for t in (plain, reviewed, plain_result, reviewed_result)
+    }
+    assert {
+        plain.id: (TaskStatus.DONE, True),
+        reviewed.id: (TaskStatus.IN_REVIEW, False),
+        plain_result.id: (TaskStatus.DONE, True),
+        reviewed_result.id: (TaskStatus.IN_REVIEW, False),
+    } == {task_id: (t.status, t.finished_at is not None) for task_id, t in got.items()}
 
 
 def test_a_report_under_a_token_done_elsewhere_is_stale_and_changes_nothing(
@@ -109,9 +133,9 @@ def test_a_report_under_a_token_done_elsewhere_is_stale_and_changes_nothing(
     got = claims.exchange(store, w.id, reports=[done(held, "runner")], settings=settings)
     assert [held.token] == [r.token for r in got.stale]
     assert {held.run_id: "done"} == got.settled  # as the agent reported under its token
-    run = store.get_run(held.run_id)
-    assert ("agent", RunOutcome.DONE) == (store.get_task(task.id).result, run.outcome)
-    completed = store.list_events(EventFilter(task_id=task.id, limit=50))
+    run = store.runs.get_run(held.run_id)
+    assert ("agent", RunOutcome.DONE) == (store.tasks.get_task(task.id).result, run.outcome)
+    completed = store.events.list_events(EventFilter(task_id=task.id, limit=50))
     assert 1 == sum(e.name == "task.completed" for e in completed)
 
 
@@ -128,14 +152,17 @@ def test_failures_deferrals_and_releases_in_one_batch(
         Report.of(released, Action.RELEASE, RunOutcome.SHUTDOWN),
     ]
     claims.exchange(store, w.id, reports=reports, settings=settings)
-    after = [store.get_task(t.id) for t in tasks]
+    after = [store.tasks.get_task(t.id) for t in tasks]
     assert [TaskStatus.READY] * 3 == [t.status for t in after]
     assert [1, 0, 0] == [t.attempts for t in after]
     assert "boom" == after[0].last_error
     assert after[1].run_after > store.now()
-    outcomes = [store.get_run(h.run_id).outcome for h in (failed, deferred, released)]
+    outcomes = [store.runs.get_run(h.run_id).outcome for h in (failed, deferred, released)]
     assert [RunOutcome.FAILED, RunOutcome.DEFERRED, RunOutcome.SHUTDOWN] == outcomes
-    assert (0, 1) == (store.get_worker(w.id).active, store.get_worker(w.id).failed_total)
+    assert (0, 1) == (
+        store.workers.get_worker(w.id).active,
+        store.workers.get_worker(w.id).failed_total,
+    )
 
 
 def test_a_draining_worker_still_reports_but_claims_nothing(
@@ -152,7 +179,7 @@ def test_a_draining_worker_still_reports_but_claims_nothing(
         store, w.id, reports=[done(held)], ask=ask, open_run=open_run, settings=settings
     )
     assert ((), True) == (got.held, "draining" in (got.refused or ""))
-    assert TaskStatus.DONE == store.get_task(task.id).status
+    assert TaskStatus.DONE == store.tasks.get_task(task.id).status
 
 
 def test_completing_the_last_dependency_in_a_batch_unblocks_the_dependent(
@@ -166,8 +193,8 @@ def test_completing_the_last_dependency_in_a_batch_unblocks_the_dependent(
     w = worker(max_concurrent=2)
     held = take(store, w.id, settings, limit=2)
     claims.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
-    assert TaskStatus.READY == store.get_task(child.id).status
-    unblocked = store.list_events(EventFilter(task_id=child.id, limit=10))[-1]
+    assert TaskStatus.READY == store.tasks.get_task(child.id).status
+    unblocked = store.events.list_events(EventFilter(task_id=child.id, limit=10))[-1]
     assert ("task.unblocked", f"{min(a.id, b.id)} done") == (unblocked.name, unblocked.reason)
 
 
@@ -183,7 +210,7 @@ def test_a_batch_unblocks_the_dependents_of_the_tasks_that_have_some(
     held = take(store, w.id, settings, limit=2)
     assert [lone.id, parent.id] == [h.task.id for h in held]
     claims.exchange(store, w.id, reports=[done(h) for h in held], settings=settings)
-    assert TaskStatus.READY == store.get_task(child.id).status
+    assert TaskStatus.READY == store.tasks.get_task(child.id).status
     assert ["task.created", "task.unblocked"] == events(task_id=child.id)
 
 
@@ -198,7 +225,7 @@ def test_a_claimed_task_comes_with_its_dependencies(
     child = corral.enqueue(store, NewTask(title="child", depends_on=(first.id,)), settings=settings)
     (again,) = take(store, w.id, settings, limit=2)
     assert (child.id, (first.id,)) == (again.task.id, again.task.depends_on)
-    assert store.get_task(child.id) == again.task
+    assert store.tasks.get_task(child.id) == again.task
 
 
 def test_a_run_records_its_base_and_final_commit(
@@ -215,5 +242,5 @@ def test_a_run_records_its_base_and_final_commit(
     (held,) = claims.exchange(store, w.id, ask=ask, open_run=in_worktree, settings=settings).held
     report = Report.of(held, Action.COMPLETE, RunOutcome.DONE, final_commit="def456")
     claims.exchange(store, w.id, reports=[report], settings=settings)
-    run = store.get_run(held.run_id)
+    run = store.runs.get_run(held.run_id)
     assert ("abc123", "def456", "/wt/t") == (run.base_commit, run.final_commit, run.cwd)

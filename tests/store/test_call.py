@@ -37,11 +37,11 @@ def test_a_call_returns_its_rows_and_commits_at_the_store_clock(
     """The statement's rows come back, its write is committed, and :now is the store's clock."""
     [row] = _limits(store, "api", 5)  # type: ignore[misc]
     assert ("api", 5) == (row["queue"], row["max_ready"])
-    assert [("api", 5)] == [(s.queue, s.limits.max_ready) for s in store.queue_stats()]
+    assert [("api", 5)] == [(s.queue, s.limits.max_ready) for s in store.queues.queue_stats()]
     clock.advance(1.5)
     event_row = {**journal.entry("test.called", actor="test"), "data": Json(None)}
     assert [] == store._driver.call("insert_event", **event_row)
-    [event] = store.list_events(EventFilter(limit=1))
+    [event] = store.events.list_events(EventFilter(limit=1))
     assert ("test.called", clock.now()) == (event.name, event.at)
 
 
@@ -51,4 +51,4 @@ def test_a_failing_call_writes_nothing_and_leaves_the_store_usable(store: Store)
         store._driver.call("insert_dependency", task_id="t-missing", depends_on="t-missing")
     assert "foreign key" in caught.value.message.lower()
     assert [] != _limits(store, "after", 1)
-    assert ["after"] == [stat.queue for stat in store.queue_stats()]
+    assert ["after"] == [stat.queue for stat in store.queues.queue_stats()]

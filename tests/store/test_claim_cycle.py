@@ -42,7 +42,7 @@ MakeWorker = Callable[..., Worker]
 
 def _events(store: Store, after_id: int = 0) -> list[tuple[Any, ...]]:
     """Every field of the events after `after_id`, but their ids, oldest first."""
-    found = store.list_events(EventFilter(after_id=after_id, limit=1000))
+    found = store.events.list_events(EventFilter(after_id=after_id, limit=1000))
     return [
         (e.name, e.task_id, e.worker_id, e.token, e.from_status, e.to_status, e.actor, *rest)
         for e in found
@@ -51,7 +51,7 @@ def _events(store: Store, after_id: int = 0) -> list[tuple[Any, ...]]:
 
 
 def _last_event_id(store: Store) -> int:
-    found = store.list_events(EventFilter(limit=1))
+    found = store.events.list_events(EventFilter(limit=1))
     return found[-1].id if found else 0
 
 
@@ -108,8 +108,8 @@ def test_a_cycle_records_its_events_field_for_field(
         done.worker_id,
     )
     assert (TaskStatus.READY, TaskStatus.BLOCKED) == (
-        store.get_task(child.id).status,
-        store.get_task(waiting.id).status,
+        store.tasks.get_task(child.id).status,
+        store.tasks.get_task(waiting.id).status,
     )
 
 
@@ -149,8 +149,8 @@ def test_claim_next_refusals_are_worded_exactly_and_write_nothing(
     assert f"worker {full.id} is at capacity (1 of 1 claims)" == str(caught.value)
     assert [] == _events(store, mark)
     assert (TaskStatus.RUNNING, TaskStatus.READY) == (
-        store.get_task(task.id).status,
-        store.get_task(second.id).status,
+        store.tasks.get_task(task.id).status,
+        store.tasks.get_task(second.id).status,
     )
 
 
@@ -164,7 +164,10 @@ def test_claim_next_narrowed_to_nothing_finds_nothing_and_writes_nothing(
     assert None is corral.claim_next(store, w.id, kinds=("review",), settings=settings)
     assert None is corral.claim_next(store, w.id, queues=("other",), settings=settings)
     assert [] == _events(store, mark)
-    assert (WorkerStatus.IDLE, 0) == (store.get_worker(w.id).status, store.get_worker(w.id).active)
+    assert (WorkerStatus.IDLE, 0) == (
+        store.workers.get_worker(w.id).status,
+        store.workers.get_worker(w.id).active,
+    )
 
 
 def test_complete_keeps_a_worker_with_another_claim_busy(
@@ -178,9 +181,9 @@ def test_complete_keeps_a_worker_with_another_claim_busy(
     second = corral.claim_next(store, w.id, settings=settings)
     assert first is not None and second is not None
     corral.complete(store, first.task_id, token=first.token)
-    after_one = store.get_worker(w.id)
+    after_one = store.workers.get_worker(w.id)
     corral.complete(store, second.task_id, token=second.token)
-    after_two = store.get_worker(w.id)
+    after_two = store.workers.get_worker(w.id)
     assert [(WorkerStatus.BUSY, 1, 1), (WorkerStatus.IDLE, 0, 2)] == [
         (found.status, found.active, found.completed_total) for found in (after_one, after_two)
     ]
@@ -196,7 +199,7 @@ def test_complete_refusals_are_worded_exactly_and_write_nothing(
     old = corral.claim(store, task.id, w.id, settings=settings)
     corral.release(store, task.id, token=old.token)
     new = corral.claim(store, task.id, w.id, settings=settings)
-    mark, before = _last_event_id(store), store.get_worker(w.id)
+    mark, before = _last_event_id(store), store.workers.get_worker(w.id)
     refusals = []
     for task_id, token in ((task.id, old.token), (idle.id, old.token), (idle.id, None)):
         with pytest.raises((StaleToken, InvalidTransition)) as caught:
@@ -216,8 +219,8 @@ def test_complete_refusals_are_worded_exactly_and_write_nothing(
         (InvalidTransition, str(InvalidTransition(idle.id, "complete", TaskStatus.READY)), 1),
     ] == refusals
     assert [] == _events(store, mark)
-    assert before == store.get_worker(w.id)
-    assert TaskStatus.RUNNING == store.get_task(task.id).status
+    assert before == store.workers.get_worker(w.id)
+    assert TaskStatus.RUNNING == store.tasks.get_task(task.id).status
 
 
 def _named(names: dict[str, str], value: Any) -> Any:
@@ -271,7 +274,9 @@ def _cycle_scenario(store: Store, clock: FakeClock, settings: Settings) -> list[
             task = corral.complete(store, claim.task_id, token=claim.token, result={"step": step})
             outcomes.append((names[task.id], task.status, task.result, task.updated_at))
     events = [tuple(named(v) for v in event) for event in _events(store)]
-    workers = [(names[w.id], w.status, w.active, w.completed_total) for w in store.list_workers()]
+    workers = [
+        (names[w.id], w.status, w.active, w.completed_total) for w in store.workers.list_workers()
+    ]
     return [outcomes, events, sorted(workers)]
 
 

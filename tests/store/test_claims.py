@@ -22,8 +22,8 @@ from corral import (
     Worker,
     WorkerStatus,
     WorkerUnavailable,
-    reviews,
 )
+from corral.usecases import reviews
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -43,15 +43,15 @@ def test_claim_opens_a_lease_and_marks_task_running_and_worker_busy(
         claim.renewals,
     )
     assert store.now() + timedelta(seconds=settings.lease_s) == claim.lease_expires_at
-    running = store.get_task(task.id)
+    running = store.tasks.get_task(task.id)
     assert (TaskStatus.RUNNING, 1, w.id, claim.token) == (
         running.status,
         running.attempts,
         running.worker_id,
         running.token,
     )
-    assert WorkerStatus.BUSY == store.get_worker(w.id).status
-    assert claim == store.active_claim(task.id)
+    assert WorkerStatus.BUSY == store.workers.get_worker(w.id).status
+    assert claim == store.claims.active_claim(task.id)
 
 
 def test_claim_takes_an_explicit_lease_length(
@@ -72,9 +72,9 @@ def test_a_second_claim_on_a_running_task_is_refused(
     with pytest.raises(Refused, match=f"it is running \\(held by worker {first.id}\\)") as caught:
         corral.claim(store, task.id, second.id, settings=settings)
     assert 1 == caught.value.exit_code
-    assert claim == store.active_claim(task.id)
-    assert 1 == store.get_task(task.id).attempts
-    assert WorkerStatus.IDLE == store.get_worker(second.id).status
+    assert claim == store.claims.active_claim(task.id)
+    assert 1 == store.tasks.get_task(task.id).attempts
+    assert WorkerStatus.IDLE == store.workers.get_worker(second.id).status
 
 
 def test_the_same_worker_cannot_claim_a_task_twice(
@@ -86,7 +86,7 @@ def test_the_same_worker_cannot_claim_a_task_twice(
     corral.claim(store, task.id, w.id, settings=settings)
     with pytest.raises(Refused, match="it is running"):
         corral.claim(store, task.id, w.id, settings=settings)
-    assert 1 == store.get_worker(w.id).active
+    assert 1 == store.workers.get_worker(w.id).active
 
 
 def test_claiming_unknown_task_or_worker_is_not_found(
@@ -146,8 +146,8 @@ def test_claim_refuses_a_kind_the_worker_does_not_run(
     w = worker(kinds=("code",))
     with pytest.raises(Refused, match="does not run kind 'review'"):
         corral.claim(store, task.id, w.id, settings=settings)
-    assert TaskStatus.READY == store.get_task(task.id).status
-    assert 0 == store.get_task(task.id).attempts
+    assert TaskStatus.READY == store.tasks.get_task(task.id).status
+    assert 0 == store.tasks.get_task(task.id).attempts
 
 
 def test_claim_and_claim_next_respect_the_worker_queues(
@@ -205,7 +205,7 @@ def test_max_concurrent_bounds_the_claims_of_a_worker(
         corral.claim_next(store, w.id, settings=settings)
     with pytest.raises(WorkerUnavailable, match="at capacity"):
         corral.claim(store, tasks[2].id, w.id, settings=settings)
-    assert TaskStatus.READY == store.get_task(tasks[2].id).status
+    assert TaskStatus.READY == store.tasks.get_task(tasks[2].id).status
 
 
 def test_a_draining_worker_gets_no_claims(
@@ -220,7 +220,7 @@ def test_a_draining_worker_gets_no_claims(
         corral.claim_next(store, w.id, settings=settings)
     with pytest.raises(WorkerUnavailable, match="draining"):
         corral.claim(store, task.id, w.id, settings=settings)
-    assert TaskStatus.READY == store.get_task(task.id).status
+    assert TaskStatus.READY == store.tasks.get_task(task.id).status
 
 
 def test_a_draining_worker_finishes_what_it_holds(
@@ -232,7 +232,7 @@ def test_a_draining_worker_finishes_what_it_holds(
     claim = corral.claim(store, task.id, w.id, settings=settings)
     corral.drain(store, w.id)
     assert TaskStatus.DONE == corral.complete(store, task.id, token=claim.token).status
-    assert WorkerStatus.DRAINING == store.get_worker(w.id).status
+    assert WorkerStatus.DRAINING == store.workers.get_worker(w.id).status
 
 
 def test_a_starting_worker_may_claim_before_its_first_heartbeat(
@@ -260,8 +260,8 @@ def test_release_returns_the_task_without_counting_the_attempt(
         released.worker_id,
         released.token,
     )
-    assert None is store.active_claim(task.id)
-    assert WorkerStatus.IDLE == store.get_worker(w.id).status
+    assert None is store.claims.active_claim(task.id)
+    assert WorkerStatus.IDLE == store.workers.get_worker(w.id).status
     again = corral.claim_next(store, w.id, settings=settings)
     assert again is not None
     assert claim.token < again.token
@@ -275,10 +275,10 @@ def test_release_by_another_worker_is_refused(
     task = add()
     holder, other = worker("holder"), worker("other")
     corral.claim(store, task.id, holder.id, settings=settings)
-    before = store.get_task(task.id)
+    before = store.tasks.get_task(task.id)
     with pytest.raises(Refused, match=f"held by worker {holder.id}, not {other.id}"):
         corral.release(store, task.id, worker_id=other.id, attempt=attempt)
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
 
 
 @pytest.mark.parametrize("attempt", [False, True])
@@ -293,13 +293,13 @@ def test_a_release_of_a_task_its_agent_finished_is_a_no_op(
     corral.complete(store, done.id, token=first.token)
     second = corral.claim(store, submitted.id, w.id, settings=settings)
     reviews.submit(store, submitted.id, token=second.token)
-    after = {t: store.get_task(t) for t in (done.id, submitted.id)}
+    after = {t: store.tasks.get_task(t) for t in (done.id, submitted.id)}
     by_worker = corral.release(store, done.id, worker_id=w.id, attempt=attempt)
     by_token = corral.release(store, submitted.id, token=second.token, attempt=attempt)
     assert [after[done.id], after[submitted.id]] == [by_worker, by_token]
     with pytest.raises(Refused, match="stale"):
         corral.release(store, done.id, token=second.token, attempt=attempt)
-    assert after == {t: store.get_task(t) for t in after}
+    assert after == {t: store.tasks.get_task(t) for t in after}
 
 
 def test_claim_by_token_finds_a_claim_in_any_state(
@@ -309,9 +309,9 @@ def test_claim_by_token_finds_a_claim_in_any_state(
     task = add()
     claim = corral.claim(store, task.id, worker().id, settings=settings)
     corral.complete(store, task.id, token=claim.token)
-    found = store.claim_by_token(claim.token)
+    found = store.claims.claim_by_token(claim.token)
     assert (task.id, ClaimStatus.COMPLETED) == (found.task_id, found.status)
-    assert None is store.claim_by_token(claim.token + 1000)
+    assert None is store.claims.claim_by_token(claim.token + 1000)
 
 
 def test_a_release_that_counts_the_attempt_is_decided_by_the_retry_policy(
@@ -331,7 +331,7 @@ def test_a_release_that_counts_the_attempt_is_decided_by_the_retry_policy(
         retried.last_error,
     )
     assert store.now() + timedelta(seconds=settings.retry_base_s) == retried.run_after
-    assert WorkerStatus.IDLE == store.get_worker(w.id).status
+    assert WorkerStatus.IDLE == store.workers.get_worker(w.id).status
     clock.advance(settings.retry_base_s)
     second = corral.claim(store, task.id, w.id, settings=settings)
     failed = corral.release(
@@ -357,8 +357,8 @@ def test_complete_marks_done_and_counts_on_the_worker(
         done.result,
         done.finished_at,
     )
-    assert None is store.active_claim(task.id)
-    after = store.get_worker(w.id)
+    assert None is store.claims.active_claim(task.id)
+    after = store.workers.get_worker(w.id)
     assert (WorkerStatus.IDLE, 1, 0, 0) == (
         after.status,
         after.completed_total,
@@ -381,7 +381,7 @@ def test_complete_returns_the_task_as_it_is_read_afterwards(
         corral.complete(store, dependency.id, token=claim.token)
     claim = corral.claim(store, task.id, w.id, settings=settings)
     returned = corral.complete(store, task.id, token=claim.token, result=[1, "two"])
-    assert store.get_task(task.id) == returned
+    assert store.tasks.get_task(task.id) == returned
     assert (tuple(sorted((first.id, second.id))), None, None) == (
         tuple(sorted(returned.depends_on)),
         returned.token,
@@ -399,7 +399,7 @@ def test_a_review_task_completes_into_in_review(
     reviewed = corral.complete(store, task.id, token=claim.token)
     assert TaskStatus.IN_REVIEW == reviewed.status
     assert None is reviewed.finished_at
-    assert TaskStatus.BLOCKED == store.get_task(dependent.id).status
+    assert TaskStatus.BLOCKED == store.tasks.get_task(dependent.id).status
 
 
 def test_deregister_returns_held_tasks_to_ready_without_counting_attempts(
@@ -417,7 +417,7 @@ def test_deregister_returns_held_tasks_to_ready_without_counting_attempts(
         gone.active,
     )
     for task_id in (first.id, second.id):
-        task = store.get_task(task_id)
+        task = store.tasks.get_task(task_id)
         assert (TaskStatus.READY, 0, None) == (task.status, task.attempts, task.worker_id)
     with pytest.raises(WorkerUnavailable, match="offline"):
         corral.claim_next(store, w.id, settings=settings)

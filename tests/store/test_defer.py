@@ -23,7 +23,7 @@ from corral import (
     Worker,
     WorkerStatus,
 )
-from corral.model.batches import Action, Report
+from corral.model.exchange import Action, Report
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -44,7 +44,7 @@ def test_defer_returns_the_task_to_ready_after_the_delay(
         deferred.token,
     )
     assert store.now() + timedelta(hours=2) == deferred.run_after
-    assert deferred == store.get_task(task.id)
+    assert deferred == store.tasks.get_task(task.id)
 
 
 def test_defer_until_an_instant_sets_run_after_to_it(
@@ -69,7 +69,7 @@ def test_a_deferred_task_is_claimable_only_once_its_time_comes(
     clock.advance(1)
     again = corral.claim_next(store, w.id, settings=settings)
     assert again is not None
-    assert (task.id, 1) == (again.task_id, store.get_task(task.id).attempts)
+    assert (task.id, 1) == (again.task_id, store.tasks.get_task(task.id).attempts)
     assert again.token > claim.token
 
 
@@ -93,8 +93,8 @@ def test_defer_ends_the_claim_and_frees_the_worker(
     task, w = add(), worker()
     claim = corral.claim(store, task.id, w.id, settings=settings)
     corral.defer(store, task.id, until=60, token=claim.token)
-    assert store.active_claim(task.id) is None
-    after = store.get_worker(w.id)
+    assert store.claims.active_claim(task.id) is None
+    after = store.workers.get_worker(w.id)
     assert (WorkerStatus.IDLE, 0, 0, 0) == (
         after.status,
         after.active,
@@ -112,7 +112,7 @@ def test_defer_records_the_reason_and_the_new_run_after(
     task, w = add(), worker()
     claim = corral.claim(store, task.id, w.id, settings=settings)
     deferred = corral.defer(store, task.id, until=120, token=claim.token, reason="rate limited")
-    event = store.list_events(EventFilter(task_id=task.id, limit=100))[-1]
+    event = store.events.list_events(EventFilter(task_id=task.id, limit=100))[-1]
     assert ("task.deferred", w.id, claim.token, "running", "ready") == (
         event.name,
         event.worker_id,
@@ -132,10 +132,10 @@ def test_defer_under_a_stale_token_changes_nothing(
     old = corral.claim(store, task.id, w.id, settings=settings)
     corral.release(store, task.id, token=old.token)
     new = corral.claim(store, task.id, w.id, settings=settings)
-    before, seen = store.get_task(task.id), events()
+    before, seen = store.tasks.get_task(task.id), events()
     with pytest.raises(StaleToken, match=f"now held under token {new.token}"):
         corral.defer(store, task.id, until=60, token=old.token)
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
     assert seen == events()
 
 
@@ -171,10 +171,10 @@ def test_defer_refuses_a_bad_until_and_changes_nothing(
     """A negative, NaN or too long delay, or a naive datetime, is invalid input."""
     task, w = add(), worker()
     claim = corral.claim(store, task.id, w.id, settings=settings)
-    before = store.get_task(task.id)
+    before = store.tasks.get_task(task.id)
     with pytest.raises(InvalidInput, match="until"):
         corral.defer(store, task.id, until=until, token=claim.token)
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
 
 
 def test_the_store_needs_exactly_one_of_delay_and_instant(
@@ -193,5 +193,5 @@ def test_the_store_needs_exactly_one_of_delay_and_instant(
             run_at=run_at,
         )
         with pytest.raises(InvalidInput, match="until"):
-            store.exchange(None, reports=[report])
-    assert TaskStatus.RUNNING == store.get_task(task.id).status
+            store.claims.exchange(None, reports=[report])
+    assert TaskStatus.RUNNING == store.tasks.get_task(task.id).status

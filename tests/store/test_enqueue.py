@@ -45,7 +45,7 @@ def test_enqueue_answers_a_ready_task_with_defaults_from_settings(
     assert settings.max_attempts == task.max_attempts
     assert settings.retry_base_s == task.retry_base_s
     assert store.now() == task.created_at
-    assert task == store.get_task(task.id)
+    assert task == store.tasks.get_task(task.id)
 
 
 def test_task_fields_override_settings(add: Add) -> None:
@@ -58,7 +58,7 @@ def test_task_fields_override_settings(add: Add) -> None:
 def test_unknown_task_id_is_not_found(store: Store) -> None:
     """Reading a task that does not exist raises NotFound (exit code 2) naming the id."""
     with pytest.raises(NotFound, match="t-nothing") as caught:
-        store.get_task("t-nothing")
+        store.tasks.get_task("t-nothing")
     assert 2 == caught.value.exit_code
 
 
@@ -68,7 +68,7 @@ def test_ready_tasks_come_by_priority_then_oldest_first(store: Store, add: Add) 
     first_high = add("first high", priority=5)
     mid = add("mid", priority=3)
     second_high = add("second high", priority=5)
-    ready = store.ready_tasks(queue=None, kinds=(), limit=10)
+    ready = store.tasks.ready_tasks(queue=None, kinds=(), limit=10)
     assert [first_high.id, second_high.id, mid.id, low.id] == [t.id for t in ready]
 
 
@@ -87,9 +87,11 @@ def test_ready_tasks_filter_by_queue_and_kind(store: Store, add: Add) -> None:
     code_a = add(kind="code", queue="a")
     add(kind="review", queue="a")
     code_b = add(kind="code", queue="b")
-    assert [code_a.id] == [t.id for t in store.ready_tasks(queue="a", kinds=("code",), limit=9)]
+    assert [code_a.id] == [
+        t.id for t in store.tasks.ready_tasks(queue="a", kinds=("code",), limit=9)
+    ]
     assert [code_a.id, code_b.id] == [
-        t.id for t in store.ready_tasks(queue=None, kinds=("code",), limit=9)
+        t.id for t in store.tasks.ready_tasks(queue=None, kinds=("code",), limit=9)
     ]
 
 
@@ -98,16 +100,16 @@ def test_list_tasks_filters_by_status(store: Store, add: Add) -> None:
     first = add("first")
     blocker = add("blocker")
     add("blocked", depends_on=(blocker.id,))
-    ready = store.list_tasks(TaskFilter(statuses=(TaskStatus.READY,)))
+    ready = store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.READY,)))
     assert [first.id, blocker.id] == [t.id for t in ready]
 
 
 def test_list_tasks_newest_first_keeps_the_newest_within_the_limit(store: Store, add: Add) -> None:
     """newest_first: the newest matching tasks, newest first, filters and limit as before."""
     ids = [add(f"t{n}", kind="session" if n % 2 else "default").id for n in range(5)]
-    newest = store.list_tasks(TaskFilter(kinds=("session",), limit=1, newest_first=True))
+    newest = store.tasks.list_tasks(TaskFilter(kinds=("session",), limit=1, newest_first=True))
     assert [ids[3]] == [t.id for t in newest]
-    every = store.list_tasks(TaskFilter(newest_first=True))
+    every = store.tasks.list_tasks(TaskFilter(newest_first=True))
     assert ids[::-1] == [t.id for t in every]
 
 
@@ -118,10 +120,12 @@ def test_tasks_with_payload_finds_a_kinds_tasks_by_a_payload_field(store: Store,
     add("another kind", payload={"session": "agent:a"})
     add("a number", kind="session", payload={"session": 7})
     newer = add("newer", kind="session", payload={"session": "agent:a"}).id
-    found = store.tasks_with_payload("session", "session", "agent:a", 10)
+    found = store.tasks.tasks_with_payload("session", "session", "agent:a", 10)
     assert [newer, older] == [t.id for t in found]
-    assert [newer] == [t.id for t in store.tasks_with_payload("session", "session", "agent:a", 1)]
-    assert [] == store.tasks_with_payload("session", "session", "7", 10)
+    assert [newer] == [
+        t.id for t in store.tasks.tasks_with_payload("session", "session", "agent:a", 1)
+    ]
+    assert [] == store.tasks.tasks_with_payload("session", "session", "7", 10)
 
 
 def test_run_after_delays_a_task_until_its_time(
@@ -131,12 +135,12 @@ def test_run_after_delays_a_task_until_its_time(
     task = add(run_after_s=600)
     w = worker()
     assert store.now() + timedelta(seconds=600) == task.run_after
-    assert [] == store.ready_tasks(queue=None, kinds=(), limit=10)
+    assert [] == store.tasks.ready_tasks(queue=None, kinds=(), limit=10)
     assert None is corral.claim_next(store, w.id, settings=settings)
     with pytest.raises(corral.Refused, match="delayed until"):
         corral.claim(store, task.id, w.id, settings=settings)
     clock.advance(600)
-    assert [task.id] == [t.id for t in store.ready_tasks(queue=None, kinds=(), limit=10)]
+    assert [task.id] == [t.id for t in store.tasks.ready_tasks(queue=None, kinds=(), limit=10)]
     claim = corral.claim_next(store, w.id, settings=settings)
     assert claim is not None
     assert task.id == claim.task_id
@@ -153,9 +157,9 @@ def test_depends_on_blocks_until_every_dependency_is_done(
     w = worker(max_concurrent=2)
     for dep in (first, second):
         claim = corral.claim(store, dep.id, w.id, settings=settings)
-        assert TaskStatus.BLOCKED == store.get_task(dependent.id).status
+        assert TaskStatus.BLOCKED == store.tasks.get_task(dependent.id).status
         corral.complete(store, dep.id, token=claim.token)
-    assert TaskStatus.READY == store.get_task(dependent.id).status
+    assert TaskStatus.READY == store.tasks.get_task(dependent.id).status
     assert ["task.created", "task.unblocked"] == events(task_id=dependent.id)
 
 
@@ -169,7 +173,7 @@ def test_a_blocked_task_cannot_be_claimed(
     assert None is corral.claim_next(store, w.id, settings=settings)
     with pytest.raises(corral.Refused, match="it is blocked"):
         corral.claim(store, blocked.id, w.id, settings=settings)
-    assert TaskStatus.BLOCKED == store.get_task(blocked.id).status
+    assert TaskStatus.BLOCKED == store.tasks.get_task(blocked.id).status
 
 
 def test_a_dependency_already_done_does_not_block(
@@ -211,7 +215,7 @@ def test_retrying_a_dead_dependency_lets_the_dependent_run_later(
     corral.retry(store, dep.id)
     claim = corral.claim(store, dep.id, worker().id, settings=settings)
     corral.complete(store, dep.id, token=claim.token)
-    assert TaskStatus.READY == store.get_task(dependent.id).status
+    assert TaskStatus.READY == store.tasks.get_task(dependent.id).status
 
 
 def test_a_missing_dependency_is_invalid_input_and_writes_nothing(
@@ -223,7 +227,7 @@ def test_a_missing_dependency_is_invalid_input_and_writes_nothing(
     with pytest.raises(InvalidInput, match="t-missing") as caught:
         add("dependent", depends_on=(existing.id, "t-missing"))
     assert "depends_on" == caught.value.field
-    assert [existing.id] == [t.id for t in store.list_tasks(TaskFilter())]
+    assert [existing.id] == [t.id for t in store.tasks.list_tasks(TaskFilter())]
     assert before == events()
 
 
@@ -231,13 +235,13 @@ def test_a_missing_parent_is_invalid_input(store: Store, add: Add) -> None:
     """A parent id that names no task is refused before anything is written."""
     with pytest.raises(InvalidInput, match="parent"):
         add("child", parent_id="t-missing")
-    assert [] == store.list_tasks(TaskFilter())
+    assert [] == store.tasks.list_tasks(TaskFilter())
 
 
 def test_enqueue_records_task_created(store: Store, add: Add) -> None:
     """Enqueue writes one task.created event with the initial status."""
     task = add()
-    [event] = store.list_events(EventFilter(task_id=task.id))
+    [event] = store.events.list_events(EventFilter(task_id=task.id))
     assert ("task.created", None, "ready", "operator") == (
         event.name,
         event.from_status,
@@ -273,4 +277,6 @@ def test_ready_for_a_worker_that_may_not_claim_is_empty(
     add("something")
     w = worker()
     corral.drain(store, w.id)
-    assert [] == store.ready_tasks(queue=None, kinds=(), limit=10, worker=store.get_worker(w.id))
+    assert [] == store.tasks.ready_tasks(
+        queue=None, kinds=(), limit=10, worker=store.workers.get_worker(w.id)
+    )

@@ -43,13 +43,13 @@ class Feed:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        before = store.list_events(EventFilter(limit=1))  # a served store's token.created
+        before = store.events.list_events(EventFilter(limit=1))  # a served store's token.created
         self.last_id = before[-1].id if before else 0
         self.seen: list[str] = []
 
     def new(self) -> list[str]:
         """Names of events recorded since the previous call, oldest first."""
-        found = self.store.list_events(EventFilter(after_id=self.last_id, limit=1000))
+        found = self.store.events.list_events(EventFilter(after_id=self.last_id, limit=1000))
         if found:
             self.last_id = found[-1].id
         names = [e.name for e in found]
@@ -135,7 +135,7 @@ def test_events_carry_who_what_and_the_transition(
     task = add()
     w = worker()
     claim = corral.claim(store, task.id, w.id, settings=settings)
-    [event] = store.list_events(EventFilter(task_id=task.id, limit=1))
+    [event] = store.events.list_events(EventFilter(task_id=task.id, limit=1))
     assert (
         "task.claimed",
         task.id,
@@ -161,9 +161,9 @@ def test_events_carry_who_what_and_the_transition(
 def test_list_events_answers_the_newest_page_oldest_first(store: Store, add: Add) -> None:
     """limit keeps the newest events, returned oldest first; after_id pages forward."""
     tasks = [add(f"t{i}") for i in range(5)]
-    page = store.list_events(EventFilter(limit=2))
+    page = store.events.list_events(EventFilter(limit=2))
     assert [tasks[3].id, tasks[4].id] == [e.task_id for e in page]
-    later = store.list_events(EventFilter(after_id=page[0].id, limit=10))
+    later = store.events.list_events(EventFilter(after_id=page[0].id, limit=10))
     assert [tasks[4].id] == [e.task_id for e in later]
 
 
@@ -174,10 +174,12 @@ def test_list_events_filters_by_task_and_worker(
     task, other = add("task"), add("other")
     w = worker()
     corral.claim(store, task.id, w.id, settings=settings)
-    assert {task.id} == {e.task_id for e in store.list_events(EventFilter(task_id=task.id))}
-    by_worker = [e.name for e in store.list_events(EventFilter(worker_id=w.id))]
+    assert {task.id} == {e.task_id for e in store.events.list_events(EventFilter(task_id=task.id))}
+    by_worker = [e.name for e in store.events.list_events(EventFilter(worker_id=w.id))]
     assert ["worker.registered", "worker.started", "task.claimed"] == by_worker
-    assert other.id not in {e.task_id for e in store.list_events(EventFilter(worker_id=w.id))}
+    assert other.id not in {
+        e.task_id for e in store.events.list_events(EventFilter(worker_id=w.id))
+    }
 
 
 def test_reads_write_nothing(
@@ -186,16 +188,16 @@ def test_reads_write_nothing(
     """Reads (get, list, ready, why, snapshot) leave the event log and the records unchanged."""
     task = add()
     w = worker()
-    before = store.list_events(EventFilter(limit=1000))
-    store.get_task(task.id)
-    store.list_tasks(corral.TaskFilter())
-    store.ready_tasks(queue=None, kinds=(), limit=10)
-    store.list_workers()
-    store.reconcile_snapshot()
+    before = store.events.list_events(EventFilter(limit=1000))
+    store.tasks.get_task(task.id)
+    store.tasks.list_tasks(corral.TaskFilter())
+    store.tasks.ready_tasks(queue=None, kinds=(), limit=10)
+    store.workers.list_workers()
+    store.recovery.reconcile_snapshot()
     corral.why(store, task.id, settings=settings)
-    assert before == store.list_events(EventFilter(limit=1000))
-    assert task == store.get_task(task.id)
-    assert w == store.get_worker(w.id)
+    assert before == store.events.list_events(EventFilter(limit=1000))
+    assert task == store.tasks.get_task(task.id)
+    assert w == store.workers.get_worker(w.id)
 
 
 @pytest.mark.parametrize("record", ["task", "claim", "worker", "event"])
@@ -208,15 +210,18 @@ def test_records_have_a_stable_json_shape(
     claim = corral.claim(store, task.id, w.id, settings=settings)
     shapes = {
         "task": (
-            store.get_task(task.id),
+            store.tasks.get_task(task.id),
             {"id", "title", "status", "queue", "kind", "priority", "attempts"},
         ),
         "claim": (claim, {"task_id", "worker_id", "token", "lease_expires_at"}),
         "worker": (
-            store.get_worker(w.id),
+            store.workers.get_worker(w.id),
             {"id", "name", "status", "hostname", "pid", "last_heartbeat_at"},
         ),
-        "event": (store.list_events(EventFilter(limit=1))[0], {"id", "at", "name", "task_id"}),
+        "event": (
+            store.events.list_events(EventFilter(limit=1))[0],
+            {"id", "at", "name", "task_id"},
+        ),
     }
     obj, keys = shapes[record]
     assert keys <= set(obj.to_dict())

@@ -24,17 +24,17 @@ from corral import (
     Task,
     TaskStatus,
     Worker,
-    claims,
 )
-from corral.durations import iso
-from corral.model.batches import Action, ClaimAsk, Report, RunStart
+from corral.foundation.durations import iso
+from corral.model.exchange import Action, ClaimAsk, Report, RunStart
+from corral.usecases import claims
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
 RUN = RunStart(command=("handler",), cwd="/work")
 
 
-def _claim_with_run(store: Store, worker_id: str, settings: Settings) -> corral.model.batches.Held:
+def _claim_with_run(store: Store, worker_id: str, settings: Settings) -> corral.model.exchange.Held:
     (held,) = claims.exchange(
         store, worker_id, ask=ClaimAsk(limit=1, run=RUN), settings=settings
     ).held
@@ -53,7 +53,9 @@ def test_task_claimed_keeps_the_lease_as_python_writes_it(
     task, w = add(), worker()
     claim = corral.claim(store, task.id, w.id, lease_s=lease_s, settings=settings)
     [claimed] = [
-        e for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "task.claimed"
+        e
+        for e in store.events.list_events(EventFilter(task_id=task.id))
+        if e.name == "task.claimed"
     ]
     assert {"lease_expires_at": iso(claim.lease_expires_at)} == claimed.data
 
@@ -68,10 +70,12 @@ def test_what_the_agent_reported_survives_its_runner(
     corral.complete(store, task.id, token=held.token)
     clock.advance(settings.heartbeat_interval_s * (settings.dead_after_missed + 1))
     corral.reconcile_once(store, settings=settings)
-    run = store.get_run(held.run_id or "")
+    run = store.runs.get_run(held.run_id or "")
     assert (RunOutcome.DONE, None) == (run.outcome, run.error)
     [finished] = [
-        e for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "run.finished"
+        e
+        for e in store.events.list_events(EventFilter(task_id=task.id))
+        if e.name == "run.finished"
     ]
     assert ("done", None) == (finished.data["outcome"], finished.reason)  # type: ignore[index]
 
@@ -88,7 +92,7 @@ def test_a_run_whose_claim_ended_elsewhere_ends_as_lease_lost_with_the_task_stat
     done = claims.exchange(store, w.id, reports=[report], settings=settings)
     assert [task.id] == [r.task_id for r in done.stale]
     assert {held.run_id: "lease_lost"} == done.settled
-    run = store.get_run(held.run_id or "")
+    run = store.runs.get_run(held.run_id or "")
     assert (RunOutcome.LEASE_LOST, 0) == (run.outcome, run.exit_code)
     assert "the claim ended while running (task is cancelled)" == run.error
 
@@ -101,10 +105,10 @@ def test_a_claim_by_an_unknown_worker_applies_none_of_the_reports(
     held = _claim_with_run(store, w.id, settings)
     report = Report.of(held, Action.COMPLETE, RunOutcome.DONE)
     with pytest.raises(NotFound, match="w-nobody"):
-        store.exchange("w-nobody", reports=[report], ask=ClaimAsk(limit=1, lease_s=60.0))
+        store.claims.exchange("w-nobody", reports=[report], ask=ClaimAsk(limit=1, lease_s=60.0))
     assert (TaskStatus.RUNNING, held.token) == (
-        store.get_task(task.id).status,
-        store.get_task(task.id).token,
+        store.tasks.get_task(task.id).status,
+        store.tasks.get_task(task.id).token,
     )
 
 
@@ -116,15 +120,15 @@ def test_a_task_is_reported_once_per_exchange(
     held = _claim_with_run(store, w.id, settings)
     twice = [Report.of(held, Action.COMPLETE, RunOutcome.DONE)] * 2
     with pytest.raises(InvalidInput, match="one report per task"):
-        store.exchange(w.id, reports=twice)
-    assert TaskStatus.RUNNING == store.get_task(task.id).status
+        store.claims.exchange(w.id, reports=twice)
+    assert TaskStatus.RUNNING == store.tasks.get_task(task.id).status
 
 
 def test_a_claim_needs_a_worker(store: Store, add: Add) -> None:
     """An exchange that asks for claims names the worker that claims."""
     add()
     with pytest.raises(InvalidInput, match="worker"):
-        store.exchange(None, ask=ClaimAsk(limit=1, lease_s=60.0))
+        store.claims.exchange(None, ask=ClaimAsk(limit=1, lease_s=60.0))
 
 
 def test_runs_described_task_by_task_keep_what_open_run_said(
@@ -139,7 +143,7 @@ def test_runs_described_task_by_task_keep_what_open_run_said(
 
     ask = ClaimAsk(limit=2, run=RUN)
     held = claims.exchange(store, w.id, ask=ask, open_run=open_run, settings=settings).held
-    runs = {h.task.id: store.get_run(h.run_id or "") for h in held}
+    runs = {h.task.id: store.runs.get_run(h.run_id or "") for h in held}
     assert {
         first.id: ("do first", f"/work/{first.id}"),
         second.id: ("do second", f"/work/{second.id}"),
@@ -165,13 +169,17 @@ def test_a_run_the_reconciler_finished_is_not_finished_again_by_its_stale_report
     report is stale, the run keeps the reconciler's outcome and its one run.finished."""
     task, w = add(), worker()
     held = _claim_with_run(store, w.id, settings)
-    assert store.launch_run(held.opened_run())  # its command started: a dead worker's is killed
+    assert store.runs.launch_run(
+        held.opened_run()
+    )  # its command started: a dead worker's is killed
     clock.advance(settings.heartbeat_interval_s * (settings.dead_after_missed + 1))
     corral.reconcile_once(store, settings=settings)
     report = Report.of(held, Action.COMPLETE, RunOutcome.DONE, exit_code=0)
-    done = store.exchange(w.id, reports=[report])
+    done = store.claims.exchange(w.id, reports=[report])
     assert {held.run_id: "killed"} == done.settled
     finished = [
-        e.data for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "run.finished"
+        e.data
+        for e in store.events.list_events(EventFilter(task_id=task.id))
+        if e.name == "run.finished"
     ]
     assert [{"run_id": held.run_id, "outcome": "killed", "exit_code": None}] == finished

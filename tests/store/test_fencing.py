@@ -48,14 +48,14 @@ def _assert_refused_and_unchanged(
     store: Store, settings: Settings, task_id: str, token: int, action: str, events: Names
 ) -> None:
     """`action` under `token` raises StaleToken; task, claim, workers and events are unchanged."""
-    before, seen = store.get_task(task_id), events()
-    claim_before, workers_before = store.active_claim(task_id), store.list_workers()
+    before, seen = store.tasks.get_task(task_id), events()
+    claim_before, workers_before = store.claims.active_claim(task_id), store.workers.list_workers()
     with pytest.raises(StaleToken, match=f"token {token} is stale") as caught:
         ACTIONS[action](store, task_id, token, settings)
     assert 1 == caught.value.exit_code
-    assert before == store.get_task(task_id)
-    assert claim_before == store.active_claim(task_id)
-    assert workers_before == store.list_workers()
+    assert before == store.tasks.get_task(task_id)
+    assert claim_before == store.claims.active_claim(task_id)
+    assert workers_before == store.workers.list_workers()
     assert seen == events()
 
 
@@ -138,8 +138,8 @@ def test_the_current_token_is_accepted(
     task = add()
     claim = corral.claim(store, task.id, worker().id, settings=settings)
     ACTIONS[action](store, task.id, claim.token, settings)
-    assert status == store.get_task(task.id).status
-    [last] = store.list_events(corral.EventFilter(task_id=task.id, limit=1))
+    assert status == store.tasks.get_task(task.id).status
+    [last] = store.events.list_events(corral.EventFilter(task_id=task.id, limit=1))
     assert (claim.token, f"token:{claim.token}") == (last.token, last.actor)
 
 
@@ -157,8 +157,8 @@ def test_without_a_token_the_caller_acts_as_an_operator(
     task = add()
     corral.claim(store, task.id, worker().id, settings=settings)
     ACTIONS[action](store, task.id, None, settings)
-    assert status == store.get_task(task.id).status
-    [last] = store.list_events(corral.EventFilter(task_id=task.id, limit=1))
+    assert status == store.tasks.get_task(task.id).status
+    [last] = store.events.list_events(corral.EventFilter(task_id=task.id, limit=1))
     assert "operator" == last.actor
 
 
@@ -170,7 +170,7 @@ def test_an_operator_action_on_an_unclaimed_task_names_its_state(
     task = add()
     with pytest.raises(InvalidTransition, match="it is ready"):
         ACTIONS[action](store, task.id, None, settings)
-    assert task == store.get_task(task.id)
+    assert task == store.tasks.get_task(task.id)
 
 
 def test_renew_extends_the_lease_from_now(
@@ -183,7 +183,7 @@ def test_renew_extends_the_lease_from_now(
     renewed = corral.renew(store, task.id, token=claim.token, lease_s=100, settings=settings)
     assert (claim.token, 1) == (renewed.token, renewed.renewals)
     assert store.now() + timedelta(seconds=100) == renewed.lease_expires_at
-    assert renewed == store.active_claim(task.id)
+    assert renewed == store.claims.active_claim(task.id)
 
 
 def test_renew_never_passes_the_task_deadline(
@@ -207,13 +207,13 @@ def test_renewals_are_bounded_by_max_renewals(
     claim = corral.claim(store, task.id, worker().id, settings=bounded)
     for _ in range(2):
         corral.renew(store, task.id, token=claim.token, settings=bounded)
-    before = store.active_claim(task.id)
+    before = store.claims.active_claim(task.id)
     assert before is not None
     assert 2 == before.renewals
     with pytest.raises(LimitReached, match="max_renewals=2") as caught:
         corral.renew(store, task.id, token=claim.token, settings=bounded)
     assert 1 == caught.value.exit_code
-    assert before == store.active_claim(task.id)
+    assert before == store.claims.active_claim(task.id)
 
 
 def test_renew_by_worker_id_checks_the_holder(

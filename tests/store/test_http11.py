@@ -1,10 +1,15 @@
 """The remote store's HTTP/1.1 client against a peer on loopback that writes exact bytes:
-each way an answer may be framed, keep-alive, and the malformed answers it must refuse."""
+each way an answer may be framed, keep-alive, the malformed answers it must refuse, and a
+peer that trickles its answer a byte at a time, which the request's total time bounds."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -70,7 +75,7 @@ def peer() -> Iterator[type[Peer]]:
 
 
 def _connection(peer: Peer) -> Connection:
-    return Connection("127.0.0.1", peer.port, tls=False, timeout=5)
+    return Connection("127.0.0.1", peer.port, tls=False, timeout_s=5)
 
 
 def test_answers_by_length_chunked_and_interim_on_one_kept_alive_connection(peer):
@@ -136,3 +141,86 @@ def test_a_line_break_in_a_header_value_is_refused_before_anything_is_sent(peer)
     with pytest.raises(ValueError, match="line break"):
         conn.request("GET", "/", None, {"Authorization": "Bearer x\r\nX-Evil: 1"})
     assert [] == server.requests
+
+
+class Trickler:
+    """A server that reads each request's head, then sends an answer's status line and a
+    header one byte every `every_s` seconds, never finishing it, until the client leaves."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.stopped = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as reader:
+            while reader.readline() not in (b"\r\n", b""):
+                pass
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while not self.stopped.wait(self.every_s):
+                    conn.sendall(b"x")
+            except OSError:
+                return  # the client gave up: what the tests expect
+
+    def close(self) -> None:
+        self.stopped.set()
+        self._listener.close()
+
+
+@pytest.fixture
+def trickler() -> Iterator[type[Trickler]]:
+    made: list[Trickler] = []
+
+    def make(every_s: float) -> Trickler:
+        made.append(Trickler(every_s))
+        return made[-1]
+
+    yield make  # type: ignore[misc]
+    for each in made:
+        each.close()
+
+
+def test_a_trickled_answer_ends_at_the_request_s_total_time(trickler):
+    """A peer sending a byte every 0.2 s never lets a read time out; the request still
+    gives up after its 1 s in all, with a TimeoutError that says so, and closes."""
+    conn = Connection("127.0.0.1", trickler(0.2).port, tls=False, timeout_s=1)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="no whole answer within 1 s"):
+        conn.request("GET", "/", None, {})
+    assert time.monotonic() - started < 3
+    assert conn.sock is None
+
+
+@pytest.mark.slow
+def test_a_remote_command_gives_up_on_a_trickling_server_with_one_line(trickler, tmp_path):
+    """The probe's case: `corral list` on a server sending a byte every 2 s exits 3 with
+    one line once the call's total time (TIMEOUT_S, 30 s) is spent."""
+    from corral.store.remote.transport import TIMEOUT_S
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    env |= {"CORRAL_DB": f"http://127.0.0.1:{trickler(2).port}", "CORRAL_TOKEN": "corral_x"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "corral.cli.main", "list"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S + 30,
+        check=False,
+    )
+    assert TIMEOUT_S <= time.monotonic() - started < TIMEOUT_S + 15
+    assert 3 == done.returncode
+    assert 1 == len(done.stderr.splitlines()), done.stderr
+    assert f"no whole answer within {TIMEOUT_S:g} s" in done.stderr

@@ -27,10 +27,10 @@ from corral import (
     TaskFilter,
     WorkerStatus,
 )
-from corral.errors import WorkerConflict
+from corral.foundation.errors import WorkerConflict
 from corral.model.workers import WorkerFilter
-from corral.namespaces import list_namespaces
-from corral.reconcile import recover_worker
+from corral.usecases.namespaces import list_namespaces
+from corral.usecases.reconcile import recover_worker
 
 B = "team-b"
 Pair = tuple[Store, Store]
@@ -38,6 +38,9 @@ Pair = tuple[Store, Store]
 NOT_OVER_HTTP = {
     "test_namespace_list_counts_tasks_by_status_and_live_workers_of_each": (
         "every namespace's counts are read beside the database (a token acts in one)"
+    ),
+    "test_a_task_pages_dependents_are_of_its_namespace_only": (
+        "the dashboard's task page reads beside the database (a request never serves it)"
     ),
 }
 
@@ -48,15 +51,14 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> It
     if request.param == "http":
         from tests.served import Served
 
-        from corral.store.remote.client import RemoteStore
-        from corral.tokens import create_token
+        from corral.usecases.api_tokens import create_token
 
         served = Served(corral.open_store(str(tmp_path / "corral.db"), clock=clock))
         remotes = []
         for namespace in ("default", B):
             local = served.local.in_namespace(namespace)
             _, secret = create_token(local, role="operator", name=f"op-{secrets.token_hex(3)}")
-            remotes.append(RemoteStore(served.url, token=secret, namespace=namespace))
+            remotes.append(corral.open_store(served.url, token=secret, namespace=namespace))
         yield remotes[0], remotes[1]
         for remote in remotes:
             remote.close()
@@ -73,7 +75,7 @@ def _add(store: Store, settings: Settings, title: str, **fields: object) -> corr
 
 
 def _titles(store: Store) -> list[str]:
-    return [t.title for t in store.list_tasks(TaskFilter(limit=100))]
+    return [t.title for t in store.tasks.list_tasks(TaskFilter(limit=100))]
 
 
 def test_each_namespace_lists_and_counts_only_its_own_tasks(pair: Pair, settings: Settings) -> None:
@@ -83,8 +85,8 @@ def test_each_namespace_lists_and_counts_only_its_own_tasks(pair: Pair, settings
     _add(a, settings, "a2")
     _add(b, settings, "b1")
     assert (["a1", "a2"], ["b1"]) == (_titles(a), _titles(b))
-    assert ({"ready": 2}, {"ready": 1}) == (a.task_counts(), b.task_counts())
-    ready = b.ready_tasks(queue=None, kinds=(), limit=10)
+    assert ({"ready": 2}, {"ready": 1}) == (a.tasks.task_counts(), b.tasks.task_counts())
+    ready = b.tasks.ready_tasks(queue=None, kinds=(), limit=10)
     assert ["b1"] == [t.title for t in ready]
 
 
@@ -101,7 +103,9 @@ def test_a_worker_never_claims_another_namespaces_task(pair: Pair, settings: Set
     assert corral.claim_next(a, worker.id, settings=settings) is None
     with pytest.raises(CorralError):
         corral.claim(a, theirs.id, worker.id, settings=settings)
-    assert [theirs.id] == [t.id for t in b.list_tasks(TaskFilter(statuses=("ready",), limit=9))]
+    assert [theirs.id] == [
+        t.id for t in b.tasks.list_tasks(TaskFilter(statuses=("ready",), limit=9))
+    ]
 
 
 def test_one_queue_name_has_its_own_limits_in_each_namespace(
@@ -146,12 +150,12 @@ def test_a_second_live_worker_with_one_host_and_pid_is_refused_until_the_first_i
     first = corral.register(a, spec("first"), settings=settings).worker
     with pytest.raises(WorkerConflict, match=f"worker {first.id} \\(first\\) is live"):
         corral.register(a, spec("second"), settings=settings)
-    assert [first.id] == [w.id for w in a.list_workers()]
+    assert [first.id] == [w.id for w in a.workers.list_workers()]
     corral.register(b, spec("elsewhere"), settings=settings)
     corral.deregister(a, first.id)
     second = corral.register(a, spec("second"), settings=settings).worker
     recover_worker(a, second.id, reason="its process is gone", settings=settings)
-    assert WorkerStatus.DEAD == a.get_worker(second.id).status
+    assert WorkerStatus.DEAD == a.workers.get_worker(second.id).status
     third = corral.register(a, spec("third"), settings=settings).worker
     assert WorkerStatus.STARTING == third.status
 
@@ -190,7 +194,7 @@ def test_the_event_log_is_read_by_namespace(pair: Pair, settings: Settings) -> N
     worker = corral.register(b, NewWorker(name="w"), settings=settings).worker
 
     def listed(store: Store) -> list[tuple[str, str | None]]:
-        found = store.list_events(EventFilter())
+        found = store.events.list_events(EventFilter())
         return [(e.name, e.task_id or e.worker_id) for e in found if e.task_id or e.worker_id]
 
     assert [("task.created", ours.id)] == listed(a)
@@ -209,14 +213,24 @@ def test_worker_pages_runs_and_payload_lookups_keep_to_their_namespace(
         _add(store, settings, f"{name} task", kind="session", payload={"label": "same"})
         held = corral.claim_next(store, worker.id, settings=settings)
         assert held is not None
-        store.start_run(
+        store.runs.start_run(
             corral.NewRun(task_id=held.task_id, worker_id=worker.id, token=held.token, attempt=1,
                           prompt=None, command=("true",), cwd="/", transcript_path=None,
                           stderr_path=None)
         )  # fmt: skip
     for store, name in ((a, "wa"), (b, "wb")):
-        assert [name] == [w.name for w in store.find_workers(WorkerFilter())]
-        assert 1 == store.count_workers(WorkerFilter())
-        assert 1 == len(store.list_runs(limit=10)) == store.count_runs()
-        found = store.tasks_with_payload("session", "label", "same", 10)
+        assert [name] == [w.name for w in store.workers.find_workers(WorkerFilter())]
+        assert 1 == store.workers.count_workers(WorkerFilter())
+        assert 1 == len(store.runs.list_runs(limit=10)) == store.runs.count_runs()
+        found = store.tasks.tasks_with_payload("session", "label", "same", 10)
         assert [f"{name} task"] == [t.title for t in found]
+
+
+def test_a_task_pages_dependents_are_of_its_namespace_only(pair: Pair, settings: Settings) -> None:
+    """The task page's "blocking" list: the tasks of the handle's namespace that wait on
+    the id; another namespace's handle, given the same id, lists none of them."""
+    a, b = pair
+    first = _add(a, settings, "first")
+    _add(a, settings, "after", depends_on=(first.id,))
+    assert ["after"] == [title for _, title, _ in a.task_pages.task_dependents(first.id)]
+    assert [] == b.task_pages.task_dependents(first.id)

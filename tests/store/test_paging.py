@@ -14,7 +14,7 @@ from tests.conftest import run_under
 
 import corral
 from corral import EventFilter, Settings, Store, Task, Worker
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.paging import cursor, page_of, parse_cursor
 from corral.model.states import WorkerStatus
 from corral.model.task_pages import PageKey
@@ -47,11 +47,11 @@ def test_task_pages_walk_every_task_once_while_more_are_added(store: Store, add:
     def read(after: int | None, limit: int) -> list[Task]:
         if len(added) < 2:  # a task arrives between pages
             added.append(add("meanwhile").id)
-        return store.list_tasks(TaskFilter(limit=limit, after_seq=after))
+        return store.tasks.list_tasks(TaskFilter(limit=limit, after_seq=after))
 
     seen = [t.id for t in walk(read, lambda t: t.seq, 3)]
     assert first + added == seen
-    assert 9 == store.count_tasks(TaskFilter())
+    assert 9 == store.tasks.count_tasks(TaskFilter())
 
 
 def test_a_parents_children_page_both_ways_and_count_alone(store: Store, add: Add) -> None:
@@ -61,27 +61,27 @@ def test_a_parents_children_page_both_ways_and_count_alone(store: Store, add: Ad
     add("not a child")
 
     def read(newest_first: bool) -> Callable[[int | None, int], list[Task]]:
-        return lambda after, limit: store.list_tasks(
+        return lambda after, limit: store.tasks.list_tasks(
             TaskFilter(parent_id=parent.id, limit=limit, after_seq=after, newest_first=newest_first)
         )
 
     assert children == [t.id for t in walk(read(False), lambda t: t.seq, 2)]
     assert children[::-1] == [t.id for t in walk(read(True), lambda t: t.seq, 2)]
-    assert 5 == store.count_tasks(TaskFilter(parent_id=parent.id))
+    assert 5 == store.tasks.count_tasks(TaskFilter(parent_id=parent.id))
 
 
 def test_ready_pages_keep_the_claim_order(store: Store, add: Add) -> None:
     """`ready` pages walk the claim order (priority, then oldest) without gap or repeat."""
     for n in range(9):
         add(f"t{n}", priority=n % 3 - 1)
-    whole = store.ready_tasks(queue=None, kinds=(), limit=100)
+    whole = store.tasks.ready_tasks(queue=None, kinds=(), limit=100)
 
     def read(after: PageKey | None, limit: int) -> list[Task]:
-        return store.ready_tasks(queue=None, kinds=(), limit=limit, after=after)
+        return store.tasks.ready_tasks(queue=None, kinds=(), limit=limit, after=after)
 
     paged = walk(read, lambda t: PageKey(priority=t.priority, seq=t.seq), 2)
     assert [t.id for t in whole] == [t.id for t in paged]
-    assert 9 == store.count_ready(queue=None, kinds=())
+    assert 9 == store.tasks.count_ready(queue=None, kinds=())
 
 
 def test_event_pages_walk_back_from_the_newest(store: Store, add: Add) -> None:
@@ -89,17 +89,17 @@ def test_event_pages_walk_back_from_the_newest(store: Store, add: Add) -> None:
     written meanwhile do not shift the pages."""
     for n in range(6):
         add(f"t{n}")
-    whole = store.list_events(EventFilter(limit=1000))
+    whole = store.events.list_events(EventFilter(limit=1000))
     flt = EventFilter(names=("task.created",))
 
     def read(before: int | None, limit: int) -> list[Any]:
         add("newer")  # written while the pages are read: after the first page's cursor
-        return store.list_events(EventFilter(limit=limit, before_id=before))[::-1]
+        return store.events.list_events(EventFilter(limit=limit, before_id=before))[::-1]
 
     paged = walk(read, lambda e: e.id, 4)
     assert [e.id for e in whole][::-1] == [e.id for e in paged][-len(whole) :]
     assert len(whole) + 1 == len(paged)  # the first page saw the first newer one
-    assert 6 + 2 == store.count_events(flt)  # and the two written meanwhile
+    assert 6 + 2 == store.events.count_events(flt)  # and the two written meanwhile
 
 
 def test_run_pages_walk_back_from_the_newest(
@@ -109,15 +109,15 @@ def test_run_pages_walk_back_from_the_newest(
     holder = worker(max_concurrent=5)
     for n in range(5):
         claim = corral.claim(store, add(f"t{n}").id, holder.id, settings=settings)
-        store.start_run(run_under(claim, transcript_path=None, stderr_path=None))
-    whole = store.list_runs(limit=100)
+        store.runs.start_run(run_under(claim, transcript_path=None, stderr_path=None))
+    whole = store.runs.list_runs(limit=100)
 
     def read(before: int | None, limit: int) -> list[Any]:
-        return store.list_runs(worker_id=holder.id, limit=limit, before_seq=before)
+        return store.runs.list_runs(worker_id=holder.id, limit=limit, before_seq=before)
 
     assert [r.id for r in whole] == [r.id for r in walk(read, lambda r: r.seq, 2)]
-    assert 5 == store.count_runs(worker_id=holder.id)
-    assert 0 == store.count_runs(task_id="t-nosuchtask")
+    assert 5 == store.runs.count_runs(worker_id=holder.id)
+    assert 0 == store.runs.count_runs(task_id="t-nosuchtask")
 
 
 def _register(store: Store, name: str, **fields: Any) -> Worker:
@@ -133,8 +133,8 @@ def test_worker_filters_select_by_queue_kind_host_and_labels(store: Store) -> No
 
     def names(**fields: Any) -> list[str]:
         flt = WorkerFilter(**fields)
-        found = [w.name for w in store.find_workers(flt)]
-        assert len(found) == store.count_workers(flt)
+        found = [w.name for w in store.workers.find_workers(flt)]
+        assert len(found) == store.workers.count_workers(flt)
         return found
 
     assert ["a", "c"] == names(queue="q1")
@@ -146,7 +146,7 @@ def test_worker_filters_select_by_queue_kind_host_and_labels(store: Store) -> No
     assert [] == names(labels={"team": "y"})
     corral.drain(store, c.id)
     assert ["c"] == names(statuses=(WorkerStatus.DRAINING,))
-    assert [a.id, b.id, c.id] == [w.id for w in store.find_workers(WorkerFilter())]
+    assert [a.id, b.id, c.id] == [w.id for w in store.workers.find_workers(WorkerFilter())]
 
 
 def test_worker_pages_walk_the_registration_order(store: Store) -> None:
@@ -154,11 +154,11 @@ def test_worker_pages_walk_the_registration_order(store: Store) -> None:
     made = [_register(store, f"w{n}", labels={"n": str(n % 2)}).id for n in range(7)]
 
     def read(after: int | None, limit: int) -> list[Worker]:
-        return store.find_workers(WorkerFilter(after_seq=after, limit=limit))
+        return store.workers.find_workers(WorkerFilter(after_seq=after, limit=limit))
 
     assert made == [w.id for w in walk(read, lambda w: w.seq, 3)]
     odd = WorkerFilter(labels={"n": "1"}, limit=2)
-    assert made[1::2][:2] == [w.id for w in store.find_workers(odd)]
+    assert made[1::2][:2] == [w.id for w in store.workers.find_workers(odd)]
 
 
 def test_heartbeat_deltas_add_up_to_the_reported_totals(store: Store, worker: MakeWorker) -> None:
@@ -177,7 +177,7 @@ def test_heartbeat_deltas_add_up_to_the_reported_totals(store: Store, worker: Ma
             failed=failed,
         )
         corral.heartbeat(store, w.id, figures=figures)
-    seen = store.get_worker(w.id)
+    seen = store.workers.get_worker(w.id)
     assert (5, 3, 3, 2, 2) == (
         seen.reported_completed_total,
         seen.reported_failed_total,
@@ -192,7 +192,7 @@ def test_heartbeat_deltas_add_up_to_the_reported_totals(store: Store, worker: Ma
         seen.agent_rss_bytes,
     )
     corral.heartbeat(store, w.id)  # a bare beat: no agent running, nothing ended
-    after = store.get_worker(w.id)
+    after = store.workers.get_worker(w.id)
     assert (None, 0, 5, 1.5) == (
         after.agent_rss_bytes,
         after.completed_delta,

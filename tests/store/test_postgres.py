@@ -34,7 +34,7 @@ def test_without_a_test_clock_times_come_from_the_server(pg_url):
         worker = corral.register(store, NewWorker(name="w")).worker
         claim = corral.claim(store, task.id, worker.id, lease_s=30.0)
         after = _server_now(pg_url)
-        created = [e.at for e in store.list_events(corral.EventFilter(task_id=task.id))]
+        created = [e.at for e in store.events.list_events(corral.EventFilter(task_id=task.id))]
 
     assert before <= task.created_at <= after
     assert task.created_at == task.updated_at == created[0]
@@ -75,8 +75,8 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(pg_url):
         assert [2, 3] == [version for version, _ in store.pending_migrations()][:2]
     with open_store(pg_url) as store:
         assert (LATEST, LATEST) == store.schema_version()
-        assert "from version 1" == store.get_task("t-fromv1").title
-        assert [] == store.list_runs()
+        assert "from version 1" == store.tasks.get_task("t-fromv1").title
+        assert [] == store.runs.list_runs()
         assert [] == store.migrate()
     assert list(range(1, LATEST + 1)) == _versions(pg_url)
 
@@ -101,13 +101,16 @@ def test_version_8_counts_the_claims_workers_already_hold(pg_url):
             " lease_expires_at) VALUES ('t-held', 'w-old', 'active', 60, now(), now() + '1h')"
         )
     with open_store(pg_url) as store:
-        assert 1 == store.get_worker("w-old").active
+        assert 1 == store.workers.get_worker("w-old").active
         with pytest.raises(corral.WorkerUnavailable, match="at capacity \\(1 of 1 claims\\)"):
             corral.claim_next(store, "w-old")
         corral.complete(store, "t-held")
-        assert (0, "idle") == (store.get_worker("w-old").active, store.get_worker("w-old").status)
+        assert (0, "idle") == (
+            store.workers.get_worker("w-old").active,
+            store.workers.get_worker("w-old").status,
+        )
         assert "t-next" == corral.claim_next(store, "w-old").task_id  # type: ignore[union-attr]
-        assert 1 == store.get_worker("w-old").active
+        assert 1 == store.workers.get_worker("w-old").active
 
 
 def test_a_database_newer_than_this_corral_is_refused(pg_url):
@@ -165,7 +168,7 @@ def test_heartbeats_and_completions_of_one_worker_at_once_never_deadlock(pg_url)
             stop.set()
             beater.join()
         assert [] == errors
-        assert {"done"} == {store.get_task(t).status for t in tasks}
+        assert {"done"} == {store.tasks.get_task(t).status for t in tasks}
 
 
 def test_a_failing_statement_rolls_back_and_leaves_a_one_line_store_error(pg_url):
@@ -175,7 +178,7 @@ def test_a_failing_statement_rolls_back_and_leaves_a_one_line_store_error(pg_url
             tx.run("insert_dependency", task_id="t-missing", depends_on="t-missing")
         assert "\n" not in caught.value.message
         assert "foreign key" in caught.value.message
-        assert [] == store.list_tasks(corral.TaskFilter())
+        assert [] == store.tasks.list_tasks(corral.TaskFilter())
 
 
 def test_connections_the_server_dropped_are_replaced_without_an_error(pg_url, pg_database):
@@ -188,7 +191,7 @@ def test_connections_the_server_dropped_are_replaced_without_an_error(pg_url, pg
                 "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
                 " WHERE application_name = 'corral' AND datname = current_database()"
             )
-        assert "t" == store.get_task(task.id).title
+        assert "t" == store.tasks.get_task(task.id).title
         assert 2 == len([corral.enqueue(store, NewTask(title=f"after {n}")) for n in range(2)])
 
 
@@ -213,9 +216,16 @@ def test_messages_are_sent_one_at_a_time_so_ids_appear_in_order(pg_url):
     from corral.store.postgres.driver import compile_queries
 
     insert = compile_queries(server_clock=True)[0]["insert_message"]
-    params = {"sender": "a", "recipient": "orchestrator", "type": "note", "body": None}
+    params = {
+        "sender": "a",
+        "recipient": "orchestrator",
+        "type": "note",
+        "body": None,
+        "namespace": "default",
+        "key": None,
+    }
     with open_store(pg_url) as store:
-        store.send_message(NewMessage(sender="x", recipient="orchestrator", type="note"))
+        store.messages.send_message(NewMessage(sender="x", recipient="orchestrator", type="note"))
     with psycopg.connect(pg_url) as first, psycopg.connect(pg_url, autocommit=True) as second:
         first.execute(insert, params)  # uncommitted
         second.execute("SET lock_timeout = '200ms'")

@@ -12,12 +12,19 @@ import pytest
 from tests.conftest import run_under
 
 import corral
-from corral import FakeClock, InvalidInput, NewWorker, Settings, Store, Task, Worker
-from corral.model.batches import ClaimAsk
+from corral import FakeClock, InvalidInput, NewTask, NewWorker, Settings, Store, Task, Worker
+from corral.model.exchange import ClaimAsk
 from corral.model.runs import RunOutcome
-from corral.usage import provider_states, set_provider, task_totals, usage_totals
+from corral.store.providers import MAX_WORKER_PARK_S
+from corral.usecases.usage import provider_states, set_provider, task_totals, usage_totals
 
 Add = Callable[..., Task]
+
+NOT_OVER_HTTP = {
+    "test_a_park_holds_back_its_own_namespaces_agents_only": (
+        "a remote store acts in one namespace (each namespace's park: both local stores)"
+    ),
+}
 
 
 @pytest.fixture
@@ -41,7 +48,7 @@ def test_a_parked_provider_claims_nothing_until_its_reset(
     at T claims go on by themselves."""
     add(), add()
     ours, other = agent("a"), agent("b", provider="codex")
-    assert store.park_provider(
+    assert store.providers.park_provider(
         "claude", until=store.now() + timedelta(seconds=30), reason="five_hour", actor="t"
     )
     assert corral.claim_next(store, ours.id, settings=settings) is None
@@ -58,16 +65,52 @@ def test_parking_only_moves_the_reset_later_and_records_it_once(
     """Four workers hitting one limit park it once; an earlier reset changes nothing."""
     until = store.now() + timedelta(hours=1)
     changed = [
-        store.park_provider("claude", until=until, reason="limit", actor=f"w{n}") for n in range(4)
+        store.providers.park_provider("claude", until=until, reason="limit", actor=f"w{n}")
+        for n in range(4)
     ]
     assert [True, False, False, False] == changed
-    assert not store.park_provider(
+    assert not store.providers.park_provider(
         "claude", until=until - timedelta(minutes=5), reason="x", actor="w"
     )
     assert 1 == events().count("provider.parked")
     (state,) = provider_states(store)
     assert (True, until, "limit") == (state.parked, state.parked_until, state.park_reason)
     assert state.held is not None and state.held.startswith("parked until")
+
+
+def test_a_park_holds_back_its_own_namespaces_agents_only(
+    store: Store, settings: Settings, add: Add, agent: Callable[..., Worker]
+) -> None:
+    """A park of `claude` in default stops default's agents of it; team-b's agents of the
+    same account keep claiming, and team-b's accounts read as not parked."""
+    add()
+    ours = agent("a")
+    theirs_store = store.in_namespace("team-b")
+    corral.enqueue(theirs_store, NewTask(title="theirs"), settings=settings)
+    spec = NewWorker(name="b", hostname="h", pid=None, provider="claude")
+    theirs = corral.register(theirs_store, spec, settings=settings).worker
+    corral.heartbeat(theirs_store, theirs.id, settings=settings)
+    until = store.now() + timedelta(hours=1)
+    assert store.providers.park_provider("claude", until=until, reason="limit", actor="t")
+    assert corral.claim_next(store, ours.id, settings=settings) is None
+    assert corral.claim_next(theirs_store, theirs.id, settings=settings) is not None
+    assert [("claude", True)] == [(s.name, s.parked) for s in provider_states(store)]
+    assert [("claude", False)] == [(s.name, s.parked) for s in provider_states(theirs_store)]
+
+
+def test_a_worker_parks_the_account_it_spends_for_a_week_at_most(
+    store: Store, agent: Callable[..., Worker], events: Callable[..., list[str]]
+) -> None:
+    """park_worker_provider parks the worker's own account, as the worker, for at most
+    MAX_WORKER_PARK_S; a worker of no account parks nothing."""
+    worker, bare = agent("a"), agent("b", provider=None)
+    far = store.now() + timedelta(days=365 * 70)
+    assert store.providers.park_worker_provider(worker.id, until=far, reason="limit")
+    (state,) = provider_states(store)
+    week = store.now() + timedelta(seconds=MAX_WORKER_PARK_S)
+    assert ("claude", week) == (state.name, state.parked_until)
+    assert not store.providers.park_worker_provider(bare.id, until=far, reason="limit")
+    assert ["provider.parked"] == [e for e in events() if e.startswith("provider.")]
 
 
 def test_max_running_caps_claims_across_workers_and_resume_ends_a_park(
@@ -88,7 +131,9 @@ def test_max_running_caps_claims_across_workers_and_resume_ends_a_park(
     state = set_provider(store, "claude", paused=True)
     assert "paused" == state.held
     assert corral.claim_next(store, workers[0].id, settings=settings) is None
-    store.park_provider("claude", until=store.now() + timedelta(hours=1), reason="r", actor="t")
+    store.providers.park_provider(
+        "claude", until=store.now() + timedelta(hours=1), reason="r", actor="t"
+    )
     resumed = set_provider(store, "claude", paused=False, unpark=True)
     assert (False, False, 2) == (resumed.paused, resumed.parked, resumed.running)
     assert corral.claim_next(store, workers[0].id, settings=settings) is None  # at its cap
@@ -104,7 +149,7 @@ def test_a_batch_claim_stays_under_the_cap(
         add()
     w = agent("big", max_concurrent=4)
     set_provider(store, "claude", max_running=3)
-    exchanged = store.exchange(w.id, ask=ClaimAsk(limit=4, lease_s=60.0))
+    exchanged = store.claims.exchange(w.id, ask=ClaimAsk(limit=4, lease_s=60.0))
     assert 3 == len(exchanged.held)
 
 
@@ -133,13 +178,13 @@ def test_a_run_records_its_agent_session_and_usage_summed_over_runs(
     ]
     for n, usage in enumerate(usages):
         claim = corral.claim(store, task.id, w.id, settings=settings)
-        run = store.start_run(run_under(claim, transcript_path=None, stderr_path=None))
-        store.record_agent_run(run.id, agent="claude", session_id=f"s-{n}")
+        run = store.runs.start_run(run_under(claim, transcript_path=None, stderr_path=None))
+        store.runs.record_agent_run(run.id, agent="claude", session_id=f"s-{n}")
         clock.advance(10)
-        store.finish_run(run.id, outcome=RunOutcome.FAILED, exit_code=1, usage=usage)
+        store.runs.finish_run(run.id, outcome=RunOutcome.FAILED, exit_code=1, usage=usage)
         corral.fail(store, task.id, error="no", token=claim.token, settings=settings)
         clock.advance(settings.retry_max_s)
-    last = store.last_session(task.id)
+    last = store.runs.last_session(task.id)
     assert last is not None and ("s-2", "claude") == (last[1], last[2])
     totals = task_totals(store, task.id)
     assert totals is not None

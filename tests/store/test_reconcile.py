@@ -52,7 +52,7 @@ def test_a_worker_is_stale_after_one_missed_heartbeat(
     assert 0 == corral.reconcile_once(store, settings=settings).total
     clock.advance(0.1 * settings.heartbeat_interval_s)
     assert ReconcileReport(workers_stale=1) == corral.reconcile_once(store, settings=settings)
-    assert WorkerStatus.STALE == store.get_worker(w.id).status
+    assert WorkerStatus.STALE == store.workers.get_worker(w.id).status
     assert "worker.stale" == events(worker_id=w.id)[-1]
 
 
@@ -65,7 +65,7 @@ def test_a_worker_is_dead_after_dead_after_missed_heartbeats(
     statuses = []
     for _ in range(settings.dead_after_missed):
         corral.reconcile_once(store, settings=settings)
-        statuses.append(store.get_worker(w.id).status)
+        statuses.append(store.workers.get_worker(w.id).status)
         clock.advance(settings.heartbeat_interval_s)
     assert [WorkerStatus.STALE] * (settings.dead_after_missed - 1) + [WorkerStatus.DEAD] == statuses
     assert ["worker.registered", "worker.started", "worker.stale", "worker.dead"] == events(
@@ -80,7 +80,7 @@ def test_a_long_silent_worker_goes_straight_to_dead(
     w = worker()
     silence(settings.dead_after_missed)
     assert ReconcileReport(workers_dead=1) == corral.reconcile_once(store, settings=settings)
-    assert WorkerStatus.DEAD == store.get_worker(w.id).status
+    assert WorkerStatus.DEAD == store.workers.get_worker(w.id).status
 
 
 def test_a_starting_worker_that_never_heartbeats_dies_too(
@@ -90,7 +90,7 @@ def test_a_starting_worker_that_never_heartbeats_dies_too(
     w = worker(beat=False)
     silence(settings.dead_after_missed)
     corral.reconcile_once(store, settings=settings)
-    assert WorkerStatus.DEAD == store.get_worker(w.id).status
+    assert WorkerStatus.DEAD == store.workers.get_worker(w.id).status
 
 
 def test_a_stale_worker_keeps_its_claims(
@@ -101,7 +101,7 @@ def test_a_stale_worker_keeps_its_claims(
     claim = corral.claim(store, add().id, w.id, settings=settings)
     silence(1)
     assert ReconcileReport(workers_stale=1) == corral.reconcile_once(store, settings=settings)
-    assert claim == store.active_claim(claim.task_id)
+    assert claim == store.claims.active_claim(claim.task_id)
 
 
 def test_claims_of_a_dead_worker_expire_and_count_a_crash(
@@ -115,7 +115,7 @@ def test_claims_of_a_dead_worker_expire_and_count_a_crash(
     silence(settings.dead_after_missed)
     report = corral.reconcile_once(store, settings=settings)
     assert ReconcileReport(workers_dead=1, claims_expired=1, crashes=1) == report
-    recovered = store.get_task(task.id)
+    recovered = store.tasks.get_task(task.id)
     assert (TaskStatus.READY, 1, 1, None) == (
         recovered.status,
         recovered.attempts,
@@ -124,10 +124,12 @@ def test_claims_of_a_dead_worker_expire_and_count_a_crash(
     )
     assert store.now() == recovered.run_after
     assert f"worker {w.id} died holding it" == recovered.last_error
-    assert None is store.active_claim(task.id)
+    assert None is store.claims.active_claim(task.id)
     assert ["task.crashed", "task.retry_scheduled"] == events(task_id=task.id)[-2:]
     [crashed] = [
-        e for e in store.list_events(EventFilter(task_id=task.id)) if e.name == "task.crashed"
+        e
+        for e in store.events.list_events(EventFilter(task_id=task.id))
+        if e.name == "task.crashed"
     ]
     assert (claim.token, w.id, "reconciler") == (crashed.token, crashed.worker_id, crashed.actor)
 
@@ -142,7 +144,7 @@ def test_a_second_crash_waits_for_the_retry_backoff(
         corral.claim(store, task.id, worker(f"victim-{i}").id, settings=settings)
         silence(settings.dead_after_missed)
         assert 1 == corral.reconcile_once(store, settings=settings).crashes
-        run_afters.append(store.get_task(task.id).run_after - store.now())
+        run_afters.append(store.tasks.get_task(task.id).run_after - store.now())
     assert [timedelta(0), timedelta(seconds=2 * settings.retry_base_s)] == run_afters
 
 
@@ -165,14 +167,14 @@ def test_a_task_that_keeps_killing_workers_is_quarantined_as_poison(
         silence(strict.dead_after_missed)
         reports.append(corral.reconcile_once(store, settings=strict))
     assert [0, 1] == [r.tasks_quarantined for r in reports]
-    poisoned = store.get_task(task.id)
+    poisoned = store.tasks.get_task(task.id)
     assert (TaskStatus.FAILED, "poison", 2, 2) == (
         poisoned.status,
         poisoned.failure_reason,
         poisoned.crashes,
         poisoned.attempts,
     )
-    [last] = store.list_events(EventFilter(task_id=task.id, limit=1))
+    [last] = store.events.list_events(EventFilter(task_id=task.id, limit=1))
     assert ("task.failed", {"failure_reason": "poison"}) == (last.name, last.data)
 
 
@@ -185,7 +187,7 @@ def test_a_crash_with_no_attempts_left_fails_the_task(
     silence(settings.dead_after_missed)
     report = corral.reconcile_once(store, settings=settings)
     assert (1, 1, 0) == (report.crashes, report.tasks_failed, report.tasks_quarantined)
-    failed = store.get_task(task.id)
+    failed = store.tasks.get_task(task.id)
     assert (TaskStatus.FAILED, "crashed") == (failed.status, failed.failure_reason)
 
 
@@ -209,14 +211,14 @@ def test_a_lease_past_its_deadline_expires_under_a_live_worker(
     corral.heartbeat(store, w.id, settings=settings)
     report = corral.reconcile_once(store, settings=settings)
     assert ReconcileReport(claims_expired=1) == report
-    expired = store.get_task(task.id)
+    expired = store.tasks.get_task(task.id)
     assert (TaskStatus.READY, 1, 0, "lease expired") == (
         expired.status,
         expired.attempts,
         expired.crashes,
         expired.last_error,
     )
-    assert WorkerStatus.IDLE == store.get_worker(w.id).status
+    assert WorkerStatus.IDLE == store.workers.get_worker(w.id).status
     assert ["task.lease_expired", "task.retry_scheduled"] == events(task_id=task.id)[-2:]
 
 
@@ -229,7 +231,7 @@ def test_a_short_lease_expires_under_a_worker_that_is_not_yet_stale(
     corral.claim(store, task.id, w.id, lease_s=0.5, settings=settings)
     clock.advance(0.9)
     assert ReconcileReport(claims_expired=1) == corral.reconcile_once(store, settings=settings)
-    assert WorkerStatus.IDLE == store.get_worker(w.id).status
+    assert WorkerStatus.IDLE == store.workers.get_worker(w.id).status
 
 
 def test_a_lease_lost_on_the_last_attempt_fails_the_task(
@@ -242,7 +244,7 @@ def test_a_lease_lost_on_the_last_attempt_fails_the_task(
     assert ReconcileReport(claims_expired=1, tasks_failed=1) == corral.reconcile_once(
         store, settings=settings
     )
-    failed = store.get_task(task.id)
+    failed = store.tasks.get_task(task.id)
     assert (TaskStatus.FAILED, "lease_expired") == (failed.status, failed.failure_reason)
 
 
@@ -255,7 +257,7 @@ def _end_claim_behind_the_tasks_back(
     a deliberately mismatched decision through the store protocol: still no SQL, so every
     dialect runs it.
     """
-    applied = store.apply_recoveries(
+    applied = store.recovery.apply_recoveries(
         [ExpireClaim(token, task_id, worker_id, crash=False, outcome=Retry(0.0))]
     )
     assert 1 == len(applied)
@@ -269,11 +271,11 @@ def test_an_orphaned_running_task_returns_to_ready_with_its_attempt_counted(
     w = worker()
     claim = corral.claim(store, task.id, w.id, settings=settings)
     _end_claim_behind_the_tasks_back(store, claim.token, w.id, "t-nonexistent")
-    orphan = store.get_task(task.id)
+    orphan = store.tasks.get_task(task.id)
     assert (TaskStatus.RUNNING, None) == (orphan.status, orphan.token)
     report = corral.reconcile_once(store, settings=settings)
     assert ReconcileReport(orphans_requeued=1) == report
-    requeued = store.get_task(task.id)
+    requeued = store.tasks.get_task(task.id)
     assert (TaskStatus.READY, 1, "running with no active claim") == (
         requeued.status,
         requeued.attempts,
@@ -293,7 +295,7 @@ def test_an_orphan_with_no_attempts_left_fails(
     _end_claim_behind_the_tasks_back(store, claim.token, w.id, "t-nonexistent")
     report = corral.reconcile_once(store, settings=settings)
     assert ReconcileReport(orphans_requeued=1, tasks_failed=1) == report
-    failed = store.get_task(task.id)
+    failed = store.tasks.get_task(task.id)
     assert (TaskStatus.FAILED, "orphaned") == (failed.status, failed.failure_reason)
 
 
@@ -307,10 +309,10 @@ def test_a_claim_on_a_task_that_is_not_running_is_closed(
     claim_b = corral.claim(store, b.id, w.id, settings=settings)
     # a's claim ends but b moves to ready: a is orphaned and b is ready under an active claim.
     _end_claim_behind_the_tasks_back(store, claim_a.token, w.id, b.id)
-    assert claim_b == store.active_claim(b.id)
+    assert claim_b == store.claims.active_claim(b.id)
     report = corral.reconcile_once(store, settings=settings)
     assert ReconcileReport(orphans_requeued=1, claims_closed=1) == report
-    assert None is store.active_claim(b.id)
+    assert None is store.claims.active_claim(b.id)
     assert claim_b.token < corral.claim(store, b.id, w.id, settings=settings).token
 
 
@@ -324,7 +326,10 @@ def test_closing_a_claim_sets_its_worker_idle_in_the_same_pass(
     corral.claim(store, b.id, w.id, settings=settings)
     _end_claim_behind_the_tasks_back(store, claim_a.token, w.id, b.id)
     corral.reconcile_once(store, settings=settings)
-    assert (WorkerStatus.IDLE, 0) == (store.get_worker(w.id).status, store.get_worker(w.id).active)
+    assert (WorkerStatus.IDLE, 0) == (
+        store.workers.get_worker(w.id).status,
+        store.workers.get_worker(w.id).active,
+    )
     assert ReconcileReport() == corral.reconcile_once(store, settings=settings)
 
 
@@ -335,8 +340,8 @@ def test_a_status_fix_applies_only_while_status_and_claims_disagree(
     w = worker()
     corral.claim(store, add("a").id, w.id, settings=settings)
     fix = FixWorkerStatus(w.id, WorkerStatus.BUSY, WorkerStatus.IDLE)
-    assert [] == store.apply_recoveries([fix])
-    assert WorkerStatus.BUSY == store.get_worker(w.id).status
+    assert [] == store.recovery.apply_recoveries([fix])
+    assert WorkerStatus.BUSY == store.workers.get_worker(w.id).status
 
 
 def test_a_second_pass_right_after_the_first_repairs_nothing(
@@ -361,13 +366,13 @@ def test_two_reconcilers_acting_on_one_snapshot_repair_each_thing_once(
     task = add()
     corral.claim(store, task.id, worker().id, settings=settings)
     silence(settings.dead_after_missed)
-    snapshot = store.reconcile_snapshot()
+    snapshot = store.recovery.reconcile_snapshot()
     plans = [plan_recovery(snapshot, settings, random.Random(seed)) for seed in (1, 2)]
-    assert 2 == len(store.apply_recoveries(plans[0]))
-    assert [] == store.apply_recoveries(plans[1])
+    assert 2 == len(store.recovery.apply_recoveries(plans[0]))
+    assert [] == store.recovery.apply_recoveries(plans[1])
     assert (TaskStatus.READY, 1) == (
-        store.get_task(task.id).status,
-        store.get_task(task.id).crashes,
+        store.tasks.get_task(task.id).status,
+        store.tasks.get_task(task.id).crashes,
     )
 
 
@@ -377,10 +382,10 @@ def test_a_heartbeat_between_snapshot_and_apply_saves_the_worker(
     """A worker that heartbeats after the snapshot is not marked, whatever the plan said."""
     w = worker()
     silence(1)
-    plan = plan_recovery(store.reconcile_snapshot(), settings, random.Random(0))
+    plan = plan_recovery(store.recovery.reconcile_snapshot(), settings, random.Random(0))
     corral.heartbeat(store, w.id, settings=settings)
-    assert [] == store.apply_recoveries(plan)
-    assert WorkerStatus.IDLE == store.get_worker(w.id).status
+    assert [] == store.recovery.apply_recoveries(plan)
+    assert WorkerStatus.IDLE == store.workers.get_worker(w.id).status
 
 
 def test_a_completion_between_snapshot_and_apply_wins(
@@ -390,10 +395,10 @@ def test_a_completion_between_snapshot_and_apply_wins(
     task = add()
     claim = corral.claim(store, task.id, worker().id, lease_s=0.5, settings=settings)
     clock.advance(0.9)
-    plan = plan_recovery(store.reconcile_snapshot(), settings, random.Random(0))
+    plan = plan_recovery(store.recovery.reconcile_snapshot(), settings, random.Random(0))
     corral.complete(store, task.id, token=claim.token)
-    assert [] == store.apply_recoveries(plan)
-    assert TaskStatus.DONE == store.get_task(task.id).status
+    assert [] == store.recovery.apply_recoveries(plan)
+    assert TaskStatus.DONE == store.tasks.get_task(task.id).status
 
 
 def test_the_report_shape_is_stable(store: Store, settings: Settings) -> None:
@@ -427,4 +432,4 @@ def test_silent_draining_and_starting_workers_are_watched(
     silence(settings.dead_after_missed)
     report = corral.reconcile_once(store, settings=settings)
     assert (1, 1) == (report.workers_dead, report.crashes)
-    assert TaskStatus.READY == store.get_task(task.id).status
+    assert TaskStatus.READY == store.tasks.get_task(task.id).status

@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import corral
-from corral import EventFilter, FakeClock, Settings, Store, Task, Worker, reviews
+from corral import EventFilter, FakeClock, Settings, Store, Task, Worker
+from corral.usecases import reviews
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -24,7 +25,9 @@ def short(settings: Settings) -> Settings:
 
 
 def _stale_events(store: Store, task_id: str) -> int:
-    found = store.list_events(EventFilter(task_id=task_id, names=("review.stale",), limit=100))
+    found = store.events.list_events(
+        EventFilter(task_id=task_id, names=("review.stale",), limit=100)
+    )
     return len(found)
 
 

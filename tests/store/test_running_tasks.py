@@ -18,7 +18,7 @@ MakeWorker = Callable[..., Worker]
 
 def _run(store: Store, claim: corral.Claim, name: str) -> str:
     paths = {"transcript_path": f"/work/runs/{name}.out", "stderr_path": f"/work/runs/{name}.err"}
-    return store.start_run(run_under(claim, **paths)).id
+    return store.runs.start_run(run_under(claim, **paths)).id
 
 
 def test_running_tasks_are_the_active_claims_oldest_first_with_their_runs(
@@ -33,7 +33,7 @@ def test_running_tasks_are_the_active_claims_oldest_first_with_their_runs(
     second = corral.claim(store, add("second").id, holder, settings=settings)
     run_id = _run(store, first, "first")
 
-    found = store.running_tasks(10)
+    found = store.claims.running_tasks(10)
 
     assert [(first.task_id, "first", run_id), (second.task_id, "second", None)] == [
         (r.task_id, r.title, r.run_id) for r in found
@@ -59,8 +59,12 @@ def test_running_tasks_stop_at_the_limit_and_leave_finished_work_out(
         claims.append(corral.claim(store, add(f"task {n}").id, holder, settings=settings))
         clock.advance(1)
     ended = _run(store, claims[1], "ended")
-    store.finish_run(ended, outcome=RunOutcome.FAILED, exit_code=1)
+    store.runs.finish_run(ended, outcome=RunOutcome.FAILED, exit_code=1)
     corral.complete(store, claims[0].task_id, token=claims[0].token)
 
-    assert [(claims[1].task_id, None)] == [(r.task_id, r.run_id) for r in store.running_tasks(1)]
-    assert [claims[1].task_id, claims[2].task_id] == [r.task_id for r in store.running_tasks(5)]
+    assert [(claims[1].task_id, None)] == [
+        (r.task_id, r.run_id) for r in store.claims.running_tasks(1)
+    ]
+    assert [claims[1].task_id, claims[2].task_id] == [
+        r.task_id for r in store.claims.running_tasks(5)
+    ]

@@ -17,7 +17,15 @@ import corral
 from corral import FakeClock, InvalidInput, NotFound, Refused, Settings, Store, TaskStatus, Worker
 from corral.model.cron import zone
 from corral.model.schedules import FireOutcome, NewSchedule, Overlap, plan_fires
-from corral.schedules import add_schedule, backfill, fire_due, pause, remove, resume, trigger
+from corral.usecases.schedules import (
+    add_schedule,
+    backfill,
+    fire_due,
+    pause,
+    remove,
+    resume,
+    trigger,
+)
 
 MakeWorker = Callable[..., Worker]
 START = datetime(2030, 1, 1, tzinfo=UTC)
@@ -30,7 +38,7 @@ def _add(store: Store, settings: Settings, schedule_id: str = "s", **fields: Any
 
 
 def _created(store: Store, schedule_id: str = "s") -> list[datetime]:
-    fires = store.schedule_fires(schedule_id, 100_000)
+    fires = store.schedules.schedule_fires(schedule_id, 100_000)
     return sorted(f.fire_at for f in fires if f.outcome is FireOutcome.CREATED)
 
 
@@ -49,12 +57,12 @@ def test_each_minute_fires_once_with_a_task_carrying_the_template_and_its_fire(
         clock.advance(20)
         fire_due(store, settings=settings)
     assert _minutes(1, 3) == _created(store)
-    fires = store.schedule_fires("s", 10)
-    task = store.get_task(fires[0].task_id or "")
+    fires = store.schedules.schedule_fires("s", 10)
+    task = store.tasks.get_task(fires[0].task_id or "")
     assert ("s tick", "code", TaskStatus.READY) == (task.title, task.kind, task.status)
     assert {"schedule_id": "s", "fire_at": "2030-01-01T00:03:00+00:00"} == task.labels
     assert "schedule:s:2030-01-01T00:03:00Z" == fires[0].key
-    assert START + timedelta(minutes=4) == store.get_schedule("s").next_fire_at
+    assert START + timedelta(minutes=4) == store.schedules.get_schedule("s").next_fire_at
 
 
 def test_two_passes_planned_from_one_read_make_each_fire_once(
@@ -64,10 +72,10 @@ def test_two_passes_planned_from_one_read_make_each_fire_once(
     finds it handled and makes nothing."""
     _add(store, settings, overlap=Overlap.ALLOW)
     clock.advance(150)
-    due = store.due_schedules(10)
+    due = store.schedules.due_schedules(10)
     plans = [plan_fires(s, store.now()) for s in due]
-    first = store.apply_fire_plans(plans, max_attempts=3, retry_base_s=1, actor="a")
-    second = store.apply_fire_plans(plans, max_attempts=3, retry_base_s=1, actor="b")
+    first = store.schedules.apply_fire_plans(plans, max_attempts=3, retry_base_s=1, actor="a")
+    second = store.schedules.apply_fire_plans(plans, max_attempts=3, retry_base_s=1, actor="b")
     assert (2, 0) == (len(first), len(second))
     assert _minutes(1, 2) == _created(store)
 
@@ -83,11 +91,13 @@ def test_a_week_of_downtime_catches_up_at_most_max_catchup_within_the_window(
     assert (100, 1) == (report.created, report.missed)
     now = START + timedelta(days=7)
     assert [now - timedelta(minutes=99 - m) for m in range(100)] == _created(store)
-    (missed,) = [f for f in store.schedule_fires("s", 1000) if f.outcome is FireOutcome.MISSED]
+    (missed,) = [
+        f for f in store.schedules.schedule_fires("s", 1000) if f.outcome is FireOutcome.MISSED
+    ]
     assert now - timedelta(minutes=100) == missed.fire_at
     assert "2030-01-01T00:01:00+00:00 to 2030-01-07T22:20:00+00:00" in (missed.note or "")
     assert "more than max_catchup (100)" in (missed.note or "")
-    assert now + timedelta(minutes=1) == store.get_schedule("s").next_fire_at
+    assert now + timedelta(minutes=1) == store.schedules.get_schedule("s").next_fire_at
 
 
 def test_downtime_beyond_the_window_catches_up_only_the_window(
@@ -101,7 +111,9 @@ def test_downtime_beyond_the_window_catches_up_only_the_window(
     created = _created(store)
     assert 24 == len(created)
     assert START + timedelta(days=6, hours=1) == created[0]
-    (missed,) = [f for f in store.schedule_fires("s", 1000) if f.outcome is FireOutcome.MISSED]
+    (missed,) = [
+        f for f in store.schedules.schedule_fires("s", 1000) if f.outcome is FireOutcome.MISSED
+    ]
     assert "older than the catch-up window (1d)" in (missed.note or "")
 
 
@@ -133,7 +145,7 @@ def test_resume_skip_missed_moves_on_without_the_missed_fires(
     assert START + timedelta(minutes=6) == resumed.next_fire_at
     fire_due(store, settings=settings)
     assert [] == _created(store)
-    (missed,) = store.schedule_fires("s", 10)
+    (missed,) = store.schedules.schedule_fires("s", 10)
     assert (FireOutcome.MISSED, True) == (missed.outcome, "--skip-missed" in (missed.note or ""))
     clock.advance(60)
     fire_due(store, settings=settings)
@@ -164,17 +176,17 @@ def test_overlap_policies_while_the_previous_task_is_unfinished(
     w = worker(kinds=("code",))
     clock.advance(60)
     fire_due(store, settings=settings)
-    (first,) = store.schedule_fires("s", 1)
+    (first,) = store.schedules.schedule_fires("s", 1)
     claim = corral.claim(store, first.task_id or "", w.id, settings=settings)
     for _ in range(2):
         clock.advance(60)
         fire_due(store, settings=settings)
     corral.complete(store, first.task_id or "", token=claim.token)
-    for task in store.ready_tasks(queue=None, kinds=(), limit=10):
+    for task in store.tasks.ready_tasks(queue=None, kinds=(), limit=10):
         corral.cancel(store, task.id)
     clock.advance(60)
     fire_due(store, settings=settings)
-    fires = sorted(store.schedule_fires("s", 10), key=lambda f: f.fire_at)
+    fires = sorted(store.schedules.schedule_fires("s", 10), key=lambda f: f.fire_at)
     assert expected == [str(f.outcome) for f in fires]
 
 
@@ -196,7 +208,7 @@ def test_backfill_refuses_an_empty_or_huge_range(store: Store, settings: Setting
         backfill(store, "s", after=START, until=START - timedelta(1), settings=settings)
     with pytest.raises(InvalidInput, match="at most 10000 fires"):
         backfill(store, "s", after=START, until=START + timedelta(days=1), settings=settings)
-    assert [] == store.schedule_fires("s", 10)
+    assert [] == store.schedules.schedule_fires("s", 10)
 
 
 def test_trigger_fires_now_outside_the_cron_once_a_second(
@@ -280,7 +292,7 @@ def test_a_schedule_is_listed_with_its_last_task_and_removed_with_its_fires(
         _add(store, settings, "a")
     clock.advance(61)
     fire_due(store, settings=settings)
-    listed = store.list_schedules()
+    listed = store.schedules.list_schedules()
     assert ["a", "b"] == [s.id for s in listed]
     assert (START + timedelta(minutes=1), TaskStatus.READY) == (
         listed[0].last_fire_at,
@@ -289,6 +301,6 @@ def test_a_schedule_is_listed_with_its_last_task_and_removed_with_its_fires(
     task_id = listed[0].last_task_id or ""
     remove(store, "a")
     with pytest.raises(NotFound):
-        store.get_schedule("a")
-    assert [] == store.schedule_fires("a", 10)
-    assert TaskStatus.READY == store.get_task(task_id).status
+        store.schedules.get_schedule("a")
+    assert [] == store.schedules.schedule_fires("a", 10)
+    assert TaskStatus.READY == store.tasks.get_task(task_id).status

@@ -38,7 +38,7 @@ def test_rows_land_in_order_with_their_values_at_the_store_clock(
     clock.advance(2.5)
     with store._driver.write() as tx:
         journal.record_all(tx, _entries(5))
-    events = store.list_events(EventFilter(limit=5))  # oldest first
+    events = store.events.list_events(EventFilter(limit=5))  # oldest first
     assert [f"test.row{n}" for n in range(5)] == [e.name for e in events]
     assert sorted(e.id for e in events) == [e.id for e in events]
     assert [None if n % 3 == 0 else {"n": n, "items": [n, "x"]} for n in range(5)] == [
@@ -54,4 +54,6 @@ def test_a_failing_row_rolls_the_whole_transaction_back(store: Store) -> None:
     rows[2]["actor"] = None  # events.actor is NOT NULL
     with pytest.raises(StoreError), store._driver.write() as tx:
         journal.record_all(tx, rows)
-    assert [] == [e for e in store.list_events(EventFilter(limit=10)) if e.name.startswith("test.")]
+    assert [] == [
+        e for e in store.events.list_events(EventFilter(limit=10)) if e.name.startswith("test.")
+    ]

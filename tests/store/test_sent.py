@@ -16,7 +16,7 @@ import pytest
 
 import corral
 from corral import EventFilter, NewTask, Store, StoreError, open_store
-from corral.errors import StaleToken
+from corral.foundation.errors import StaleToken
 from corral.store.driver import Json, Tx
 
 NOT_OVER_HTTP = "the driver's send: a remote store has no driver"
@@ -38,7 +38,7 @@ def _event(tx: Tx, name: str) -> None:
 
 
 def _event_names(store: Store) -> list[str]:
-    return [e.name for e in store.list_events(EventFilter(limit=1000))]
+    return [e.name for e in store.events.list_events(EventFilter(limit=1000))]
 
 
 def test_a_sent_statement_that_fails_unread_rolls_its_transaction_back(store: Store):
@@ -92,7 +92,7 @@ def test_a_stale_token_refuses_a_completion_and_changes_nothing(store: Store, wo
     with pytest.raises(StaleToken):
         corral.complete(store, task.id, token=claim.token + 1)
     assert before == _event_names(store)
-    assert "running" == store.get_task(task.id).status
+    assert "running" == store.tasks.get_task(task.id).status
 
 
 def _terminate(admin_url: str) -> None:
@@ -117,4 +117,4 @@ def test_a_connection_lost_mid_pipeline_is_a_store_error_and_nothing_is_written(
             tx.send("get_task", task_id=task.id)
             _terminate(pg_database)
         assert "test.lost" not in _event_names(store)
-        assert "t" == store.get_task(task.id).title
+        assert "t" == store.tasks.get_task(task.id).title

@@ -12,9 +12,10 @@ from collections.abc import Callable
 import pytest
 
 import corral
-from corral import InvalidInput, NewWorker, Settings, Store, Task, Worker, claims
-from corral.model.batches import Action, ClaimAsk, Held, Report, RunStart
+from corral import InvalidInput, NewWorker, Settings, Store, Task, Worker
+from corral.model.exchange import Action, ClaimAsk, Held, Report, RunStart
 from corral.model.runs import RunOutcome
+from corral.usecases import claims
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -29,9 +30,9 @@ def _claim(store: Store, worker_id: str, settings: Settings) -> tuple[Held, ...]
 def _kept_at(store: Store, held: Held, site: str) -> None:
     """The run enters a worktree of `site`, then steps aside (a usage limit, a question
     answered): its task is ready again, kept at that site."""
-    store.set_run_start(held.opened_run(), RunStart(command=("agent",), cwd="/wt", site=site))
+    store.runs.set_run_start(held.opened_run(), RunStart(command=("agent",), cwd="/wt", site=site))
     report = Report.of(held, Action.RELEASE, RunOutcome.DEFERRED)
-    assert () == store.exchange(held.task.worker_id, reports=[report]).stale
+    assert () == store.claims.exchange(held.task.worker_id, reports=[report]).stale
 
 
 def test_a_task_kept_at_a_site_is_claimed_there_while_a_worker_there_lives(
@@ -80,8 +81,8 @@ def test_the_site_of_a_finished_run_is_not_recorded(
     at_a = worker("a", site=SITE_A)
     (held,) = _claim(store, at_a.id, settings)
     report = Report.of(held, Action.RELEASE, RunOutcome.DEFERRED)
-    store.exchange(at_a.id, reports=[report])
-    store.set_run_start(held.opened_run(), RunStart(command=("x",), cwd="/wt", site=SITE_A))
+    store.claims.exchange(at_a.id, reports=[report])
+    store.runs.set_run_start(held.opened_run(), RunStart(command=("x",), cwd="/wt", site=SITE_A))
     (taken,) = _claim(store, worker("b", site=SITE_B).id, settings)
     assert kept.id == taken.task.id
 
@@ -90,8 +91,8 @@ def test_a_worker_shows_its_site(store: Store, worker: MakeWorker) -> None:
     """`worker list --json`: the site a worktree worker registered, null for others."""
     at_a, plain = worker("a", site=SITE_A), worker("plain")
     assert (SITE_A, None) == (
-        store.get_worker(at_a.id).to_dict()["site"],
-        store.get_worker(plain.id).to_dict()["site"],
+        store.workers.get_worker(at_a.id).to_dict()["site"],
+        store.workers.get_worker(plain.id).to_dict()["site"],
     )
 
 
@@ -110,7 +111,7 @@ def test_why_names_the_site_a_task_is_kept_at(
     kept, at_a = add("kept"), worker("a", site=SITE_A)
     (held,) = _claim(store, at_a.id, settings)
     _kept_at(store, held, SITE_A)
-    assert (kept.id, SITE_A) == (held.task.id, store.get_task(kept.id).site)
+    assert (kept.id, SITE_A) == (held.task.id, store.tasks.get_task(kept.id).site)
     busy = add("busy", priority=9)
     (holding,) = _claim(store, at_a.id, settings)
     assert busy.id == holding.task.id

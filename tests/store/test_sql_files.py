@@ -45,7 +45,7 @@ LITERAL_GUARDS = {
     "postgresql": {},
 }
 
-# Queries only PostgreSQL has: five run on a session of its own (store/postgres/sessions.py),
+# Queries only PostgreSQL has: five run on a session of its own (store/postgres/connections.py),
 # and SQLite's driver has nothing to listen to and one orchestrator, so it needs neither;
 # two call the claim cycle's server-side functions (store/postgres/cycle.py), whose steps
 # SQLite runs as the queries both dialects share.
@@ -368,8 +368,8 @@ def test_an_older_database_is_migrated_on_open_and_keeps_its_rows(tmp_path):
     conn.close()
     with open_store(path) as store:
         assert (migration_files("sqlite")[-1][0],) * 2 == store.schema_version()
-        assert "from version 1" == store.get_task("t-fromv1").title
-        assert [] == store.list_runs()
+        assert "from version 1" == store.tasks.get_task("t-fromv1").title
+        assert [] == store.runs.list_runs()
 
 
 def test_postgresql_claims_next_with_skip_locked():
@@ -481,7 +481,8 @@ def test_the_watch_screen_reads_running_tasks_through_the_active_claims_only():
     conn = _apply([sql_path("sqlite", "schema.sql")])
     try:
         plan = conn.execute(
-            "EXPLAIN QUERY PLAN " + load_queries("sqlite")["running_tasks"], {"limit": 50}
+            "EXPLAIN QUERY PLAN " + load_queries("sqlite")["running_tasks"],
+            {"limit": 50, "namespace": "default"},
         ).fetchall()
     finally:
         conn.close()

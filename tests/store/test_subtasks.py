@@ -31,7 +31,7 @@ MakeWorker = Callable[..., Worker]
 
 
 def _status(store: Store, task_id: str) -> TaskStatus:
-    return store.get_task(task_id).status
+    return store.tasks.get_task(task_id).status
 
 
 def _codes(store: Store, task_id: str, settings: Settings) -> list[str]:
@@ -90,13 +90,33 @@ def test_parent_runs_first_makes_the_child_wait(
     assert TaskStatus.READY == _status(store, child.id)
 
 
+def test_a_subtask_under_the_parents_claim_token_needs_that_claim(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """enqueue with parent_token (MCP's add_subtask): under the parent's active claim the
+    child is added, by `token:N`; under a token whose claim ended it is refused as stale,
+    in the same transaction as the insert, and nothing is added."""
+    parent = add("agent's task")
+    w = worker()
+    claim = corral.claim(store, parent.id, w.id, settings=settings)
+    spec = corral.NewTask(title="found on the way", parent_id=parent.id, parent_runs_first=True)
+    child = corral.enqueue(store, spec, settings=settings, parent_token=claim.token)
+    assert (parent.id, TaskStatus.BLOCKED) == (child.parent_id, child.status)
+    created = store.events.list_events(corral.EventFilter(task_id=child.id, limit=5))
+    assert [f"token:{claim.token}"] == [e.actor for e in created]
+    corral.release(store, parent.id, worker_id=w.id, token=claim.token, attempt=False)
+    with pytest.raises(StaleToken, match=f"token {claim.token} is stale"):
+        corral.enqueue(store, spec, settings=settings, parent_token=claim.token)
+    assert [child.id] == [t.id for t in store.tasks.list_tasks(TaskFilter(parent_id=parent.id))]
+
+
 def test_list_by_parent_returns_only_its_children(store: Store, add: Add) -> None:
     """list_tasks with a parent_id lists that parent's children in the order added."""
     parent, other = add("parent"), add("other")
     kids = [add(f"kid {n}", parent_id=parent.id).id for n in range(3)]
     add("not mine", parent_id=other.id)
     add("grandchild", parent_id=kids[0])
-    assert kids == [t.id for t in store.list_tasks(TaskFilter(parent_id=parent.id))]
+    assert kids == [t.id for t in store.tasks.list_tasks(TaskFilter(parent_id=parent.id))]
 
 
 def test_cancelling_a_parent_cancels_its_unfinished_descendants(
@@ -111,11 +131,11 @@ def test_cancelling_a_parent_cancels_its_unfinished_descendants(
     w = worker()
     corral.complete(store, done.id, token=corral.claim(store, done.id, w.id).token)
     corral.cancel(store, parent.id, reason="not needed")
-    found = {t.id: t.status for t in store.list_tasks(TaskFilter())}
+    found = {t.id: t.status for t in store.tasks.list_tasks(TaskFilter())}
     assert TaskStatus.DONE == found[done.id]
     assert {TaskStatus.CANCELLED} == {found[parent.id], found[child.id], found[grandchild.id]}
     assert "task.cancelled" == events(task_id=grandchild.id)[-1]
-    assert f"parent {parent.id} cancelled" == store.get_task(child.id).last_error
+    assert f"parent {parent.id} cancelled" == store.tasks.get_task(child.id).last_error
 
 
 def test_a_claimed_child_cancelled_with_its_parent_is_fenced(
@@ -137,12 +157,12 @@ def test_a_parent_must_exist_and_be_unfinished(store: Store, add: Add) -> None:
     """A missing or finished parent is refused naming `parent`, and nothing is written."""
     gone = add("gone")
     corral.cancel(store, gone.id)
-    before = len(store.list_tasks(TaskFilter()))
+    before = len(store.tasks.list_tasks(TaskFilter()))
     with pytest.raises(InvalidInput, match=r"^parent: expected the id of an existing task"):
         add("orphan", parent_id="t-nosuchtask")
     with pytest.raises(InvalidInput, match=r"^parent: expected an unfinished task"):
         add("late", parent_id=gone.id)
-    assert before == len(store.list_tasks(TaskFilter()))
+    assert before == len(store.tasks.list_tasks(TaskFilter()))
 
 
 def test_a_child_cannot_depend_on_what_waits_for_it(store: Store, add: Add) -> None:

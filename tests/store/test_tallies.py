@@ -16,7 +16,7 @@ from tests.conftest import run_under
 
 import corral
 from corral import FakeClock, RunOutcome, Settings, Store, Task, Worker
-from corral.model.following import EventCursor
+from corral.model.event_cursors import EventCursor
 from corral.model.tallies import REPAIRS, RUN_BOUNDS_S, WAIT_BOUNDS_S, Tallies
 
 Add = Callable[..., Task]
@@ -24,7 +24,7 @@ MakeWorker = Callable[..., Worker]
 
 
 def _tally(store: Store, after: EventCursor | None = None) -> tuple[Tallies, EventCursor]:
-    rows, cursor = store.event_tallies(after)
+    rows, cursor = store.tallies.event_tallies(after)
     tallies = Tallies()
     tallies.add(rows)
     return tallies, cursor
@@ -56,9 +56,9 @@ def test_completions_failures_waits_and_runs_are_counted_by_queue_and_kind(
     slow = add("slow", queue="api", kind="code")
     clock.advance(30)
     claim = corral.claim(store, slow.id, w.id, settings=settings)
-    run = store.start_run(run_under(claim, transcript_path=None, stderr_path=None))
+    run = store.runs.start_run(run_under(claim, transcript_path=None, stderr_path=None))
     clock.advance(90)
-    store.finish_run(run.id, outcome=RunOutcome.DONE, exit_code=0)
+    store.runs.finish_run(run.id, outcome=RunOutcome.DONE, exit_code=0)
     corral.complete(store, slow.id, token=claim.token)
     doomed = add("doomed", max_attempts=1, kind="code")
     doomed_claim = corral.claim(store, doomed.id, w.id, settings=settings)
@@ -87,14 +87,14 @@ def test_a_stretch_counted_from_a_cursor_adds_up_to_the_whole_log(
         task = add(f"t{n}")
         token = corral.claim(store, task.id, w.id, settings=settings).token
         corral.complete(store, task.id, token=token)
-        rows, cursor = store.event_tallies(cursor)
+        rows, cursor = store.tallies.event_tallies(cursor)
         running.add(rows)
     deadline = time.monotonic() + 10  # the last events may settle a moment later (_settled)
     while sum(dict(running.completed).values()) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
-        rows, cursor = store.event_tallies(cursor)
+        rows, cursor = store.tallies.event_tallies(cursor)
         running.add(rows)
-    again, _ = store.event_tallies(cursor)
+    again, _ = store.tallies.event_tallies(cursor)
     whole, _ = _tally(store)
 
     assert [] == again

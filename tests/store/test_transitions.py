@@ -70,9 +70,9 @@ def _from_running(
     if status in (TaskStatus.DONE, TaskStatus.IN_REVIEW, TaskStatus.APPROVED):
         done = corral.complete(store, task_id, token=token)
         if status is TaskStatus.APPROVED:
-            done = store.approve(task_id, commit=None, note=None, actor="test")
+            done = store.reviews.approve(task_id, commit=None, note=None, actor="test")
         return done
-    return store.get_task(task_id)
+    return store.tasks.get_task(task_id)
 
 
 def test_the_state_builder_reaches_every_state(in_state: Callable[[TaskStatus], Task]) -> None:
@@ -116,7 +116,7 @@ def test_fail_retries_with_doubling_backoff_until_max_attempts(
         final.attempts,
         final.finished_at,
     )
-    assert 3 == store.get_worker(w.id).failed_total
+    assert 3 == store.workers.get_worker(w.id).failed_total
     assert [
         "task.created",
         "task.claimed",
@@ -151,7 +151,7 @@ def test_retry_scheduled_event_carries_the_delay(
     task = add()
     claim = corral.claim(store, task.id, worker().id, settings=settings)
     corral.fail(store, task.id, error="flaky", token=claim.token, settings=settings)
-    [last] = store.list_events(EventFilter(task_id=task.id, limit=1))
+    [last] = store.events.list_events(EventFilter(task_id=task.id, limit=1))
     assert ("task.retry_scheduled", "flaky", {"delay_s": settings.retry_base_s}) == (
         last.name,
         last.reason,
@@ -172,8 +172,8 @@ def test_cancel_works_from_every_non_final_state(
         cancelled.token,
         cancelled.finished_at,
     )
-    assert None is store.active_claim(task.id)
-    [last] = store.list_events(EventFilter(task_id=task.id, limit=1))
+    assert None is store.claims.active_claim(task.id)
+    [last] = store.events.list_events(EventFilter(task_id=task.id, limit=1))
     assert ("task.cancelled", str(status), "cancelled", "no longer wanted") == (
         last.name,
         last.from_status,
@@ -190,7 +190,7 @@ def test_cancelling_a_running_task_frees_its_worker(
     w = worker()
     corral.claim(store, task.id, w.id, settings=settings)
     corral.cancel(store, task.id)
-    assert corral.WorkerStatus.IDLE == store.get_worker(w.id).status
+    assert corral.WorkerStatus.IDLE == store.workers.get_worker(w.id).status
     claim = corral.claim_next(store, w.id, settings=settings)
     assert claim is not None
     assert other.id == claim.task_id
@@ -202,10 +202,10 @@ def test_cancel_from_a_final_state_is_refused_naming_it(
 ) -> None:
     """Cancelling a finished task is InvalidTransition naming its state, and changes nothing."""
     task = in_state(status)
-    before, seen = store.get_task(task.id), events()
+    before, seen = store.tasks.get_task(task.id), events()
     with pytest.raises(InvalidTransition, match=f"cannot cancel task {task.id}: it is {status}$"):
         corral.cancel(store, task.id)
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
     assert seen == events()
 
 
@@ -224,7 +224,7 @@ def test_retry_puts_a_failed_cancelled_or_waiting_task_back_with_a_fresh_budget(
         retried.finished_at,
         retried.run_after,
     )
-    [last] = store.list_events(EventFilter(task_id=task.id, limit=1))
+    [last] = store.events.list_events(EventFilter(task_id=task.id, limit=1))
     assert ("task.retried", str(status), "ready") == (
         last.name,
         last.from_status,
@@ -239,11 +239,11 @@ def test_retry_from_any_other_state_is_refused_naming_it(
     """Retry from any state but failed, cancelled or waiting is InvalidTransition naming that
     state."""
     task = in_state(status)
-    before = store.get_task(task.id)
+    before = store.tasks.get_task(task.id)
     with pytest.raises(InvalidTransition, match=f"it is {status}$") as caught:
         corral.retry(store, task.id)
     assert status == caught.value.current
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
 
 
 def test_retry_of_a_task_whose_dependency_is_not_done_makes_it_blocked(
@@ -273,7 +273,7 @@ def test_complete_stores_any_json_result(
     task = add()
     claim = corral.claim(store, task.id, worker().id, settings=settings)
     corral.complete(store, task.id, token=claim.token, result=result)
-    assert result == store.get_task(task.id).result
+    assert result == store.tasks.get_task(task.id).result
 
 
 def test_a_late_holder_may_report_until_the_reconciler_expires_its_claim(

@@ -25,10 +25,11 @@ from corral import (
     TaskStatus,
     Worker,
     WorkerStatus,
-    claims,
 )
-from corral.model.batches import Action, ClaimAsk, Held, Report, RunStart
+from corral.model.budgets import BudgetRaise
+from corral.model.exchange import Action, ClaimAsk, Held, Report, RunStart
 from corral.model.waiting import WaitKind, reason
+from corral.usecases import claims
 
 Add = Callable[..., Task]
 MakeWorker = Callable[..., Worker]
@@ -47,11 +48,11 @@ def _held(store: Store, worker_id: str, settings: Settings) -> Held:
 def _waits(store: Store, held: Held, why: str = REFUSED) -> None:
     """The runner reports that its run ended needing a person."""
     report = Report.of(held, Action.WAIT, RunOutcome.WAITING, reason=why, exit_code=0)
-    assert () == store.exchange(held.task.worker_id, reports=[report]).stale
+    assert () == store.claims.exchange(held.task.worker_id, reports=[report]).stale
 
 
 def _last(store: Store, task_id: str, name: str) -> Event:
-    return [e for e in store.list_events(EventFilter(task_id=task_id)) if e.name == name][-1]
+    return [e for e in store.events.list_events(EventFilter(task_id=task_id)) if e.name == name][-1]
 
 
 def test_a_run_that_needs_a_person_leaves_its_task_waiting_with_the_reason(
@@ -62,7 +63,7 @@ def test_a_run_that_needs_a_person_leaves_its_task_waiting_with_the_reason(
     task, w = add(max_attempts=1), worker()
     held = _held(store, w.id, settings)
     _waits(store, held)
-    waiting = store.get_task(task.id)
+    waiting = store.tasks.get_task(task.id)
     assert (TaskStatus.WAITING, REFUSED, 0, None, None) == (
         waiting.status,
         waiting.wait_reason,
@@ -70,10 +71,10 @@ def test_a_run_that_needs_a_person_leaves_its_task_waiting_with_the_reason(
         waiting.token,
         waiting.finished_at,
     )
-    claim = store.claim_by_token(held.token)
+    claim = store.claims.claim_by_token(held.token)
     assert claim is not None
     assert ClaimStatus.RELEASED == claim.status
-    after = store.get_worker(w.id)
+    after = store.workers.get_worker(w.id)
     assert (WorkerStatus.IDLE, 0, 0, 0) == (
         after.status,
         after.active,
@@ -98,7 +99,7 @@ def test_the_wait_is_an_event_and_the_run_ends_waiting(
         event.worker_id,
         event.token,
     )
-    run = store.get_run(held.run_id or "")
+    run = store.runs.get_run(held.run_id or "")
     assert (RunOutcome.WAITING, 0) == (run.outcome, run.exit_code)
     finished = _last(store, task.id, "run.finished")
     assert {"run_id": held.run_id, "outcome": "waiting", "exit_code": 0} == finished.data
@@ -111,7 +112,7 @@ def test_a_waiting_task_is_not_claimed(
     task, w = add(), worker()
     _waits(store, _held(store, w.id, settings))
     assert None is corral.claim_next(store, w.id, settings=settings)
-    assert TaskStatus.WAITING == store.get_task(task.id).status
+    assert TaskStatus.WAITING == store.tasks.get_task(task.id).status
 
 
 def test_a_wait_under_a_stale_token_changes_nothing(
@@ -122,10 +123,10 @@ def test_a_wait_under_a_stale_token_changes_nothing(
     old = corral.claim(store, task.id, w.id, settings=settings)
     corral.release(store, task.id, token=old.token)
     new = corral.claim(store, task.id, w.id, settings=settings)
-    before, seen = store.get_task(task.id), events()
+    before, seen = store.tasks.get_task(task.id), events()
     with pytest.raises(StaleToken, match=f"now held under token {new.token}"):
         corral.wait(store, task.id, reason=REFUSED, token=old.token)
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
     assert seen == events()
 
 
@@ -138,11 +139,11 @@ def test_a_runners_stale_wait_report_leaves_the_task_as_it_is(
     held = _held(store, w.id, settings)
     corral.cancel(store, task.id)
     report = Report.of(held, Action.WAIT, RunOutcome.WAITING, reason=REFUSED)
-    done = store.exchange(w.id, reports=[report])
+    done = store.claims.exchange(w.id, reports=[report])
     assert ((report,), {held.run_id: "lease_lost"}) == (done.stale, done.settled)
     assert (TaskStatus.CANCELLED, None) == (
-        store.get_task(task.id).status,
-        store.get_task(task.id).wait_reason,
+        store.tasks.get_task(task.id).status,
+        store.tasks.get_task(task.id).wait_reason,
     )
 
 
@@ -156,8 +157,8 @@ def test_a_wait_reported_from_outside_the_run_is_how_the_run_ends(
     corral.wait(store, task.id, reason=REFUSED, token=held.token)
     clock.advance(settings.heartbeat_interval_s * (settings.dead_after_missed + 1))
     corral.reconcile_once(store, settings=settings)
-    assert RunOutcome.WAITING == store.get_run(held.run_id or "").outcome
-    assert TaskStatus.WAITING == store.get_task(task.id).status
+    assert RunOutcome.WAITING == store.runs.get_run(held.run_id or "").outcome
+    assert TaskStatus.WAITING == store.tasks.get_task(task.id).status
 
 
 @pytest.mark.parametrize("why", ["", "   "])
@@ -171,8 +172,8 @@ def test_a_wait_needs_a_reason(
         corral.wait(store, task.id, reason=why, token=claim.token)
     report = Report(task_id=task.id, token=claim.token, action=Action.WAIT, actor="t")
     with pytest.raises(InvalidInput, match="reason"):
-        store.exchange(None, reports=[report])
-    assert TaskStatus.RUNNING == store.get_task(task.id).status
+        store.claims.exchange(None, reports=[report])
+    assert TaskStatus.RUNNING == store.tasks.get_task(task.id).status
 
 
 def test_an_answer_sends_the_task_back_to_ready_with_the_answer(
@@ -190,7 +191,7 @@ def test_an_answer_sends_the_task_back_to_ready_with_the_answer(
         answered.answered_reason,
         answered.run_after,
     )
-    assert answered == store.get_task(task.id)
+    assert answered == store.tasks.get_task(task.id)
     event = _last(store, task.id, "task.answered")
     assert ("waiting", "ready", REFUSED, {"answer": "Yes, run the tests with Bash."}) == (
         event.from_status,
@@ -241,7 +242,7 @@ def test_a_new_wait_forgets_the_earlier_answer(
     corral.answer(store, task.id, "go ahead")
     question = reason(WaitKind.QUESTION, "which branch?")
     _waits(store, _held(store, w.id, settings), question)
-    waiting = store.get_task(task.id)
+    waiting = store.tasks.get_task(task.id)
     assert (question, None, None) == (
         waiting.wait_reason,
         waiting.answer,
@@ -264,10 +265,10 @@ def test_an_answer_to_a_task_that_is_not_waiting_is_refused_and_changes_nothing(
         claim = corral.claim(store, task.id, w.id, settings=settings)
         if status == "done":
             corral.complete(store, task.id, token=claim.token)
-    before, seen = store.get_task(task.id), events()
+    before, seen = store.tasks.get_task(task.id), events()
     with pytest.raises(InvalidTransition, match=f"cannot answer task {task.id}: it is {status}$"):
         corral.answer(store, task.id, "an answer")
-    assert before == store.get_task(task.id)
+    assert before == store.tasks.get_task(task.id)
     assert seen == events()
 
 
@@ -308,7 +309,7 @@ def test_a_dependent_of_a_waiting_task_stays_blocked(
     task, w = add(), worker()
     dependent = add("after", depends_on=(task.id,))
     _waits(store, _held(store, w.id, settings))
-    assert TaskStatus.BLOCKED == store.get_task(dependent.id).status
+    assert TaskStatus.BLOCKED == store.tasks.get_task(dependent.id).status
 
 
 def test_why_says_the_task_waits_for_a_person_and_what_ends_it(
@@ -321,3 +322,70 @@ def test_why_says_the_task_waits_for_a_person_and_what_ends_it(
     assert "waiting" == found.code
     assert found.message.startswith(f"waiting for a person: {REFUSED}; `corral answer {task.id}")
     assert "`corral retry`" in found.message and "`corral cancel`" in found.message
+
+
+@pytest.mark.parametrize(
+    ("action", "outcome"),
+    [
+        (Action.COMPLETE, RunOutcome.DONE),
+        (Action.FAIL, RunOutcome.FAILED),
+        (Action.RELEASE, RunOutcome.KILLED),
+    ],
+)
+def test_a_question_the_run_asked_is_gone_once_the_run_ends(
+    store: Store,
+    settings: Settings,
+    add: Add,
+    worker: MakeWorker,
+    action: Action,
+    outcome: RunOutcome,
+) -> None:
+    """A run flagged waiting (its agent asked) that then ends done, failed or killed shows
+    no question any more: not on the run, its listing, nor on the task."""
+    task, w = add(max_attempts=1), worker()
+    held = _held(store, w.id, settings)
+    asked = reason(WaitKind.QUESTION, "which file?")
+    store.runs.mark_waiting(held.opened_run(), asked)
+    assert asked == store.runs.get_run(held.opened_run()).waiting
+    report = Report.of(held, action, outcome, exit_code=0, error="stopped")
+    assert () == claims.exchange(store, w.id, reports=[report], settings=settings).stale
+    ended = store.runs.get_run(held.opened_run())
+    assert (outcome, None) == (ended.outcome, ended.to_dict()["waiting"])
+    assert [None] == [r.waiting for r in store.runs.list_runs(task_id=task.id)]
+    assert None is store.tasks.get_task(task.id).wait_reason
+
+
+BUDGET = {"max_cost_usd": 1.0, "max_tokens": 2_000_000}
+
+
+def test_an_answer_raises_a_budget_cap_in_the_same_transaction(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    """answer --budget: the dollar or token cap in the payload raised, the task ready, the
+    event saying by how much; the payload's other keys untouched."""
+    task, w = add(payload={"budget": BUDGET, "workdir": "/w"}), worker()
+    _waits(store, _held(store, w.id, settings), reason(WaitKind.BUDGET, "$1.02 of $1.00"))
+    answered = corral.answer(store, task.id, None, budget=BudgetRaise(cost_usd=1.5))
+    expected = {"budget": {"max_cost_usd": 2.5, "max_tokens": 2_000_000}, "workdir": "/w"}
+    assert (TaskStatus.READY, expected) == (answered.status, answered.payload)
+    assert {"answer": None, "budget_cost_usd": 1.5} == _last(store, task.id, "task.answered").data
+    _waits(store, _held(store, w.id, settings), reason(WaitKind.BUDGET, "tokens"))
+    answered = corral.answer(store, task.id, None, budget=BudgetRaise(tokens=500_000))
+    assert 2_500_000 == answered.payload["budget"]["max_tokens"]
+    assert 2.5 == answered.payload["budget"]["max_cost_usd"]
+
+
+def test_raising_a_cap_the_task_lacks_or_of_a_task_not_waiting_changes_nothing(
+    store: Store, settings: Settings, add: Add, worker: MakeWorker
+) -> None:
+    task, w = add(payload={"budget": {"max_tokens": 1000}}), worker()
+    with pytest.raises(InvalidTransition):
+        corral.answer(store, task.id, None, budget=BudgetRaise(tokens=5))
+    _waits(store, _held(store, w.id, settings), reason(WaitKind.BUDGET, "tokens"))
+    with pytest.raises(InvalidInput, match="budget"):
+        corral.answer(store, task.id, None, budget=BudgetRaise(cost_usd=1.0))
+    unchanged = store.tasks.get_task(task.id)
+    assert (TaskStatus.WAITING, {"max_tokens": 1000}) == (
+        unchanged.status,
+        unchanged.payload["budget"],
+    )

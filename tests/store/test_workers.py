@@ -56,7 +56,27 @@ def test_register_answers_the_worker_starting_and_the_interval(
     assert {"gpu": "no"} == w.labels
     assert (settings.heartbeat_interval_s, False) == (beat.heartbeat_interval_s, beat.drain)
     assert store.now() == w.registered_at == w.last_heartbeat_at
-    assert w == store.get_worker(w.id)
+    assert w == store.workers.get_worker(w.id)
+
+
+def test_register_records_the_hashes_of_the_process_keys(store: Store) -> None:
+    """The hashes a worker registers with are read back with it (what proves its processes
+    before a signal), and neither is in its JSON shape; none given reads as None."""
+    keyed = NewWorker(name="keyed", key_hash="a" * 64, runs_key_hash="b" * 64)
+    worker = corral.register(store, keyed).worker
+    read = store.workers.get_worker(worker.id)
+    plain = corral.register(store, NewWorker(name="plain")).worker
+    assert ("a" * 64, "b" * 64) == (read.key_hash, read.runs_key_hash)
+    assert (None, None) == (plain.key_hash, plain.runs_key_hash)
+    assert not {"key_hash", "runs_key_hash"} & set(read.to_dict())
+
+
+@pytest.mark.parametrize("field", ["key_hash", "runs_key_hash"])
+@pytest.mark.parametrize("value", ["", "A" * 64, "a" * 63, "g" * 64])
+def test_a_key_hash_that_is_no_sha256_in_hex_is_refused(field: str, value: str) -> None:
+    """A hash is 64 lowercase hex digits: anything else is InvalidInput naming the field."""
+    with pytest.raises(corral.InvalidInput, match=f"^{field}: expected a SHA-256 of 64"):
+        NewWorker(name="w", **{field: value})
 
 
 def test_two_registrations_with_one_name_are_two_workers(store: Store, worker: MakeWorker) -> None:
@@ -117,7 +137,7 @@ def test_heartbeat_extends_active_leases(
     clock.advance(5)
     corral.heartbeat(store, w.id, settings=settings)
     for claim, lease_s in ((first, 10), (second, 20)):
-        held = store.active_claim(claim.task_id)
+        held = store.claims.active_claim(claim.task_id)
         assert held is not None
         assert store.now() + timedelta(seconds=lease_s) == held.lease_expires_at
         assert 0 == held.renewals
@@ -133,7 +153,7 @@ def test_heartbeat_never_extends_a_lease_past_the_task_deadline(
     for _ in range(20):
         clock.advance(1)
         corral.heartbeat(store, w.id, settings=settings)
-    held = store.active_claim(claim.task_id)
+    held = store.claims.active_claim(claim.task_id)
     assert held is not None
     assert claim.claimed_at + timedelta(seconds=12) == held.lease_expires_at
     assert held.deadline_at == held.lease_expires_at
@@ -149,7 +169,7 @@ def test_heartbeat_extends_by_the_lease_length_of_the_last_renewal(
     renewed = corral.renew(store, task.id, worker_id=w.id, lease_s=500, settings=settings)
     clock.advance(1)
     corral.heartbeat(store, w.id, settings=settings)
-    held = store.active_claim(task.id)
+    held = store.claims.active_claim(task.id)
     assert held is not None
     assert renewed.lease_expires_at + timedelta(seconds=1) == held.lease_expires_at
 
@@ -167,7 +187,7 @@ def test_a_stale_worker_that_heartbeats_recovers(
     corral.claim(store, add().id, w.id, settings=settings)
     silence(1)
     assert 1 == corral.reconcile_once(store, settings=settings).workers_stale
-    assert WorkerStatus.STALE == store.get_worker(w.id).status
+    assert WorkerStatus.STALE == store.workers.get_worker(w.id).status
     beat = corral.heartbeat(store, w.id, settings=settings)
     assert WorkerStatus.BUSY == beat.worker.status
     assert ["worker.stale", "worker.recovered"] == [
@@ -209,12 +229,12 @@ def test_a_dead_worker_heartbeat_is_refused(
     w = worker()
     silence(settings.dead_after_missed)
     corral.reconcile_once(store, settings=settings)
-    before = store.get_worker(w.id)
+    before = store.workers.get_worker(w.id)
     assert WorkerStatus.DEAD == before.status
     with pytest.raises(WorkerUnavailable, match="dead: register a new worker") as caught:
         corral.heartbeat(store, w.id, settings=settings)
     assert 1 == caught.value.exit_code
-    assert before == store.get_worker(w.id)
+    assert before == store.workers.get_worker(w.id)
 
 
 def test_an_offline_worker_heartbeat_is_refused(
@@ -250,7 +270,7 @@ def test_deregister_records_worker_offline(store: Store, worker: MakeWorker, eve
     """Deregistering writes worker.offline with the reason."""
     w = worker()
     corral.deregister(store, w.id, reason="done for today")
-    [last] = store.list_events(corral.EventFilter(worker_id=w.id, limit=1))
+    [last] = store.events.list_events(corral.EventFilter(worker_id=w.id, limit=1))
     assert ("worker.offline", "idle", "offline", "done for today") == (
         last.name,
         last.from_status,
@@ -259,10 +279,32 @@ def test_deregister_records_worker_offline(store: Store, worker: MakeWorker, eve
     )
 
 
+def test_deregistered_at_is_when_it_went_offline_and_null_before(
+    store: Store, clock: FakeClock, settings: Settings, worker: MakeWorker
+) -> None:
+    """A worker carries no deregistered_at while registered, dead too (still in the
+    registry); deregistering stamps it with the store's time, in its JSON shape as well."""
+    w = worker()
+    assert None is store.workers.get_worker(w.id).deregistered_at
+    clock.advance(3 * settings.dead_after_missed * settings.heartbeat_interval_s)
+    corral.reconcile_once(store, settings=settings)
+    assert (WorkerStatus.DEAD, None) == _gone(store, w.id)
+    clock.advance(5.0)
+    at = store.now()
+    corral.deregister(store, w.id)
+    assert (WorkerStatus.OFFLINE, at) == _gone(store, w.id)
+    assert at.isoformat() == store.workers.get_worker(w.id).to_dict()["deregistered_at"]
+
+
+def _gone(store: Store, worker_id: str) -> tuple[WorkerStatus, object]:
+    found = store.workers.get_worker(worker_id)
+    return found.status, found.deregistered_at
+
+
 def test_list_workers_filters_by_status(store: Store, clock: FakeClock, worker: MakeWorker) -> None:
     """list_workers answers registration order, optionally only some statuses."""
     starting = worker("starting", beat=False)
     clock.advance(0.1)
     idle = worker("idle")
-    assert [starting.id, idle.id] == [w.id for w in store.list_workers()]
-    assert [idle.id] == [w.id for w in store.list_workers((WorkerStatus.IDLE,))]
+    assert [starting.id, idle.id] == [w.id for w in store.workers.list_workers()]
+    assert [idle.id] == [w.id for w in store.workers.list_workers((WorkerStatus.IDLE,))]

@@ -6,12 +6,14 @@ and when the user's own arguments leave them out (model/agents.py, docs/agents.m
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from corral.agents import load_profile
+from corral.foundation.errors import InvalidInput
 from corral.model.agents import BUILT_IN
+from corral.usecases.agents import load_profile
 
 CLAUDE = ("claude", "-p", "--output-format", "stream-json", "--verbose")
 ACCEPT_EDITS = ("--permission-mode", "acceptEdits")
@@ -89,3 +91,38 @@ def test_a_user_profile_keeps_its_bases_permissions_unless_it_sets_them(tmp_path
     assert ("/opt/claude", "-p", *ACCEPT_EDITS) == own
     assert ("claude", "-p", "--permission-mode", "plan") == plan
     assert CLAUDE == none
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("8000", 8000), ("0", None), ('"8G"', None), ("true", None), ("2147483648", None)],
+)
+def test_a_profile_states_its_runs_memory_in_whole_megabytes(
+    tmp_path: Path, value: str, expected: int | None
+) -> None:
+    """`memory_mb = 8000` is the run's expected peak; anything but 1 MB .. 2 PB in whole
+    megabytes is one error naming the file and key."""
+    (tmp_path / "big.toml").write_text(f'extends = "claude"\nmemory_mb = {value}\n')
+    if expected is not None:
+        assert expected == load_profile("big", str(tmp_path)).memory_mb
+        return
+    with pytest.raises(InvalidInput) as caught:
+        load_profile("big", str(tmp_path))
+    assert str(caught.value).startswith(
+        "agents/big.toml memory_mb: expected a whole number of MB from 1 to 2147483647"
+    )
+
+
+def test_claude_mcp_hands_claude_corrals_server_and_its_permission_prompts() -> None:
+    """claude-mcp is claude with `corral mcp` in an --mcp-config (starting and resuming)
+    and permission requests sent to corral's permission_prompt, acceptEdits kept; a mode
+    the user chooses replaces both permission flags, the server stays."""
+    profile = BUILT_IN["claude-mcp"]
+    config = json.loads(profile.command[profile.command.index("--mcp-config") + 1])
+    assert {"type": "stdio", "command": "corral", "args": ["mcp"]} == config["mcpServers"]["corral"]
+    assert profile.resume[-2:] == profile.command[-2:]
+    assert (*profile.command, *ACCEPT_EDITS, "--permission-prompt-tool",
+            "mcp__corral__permission_prompt") == profile.argv(extra=())  # fmt: skip
+    assert (*profile.command, "--permission-mode", "plan") == profile.argv(
+        extra=("--permission-mode", "plan")
+    )

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from corral.clock import FakeClock, SystemClock
-from corral.errors import InvalidInput
+from corral.foundation.clock import FakeClock, SystemClock
+from corral.foundation.errors import InvalidInput
 from corral.model.agents import BUILT_IN
 from corral.runtime.worker import agent_streams
 from corral.runtime.worker.agent_streams import Limit, StreamFacts, StreamReader, read_stream
 from corral.runtime.worker.executor import CommandSpec, run_command
-from corral.runtime.worker.outcome import Ending
+from corral.runtime.worker.reports import Ending
 
 FAKES = Path(__file__).resolve().parents[1] / "agents" / "fakes"
 SESSION = "9f2c1e64-2c4b-4be5-9d0e-3c54a1f0b7aa"
@@ -49,6 +49,8 @@ def write(path: Path, *lines: str) -> Path:
 
 # -- claude-stream-json ---------------------------------------------------------------------
 
+CLAUDE_MODEL = "claude-sonnet-4-5"  # what its init line says it runs (a span's request.model)
+
 
 def init() -> str:
     return line(
@@ -58,7 +60,7 @@ def init() -> str:
             "cwd": "/work",
             "session_id": SESSION,
             "tools": ["Bash", "Read", "AskUserQuestion"],
-            "model": "claude-sonnet-4-5",
+            "model": CLAUDE_MODEL,
             "permissionMode": "default",
             "claude_code_version": "2.1.30",
         }
@@ -112,8 +114,11 @@ CLAUDE_USAGE = {
 }
 
 
-def claude(path: Path) -> StreamFacts:
-    return read_stream("claude-stream-json", str(path))
+STREAMED = {"input_tokens": 3, "output_tokens": 2, "cache_read_tokens": 22077}
+
+
+def claude(path: Path, *, streamed: bool = False) -> StreamFacts:
+    return read_stream("claude-stream-json", str(path), streamed=streamed)
 
 
 def test_a_claude_run_gives_its_session_version_usage_and_cost(tmp_path: Path) -> None:
@@ -126,8 +131,11 @@ def test_a_claude_run_gives_its_session_version_usage_and_cost(tmp_path: Path) -
         line({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result"}]}}),
         result(),
     )
-    expected = StreamFacts(session_id=SESSION, usage=CLAUDE_USAGE, agent_version="2.1.30")
+    expected = StreamFacts(
+        session_id=SESSION, usage=CLAUDE_USAGE, agent_version="2.1.30", model=CLAUDE_MODEL
+    )
     assert expected == claude(path)
+    assert STREAMED == claude(path, streamed=True).streamed  # under a budget
 
 
 def test_usage_keys_are_ints_and_the_cost_a_float(tmp_path: Path) -> None:
@@ -144,15 +152,42 @@ def test_spaced_json_and_another_key_order_are_read_too(tmp_path: Path) -> None:
     spaced = json.dumps(json.loads(result())) + "\n"  # ", " and ": " separators
     reordered = json.dumps({"session_id": SESSION, **json.loads(init())}) + "\n"
     path = write(tmp_path / "t.jsonl", reordered, spaced)
-    expected = StreamFacts(session_id=SESSION, usage=CLAUDE_USAGE, agent_version="2.1.30")
+    expected = StreamFacts(
+        session_id=SESSION, usage=CLAUDE_USAGE, agent_version="2.1.30", model=CLAUDE_MODEL
+    )
     assert expected == claude(path)
 
 
 def test_no_result_line_means_no_usage_even_with_assistant_usage(tmp_path: Path) -> None:
-    """Per-message usage is not the run's: without a result the stream reported none."""
+    """Per-message usage is not the run's: without a result the stream reported none; a
+    budget's reader sums it apart, as `streamed`."""
     path = write(tmp_path / "t.jsonl", init(), assistant(text("Working.")))
-    facts = claude(path)
-    assert (SESSION, None) == (facts.session_id, facts.usage)
+    facts = claude(path, streamed=True)
+    assert (SESSION, None, STREAMED) == (facts.session_id, facts.usage, facts.streamed)
+    assert None is claude(path).streamed  # no budget: assistant lines are not read for it
+
+
+def message_line(message_id: str, block: dict[str, Any], **usage: int) -> str:
+    message = {"id": message_id, "type": "message", "role": "assistant"}
+    message |= {"content": [block], "usage": usage}
+    return line({"type": "assistant", "message": message, "session_id": SESSION})
+
+
+def test_streamed_usage_sums_each_message_once_as_its_lines_repeat_it(tmp_path: Path) -> None:
+    """Claude writes a line per content block of a message, each with the message's usage:
+    a message counts once (its highest figures), messages add up, and a `usage` key in a
+    tool's input is not the message's."""
+    first = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 100}
+    path = write(
+        tmp_path / "t.jsonl",
+        init(),
+        message_line("msg_a", text("Reading."), **first),
+        message_line("msg_a", tool_use("Write", {"usage": {"input_tokens": 9999}}), **first),
+        message_line("msg_b", text("Done."), input_tokens=20, output_tokens=1),
+        message_line("msg_b", text("Done."), input_tokens=20, output_tokens=7),
+    )
+    expected = {"input_tokens": 30, "output_tokens": 12, "cache_write_tokens": 100}
+    assert expected == claude(path, streamed=True).streamed
 
 
 def test_only_a_rejected_rate_limit_event_is_a_limit(tmp_path: Path) -> None:
@@ -298,7 +333,9 @@ def test_malformed_lines_are_skipped_and_the_rest_is_read(tmp_path: Path) -> Non
     with open(path, "ab") as handle:
         handle.write(b'{"type":"result","result":"\xff\xfe"}\n')
     write(path, '{"type":"result", "usage":\n', result())
-    expected = StreamFacts(session_id=SESSION, usage=CLAUDE_USAGE, agent_version="2.1.30")
+    expected = StreamFacts(
+        session_id=SESSION, usage=CLAUDE_USAGE, agent_version="2.1.30", model=CLAUDE_MODEL
+    )
     assert expected == claude(path)
 
 

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
+from corral.foundation.policies import RetryPolicy
 from corral.model.backoff import GiveUp, Retry, after_crash, after_failure, delay_s
-from corral.policies import RetryPolicy
 
 POLICY = RetryPolicy(max_attempts=3, base_s=10.0, max_s=3600.0, jitter=0.0)
 

@@ -1,4 +1,5 @@
-"""The adaptive batch size: grows while the queue is deep and tasks are quick, else shrinks."""
+"""The exchange's pure decisions: the adaptive batch size (grows while the queue is deep and
+tasks are quick, else shrinks) and where a completion takes its task."""
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
 
@@ -6,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from corral.model.batches import next_batch_size
+from corral.model.exchange import COMPLETED_TO, completed_to, next_batch_size
+from corral.model.states import TaskStatus
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,10 @@ def test_next_batch_size(
 def test_a_batch_of_one_stays_one() -> None:
     """most=1 (the default) is one task at a time, whatever the queue."""
     assert 1 == next_batch_size(1, 1, mean_task_s=0.0, most=1, window_s=0.1)
+
+
+def test_a_completion_goes_to_review_only_when_the_task_requires_it() -> None:
+    """requires_review: in_review; else done. The dialects' table is indexed by it (0, 1)."""
+    assert TaskStatus.IN_REVIEW == completed_to(requires_review=True)
+    assert TaskStatus.DONE == completed_to(requires_review=False)
+    assert (TaskStatus.DONE, TaskStatus.IN_REVIEW) == COMPLETED_TO

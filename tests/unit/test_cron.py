@@ -1,4 +1,5 @@
-"""Cron times: six fields with seconds first, daylight saving in two zones, bad input, keys."""
+"""Cron times: five fields, six with seconds first, seven with a year; daylight saving in two
+zones, bad input, keys."""
 
 # SIM300: asserts read `expected == actual` (STYLE.md habit 10).
 
@@ -86,6 +87,45 @@ def test_a_frequent_expression_runs_on_real_time_through_the_repeat():
     ] == _local("0 */30 * * * *", "Europe/Paris", after, 3)
 
 
+def test_five_fields_are_standard_cron_minute_first_at_second_zero():
+    """`30 2 * * *` is 02:30:00, as in a crontab, on the wall clock of its zone too."""
+    after = datetime(2030, 3, 30, tzinfo=UTC)
+    assert ["03-30 02:30:00+0100", "03-31 03:00:00+0200"] == _local(
+        "30 2 * * *", "Europe/Paris", after, 2
+    )
+
+
+@pytest.mark.parametrize(
+    ("year", "forward", "back"),
+    [
+        ("2031", ["2031-11-01", "2031-12-01"], "2031-12-01"),
+        ("2031,2033", ["2031-11-01", "2031-12-01", "2033-01-01"], "2033-12-01"),
+        ("2032-2033", ["2032-01-01", "2032-02-01"], "2033-12-01"),
+        ("*/3", ["2033-01-01", "2033-02-01"], "2036-12-01"),  # 1970 + 3k: 2033, 2036
+        ("2031/2", ["2031-11-01", "2031-12-01", "2033-01-01"], "2037-12-01"),
+        ("*", ["2031-11-01", "2031-12-01", "2032-01-01"], "2037-12-01"),
+    ],
+)
+def test_a_seventh_field_names_the_years_it_fires_in(year, forward, back):
+    """The year field filters the local year; the walk jumps the years it does not name,
+    forward (from 2031-10-15) and back (from 2038-01-01)."""
+    expr = f"0 0 0 1 * * {year}"
+    times = islice(cron.times_after(expr, UTC, datetime(2031, 10, 15, tzinfo=UTC)), len(forward))
+    assert forward == [at.strftime("%Y-%m-%d") for at in times]
+    before = next(cron.times_until(expr, UTC, datetime(2037, 12, 31, tzinfo=UTC)))
+    assert back == before.strftime("%Y-%m-%d")
+
+
+def test_a_year_walk_ends_after_the_last_year_named():
+    """Forward past the last year named: no time at all, not a walk of fifty years."""
+    after = datetime(2031, 1, 1, tzinfo=UTC)
+    assert [] == list(cron.times_after("* * * * * * 2030", UTC, after))
+    until = datetime(2035, 6, 1, tzinfo=UTC)
+    assert datetime(2030, 12, 31, 23, 59, 59, tzinfo=UTC) == next(
+        cron.times_until("* * * * * * 2030", UTC, until)
+    )
+
+
 def test_times_until_walks_back_and_includes_its_bound():
     """Newest first, `until` itself included when it is a fire time."""
     until = datetime(2030, 1, 1, 0, 0, 5, tzinfo=UTC)
@@ -99,8 +139,15 @@ def test_times_until_walks_back_and_includes_its_bound():
         ("0 0 0 30 2,4 *", "UTC", None),  # April has a 30th
         ("61 * * * * *", "UTC", "cron: expected a valid second field"),
         ("0 0 25 * * *", "UTC", "cron: expected a valid hour field"),
-        ("0 0 * * *", "UTC", "cron: expected six fields"),
-        ("0 0 0 * * * 2030", "UTC", "cron: expected six fields"),
+        ("0 0 * *", "UTC", "cron: expected five fields"),
+        ("0 0 0 * * * 2030 1", "UTC", "cron: expected five fields"),
+        ("0 0 0 * * * 2030", "UTC", None),
+        ("0 0 0 * * * 1999", "UTC", "cron: expected an expression that fires (a year field"),
+        ("0 0 0 * * * 2100", "UTC", "cron: expected years from 1970 to 2099"),
+        ("0 0 0 * * * 2031-2030", "UTC", "cron: expected years from 1970 to 2099"),
+        ("0 0 0 * * * */0", "UTC", "cron: expected years from 1970 to 2099"),
+        ("0 0 0 * * * 20x0", "UTC", "cron: expected a valid year field"),
+        ("61 * * * *", "UTC", "cron: expected a valid minute field"),
         ("x * * * * *", "UTC", "cron: expected a valid second field"),
         ("0 0 0 * * *", "Mars/Olympus", "timezone: expected an IANA time zone"),
     ],

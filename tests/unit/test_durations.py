@@ -8,14 +8,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from corral.durations import (
+from corral.foundation.durations import (
+    format_age,
     format_duration,
     iso,
     parse_delay_or_instant,
     parse_duration_s,
     parse_instant,
 )
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 
 NOW = datetime(2030, 1, 31, 9, 0, tzinfo=UTC)
 
@@ -123,6 +124,14 @@ def test_delay_or_instant_rejects_other_text_naming_both_forms() -> None:
 def test_format_duration_is_short_and_readable(seconds: float, text: str) -> None:
     """Durations print in the largest units, dropping detail that does not matter at that size."""
     assert text == format_duration(seconds)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.0, "0s"), (0.708, "0s"), (1.9, "1s"), (-3.0, "0s"), (90.5, "1m30s")]
+)
+def test_an_age_is_whole_seconds(seconds: float, text: str) -> None:
+    """A review's wait or a heartbeat's age: never milliseconds, never negative."""
+    assert text == format_age(seconds)
 
 
 def test_iso_renders_utc_or_none() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from corral import errors
+from corral.foundation import errors
 
 
 @pytest.mark.parametrize(
@@ -22,6 +22,7 @@ from corral import errors
         (errors.LimitReached, 1, 409),
         (errors.StoreError, 3, 503),
         (errors.SchemaTooNew, 3, 503),
+        (errors.WaitEnded, 3, 503),
     ],
 )
 def test_each_error_class_knows_its_exit_code_and_http_status(
@@ -43,6 +44,7 @@ def test_each_error_class_knows_its_exit_code_and_http_status(
         (errors.LimitReached, errors.Refused),
         (errors.StoreError, errors.CorralError),
         (errors.SchemaTooNew, errors.StoreError),
+        (errors.WaitEnded, errors.StoreError),
     ],
 )
 def test_the_error_tree(child: type[Exception], parent: type[Exception]) -> None:
@@ -60,6 +62,7 @@ def test_the_error_tree(child: type[Exception], parent: type[Exception]) -> None
         errors.LimitReached,
         errors.StoreError,
         errors.SchemaTooNew,
+        errors.WaitEnded,
     ],
 )
 def test_the_docstring_is_the_default_message(cls: type[errors.CorralError]) -> None:

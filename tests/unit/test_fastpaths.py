@@ -1,4 +1,5 @@
-"""The /proc fast paths (corral.fastpaths) give what psutil gives, without importing it."""
+"""The /proc fast paths (corral.foundation.fastpaths) give what psutil gives, without
+importing it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import psutil
 import pytest
 
-from corral import fastpaths
+from corral.foundation import fastpaths
 
 
 def test_a_start_time_is_the_one_psutil_computes():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.ids import RUN_PREFIX, TASK_PREFIX, new_id, new_ids
+from corral.foundation.ids import RUN_PREFIX, TASK_PREFIX, new_id, new_ids
 
 
 def test_an_id_is_its_prefix_and_ten_characters_of_the_alphabet() -> None:

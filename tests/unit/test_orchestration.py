@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from corral.foundation.settings import Settings
 from corral.model.orchestrators import (
     OrchestratorMember,
     OrchestratorState,
@@ -12,7 +13,6 @@ from corral.model.orchestrators import (
     fleet,
     holder_is_dead,
 )
-from corral.settings import Settings
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 POLICY = Settings(heartbeat_interval_s=10, dead_after_missed=3).liveness

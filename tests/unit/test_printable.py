@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from corral.printable import one_line, visible
+from corral.foundation.printable import one_line, visible
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task
 from corral.runtime.worker.agent_runs import continuation_prompt
@@ -134,3 +134,14 @@ def test_a_resumed_session_is_told_the_answer_instead_of_to_carry_on() -> None:
         "Continue, then finish as before."
     ) == told
     assert "A person answered: staging" in continuation_prompt(task, "add a test")
+
+
+def test_a_resumed_session_is_told_its_pull_requests_failing_checks() -> None:
+    """A changes note of failed checks (git/pr_checks.py) is told as what the checks
+    reported, not as a reviewer's request."""
+    note = "pull request checks failed:\n- test: FAILURE https://ci/1\n\nassert 3 == 2"
+    assert (
+        "About task t-1 (Fix the login bug), its pull request checks failed:\n"
+        "- test: FAILURE https://ci/1\n\nassert 3 == 2\n\nFix what they report, then finish "
+        "as before."
+    ) == continuation_prompt(_task(), note)

@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from corral.foundation.settings import Settings
 from corral.model.backoff import GiveUp, Retry
 from corral.model.recovery import (
     ClaimView,
@@ -20,10 +22,10 @@ from corral.model.recovery import (
     RequeueOrphan,
     Snapshot,
     WorkerView,
+    due_in_s,
     plan_recovery,
 )
 from corral.model.states import TaskStatus, WorkerStatus
-from corral.settings import Settings
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 SETTINGS = Settings(
@@ -245,3 +247,40 @@ def test_a_lease_that_ran_out_during_an_outage_lasts_a_dead_window_after_it() ->
     (decision,) = plan(workers=(worker(),), claims=(expired,), back_at=ago(30))
     assert isinstance(decision, ExpireClaim)
     assert (7, False) == (decision.token, decision.crash)
+
+
+@pytest.mark.parametrize(
+    ("workers", "claims", "due"),
+    [
+        ((), (), None),  # nothing watched, no lease: only the interval wakes the repair
+        ((worker(WorkerStatus.IDLE, silent_s=4, active=0),), (), 6.75),  # stale at 10.75 s
+        ((worker(WorkerStatus.STALE, silent_s=20, active=0),), (), 10.75),  # dead at 30.75 s
+        ((worker(WorkerStatus.DRAINING, silent_s=20, active=0),), (), 10.75),  # never stale
+        ((worker(silent_s=4),), (claim(expires_in_s=3.0),), 3.0),  # the lease ends first
+        ((worker(silent_s=40),), (), 0.0),  # overdue: now
+    ],
+)
+def test_due_in_s_is_the_next_decision_a_snapshot_holds(workers, claims, due) -> None:
+    """A watched worker's next mark or a running task's lease end, whichever comes first."""
+    snapshot = Snapshot(now=NOW, workers=workers, claims=claims, orphans=())
+    assert due == due_in_s(snapshot, SETTINGS)
+
+
+@pytest.mark.parametrize("status", [WorkerStatus.IDLE, WorkerStatus.STALE, WorkerStatus.DRAINING])
+def test_at_the_time_due_the_plan_has_the_decision(status: WorkerStatus) -> None:
+    """Just before the time due_in_s names, nothing to do; at it, the worker is marked."""
+    snapshot = Snapshot(now=NOW, workers=(worker(status, active=0),), claims=(), orphans=())
+    due = due_in_s(snapshot, SETTINGS)
+    assert due is not None
+    later = NOW + timedelta(seconds=due)
+    assert [] == plan_recovery(
+        replace(snapshot, now=later - timedelta(seconds=0.01)), SETTINGS, random.Random(0)
+    )
+    marked = plan_recovery(replace(snapshot, now=later), SETTINGS, random.Random(0))
+    assert [MarkWorker] == [type(d) for d in marked]
+
+
+def test_after_an_outage_the_silence_counts_from_the_store_coming_back() -> None:
+    """A worker silent for a minute when the store came back 2 s ago: stale 10.75 s after then."""
+    snapshot = Snapshot(now=NOW, workers=(worker(silent_s=60),), claims=(), orphans=())
+    assert 8.75 == due_in_s(snapshot, SETTINGS, back_at=ago(2))

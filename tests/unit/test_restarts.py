@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from corral.foundation.settings import Settings
 from corral.model.restarts import RestartHistory, after_exit, restart_delay_s
-from corral.settings import Settings
 
 POLICY = Settings(restart_delay_s=1, max_restart_delay_s=8, max_restarts=5, min_uptime_s=10).process
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from corral.errors import InvalidInput
-from corral.policies import (
+from corral.foundation.errors import InvalidInput
+from corral.foundation.policies import (
     LeasePolicy,
     LivenessPolicy,
     ProcessPolicy,
     QueueLimits,
     RetryPolicy,
 )
-from corral.settings import SPEC, Settings, load_settings
+from corral.foundation.settings import SPEC, Settings, load_settings
 
 
 def test_defaults_come_from_the_spec_table() -> None:

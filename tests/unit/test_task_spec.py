@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.states import ALLOWED_FROM, FINAL, TaskStatus
 from corral.model.tasks import NewTask, check_name
 
@@ -102,6 +102,7 @@ def test_the_transition_table() -> None:
         "request_changes": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
         "merge": {TaskStatus.APPROVED},
         "merge_pr": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
+        "checks_failed": {TaskStatus.IN_REVIEW, TaskStatus.APPROVED},
         "land": {TaskStatus.DONE},
         "reprioritise": {
             TaskStatus.BLOCKED,

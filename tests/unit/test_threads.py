@@ -1,10 +1,10 @@
-"""The thread-service base (corral.threads): start, stop, join."""
+"""The thread-service base (corral.foundation.threads): start, stop, join."""
 
 from __future__ import annotations
 
 import threading
 
-from corral.threads import ThreadService
+from corral.foundation.threads import ThreadService
 
 
 class Waiter(ThreadService):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.tools import ToolRequirement, older, parse_requirement, version_in
 
 

@@ -13,13 +13,13 @@ import pytest
 
 from corral.cli import argtree
 from corral.cli.worker_start import worker_spec
-from corral.errors import InvalidInput
-from corral.policies import WorkerOptions, WorkerSpec
+from corral.foundation.errors import InvalidInput
+from corral.foundation.policies import WorkerOptions, WorkerSpec
+from corral.foundation.settings import SPEC
+from corral.foundation.worker_options import KEYWORDS, OPTIONS, START
 from corral.runtime.worker import api
 from corral.runtime.worker.api import run_worker
 from corral.runtime.worker.config import PACING, RESOLVED, RunnerConfig, runner_config
-from corral.settings import SPEC
-from corral.worker_options import KEYWORDS, OPTIONS, START
 
 # run_worker's parameters that are not worker options: the work, and how to reach a store.
 NOT_OPTIONS = {"execute", "capture_io", "context", "db", "token", "settings", "namespace"}

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from corral.cli import argtree, worker_flags
-from corral.errors import InvalidInput
-from corral.policies import WorkerOptions
+from corral.foundation.errors import InvalidInput
+from corral.foundation.policies import WorkerOptions
+from corral.foundation.settings import SPEC, Settings
+from corral.foundation.worker_options import OPTIONS
 from corral.runtime.pool.worker_process import worker_argv
-from corral.settings import SPEC, Settings
-from corral.worker_options import OPTIONS
 
 DOCS = Path(__file__).parents[2] / "docs"
 
@@ -57,7 +57,7 @@ def test_a_slots_command_line_means_the_pools_options_to_both_commands(words, fi
     """worker_argv's flags, parsed by `worker start` (and `orchestrator start`, which takes
     the same), yield the very options of the pool."""
     pool = Settings().with_flags({"pool_workers": "2", **GIVEN}).pool
-    argv = worker_argv("slot-2", pool)
+    argv = worker_argv("slot-2", pool.options)
     assert ["worker", "start", "--name", "slot-2", "--shutdown-timeout", "1d"] == argv[3:9]
     parsed = argtree.parse([*words, *argv[first:]], words)
     assert pool.options == Settings().with_flags(worker_flags.given(parsed)).pool.options
@@ -67,7 +67,7 @@ def test_options_at_their_default_are_left_off_a_slots_command_line() -> None:
     """A pool of defaults runs `worker start --name --shutdown-timeout --exec` and no more."""
     pool = Settings().with_flags({"pool_exec": "agent"}).pool
     assert ["--name", "slot-1", "--shutdown-timeout", "1d", "--exec=agent"] == worker_argv(
-        "slot-1", pool
+        "slot-1", pool.options
     )[5:]
 
 

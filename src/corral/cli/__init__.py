@@ -21,7 +21,7 @@ def run() -> NoReturn:
     stdout flushed before `os._exit`.
     """
     gc.disable()
-    from corral.cli.main import main  # noqa: PLC0415 - every CLI import after gc.disable()
+    from corral.cli.main import main  # every CLI import after gc.disable()
 
     os._exit(_flushed(main()))
 

@@ -8,10 +8,10 @@ from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.git.ignore import exclude_state_dir
 from corral.git.repo import GitFailed
-from corral.queues import apply_configured_limits
 from corral.store.location import state_dir
 from corral.store.urls import safe_url
-from corral.usage import apply_configured_providers
+from corral.usecases.queues import apply_configured_limits
+from corral.usecases.usage import apply_configured_providers
 
 
 def cmd_init(ctx: Context) -> int:
@@ -40,16 +40,19 @@ def cmd_reconcile(ctx: Context) -> int:
     """One maintenance pass, every part of it (corral.runtime.maintenance); prints what it
     did, and on stderr any part that failed (its error's exit code then, the other parts
     done)."""
-    from corral.clock import SystemClock  # noqa: PLC0415 - reconcile alone
-    from corral.logs import logger  # noqa: PLC0415 - reconcile alone
-    from corral.runtime import maintenance  # noqa: PLC0415 - runtime and git: not for init
+    from corral.foundation.clock import SystemClock  # reconcile alone
+    from corral.foundation.logs import logger  # reconcile alone
+    from corral.git.worktrees import Worktrees  # reconcile alone
+    from corral.runtime import maintenance  # runtime and git: not for init
 
+    if ctx.args.repo is not None:  # a named repository that is none: refused before the pass
+        Worktrees.open(ctx.args.repo, ctx.settings.worktree)
     report = maintenance.run_once(
         ctx.store,
         settings=ctx.settings,
         place=maintenance.Place(db=ctx.db, repo=ctx.args.repo),
         clock=SystemClock(),
-        log=logger("corral.reconcile"),
+        log=logger("corral.usecases.reconcile"),
         actor="reconcile",
     )
     done = [f"{name.replace('_', ' ')}: {n}" for name, n in report.counts().items() if n]
@@ -60,16 +63,16 @@ def cmd_reconcile(ctx: Context) -> int:
     return max((f.exit_code for f in report.failures), default=0)
 
 
+REPO = Arg(
+    "--repo", metavar="DIR", help="also prune orphaned worktrees there (default: here, if any)"
+)
+
 COMMANDS = (
     Command("init", cmd_init, "create the store (.corral/corral.db by default)"),
     Command(
         "reconcile",
         cmd_reconcile,
         "one maintenance pass: repair, schedules, this host's clean-up, retention",
-        Arg(
-            "--repo",
-            metavar="DIR",
-            help="also prune orphaned worktrees there (default: here, if any)",
-        ),
+        REPO,
     ),
 )

@@ -9,10 +9,10 @@ not valid is listed with its error instead of failing the listing.
 
 from __future__ import annotations
 
-from corral.agents import GENERIC, ProfileSeen, agent_profiles, agents_dir
 from corral.cli.commands import Command
 from corral.cli.context import Context
 from corral.cli.render import table
+from corral.usecases.agents import GENERIC, ProfileSeen, agent_profiles, agents_dir
 
 
 def cmd_agent_list(ctx: Context) -> int:

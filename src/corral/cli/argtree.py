@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import NoReturn
 
 from corral import __version__
 from corral.cli.commands import COMMAND_TABLE, GROUPS, Command, find_command
+from corral.foundation.errors import LINE_CHARS, QUOTED_CHARS
+from corral.foundation.printable import one_line
 
 USAGE_EXIT = 2
 DB_HELP = "store path or URL (default $CORRAL_DB or .corral/corral.db)"
@@ -38,9 +41,20 @@ class _Parser(argparse.ArgumentParser):
         return argparse.HelpFormatter(prog=self.prog, width=_columns() - 2)
 
     def error(self, message: str) -> NoReturn:
+        # argparse quotes a bad value whole (`invalid choice: 'aaa...'`), and an
+        # unrecognized one raw: escaped and cut as every error line is (cli/main.py).
         sys.stderr.write(self.format_usage())
-        sys.stderr.write(f"corral: error: {message} (see `{self.prog} --help`)\n")
+        shown = one_line(re.sub(_LONG_WORD, _cut, message), LINE_CHARS)
+        sys.stderr.write(f"corral: error: {shown} (see `{self.prog} --help`)\n")
         sys.exit(USAGE_EXIT)
+
+
+# A quoted value, or a word, longer than an error quotes of a value (errors.QUOTED_CHARS).
+_LONG_WORD = rf"'[^']{{{QUOTED_CHARS},}}'|\S{{{QUOTED_CHARS + 1},}}"
+
+
+def _cut(long_word: re.Match[str]) -> str:
+    return long_word[0][: QUOTED_CHARS - 3] + "..."
 
 
 def _columns() -> int:

@@ -6,19 +6,19 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from corral import landings
 from corral.cli import render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.cli.review_cmds import REPO, strategy_of
 from corral.model.actors import OPERATOR
+from corral.usecases import landings
 
 if TYPE_CHECKING:
-    from corral.landings import LandingBranches
+    from corral.usecases.landings import LandingBranches
 
 
 def _repo(ctx: Context) -> LandingBranches:
-    from corral.git import merging, worktrees  # noqa: PLC0415 - only these commands need git
+    from corral.git import merging, worktrees  # only these commands need git
 
     path = ctx.args.repo or os.getcwd()
     return merging.GitBranches(worktrees.Worktrees.open(path, ctx.settings.worktree))

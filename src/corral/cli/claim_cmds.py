@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral import claims
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.durations import iso, parse_delay_or_instant
+from corral.foundation.durations import iso, parse_delay_or_instant
 from corral.model.states import FINISHED_WELL
+from corral.usecases import claims
 
 if TYPE_CHECKING:
     from corral.model.claims import Claim

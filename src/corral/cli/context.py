@@ -3,8 +3,8 @@
 The store is opened on first use, so `--help` and usage errors never touch a database.
 The settings are read on first use too, and before the store is opened whenever a config
 file or a `CORRAL_<SETTING>` variable is there: a bad one fails every command alike, and
-a command that reads no setting is spared building them from the defaults (`corral.settings`
-is about 1.7 ms of start-up, bench/cli_latency.py).
+a command that reads no setting is spared building them from the defaults
+(`corral.foundation.settings` is about 1.7 ms of start-up, bench/cli_latency.py).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from corral import filemodes
-from corral.documents import MAX_INT64
-from corral.errors import StoreError
+from corral.foundation import filemodes
+from corral.foundation.documents import MAX_INT64
+from corral.foundation.errors import StoreError
+from corral.foundation.printable import visible
+from corral.foundation.variables import INERT
 from corral.model.namespaces import DEFAULT_NAMESPACE, checked
-from corral.printable import visible
 from corral.store import Store, open_store
 from corral.store.location import DB_NAME, DEFAULT_DIR, config_path, resolve_db
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Protocol, TypeAlias
 
-    from corral.settings import Settings
+    from corral.foundation.settings import Settings
 
     # What the fast path (fast_parse) or argparse (argtree) made of the command line.
     Args: TypeAlias = SimpleNamespace | argparse.Namespace
@@ -40,29 +41,6 @@ if TYPE_CHECKING:
         def to_dict(self) -> dict[str, Any]:
             """The record as JSON (docs/cli.md)."""
             ...
-
-
-# The variables corral reads or sets that are not settings (docs/cli.md, "Environment
-# variables"): alone, they leave the settings nothing to check. Any other CORRAL_* name
-# has the settings read (tests/unit/test_context.py holds this list apart from SPEC's).
-NOT_SETTINGS = frozenset(
-    {
-        "CORRAL_DB",
-        "CORRAL_NAMESPACE",
-        "CORRAL_CLAIM_TOKEN",
-        "CORRAL_TOKEN",  # a remote store's (store/remote): every remote command has it
-        "CORRAL_LOG_LEVEL",
-        "CORRAL_TASK_ID",
-        "CORRAL_WORKER_ID",
-        "CORRAL_RUN_ID",
-        "CORRAL_WORKER_TMP",
-        "CORRAL_WORKTREE_PATH",
-        "CORRAL_BRANCH",
-        "CORRAL_BASE_REF",
-        "CORRAL_REVIEW_NOTE",
-        "CORRAL_PORTABLE",
-    }
-)
 
 
 class Context:
@@ -88,7 +66,7 @@ class Context:
                         f"no corral store in {cwd} or above it: run `corral init`, "
                         "or name one with --db or CORRAL_DB"
                     )
-                from corral.settings import load_settings  # noqa: PLC0415 - init alone
+                from corral.foundation.settings import load_settings  # init alone
 
                 filemodes.use(load_settings().store_mode)  # the store's folder is made now
                 filemodes.make_dirs(os.path.join(cwd, DEFAULT_DIR))
@@ -106,7 +84,7 @@ class Context:
         """Defaults < `config.toml` beside the database < `CORRAL_*` variables."""
         if self._settings is None:
             # Off the start-up path of the commands that read no setting (module docstring).
-            from corral.settings import load_settings  # noqa: PLC0415 - 1.7 ms, see above
+            from corral.foundation.settings import load_settings  # 1.7 ms, see above
 
             self._settings = load_settings(config_path=config_path(self.db))
             filemodes.use(self._settings.store_mode)
@@ -129,7 +107,7 @@ class Context:
         """Whether a config file or a variable may change the defaults (and so may be bad)."""
         if os.path.isfile(config_path(self.db)):
             return True
-        return any(n.startswith("CORRAL_") and n not in NOT_SETTINGS for n in os.environ)
+        return any(n.startswith("CORRAL_") and n not in INERT for n in os.environ)
 
     @property
     def store(self) -> Store:
@@ -146,10 +124,12 @@ class Context:
 
     def token(self) -> int | None:
         """`--token`, else `CORRAL_CLAIM_TOKEN`, else None (act as an operator)."""
-        raw = getattr(self.args, "token", None) or os.environ.get("CORRAL_CLAIM_TOKEN") or None
+        # A `--token` given is a token, even empty (`--token "$UNSET"`): never operator mode.
+        given = getattr(self.args, "token", None)
+        raw = given if given is not None else os.environ.get("CORRAL_CLAIM_TOKEN") or None
         if raw is None:
             return None
-        from corral.cli.parsing import whole  # noqa: PLC0415 - only commands given a token
+        from corral.cli.parsing import whole  # only commands given a token
 
         return whole("token", raw, minimum=1, maximum=MAX_INT64)
 
@@ -179,6 +159,20 @@ class Context:
         """Collect garbage again: the console script turns the collector off for commands that
         live milliseconds (corral.cli.run), but a runner or an orchestrator lives for days."""
         gc.enable()
+
+    def keep_state_out_of_git(self) -> None:
+        """For a command that writes runs, logs or temporary folders beside its store: keep
+        that `.corral/` folder (in the current folder, for a store given by URL) out of the
+        git work tree it lies in, as `corral init` does for a SQLite store. A warning, never
+        a failure, when git's exclude file cannot be written."""
+        from corral.git.ignore import exclude_state_dir  # git: long-running commands only
+        from corral.git.repo import GitFailed
+        from corral.store.location import state_dir
+
+        try:
+            exclude_state_dir(state_dir(self.db))
+        except GitFailed as exc:
+            sys.stderr.write(f"corral: warning: {visible(exc.message)}\n")
 
     def close(self) -> None:
         """Close the store if it was opened."""

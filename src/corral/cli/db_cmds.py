@@ -2,12 +2,16 @@
 
 Both open the store without migrating it, so `db status` shows what is pending and
 `db migrate` is the one that applies it (every other command migrates on first use).
+Both run beside the database: an http:// store is bad input (exit 2), not a failing
+server (exit 3).
 """
 
 from __future__ import annotations
 
 from corral.cli.commands import Command
 from corral.cli.context import Context
+from corral.foundation.errors import InvalidInput
+from corral.store import is_http_url
 from corral.store.urls import safe_url
 
 
@@ -17,6 +21,7 @@ def _names(migrations: list[tuple[int, str]]) -> str:
 
 def cmd_status(ctx: Context) -> int:
     """Print the schema version and the migrations not yet applied."""
+    _local(ctx)
     store = ctx.store
     current, latest = store.schema_version()
     pending = store.pending_migrations()
@@ -34,6 +39,7 @@ def cmd_status(ctx: Context) -> int:
 
 def cmd_migrate(ctx: Context) -> int:
     """Apply the pending migrations (once, however many processes ask at the same time)."""
+    _local(ctx)
     store = ctx.store
     pending = dict(store.pending_migrations())
     applied = store.migrate()
@@ -46,6 +52,12 @@ def cmd_migrate(ctx: Context) -> int:
         else f"schema v{current}: nothing to apply",
     )
     return 0
+
+
+def _local(ctx: Context) -> None:
+    """InvalidInput unless the store is a database here (the server's own runs `corral db`)."""
+    if is_http_url(ctx.db):
+        raise InvalidInput("db", "a local store: `corral db` runs on the store's host", ctx.db)
 
 
 COMMANDS = (

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 from corral.cli.commands import Command
 from corral.cli.context import Context
-from corral.errors import InvalidInput, StoreError
+from corral.foundation.errors import InvalidInput, StoreError
 
 
 def cmd_doctor(ctx: Context) -> int:
     """Print each check; exit 1 when one failed (corral itself will not work here)."""
-    from corral.runtime.doctor import FAIL, check_machine  # noqa: PLC0415 - doctor alone
-    from corral.settings import Settings, load_settings  # noqa: PLC0415
-    from corral.store import open_store  # noqa: PLC0415
+    from corral.foundation.settings import Settings, load_settings
+    from corral.runtime.doctor import FAIL, check_machine, pool_programs, task_env
+    from corral.store import open_store
+    from corral.usecases.agents import agents_dir
 
     try:
         db: str | None = ctx.db
@@ -30,6 +33,8 @@ def cmd_doctor(ctx: Context) -> int:
     checks = check_machine(
         db, store_mode=settings.store_mode, open_store=probe, settings_problem=problem
     )
+    folder = agents_dir(db) if db is not None else ""
+    checks += pool_programs(settings, folder) + task_env(os.environ, settings, folder)
     width = max(len(c.name) for c in checks)
     lines = [f"{c.status:<4}  {c.name:<{width}}  {c.detail}" for c in checks]
     ctx.emit([c.to_dict() for c in checks], "\n".join(lines))

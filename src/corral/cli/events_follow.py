@@ -15,7 +15,7 @@ from types import FrameType
 
 from corral.cli import render
 from corral.cli.context import Context
-from corral.clock import SystemClock
+from corral.foundation.clock import SystemClock
 from corral.model.events import Event, EventFilter
 from corral.runtime import signals
 from corral.runtime.follow import Follower

@@ -8,10 +8,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from corral import __version__
 from corral.cli import fast_parse
 from corral.cli.commands import command_words, find_command
-from corral.errors import CorralError, InvalidInput, OutputFailed
-from corral.printable import one_line
+from corral.foundation.errors import LINE_CHARS, CorralError, InvalidInput, OutputFailed
+from corral.foundation.printable import one_line
 
 if TYPE_CHECKING:
     from corral.cli.context import Args, Context
@@ -25,12 +26,14 @@ def parse_args(argv: list[str]) -> Args:
         args = fast_parse.parse(argv, command)
         if args is not None:
             return args
-    from corral.cli import argtree  # noqa: PLC0415 - argparse only off the fast path (3 ms)
+    from corral.cli import argtree  # argparse only off the fast path (3 ms)
 
     return argtree.parse(argv, words)
 
 
-def _check_utf8(argv: list[str]) -> None:
+def _check_text(argv: list[str]) -> None:
+    """Every argument valid UTF-8 without NUL (an exec cannot pass one; `main` called in a
+    process can, and no path, name or document may hold it)."""
     for arg in argv:
         try:
             arg.encode("utf-8")
@@ -38,6 +41,8 @@ def _check_utf8(argv: list[str]) -> None:
             raise InvalidInput(
                 "argument", "valid UTF-8 text", arg.encode("utf-8", "replace").decode()
             ) from None
+        if "\0" in arg:
+            raise InvalidInput("argument", "text without a NUL character", arg)
 
 
 class _Stdout:
@@ -102,10 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     ctx: Context | None = None
     try:
         _guard_stdout()
-        _check_utf8(args_list)
+        _check_text(args_list)
+        if args_list == ["--version"]:  # as argparse says it, without building its tree
+            sys.stdout.write(f"corral {__version__}\n")
+            return 0
         args = parse_args(args_list)
         # After parsing: help and usage errors exit before the store's modules are imported.
-        from corral.cli.context import Context  # noqa: PLC0415 - see the line above
+        from corral.cli.context import Context  # see the line above
 
         ctx = Context(args)
         code: int = args.handler(ctx)
@@ -113,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except CorralError as exc:
         if sys.stderr is not None:  # not started with `2>&-`
-            sys.stderr.write(f"corral: error: {one_line(exc.message)}\n")  # data in it: shown
+            line = one_line(exc.message, LINE_CHARS)  # data in it: shown, not obeyed
+            sys.stderr.write(f"corral: error: {line}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

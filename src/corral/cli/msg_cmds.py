@@ -7,12 +7,12 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from corral import messages
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.clock import SystemClock
-from corral.printable import one_line
+from corral.foundation.clock import SystemClock
+from corral.foundation.printable import one_line
+from corral.usecases import messages
 
 if TYPE_CHECKING:
     from corral.model.messages import Message
@@ -81,7 +81,7 @@ def cmd_export(ctx: Context) -> int:
     """Every message (or every one to --to) as JSON lines, oldest first."""
     after = 0
     while True:
-        batch = ctx.store.list_messages(recipient=ctx.args.to, after_id=after, limit=1000)
+        batch = ctx.store.messages.list_messages(recipient=ctx.args.to, after_id=after, limit=1000)
         for message in batch:
             sys.stdout.write(json.dumps(message.to_dict()) + "\n")
         if len(batch) < 1000:

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from corral.cli.commands import Command
 from corral.cli.context import Context
 from corral.cli.render import table
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.namespace_counts import NamespaceCounts
 from corral.model.states import TaskStatus
-from corral.namespaces import list_namespaces
 from corral.store import is_http_url
+from corral.usecases.namespaces import list_namespaces
 
 
 def cmd_namespace_list(ctx: Context) -> int:

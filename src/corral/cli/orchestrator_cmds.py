@@ -6,10 +6,15 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from corral import orchestrators
 from corral.cli import parsing, render, worker_flags
+from corral.cli.admin_cmds import REPO, cmd_reconcile
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
+from corral.cli.keyed_start import start_again_with_a_key
+from corral.foundation.errors import InvalidInput
+from corral.foundation.process_keys import ORCHESTRATOR_KEY_ENV
+from corral.model.names import check_name
+from corral.usecases import orchestrators
 
 if TYPE_CHECKING:
     from corral.cli.context import Args
@@ -17,12 +22,17 @@ if TYPE_CHECKING:
 
 def cmd_start(ctx: Context) -> int:
     """Run the orchestrator here (or, with --daemon, in the background) until stopped."""
-    ctx.long_running()
-    from corral.runtime.pool import control, foreground  # noqa: PLC0415 - status starts without it
+    _use_config(ctx.args.config)
+    if not ctx.args.daemon:  # the detached one is given its key (control.daemonize)
+        start_again_with_a_key(ORCHESTRATOR_KEY_ENV)
+    from corral.runtime.pool import control, foreground  # status starts without it
 
-    settings = ctx.settings.with_flags(_pool_flags(ctx.args))
-    host = ctx.args.hostname or os.uname().nodename
+    settings = ctx.settings.with_flags(_pool_flags(ctx.args, bool(ctx.settings.pool_groups)))
+    host = os.uname().nodename if ctx.args.hostname is None else ctx.args.hostname
+    check_name("hostname", host)  # shown in every status line: one printable word
     orchestrator = foreground.prepare(ctx.store, db=ctx.db, settings=settings, host=host)
+    ctx.long_running()  # every flag checked: from here on it runs
+    ctx.keep_state_out_of_git()  # its logs, and its workers' runs
     if not ctx.args.daemon:
         return foreground.run(orchestrator, ctx.store, db=ctx.db, settings=settings)
     # This same command line without --daemon, detached.
@@ -35,7 +45,17 @@ def cmd_start(ctx: Context) -> int:
     return 0
 
 
-def _pool_flags(a: Args) -> dict[str, Any]:
+def _use_config(path: str | None) -> None:
+    """`--config FILE`: the settings come from FILE, as with CORRAL_CONFIG, which this
+    process (and so its workers, and `--daemon`'s detached copy) then has."""
+    if path is None:
+        return
+    if not os.path.isfile(path):
+        raise InvalidInput("config", "the path of an existing TOML file", path)
+    os.environ["CORRAL_CONFIG"] = os.path.abspath(path)
+
+
+def _pool_flags(a: Args, grouped: bool) -> dict[str, Any]:
     """The pool's flags given, by setting name; they win over `[pool]` keys."""
     values = worker_flags.given(a)
     jobs = ("pool_exec", "pool_call", "pool_agent")
@@ -43,6 +63,9 @@ def _pool_flags(a: Args) -> dict[str, Any]:
         if job in values:  # a job given replaces the file's others (--agent generic: its --exec)
             for other in jobs:
                 values.setdefault(other, "")
+    if a.workers is not None and grouped:
+        expected = "no --workers with [[pool.group]] (each group has its own workers)"
+        raise InvalidInput("workers", expected, a.workers)
     if a.workers is not None:
         values["pool_workers"] = a.workers
     return values
@@ -60,10 +83,10 @@ def cmd_overview(ctx: Context) -> int:
     """`corral status`: the orchestrator, its pool, the live workers, the queues and the tasks;
     with --watch, again every --interval until stopped."""
     if ctx.args.watch or ctx.args.interval is not None:
-        from corral.cli import watch  # noqa: PLC0415 - curses and the loops: --watch only
+        from corral.cli import watch  # curses and the loops: --watch only
 
         return watch.watch(ctx)
-    from corral.runtime.pool.overview import overview  # noqa: PLC0415 - psutil: not for the others
+    from corral.runtime.pool.overview import overview  # psutil: not for the others
 
     found = overview(ctx.store, settings=ctx.settings)
     ctx.emit(found.to_dict(), render.overview(found))
@@ -72,7 +95,7 @@ def cmd_overview(ctx: Context) -> int:
 
 def cmd_stop(ctx: Context) -> int:
     """Mark the orchestrator stopping, signal it, and wait until it has stopped."""
-    from corral.runtime.pool import control  # noqa: PLC0415 - status starts without it
+    from corral.runtime.pool import control  # status starts without it
 
     stopped = control.stop_orchestrator(
         ctx.store,
@@ -89,6 +112,7 @@ COMMANDS = (
         "orchestrator start",
         cmd_start,
         "run the orchestrator until stopped",
+        Arg("--config", metavar="FILE", help="read the settings from FILE (as CORRAL_CONFIG)"),
         Arg("--workers", help="worker processes to keep running (default pool.workers)"),
         *worker_flags.option_args(),
         Arg("--daemon", action="store_true", help="detach; log to .corral/logs/"),
@@ -102,6 +126,8 @@ COMMANDS = (
         Arg("--graceful", action="store_true", help="let running tasks finish (up to --timeout)"),
         Arg("--timeout", metavar="DURATION", help="how long tasks may finish (default 5m)"),
     ),
+    # Seed 000 names the maintenance pass `orchestrator reconcile`: its scripts run as written.
+    Command("orchestrator reconcile", cmd_reconcile, "the same pass as `corral reconcile`", REPO),
     Command(
         "status",
         cmd_overview,

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from corral.cli import parsing
 from corral.cli.commands import Arg
 from corral.cli.context import Context
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import record
 from corral.model.paging import Page, R, page_of, parse_cursor
 
 
@@ -28,7 +28,7 @@ def args(default_limit: int | None) -> tuple[Arg, ...]:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Ask:
     """A listing's page as its flags ask for it."""
 

@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from corral import documents
-from corral.durations import parse_duration_s
-from corral.errors import InvalidInput
+from corral.foundation import documents
+from corral.foundation.durations import parse_duration_s
+from corral.foundation.errors import InvalidInput
 
 
 def whole(
@@ -59,7 +59,7 @@ def positive_duration(field: str, raw: str | None) -> float | None:
 
 
 def json_value(field: str, raw: str | None) -> Any:
-    """Parsed JSON text that every store holds alike (corral.documents), or None."""
+    """Parsed JSON text that every store holds alike (corral.foundation.documents), or None."""
     return None if raw is None else documents.parse(field, raw)
 
 
@@ -75,6 +75,6 @@ def json_object(field: str, raw: str | None) -> dict[str, Any]:
 
 def labels(field: str, items: Sequence[str] | None) -> dict[str, str]:
     """`k=v` pairs as a dict (the rule is the model's: worker options are checked by it too)."""
-    from corral.model.labels import parse_labels  # noqa: PLC0415 - only commands taking labels
+    from corral.model.labels import parse_labels  # only commands taking labels
 
     return parse_labels(field, items)

@@ -1,17 +1,17 @@
-"""`corral prune`: delete what is old enough (corral/retention.py), or count it."""
+"""`corral prune`: delete what is old enough (corral/usecases/retention.py), or count it."""
 
 from __future__ import annotations
 
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.store import is_http_url
 
 
 def cmd_prune(ctx: Context) -> int:
     """One retention pass with the ages given, else those of `[retention]`; its counts."""
-    from corral import retention  # noqa: PLC0415 - prune alone
+    from corral.usecases import retention  # prune alone
 
     a = ctx.args
     if is_http_url(ctx.db):
@@ -26,7 +26,7 @@ def cmd_prune(ctx: Context) -> int:
                        s.retention_workers_after_s),
     )  # fmt: skip
     pruned = retention.prune(
-        ctx.store,
+        ctx.store.for_maintenance(),  # retention deletes in every namespace
         ages,
         dry_run=a.dry_run,
         unlanded=a.with_unlanded_work or s.retention_unlanded_work,

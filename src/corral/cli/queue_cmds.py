@@ -2,36 +2,51 @@
 
 from __future__ import annotations
 
+import re
+
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.cli.render import queue_table
-from corral.errors import InvalidInput
-from corral.queues import queue_stats, set_queue_limits
+from corral.foundation.errors import InvalidInput
+from corral.usecases.queues import queue_stats, set_queue_limits
 
 LIMIT_FLAGS = {"max_ready": "--max-ready", "max_running": "--max-running", "rate": "--rate"}
 
 
 def _limit(name: str, raw: str) -> float | None:
-    """A limit from the command line: a number, or `none` to remove it."""
-    if raw.lower() == "none":
+    """A limit from the command line: a number in ASCII digits, or `none` to remove it."""
+    if raw == "none":
         return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise InvalidInput(name, "a number greater than 0, or none", raw) from None
+    if len(raw) > 40 or not re.fullmatch(r"[0-9]+(\.[0-9]+)?", raw):
+        raise InvalidInput(name, "a finite number greater than 0 in ASCII digits, or none", raw)
+    return float(raw)
 
 
 def cmd_queue_set(ctx: Context) -> int:
-    """Change a queue's limits in the store; every process enforces them from the next claim."""
+    """Change a queue's limits in the store; every process enforces them from the next claim.
+    Its day caps (`--max-cost-per-day`, `--max-tokens-per-day`), every run from its start."""
+    a = ctx.args
     changes = {
-        name: _limit(name, raw)
-        for name in LIMIT_FLAGS
-        if (raw := getattr(ctx.args, name)) is not None
+        name: _limit(name, raw) for name in LIMIT_FLAGS if (raw := getattr(a, name)) is not None
     }
-    limits = set_queue_limits(ctx.store, ctx.args.queue, changes)
-    shown = {name: getattr(limits, name) for name in LIMIT_FLAGS}
+    day = a.max_cost_per_day is not None or a.max_tokens_per_day is not None
+    shown: dict[str, float | None] = {}
+    if changes or not day:
+        limits = set_queue_limits(ctx.store, a.queue, changes)
+        shown = {name: getattr(limits, name) for name in LIMIT_FLAGS}
+    if day:
+        from corral.usecases.usage import set_day_cap
+
+        cap = set_day_cap(
+            ctx.store,
+            "queue",
+            a.queue,
+            max_cost=a.max_cost_per_day,
+            max_tokens=a.max_tokens_per_day,
+        ).to_dict()
+        shown |= {key: cap[key] for key in ("max_cost_per_day", "max_tokens_per_day")}
     human = ", ".join(f"{n} {v:g}" for n, v in shown.items() if v is not None) or "no limits"
-    ctx.emit({"queue": ctx.args.queue, **shown}, f"queue {ctx.args.queue}: {human}")
+    ctx.emit({"queue": a.queue, **shown}, f"queue {a.queue}: {human}")
     return 0
 
 
@@ -52,5 +67,15 @@ COMMANDS = (
         Arg("--max-ready", metavar="N|none", help="tasks waiting at most; add refused beyond"),
         Arg("--max-running", metavar="N|none", help="tasks of the queue running at once"),
         Arg("--rate", metavar="N|none", help="claims started per minute at most"),
+        Arg(
+            "--max-cost-per-day",
+            metavar="DOLLARS|none",
+            help="its runs' spend a day ([budgets] day_zone)",
+        ),
+        Arg(
+            "--max-tokens-per-day",
+            metavar="N|none",
+            help="its runs' tokens a day ([budgets] day_zone)",
+        ),
     ),
 )

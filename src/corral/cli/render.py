@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from corral.durations import format_duration, iso
-from corral.printable import one_line, visible
+from corral.foundation.durations import format_duration, iso
+from corral.foundation.printable import one_line, visible
 
 if TYPE_CHECKING:
     from corral.model.artifacts import Artifact
@@ -21,9 +22,9 @@ if TYPE_CHECKING:
     from corral.model.tasks import Task
     from corral.model.usage import UsageTotal
     from corral.model.workers import Worker
-    from corral.orchestrators import OrchestratorReport
-    from corral.reviews import PendingReview
     from corral.runtime.pool.overview import Overview
+    from corral.usecases.orchestrators import OrchestratorReport
+    from corral.usecases.reviews import PendingReview
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -121,7 +122,7 @@ def key_values(data: dict[str, object]) -> str:
     """`key:  value` lines for the fields that are set; lists, dicts and booleans as JSON.
     A text of several lines keeps them, each further line indented under the first, so
     no value can forge a `key:` line."""
-    width = max(len(k) for k in data) + 2
+    width = max((len(k) for k in data), default=0) + 2  # no field set: no line
     return "\n".join(
         f"{key + ':':{width}}{_shown(value, width)}"
         for key, value in data.items()
@@ -262,16 +263,12 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
     )
     host = one_line(state.host or "")
     head = f"orchestrator: {state.status}  pid {state.pid} on {host}  {when}"
-    job = f"call {config['call']!r}" if config.get("call") else f"exec {config.get('exec')!r}"
-    if config.get("agent"):
-        job = f"agent {config['agent']}" + (f" ({job})" if config.get("exec") else "")
-        job += f"  provider {config['provider']}" if config.get("provider") else ""
-    pool = (
-        f"pool: {config.get('workers')} worker(s)  {job}  "
-        f"kinds {','.join(config.get('kinds') or []) or '*'}  "
-        f"queues {','.join(config.get('queues') or []) or '*'}"
-        f"{'  worktrees' if config.get('worktree') else ''}"
-    )
+    pool = f"pool: {config.get('workers')} worker(s)  {_pool_job(config)}"
+    groups = pool_groups(config)
+    if groups:
+        pool = f"pool: {config.get('workers')} worker(s) in {len(groups)} group(s)\n" + "\n".join(
+            f"  {group_line(g, state.slots)}" for g in groups
+        )
     slots = table(
         ["SLOT", "STATE", "WORKER", "PID", "RESTARTS", "LAST EXIT"],
         [
@@ -279,7 +276,45 @@ def orchestrator_status(state: OrchestratorState, now: datetime) -> str:
             for s in state.slots
         ],
     )
-    return "\n".join(line for line in (head, pool, slots) if line)
+    held = "\n".join(
+        f"slot {s['name']} holds back: {s['held']} (its tasks stay ready)"
+        for s in state.slots
+        if s.get("held")
+    )
+    return "\n".join(line for line in (head, pool, slots, held) if line)
+
+
+def _pool_job(config: dict[str, Any]) -> str:
+    """What a pool's (or a group's) workers run, and which tasks: its recorded options."""
+    job = f"call {config['call']!r}" if config.get("call") else f"exec {config.get('exec')!r}"
+    if config.get("agent"):
+        job = f"agent {config['agent']}" + (f" ({job})" if config.get("exec") else "")
+        job += f"  provider {config['provider']}" if config.get("provider") else ""
+    return (
+        f"{job}  "
+        f"kinds {','.join(config.get('kinds') or []) or '*'}  "
+        f"queues {','.join(config.get('queues') or []) or '*'}"
+        f"{'  worktrees' if config.get('worktree') else ''}"
+    )
+
+
+def pool_groups(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The groups of a pool with `[[pool.group]]` as its state row records them; none for
+    a pool of one group, `slot` (its slots need no group said)."""
+    groups: list[dict[str, Any]] = config.get("groups") or []
+    return groups if any(g.get("name") != "slot" for g in groups) else []
+
+
+def group_line(group: dict[str, Any], slots: Sequence[dict[str, Any]]) -> str:
+    """One group of the pool: its slots by state, their restarts, what they run."""
+    mine = [s for s in slots if s.get("group") == group.get("name")]
+    states = Counter(str(s.get("state")) for s in mine)
+    shown = ", ".join(f"{state} {n}" for state, n in sorted(states.items())) or "no slot"
+    restarts = sum(int(s.get("restarts") or 0) for s in mine)
+    return (
+        f"group {group.get('name')}: {group.get('workers')} worker(s) ({shown}; "
+        f"{restarts} restart(s))  {_pool_job(group)}"
+    )
 
 
 def orchestrator_report(report: OrchestratorReport) -> str:

@@ -6,23 +6,23 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from corral import reviews
 from corral.cli import render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.durations import format_duration
-from corral.errors import InvalidInput
+from corral.foundation.durations import format_age
+from corral.foundation.errors import InvalidInput
 from corral.model.reviews import MergeStrategy
+from corral.usecases import reviews
 
 if TYPE_CHECKING:
-    from corral.reviews import Branches, BranchesFactory, MergeResult
+    from corral.usecases.reviews import Branches, BranchesFactory, MergeResult
 
 
 def branches_of(ctx: Context) -> BranchesFactory:
     """Git for the repository at `--repo` (default: here), opened only if a command needs it."""
 
     def open_branches() -> Branches:
-        from corral.git import merging, worktrees  # noqa: PLC0415 - a branch only needs git
+        from corral.git import merging, worktrees  # a branch only needs git
 
         repo = getattr(ctx.args, "repo", None) or os.getcwd()
         return merging.GitBranches(worktrees.Worktrees.open(repo, ctx.settings.worktree))
@@ -54,7 +54,7 @@ def cmd_review_list(ctx: Context) -> int:
         (
             i.task.id,
             i.task.status,
-            format_duration(i.waiting_s) + (" STALE" if i.stale else ""),
+            format_age(i.waiting_s) + (" STALE" if i.stale else ""),
             i.task.branch or "-",
             i.task.title,
         )
@@ -66,17 +66,28 @@ def cmd_review_list(ctx: Context) -> int:
 
 
 def cmd_review_show(ctx: Context) -> int:
-    """One task's review: notes, pinned commit, conflicts, and the diff stat against its base."""
-    shown = reviews.show(ctx.store, ctx.args.id, branches_of(ctx))
+    """One task's review: notes, pinned commit, conflicts, and the diff stat against its base;
+    with `--patch`, the whole diff after the stat."""
+    shown = reviews.show(ctx.store, ctx.args.id, branches_of(ctx), full_diff=ctx.args.patch)
     details = {k: v for k, v in shown.review.to_dict().items() if v is not None}
+    disabled = details.pop("tests_disabled")
     landed = (
         f"landed at {shown.landed_commit} (branch deleted by corral)" if shown.landed_commit else ""
     )
+    head = ""
+    if shown.head is not None:  # the diff below is this commit's: `approve --commit` pins it
+        approve = f"corral approve {shown.task.id} --commit {shown.head[:12]}"
+        head = f"head: {shown.head} (to approve what is shown: {approve})"
     parts = (
         render.task_detail(shown.task),
         render.key_values(details),
+        "\n".join(["tests disabled by its work:", *(f"  {d}" for d in disabled)])
+        if disabled
+        else "",
         landed,
+        head,
         shown.diff_stat or "",
+        shown.diff or "",
     )
     ctx.emit(shown.to_dict(), "\n\n".join(part for part in parts if part))
     return 0
@@ -92,6 +103,7 @@ def cmd_approve(ctx: Context) -> int:
         branches=branches_of(ctx),
         note=a.note,
         require_rebase=ctx.settings.review_require_rebase,
+        seen=a.commit,
     )
     if strategy is None:
         ctx.emit(task.to_dict(), f"{task.id} {task.status}")
@@ -150,7 +162,14 @@ COMMANDS = (
         Arg("--token", help="the claim's token (default $CORRAL_CLAIM_TOKEN)"),
     ),
     Command("review list", cmd_review_list, "tasks in review or approved"),
-    Command("review show", cmd_review_show, "one review, with the diff stat", ID, REPO),
+    Command(
+        "review show",
+        cmd_review_show,
+        "one review, with the diff stat",
+        ID,
+        REPO,
+        Arg("--patch", action="store_true", help="and the whole diff after the stat"),
+    ),
     Command(
         "approve",
         cmd_approve,
@@ -158,6 +177,11 @@ COMMANDS = (
         ID,
         REPO,
         Arg("--note"),
+        Arg(
+            "--commit",
+            metavar="SHA",
+            help="only if the branch is still at SHA, the head `review show` showed",
+        ),
         Arg("--merge", action="store_true", help="and merge it at once"),
         Arg("--strategy", help="ff, merge or squash (with --merge)"),
     ),

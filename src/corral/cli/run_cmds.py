@@ -11,8 +11,8 @@ from typing import BinaryIO
 from corral.cli import paging, render
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.clock import SystemClock
-from corral.errors import Refused
+from corral.foundation.clock import SystemClock
+from corral.foundation.errors import Refused
 from corral.model.artifacts import artifacts_dir
 from corral.store.location import is_inside, runs_dir
 
@@ -25,13 +25,13 @@ def cmd_runs(ctx: Context) -> int:
     """List runs, newest first."""
     a = ctx.args
     ask = paging.ask(ctx, "runs", key_size=1, default_limit=50)
-    found = ctx.store.list_runs(
+    found = ctx.store.runs.list_runs(
         task_id=a.task,
         worker_id=a.worker,
         limit=ask.read or 0,
         before_seq=None if ask.after is None else ask.after[0],
     )
-    total = ctx.store.count_runs(task_id=a.task, worker_id=a.worker) if ask.count else None
+    total = ctx.store.runs.count_runs(task_id=a.task, worker_id=a.worker) if ask.count else None
     page = ask.page(found, lambda r: (r.seq,), total)
     paging.emit(ctx, ask, page, lambda: render.run_table(page.items, ctx.store.now()) or "no runs")
     return 0
@@ -39,8 +39,8 @@ def cmd_runs(ctx: Context) -> int:
 
 def cmd_run_show(ctx: Context) -> int:
     """Show one run in full."""
-    run = ctx.store.get_run(ctx.args.id)
-    artifacts = ctx.store.run_artifacts(run.id)
+    run = ctx.store.runs.get_run(ctx.args.id)
+    artifacts = ctx.store.artifacts.run_artifacts(run.id)
     human = render.run_detail(run)
     if artifacts:
         human += "\n" + render.artifacts(artifacts, artifacts_dir(run.transcript_path))
@@ -58,7 +58,7 @@ def cmd_run_show(ctx: Context) -> int:
 def cmd_logs(ctx: Context) -> int:
     """Print a run's transcript (or stderr); with --follow, until the run ends."""
     a = ctx.args
-    run = ctx.store.get_run(a.id)
+    run = ctx.store.runs.get_run(a.id)
     what = "stderr" if a.stderr else "transcript"
     if ctx.store.dialect == "http":
         return _remote_logs(ctx, run.id, what)
@@ -68,7 +68,7 @@ def cmd_logs(ctx: Context) -> int:
     if not is_inside(path, runs_dir(ctx.db)):  # a row can name any file: read only corral's
         raise Refused(f"the {what} of run {run.id} is not in this store's runs folder: {path}")
     if a.follow:
-        copied = follow(path, None, lambda: ctx.store.get_run(run.id).finished)
+        copied = follow(path, None, lambda: ctx.store.runs.get_run(run.id).finished)
     else:
         copied = copy_from(path, 0, sys.stdout.buffer)
     if copied is None:
@@ -79,14 +79,15 @@ def cmd_logs(ctx: Context) -> int:
 def _remote_logs(ctx: Context, run_id: str, stream: str) -> int:
     """The server's copy of a run's output (a remote runner's, sent as it was written, or
     the server's own file), chunk by chunk; with --follow, until the run ends."""
-    from corral.store.remote.client import RemoteStore  # noqa: PLC0415 - remote only
+    from corral.store.remote.transport import HttpTransport  # remote only
 
     store = ctx.store
-    assert isinstance(store, RemoteStore)
+    transport = store.transport
+    assert isinstance(transport, HttpTransport)
     offset, out, clock = 0, sys.stdout.buffer, SystemClock()
     while True:
-        done = not ctx.args.follow or store.get_run(run_id).finished
-        while chunk := store.read_output(run_id, stream, offset):
+        done = not ctx.args.follow or store.runs.get_run(run_id).finished
+        while chunk := transport.read_output(run_id, stream, offset):
             out.write(chunk)
             offset += len(chunk)
         out.flush()

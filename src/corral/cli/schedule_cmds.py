@@ -1,6 +1,6 @@
 """Schedule commands: add, list, show, preview, pause, resume, trigger, backfill, remove.
 
-Each parses, calls one use case of corral.schedules, and renders. Bad input (an expression
+Each parses, calls one use case of corral.usecases.schedules, and renders. Bad input (an expression
 that does not parse, a field out of range, an unknown time zone, one that never fires) is
 one line naming the field, exit 2, before anything is written.
 """
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from corral import schedules
 from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.cli.render import table
-from corral.durations import parse_instant
-from corral.errors import InvalidInput
+from corral.foundation.durations import parse_instant
+from corral.foundation.errors import InvalidInput
 from corral.model import cron
 from corral.model.schedules import NewSchedule, Overlap, Schedule, ScheduleFire
+from corral.usecases import schedules
 
 ID = Arg("id", metavar="ID")
 UPCOMING = 3  # fire times `schedule list` shows
@@ -54,7 +54,7 @@ def cmd_add(ctx: Context) -> int:
 
 def cmd_list(ctx: Context) -> int:
     """Each schedule: expression, next fire times, last fire, its task's status, paused."""
-    found = ctx.store.list_schedules()
+    found = ctx.store.schedules.list_schedules()
     upcoming = {s.id: schedules.upcoming(s, UPCOMING) for s in found}
     if ctx.json:
         shown = [
@@ -87,9 +87,9 @@ def _schedule_table(found: list[Schedule], upcoming: dict[str, list[datetime]]) 
 
 def cmd_show(ctx: Context) -> int:
     """A schedule and its newest fires: time, key, outcome, task and its status, why."""
-    found = ctx.store.get_schedule(ctx.args.id)
+    found = ctx.store.schedules.get_schedule(ctx.args.id)
     limit = parsing.whole("limit", ctx.args.limit, minimum=1) or 50
-    fires = ctx.store.schedule_fires(found.id, limit)
+    fires = ctx.store.schedules.schedule_fires(found.id, limit)
     data = {**found.to_dict(), "fires": [f.to_dict() for f in fires]}
     ctx.emit(data, _schedule_detail(found, fires))
     return 0
@@ -117,7 +117,7 @@ def cmd_preview(ctx: Context) -> int:
         raise InvalidInput("schedule", "a schedule ID or --cron EXPR, one of the two")
     expr, zone, schedule_id = a.cron, a.timezone, None
     if a.id is not None:
-        found = ctx.store.get_schedule(a.id)
+        found = ctx.store.schedules.get_schedule(a.id)
         expr, zone, schedule_id = found.cron, found.timezone, found.id
     after = parse_instant("from", a.from_) if a.from_ else ctx.store.now()
     count = parsing.whole("count", a.count, minimum=1, maximum=10_000) or 10
@@ -188,7 +188,8 @@ COMMANDS = (
             "--cron",
             required=True,
             metavar="EXPR",
-            help='six fields, seconds first: "0 30 2 * * *"',
+            help='five fields "30 2 * * *", six with seconds first "0 30 2 * * *", '
+            'or seven with a year last "0 30 2 * * * 2027"',
         ),
         Arg("--title", required=True, help="title of each fire's task"),
         Arg("--kind", default="default", help="capability a worker needs (default: default)"),

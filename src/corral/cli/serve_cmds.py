@@ -3,7 +3,8 @@
 It refuses to listen anywhere but loopback until a token exists (`corral token create`),
 so that a store is never opened to the network unguarded; `--certfile`/`--keyfile` serve
 HTTPS, or put it behind a reverse proxy that does. The server stack (Starlette, uvicorn)
-is the optional extra `corral[server]`, imported here only.
+is the optional extra `corral[server]`, imported here only. Connections are bounded by
+server/connection_guard.py (slowloris), requests by server/host_guard.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.runtime import signals
 
 DEFAULT_PORT = 8787
@@ -27,12 +28,14 @@ KEEP_ALIVE_S = 75
 # cannot end their long polls first, so this is what bounds a stop.
 GRACEFUL_S = 5
 MAX_WORKERS = 64
+# Connections accepted in one go (uvicorn's default is 2,048): what connection_guard.py
+# keeps descriptors for beyond the connections it holds.
+BACKLOG = 128
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def cmd_serve(ctx: Context) -> int:
     """Serve the API until SIGINT or SIGTERM; exit 0 then."""
-    ctx.long_running()
     a = ctx.args
     if not 0 < a.port < 65536:
         raise InvalidInput("port", "a port from 1 to 65535", a.port)
@@ -42,7 +45,7 @@ def cmd_serve(ctx: Context) -> int:
         raise InvalidInput("certfile", "both --certfile and --keyfile, or neither")
     if ctx.store.dialect == "http":
         raise InvalidInput("db", "a SQLite or PostgreSQL store: serve runs beside its database")
-    if not _loopback(a.host) and not ctx.store.any_usable_token():
+    if not _loopback(a.host) and not ctx.store.api_tokens.any_usable_token():
         raise InvalidInput(
             "host",
             "a loopback address (127.0.0.1, ::1, localhost) until a token exists "
@@ -50,12 +53,15 @@ def cmd_serve(ctx: Context) -> int:
             a.host,
         )
     try:
-        import uvicorn  # noqa: PLC0415 - the server stack, for `serve` alone
+        import uvicorn  # the server stack, for `serve` alone
 
-        from corral.server.app import create_app  # noqa: PLC0415 - imports Starlette
+        from corral.server.app import create_app  # imports Starlette
+        from corral.server.connection_guard import GuardedH11
     except ImportError as exc:
         extra = "the server extra: pip install 'corral[server]'"
         raise InvalidInput("serve", extra, str(exc)) from None
+    ctx.long_running()  # every flag checked: from here on it serves
+    ctx.keep_state_out_of_git()  # where shipped run output goes
     scheme = "https" if a.certfile else "http"
     sys.stderr.write(f"corral serve: listening on {scheme}://{a.host}:{a.port}\n")
     sys.stderr.flush()
@@ -68,6 +74,9 @@ def cmd_serve(ctx: Context) -> int:
         "log_level": "warning",
         "timeout_keep_alive": KEEP_ALIVE_S,
         "timeout_graceful_shutdown": GRACEFUL_S,
+        # Bounds on a request head's time and on connections, per client and in all.
+        "http": GuardedH11,
+        "backlog": BACKLOG,
     }
     if a.workers > 1:
         # Each process opens the store itself; they share one listening socket (made by

@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from corral.cli import paging, parsing, render
+from corral.cli import paging, parsing
 from corral.cli.commands import Arg, Command, status_filter
 from corral.cli.context import Context
-from corral.durations import parse_delay_or_instant
-from corral.errors import InvalidInput
+from corral.foundation.durations import parse_delay_or_instant
+from corral.foundation.errors import InvalidInput
+from corral.foundation.printable import one_line
 from corral.model.paging import Page
 from corral.model.states import TaskStatus
 from corral.model.subtasks import MAX_CHILDREN
 from corral.model.tasks import NewTask, Task, TaskFilter
-from corral.printable import one_line
 
 STATUSES = [str(s) for s in TaskStatus]
 
 
 def cmd_add(ctx: Context) -> int:
     """Enqueue a task and print its id."""
-    from corral import tasks  # noqa: PLC0415 - ready, list and show start without it
+    from corral.usecases import tasks  # ready, list and show start without it
 
     a = ctx.args
     when = 0.0 if a.run_after is None else parse_delay_or_instant("run_after", a.run_after)
@@ -32,7 +33,7 @@ def cmd_add(ctx: Context) -> int:
         queue=a.queue,
         kind=a.kind,
         priority=parsing.whole("priority", a.priority) or 0,
-        payload=parsing.json_object("payload", a.payload),
+        payload=_with_budget(parsing.json_object("payload", a.payload), a.max_cost, a.max_tokens),
         labels=parsing.labels("label", a.label),
         depends_on=tuple(a.depends_on or ()),
         assignee=a.assignee,
@@ -50,28 +51,60 @@ def cmd_add(ctx: Context) -> int:
     return 0
 
 
+def _with_budget(
+    payload: dict[str, Any], max_cost: str | None, max_tokens: str | None
+) -> dict[str, Any]:
+    """The payload with the task's budget (`--max-cost`, `--max-tokens`) in it."""
+    if max_cost is None and max_tokens is None:
+        return payload
+    from corral.model import budgets  # only a task with a budget needs it
+
+    return budgets.with_budget(
+        payload,
+        budgets.Budget(
+            max_cost_usd=None if max_cost is None else budgets.parse_cost("max_cost", max_cost),
+            max_tokens=None
+            if max_tokens is None
+            else budgets.parse_tokens("max_tokens", max_tokens),
+        ),
+    )
+
+
 def cmd_ready(ctx: Context) -> int:
     """List tasks claimable now, in claim order, a page at a time."""
     a = ctx.args
     ask = paging.ask(ctx, "ready", key_size=2, default_limit=100)
-    worker = ctx.store.get_worker(a.worker) if a.worker else None
+    worker = ctx.store.workers.get_worker(a.worker) if a.worker is not None else None
     kinds = tuple(a.kind or ())
     after = None
     if ask.after is not None:  # a cursor: only then are the page records built (cli_latency)
-        from corral.model.task_pages import PageKey  # noqa: PLC0415 - see the line above
+        from corral.model.task_pages import PageKey  # see the line above
 
         after = PageKey(priority=ask.after[0], seq=ask.after[1])
-    found = ctx.store.ready_tasks(
+    found = ctx.store.tasks.ready_tasks(
         queue=a.queue, kinds=kinds, limit=ask.read or 0, worker=worker, after=after
     )
-    total = ctx.store.count_ready(queue=a.queue, kinds=kinds, worker=worker) if ask.count else None
+    total = (
+        ctx.store.tasks.count_ready(queue=a.queue, kinds=kinds, worker=worker)
+        if ask.count
+        else None
+    )
     page = ask.page(found, lambda t: (t.priority, t.seq), total)
-    paging.emit(ctx, ask, page, lambda: render.task_table(page.items) or "no ready tasks")
+    paging.emit(ctx, ask, page, lambda: _table(page.items) or "no ready tasks")
     return 0
+
+
+def _table(tasks: Sequence[Task]) -> str:
+    """The tasks as a table: the human text of `ready`, whose --json needs no renderer."""
+    from corral.cli import render
+
+    return render.task_table(tasks)
 
 
 def cmd_list(ctx: Context) -> int:
     """List tasks, optionally by status and queue, a page at a time."""
+    from corral.cli import render  # human text only
+
     a = ctx.args
     ask = paging.ask(ctx, "list", key_size=1, default_limit=1000)
     flt = TaskFilter(
@@ -82,19 +115,20 @@ def cmd_list(ctx: Context) -> int:
         limit=ask.read or 0,
         after_seq=None if ask.after is None else ask.after[0],
     )
-    total = ctx.store.count_tasks(flt) if ask.count else None
-    page = ask.page(ctx.store.list_tasks(flt), lambda t: (t.seq,), total)
+    total = ctx.store.tasks.count_tasks(flt) if ask.count else None
+    page = ask.page(ctx.store.tasks.list_tasks(flt), lambda t: (t.seq,), total)
     paging.emit(ctx, ask, page, lambda: render.task_table(page.items) or "no tasks")
     return 0
 
 
 def cmd_show(ctx: Context) -> int:
     """Show one task in full."""
-    from corral.usage import task_totals  # noqa: PLC0415 - for `show` alone
+    from corral.cli import render  # human text only
+    from corral.usecases.usage import task_totals  # for `show` alone
 
-    task = ctx.store.get_task(ctx.args.id)
+    task = ctx.store.tasks.get_task(ctx.args.id)
     totals = task_totals(ctx.store, task.id)
-    children = ctx.store.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN))
+    children = ctx.store.tasks.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN))
     human = render.task_detail(task)
     if children:
         human += "\n" + render.children(children)
@@ -117,18 +151,20 @@ def cmd_show(ctx: Context) -> int:
 
 def _work(ctx: Context, task: Task) -> dict[str, Any]:
     """Where the task's work in a worktree ended, as the store recorded it."""
-    review = ctx.store.get_review(task.id)
+    review = ctx.store.reviews.get_review(task.id)
     return {
         "outcome": None if review.outcome is None else str(review.outcome),
         "merged_commit": review.merged_commit,
         "backup_refs": list(review.backup_refs),
         "branch_deleted": review.branch_deleted,
         "pr_url": review.pr_url,
+        "tests_disabled": list(review.tests_disabled),
     }
 
 
 def _work_line(work: dict[str, Any]) -> str:
-    """`work: landed at 0123456789ab`, with the backup refs and a pull request, if any."""
+    """`work: landed at 0123456789ab`, with the backup refs and a pull request, if any;
+    then what its runs disabled of the tests, a line each."""
     outcome = (work["outcome"] or "not recorded").replace("_", " ")
     line = f"work: {outcome}"
     if work["outcome"] == "landed" and work["merged_commit"]:
@@ -137,12 +173,13 @@ def _work_line(work: dict[str, Any]) -> str:
         line += f" (backups: {', '.join(work['backup_refs'])})"
     if work["pr_url"]:
         line += f" (pull request {work['pr_url']})"
-    return line
+    disabled = work["tests_disabled"]
+    return "\n".join([line, *(f"tests disabled: {d}" for d in disabled)])
 
 
 def cmd_cancel(ctx: Context) -> int:
     """Cancel a task that has not finished."""
-    from corral import tasks  # noqa: PLC0415 - ready, list and show start without it
+    from corral.usecases import tasks  # ready, list and show start without it
 
     task = tasks.cancel(ctx.store, ctx.args.id, reason=ctx.args.reason)
     ctx.emit(task.to_dict(), f"{task.id} cancelled")
@@ -151,7 +188,7 @@ def cmd_cancel(ctx: Context) -> int:
 
 def cmd_retry(ctx: Context) -> int:
     """Return a failed or cancelled task to the queue."""
-    from corral import tasks  # noqa: PLC0415 - ready, list and show start without it
+    from corral.usecases import tasks  # ready, list and show start without it
 
     task = tasks.retry(ctx.store, ctx.args.id)
     ctx.emit(task.to_dict(), f"{task.id} {task.status}")
@@ -160,22 +197,41 @@ def cmd_retry(ctx: Context) -> int:
 
 def cmd_answer(ctx: Context) -> int:
     """Answer a task waiting for a person: ready again, its next run told the answer."""
-    from corral import tasks  # noqa: PLC0415 - ready, list and show start without it
+    from corral.usecases import tasks  # ready, list and show start without it
 
-    text = ctx.args.text
+    text = _permission(ctx.args) or ctx.args.text
     if text == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidInput("answer", "UTF-8 text on standard input") from None
-    task = tasks.answer(ctx.store, ctx.args.id, text)
+    raise_by = None
+    if ctx.args.budget is not None:
+        from corral.model.budgets import parse_raise  # only an answer that raises a budget
+
+        raise_by = parse_raise("budget", ctx.args.budget)
+    task = tasks.answer(ctx.store, ctx.args.id, text, budget=raise_by)
     ctx.emit(task.to_dict(), f"{task.id} {task.status} (answered)")
     return 0
 
 
+def _permission(a: Any) -> str | None:
+    """The answer `--allow` or `--deny [WHY]` makes of a permission request; None without
+    either."""
+    if not a.allow and a.deny is None:
+        return None
+    from corral.model.waiting import permission_answer  # a permission's answer only
+
+    if a.allow and (a.deny is not None or a.text):
+        raise InvalidInput("allow", "--allow alone (a denial's reason goes with --deny WHY)")
+    if a.deny is not None and a.text:
+        raise InvalidInput("deny", "the reason as --deny WHY, no TEXT beside it")
+    return permission_answer(bool(a.allow), a.deny)
+
+
 def cmd_why(ctx: Context) -> int:
     """Explain why a task is not running."""
-    from corral import diagnosis  # noqa: PLC0415 - for `why` alone (worker records)
+    from corral.usecases import diagnosis  # for `why` alone (worker records)
 
     found = diagnosis.why(ctx.store, ctx.args.id, settings=ctx.settings)
     lines = [f"{found.task.id} is {found.task.status}:"] + [
@@ -187,8 +243,10 @@ def cmd_why(ctx: Context) -> int:
 
 def cmd_events(ctx: Context) -> int:
     """Print the newest events, oldest first; with --follow, then each new one."""
+    from corral.cli import render  # human text only
+
     a = ctx.args
-    from corral.model.events import EVENT_NAMES, EventFilter  # noqa: PLC0415 - for `events` alone
+    from corral.model.events import EVENT_NAMES, EventFilter  # for `events` alone
 
     for name in a.type or ():
         if name not in EVENT_NAMES:
@@ -197,7 +255,7 @@ def cmd_events(ctx: Context) -> int:
     since_at = None if since_s is None else ctx.store.now() - timedelta(seconds=since_s)
     names = tuple(dict.fromkeys(a.type or ()))
     if a.follow:
-        from corral.cli import events_follow  # noqa: PLC0415 - the follower's machinery
+        from corral.cli import events_follow  # the follower's machinery
 
         if a.after is not None or a.count or a.paged:
             raise InvalidInput("follow", "no --after, --count or --paged with --follow")
@@ -219,9 +277,9 @@ def cmd_events(ctx: Context) -> int:
         limit=ask.read or 0,
         before_id=None if ask.after is None else ask.after[0],
     )
-    total = ctx.store.count_events(flt) if ask.count else None
+    total = ctx.store.events.count_events(flt) if ask.count else None
     # The newest first, so the next page is the older events; each page prints oldest first.
-    newest = ctx.store.list_events(flt)[::-1]
+    newest = ctx.store.events.list_events(flt)[::-1]
     page = ask.page(newest, lambda e: (e.id,), total)
     events = page.items[::-1]
     shown = Page(items=events, next=page.next, total=page.total)
@@ -260,6 +318,8 @@ COMMANDS = (
         Arg("--max-attempts", help="runs before it fails for good"),
         Arg("--backoff", metavar="DURATION", help="first retry delay, doubling (e.g. 10s)"),
         Arg("--timeout", metavar="DURATION", help="longest a run may take (e.g. 30m)"),
+        Arg("--max-cost", metavar="DOLLARS", help="its agent runs stop at this spend (2.50)"),
+        Arg("--max-tokens", metavar="N", help="its agent runs stop at these tokens (2M)"),
         Arg("--run-after", metavar="DURATION|ISO", help="delay (10m) or time (ISO 8601)"),
         Arg("--review", action="store_true", help="require review before done"),
     ),
@@ -294,6 +354,19 @@ COMMANDS = (
         "answer a waiting task: back to ready, its next run told TEXT",
         ID,
         Arg("text", nargs="?", metavar="TEXT", help="the answer (- reads standard input)"),
+        Arg(
+            "--budget",
+            metavar="+X",
+            help="raise its budget: +1.50 (dollars) or +500k (tokens)",
+        ),
+        Arg("--allow", action="store_true", help="allow the tool call a permission asks for"),
+        Arg(
+            "--deny",
+            nargs="?",
+            const="",
+            metavar="WHY",
+            help="deny it (WHY: told to the agent)",
+        ),
     ),
     Command("why", cmd_why, "why is this task not running?", ID),
     Command("cancel", cmd_cancel, "cancel a task", ID, Arg("--reason")),

@@ -12,9 +12,9 @@ from corral.cli import parsing
 from corral.cli.commands import Arg, Command
 from corral.cli.context import Context
 from corral.cli.render import table
-from corral.durations import iso
-from corral.model.tokens import Token
-from corral.tokens import create_token, list_tokens, revoke_token
+from corral.foundation.durations import iso
+from corral.model.api_tokens import ApiToken
+from corral.usecases.api_tokens import create_token, list_tokens, revoke_token
 
 
 def cmd_token_create(ctx: Context) -> int:
@@ -38,7 +38,7 @@ def cmd_token_list(ctx: Context) -> int:
     return 0
 
 
-def token_table(tokens: Sequence[Token]) -> str:
+def token_table(tokens: Sequence[ApiToken]) -> str:
     """One line a token."""
     rows = [
         (
@@ -67,7 +67,7 @@ COMMANDS = (
         "token create",
         cmd_token_create,
         "make an API token for corral serve (printed once)",
-        Arg("--role", required=True, choices=("viewer", "worker", "operator")),
+        Arg("--role", required=True, choices=("viewer", "worker", "operator", "admin")),
         Arg("--queue", action="append", metavar="Q", help="a worker token's queue; repeatable"),
         Arg("--name", metavar="N", help="its name (default: its id)"),
         Arg("--expires", metavar="DURATION", help="it stops working this long from now (90d)"),

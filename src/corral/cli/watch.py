@@ -19,9 +19,9 @@ import threading
 from typing import TYPE_CHECKING
 
 from corral.cli import parsing, render
-from corral.clock import SystemClock
-from corral.durations import format_duration
-from corral.errors import InvalidInput, StoreError
+from corral.foundation.clock import SystemClock
+from corral.foundation.durations import format_duration
+from corral.foundation.errors import InvalidInput, StoreError
 from corral.runtime import signals
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def watch(ctx: Context) -> int:
     ctx.long_running()
     ctx.store  # noqa: B018 - opened before watching: no store at all is an error, not an outage
     if sys.stdout.isatty() and sys.stdin.isatty() and not ctx.json:
-        from corral.cli import watch_screen  # noqa: PLC0415 - curses: the screen only
+        from corral.cli import watch_screen  # curses: the screen only
 
         return watch_screen.run(Reader(ctx, interval_s).read, interval_s, SystemClock())
     return repeat(ctx, interval_s)
@@ -56,7 +56,7 @@ class Reader:
 
     def read(self, rows: int) -> tuple[Glance | None, str | None]:
         """The data for a screen of `rows` lines and a notice: None, or why it is old."""
-        from corral.runtime.pool.glance import glance  # noqa: PLC0415 - psutil-free, but heavy
+        from corral.runtime.pool.glance import glance  # psutil-free, but heavy
 
         try:
             self._last = glance(
@@ -81,7 +81,7 @@ def repeat(ctx: Context, interval_s: float) -> int:
 
 def snapshot(ctx: Context, interval_s: float) -> str:
     """One block of `corral status` text (one JSON line with --json), or the outage notice."""
-    from corral.runtime.pool.overview import overview  # noqa: PLC0415 - psutil, as `status`
+    from corral.runtime.pool.overview import overview  # psutil, as `status`
 
     try:
         found = overview(ctx.store, settings=ctx.settings)

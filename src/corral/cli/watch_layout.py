@@ -30,7 +30,7 @@ An agent's last output line is in words (the assistant's text, the tool it is us
 never its raw JSON (corral.runtime.worker.stream_text). The sections share the rows left
 below the head one row at a time, so a long one never pushes another off the screen; a
 section that is cut ends with `… N more`. Every piece of user data (titles, output
-lines, reasons, host names) goes through `screen_text.clean` before it is measured.
+lines, reasons, host names) goes through `printable.clean` before it is measured.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from corral.cli import render
-from corral.cli.screen_text import clean, fit, pad, width_of
-from corral.durations import format_duration
+from corral.cli.cells import fit, pad, width_of
+from corral.foundation.durations import format_duration
+from corral.foundation.printable import clean
 from corral.model.orchestrators import LIVE
 from corral.runtime.pool.glance import Glance
 
@@ -58,7 +59,7 @@ def screen(
     stamp = now.strftime("%H:%M:%S UTC") if now is not None else "no data yet"
     head = [f"corral status --watch  every {format_duration(interval_s)}  {stamp}  q quits"]
     if found is not None:
-        head += [_orchestrator_line(found), _counts_line(found)]
+        head += [_orchestrator_line(found), *_group_lines(found), _counts_line(found)]
     if notice:
         head.append(notice)
     lines = [fit(clean(line), width) for line in head][:height]
@@ -76,6 +77,14 @@ def _orchestrator_line(found: Glance) -> str:
     age = "" if since is None else format_duration(_seconds(found.orchestrator.now, since))
     when = f"  {'up' if live else 'stopped'} {age}" if age else ""
     return f"orchestrator: {state.status}  pid {state.pid} on {state.host}{when}"
+
+
+def _group_lines(found: Glance) -> list[str]:
+    """A line per group of a pool with `[[pool.group]]`, while its orchestrator runs."""
+    state = found.orchestrator.state
+    if state.status not in LIVE:
+        return []
+    return [render.group_line(g, state.slots) for g in render.pool_groups(state.config)]
 
 
 def _counts_line(found: Glance) -> str:
@@ -153,7 +162,8 @@ def _running_rows(found: Glance, width: int) -> list[str]:
     rows = []
     for slot in slots:
         worker = slot.get("worker_id") or "-"
-        tasks = by_worker.pop(worker, None) or [[worker, "-", "", f"({slot.get('state')})", ""]]
+        idle = f"(held: {slot['held']})" if slot.get("held") else f"({slot.get('state')})"
+        tasks = by_worker.pop(worker, None) or [[worker, "-", "", idle, ""]]
         rows += [[str(slot.get("name")), *cells] for cells in tasks]
     rows += [["-", *cells] for tasks in by_worker.values() for cells in tasks]
     return _table([list(HEADERS), *rows], width)

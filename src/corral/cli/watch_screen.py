@@ -17,7 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from corral.cli.watch_layout import screen
-from corral.clock import Clock
+from corral.foundation.clock import Clock
 from corral.runtime import signals
 
 if TYPE_CHECKING:

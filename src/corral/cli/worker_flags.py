@@ -1,6 +1,6 @@
 """The worker options as flags, the same on `worker start` and `orchestrator start`.
 
-Both commands' flags come from the one table (corral.worker_options), and what was given
+Both commands' flags come from the one table (corral.foundation.worker_options), and what was given
 goes through the settings' parsing (`Settings.with_flags`), so a flag and its `[pool]`
 key take the same values and refuse the same mistakes. `worker start` adds the options a
 pool decides for its slots (`START`: `--name`, `--once`, `--shutdown-timeout`).
@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from corral.cli.commands import Arg
-from corral.worker_options import OPTIONS, START, Option
+from corral.foundation.errors import InvalidInput
+from corral.foundation.worker_options import OPTIONS, START, Option
 
 if TYPE_CHECKING:
     import argparse
@@ -50,6 +51,8 @@ def given(args: Args) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for option in OPTIONS:
         raw = getattr(args, _arg(option).dest, None)
+        if raw == "":  # `--provider "$UNSET"`: a list's items are checked as names
+            raise InvalidInput(option.flag.lstrip("-"), "a value (it was given empty)", raw)
         if raw is not None and raw is not False:
             values[option.setting] = raw
     return values

@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from corral.cli import parsing
+from corral.cli.keyed_start import start_again_with_a_key
 from corral.cli.worker_flags import given
-from corral.policies import WorkerSpec
+from corral.foundation.policies import WorkerSpec
+from corral.foundation.process_keys import WORKER_KEY_ENV
+from corral.foundation.worker_options import START
 from corral.runtime.worker.assembly import parse_options, prepare
 from corral.store.location import path_component
-from corral.worker_options import START
 
 if TYPE_CHECKING:
     from corral.cli.context import Args, Context
@@ -24,8 +26,10 @@ SHUTDOWN_TIMEOUT_S = next(o.default for o in START if o.field == "shutdown_timeo
 
 def start_worker(ctx: Context) -> int:
     """Build the runner from the flags and run it; returns its exit code."""
-    ctx.long_running()
+    start_again_with_a_key(WORKER_KEY_ENV)
     assembly = prepare(worker_spec(ctx.args), settings=ctx.settings, db=ctx.db)
+    ctx.long_running()  # every flag checked: from here on it runs
+    ctx.keep_state_out_of_git()  # once the flags are known good: nothing written before
     with assembly.runner(ctx.store) as runner:
         return runner.run()
 

@@ -34,7 +34,8 @@ def merge_base_in(trees: Worktrees, path: str, base: str) -> str | None:
     if here.ok("merge-base", "--is-ancestor", tip, "HEAD"):
         return tip
     shown = base if trees.remote is None else trees.remote.shown(base)
-    merged = here.run("merge", "--no-edit", "--quiet", "-m", f"Merge {shown} before landing", tip)
+    message = f"Merge {shown} before landing"
+    merged = here.run("merge", "--no-edit", "--quiet", "-m", message, tip, env=here.identity_env())
     if merged.code == 0:
         return tip
     here.run("merge", "--abort")

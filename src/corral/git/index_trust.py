@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from corral.errors import CorralError
+from corral.foundation.errors import CorralError
 from corral.git.repo import Git
 
 # How far before the index the files are dated: more than the one second git compares.

@@ -2,7 +2,7 @@
 
 Each reconcile pass merges every approved task onto its base, oldest approval first, one
 after another, each onto the base the one before left: the review flow's own merge
-(corral.reviews.merge: the approved commit pinned, the merge lock held, the remote's base
+(corral.usecases.reviews.merge: the approved commit pinned, the merge lock held, the remote's base
 pushed with a remote of record), so tasks that edit the same file land in turn whenever
 git can merge them, with no conflict step. One that git cannot merge goes back to ready
 with its files recorded, as after a merge conflict, for its agent's next run; one git
@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import logging
 
-from corral import reviews
-from corral.errors import CorralError, InvalidTransition, Refused, StoreError
+from corral.foundation.errors import CorralError, InvalidTransition, Refused, StoreError
+from corral.foundation.logs import event
+from corral.foundation.policies import WorktreePolicy
 from corral.git.merging import GitBranches
 from corral.git.worktrees import Worktrees
-from corral.logs import event
 from corral.model.actors import RECONCILER
 from corral.model.reviews import MergeStrategy
 from corral.model.states import TaskStatus
 from corral.model.tasks import TaskFilter
-from corral.policies import WorktreePolicy
 from corral.store import Store
+from corral.usecases import reviews
 
 
 def merge_approved(
@@ -34,7 +34,7 @@ def merge_approved(
     """Merge the approved tasks; the ones landed (None: `merge_approved` is off)."""
     if not policy.merge_approved:
         return None
-    approved = store.list_tasks(TaskFilter(statuses=(TaskStatus.APPROVED,)))
+    approved = store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.APPROVED,)))
     if not approved:
         return ()
     # One view of the repository for the pass: with a remote, its branches fetched once.
@@ -66,9 +66,9 @@ def _clean_up(
 ) -> None:
     """After the last merge (so no task's land waits for another's clean-up): the landed
     tasks' worktrees and branches removed, as `corral merge` removes them."""
-    reviewed = store.reviews_of(landed)
+    reviewed = store.reviews.reviews_of(landed)
     for task_id in landed:
-        task, review = store.get_task(task_id), reviewed.get(task_id)
+        task, review = store.tasks.get_task(task_id), reviewed.get(task_id)
         if task.branch is None or review is None or review.base_ref is None:
             continue
         try:
@@ -76,7 +76,7 @@ def _clean_up(
                 backups = repository.clean_up(
                     branch=task.branch, base=review.base_ref, worktree_path=review.worktree_path
                 )
-            store.record_cleanup(
+            store.reviews.record_cleanup(
                 task_id, token=None, backups=tuple(backups), branch_deleted=True, actor=RECONCILER
             )
         except CorralError as exc:  # the task is landed; `worktree prune` finishes this

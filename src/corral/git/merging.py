@@ -1,4 +1,4 @@
-"""`Branches` (corral.reviews) over git: merge an approved branch into its base, safely.
+"""`Branches` (corral.usecases.reviews) over git: merge an approved branch into its base, safely.
 
 The merge commit is built without touching any working tree: `git merge-tree
 --write-tree` yields the merged tree (or the conflicting files, and then nothing changes),
@@ -28,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from corral.errors import Refused
+from corral.foundation.errors import Refused
 from corral.git.remote_base import RemoteBase
+from corral.git.repo_lock import MERGE_LOCK
 from corral.git.worktrees import Worktrees
 from corral.model.reviews import MergeStrategy
-from corral.reviews import MergeAttempt
+from corral.usecases.reviews import MergeAttempt
 
-MERGE_LOCK = "corral-merge.lock"
 # Pushes to the remote's base that may be refused because another host moved it first.
 PUSH_ATTEMPTS = 10
 
@@ -287,7 +287,8 @@ class GitBranches:
                 )
             return head
         parents = ["-p", base] + (["-p", head] if strategy is MergeStrategy.MERGE else [])
-        return self._git.out("commit-tree", tree, *parents, "-m", message)
+        env = self._git.identity_env()
+        return self._git.out("commit-tree", tree, *parents, "-m", message, env=env)
 
     def clean_up(self, *, branch: str, base: str, worktree_path: str | None) -> list[str]:
         """Remove the branch's worktree (wherever it is) and the branch; the backups written."""

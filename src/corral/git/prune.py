@@ -20,11 +20,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from corral.errors import NotFound
+from corral.foundation.errors import NotFound
+from corral.foundation.policies import WorktreePolicy
 from corral.git.repo import GitUnavailable
 from corral.git.worktrees import Worktrees
+from corral.model.namespaces import EVERY_NAMESPACE
 from corral.model.states import FINAL
-from corral.policies import WorktreePolicy
 from corral.store import Store
 
 
@@ -46,9 +47,12 @@ class PruneReport:
 
 
 def prune_in(store: Store, repo: str, policy: WorktreePolicy) -> PruneReport:
-    """One prune pass in the repository at `repo`."""
+    """One prune pass in the repository at `repo`, which every namespace may share: it reads
+    the branches of all of them (the store's maintenance handle)."""
     trees = Worktrees.open(repo, policy)
-    return prune_orphans(store, trees, base_ref=policy.base or trees.checked_out())
+    return prune_orphans(
+        store.for_maintenance(), trees, base_ref=policy.base or trees.checked_out()
+    )
 
 
 def prune_if_managed(store: Store, folder: str, policy: WorktreePolicy) -> PruneReport | None:
@@ -83,12 +87,14 @@ def prune_orphans(store: Store, trees: Worktrees, *, base_ref: str | None) -> Pr
 
 def _prune_listed(store: Store, trees: Worktrees, *, base_ref: str | None) -> PruneReport:
     listed = trees.trees()
-    branched = store.branched_tasks()
+    branched = store.reviews.branched_tasks()
     needed = {t.branch for t in branched if t.status not in FINAL}
     owners = {t.branch: t.id for t in branched}
+    # A remote store shows its token's namespace's branches alone: another's, unseen, stay.
+    unseen_stay = store.namespace != EVERY_NAMESPACE
     removed, backups, deleted = [], [], []
     for tree in listed:
-        if tree.branch in needed:
+        if tree.branch in needed or (unseen_stay and tree.branch not in owners):
             continue
         saved = trees.remove(tree.path)
         removed.append(tree.path)
@@ -111,7 +117,7 @@ def _record(store: Store, task_id: str | None, backup: str | None, *, branch_del
     if task_id is None:
         return
     try:
-        store.record_cleanup(
+        store.reviews.record_cleanup(
             task_id,
             token=None,
             backups=(backup,) if backup else (),

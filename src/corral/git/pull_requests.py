@@ -13,7 +13,11 @@ CLI, and settles its task when it was merged or closed.
     reconcile  each task in review whose pull request is open ─► `pr_view_command` ─►
                  {"state": "MERGED", "mergeCommit": {"oid": SHA}} ─► done, SHA recorded
                  {"state": "CLOSED"}                              ─► in review, for a person
-                 {"state": "OPEN"}, or a look that failed (logged) ─► as it was
+                 {"state": "OPEN"}, or a look that failed (logged) ─► as it was, then
+                   its checks (`pr_checks_command`, git/pr_checks.py): failed ─► back to
+                   its agent, the failing checks and their logs' tails its next run's
+                   note, `[worktree] verify_retries` times in a row; then waiting for a
+                   person (model/verify_retries.py); passed, pending, none ─► as it was
 
 The commands are argument lists from the settings, run without a shell; a placeholder
 (`{base}`, `{branch}`, `{title}`, `{body_file}`, `{task}`, `{url}`) is replaced only as a
@@ -32,24 +36,40 @@ import json
 import logging
 import os
 import shlex
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from corral import reviews
-from corral.errors import CorralError, InvalidInput, InvalidTransition, Refused, StoreError
-from corral.logs import event
+from corral.foundation.errors import (
+    CorralError,
+    InvalidInput,
+    InvalidTransition,
+    Refused,
+    StoreError,
+)
+from corral.foundation.logs import event
+from corral.foundation.policies import WorktreePolicy
+from corral.git.pr_checks import (
+    capture,
+    failure_log,
+    failure_note,
+    look_checks,
+    split_command,
+)
+from corral.model.events import EventFilter
 from corral.model.reviews import PullRequestState, Review
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
-from corral.policies import WorktreePolicy
+from corral.model.verify_retries import CHECKS_EVENTS, CHECKS_PREFIX, checks_sent, checks_spent
+from corral.model.waiting import WaitKind
+from corral.model.waiting import reason as waiting_reason
 from corral.store import Store
+from corral.usecases import reviews
 
 # A forge's CLI that has not answered in this long is stuck (a network that hangs).
-COMMAND_TIMEOUT_S = 120.0
 OUTPUT_TAIL_CHARS = 500
 _STATES = {state.name: state for state in PullRequestState}  # as `gh` spells them: OPEN ...
+SENT_BACK, WAITING = "sent_back", "waiting"  # what a pass did with a failed check
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,10 +82,13 @@ class Looked:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SettleReport:
-    """The tasks one pass found merged and closed."""
+    """The tasks one pass found merged and closed, and those whose checks failed: sent
+    back to their agents, or waiting for a person."""
 
     merged: tuple[str, ...] = ()
     closed: tuple[str, ...] = ()
+    checks_failed: tuple[str, ...] = ()
+    checks_waiting: tuple[str, ...] = ()
 
 
 class Submitted(NamedTuple):
@@ -92,6 +115,8 @@ class PullRequests:
         self._view = _split("worktree.pr_view_command", policy.pr_view_command)
         reopen = policy.pr_reopen_command
         self._reopen = _split("worktree.pr_reopen_command", reopen) if reopen.strip() else None
+        self.checks = split_command("worktree.pr_checks_command", policy.pr_checks_command)
+        self.check_log = split_command("worktree.pr_check_log_command", policy.pr_check_log_command)
 
     def for_run(
         self, task: Task, review: Review, *, branch: str, base: str, cwd: str, env: dict[str, str]
@@ -158,10 +183,12 @@ def settle(
     if policy.land != "pr":
         return None
     prs = PullRequests(policy)
-    tasks = store.list_tasks(TaskFilter(statuses=(TaskStatus.IN_REVIEW, TaskStatus.APPROVED)))
-    found = store.reviews_of([t.id for t in tasks])
+    tasks = store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.IN_REVIEW, TaskStatus.APPROVED)))
+    found = store.reviews.reviews_of([t.id for t in tasks])
     merged: list[str] = []
     closed: list[str] = []
+    checks_failed: list[str] = []  # sent back to their agents
+    waiting: list[str] = []  # their checks failed past the verify retries
     for task_id, review in found.items():
         if not review.pr_url or review.pr_state not in (None, PullRequestState.OPEN):
             continue
@@ -173,6 +200,9 @@ def settle(
             event(log, "task.pr_look_failed", logging.WARNING, task_id=task_id, error=exc.message)
             continue
         if looked.state is PullRequestState.OPEN:
+            sent = _checks(store, prs, policy, task_id, review.pr_url, cwd=cwd, log=log)
+            if sent is not None:
+                (waiting if sent == WAITING else checks_failed).append(task_id)
             continue
         try:
             reviews.settle_pull_request(
@@ -182,7 +212,63 @@ def settle(
             continue
         (merged if looked.merged_commit else closed).append(task_id)
         event(log, "task.pr_settled", task_id=task_id, url=review.pr_url, state=looked.state)
-    return SettleReport(merged=tuple(merged), closed=tuple(closed))
+    return SettleReport(
+        merged=tuple(merged),
+        closed=tuple(closed),
+        checks_failed=tuple(checks_failed),
+        checks_waiting=tuple(waiting),
+    )
+
+
+def _checks(
+    store: Store,
+    prs: PullRequests,
+    policy: WorktreePolicy,
+    task_id: str,
+    url: str,
+    *,
+    cwd: str,
+    log: logging.Logger,
+) -> str | None:
+    """The checks of task `task_id`'s open pull request at `url`: when they failed, and
+    were not acted on already, the task sent back to its agent (SENT_BACK) or, past its
+    verify retries, waiting for a person (WAITING); else None (passed, pending, none, a
+    look that failed: logged, or another pass acted first)."""
+    if not prs.checks:
+        return None
+    try:
+        looked = look_checks(prs.checks, url, cwd)
+    except StoreError:
+        raise
+    except CorralError as exc:
+        event(log, "task.pr_checks_look_failed", logging.WARNING, task_id=task_id,
+              error=exc.message)  # fmt: skip
+        return None
+    if looked.status != "failed":
+        return None
+    flt = EventFilter(task_id=task_id, names=CHECKS_EVENTS, limit=policy.verify_retries + 50)
+    events = sorted(store.events.list_events(flt), key=lambda e: e.id, reverse=True)
+    keys = sorted(c.key for c in looked.failed)
+    if frozenset(keys) == checks_sent(events):
+        return None  # acted on already: the push's own checks have not started yet
+    logs = {c.key: text for c in looked.failed if (text := failure_log(prs.check_log, c, cwd))}
+    note, used = failure_note(looked.failed, logs), checks_spent(events)
+    data = {"pr_url": url, "checks": keys, "retry": used + 1, "of": policy.verify_retries}
+    try:
+        if used < policy.verify_retries:
+            reviews.checks_failed(store, task_id, pr_url=url, note=note, data=data)
+            outcome = SENT_BACK
+        else:
+            names = ", ".join(c.name for c in looked.failed)
+            why = f"{CHECKS_PREFIX} ({names}) after {used} retries\n{note}"
+            reason = waiting_reason(WaitKind.VERIFY, why)
+            reviews.checks_wait(store, task_id, pr_url=url, reason=reason, data=data)
+            outcome = WAITING
+    except (Refused, InvalidTransition):  # another pass, or a person, acted first
+        return None
+    event(log, "task.pr_checks_failed", task_id=task_id, url=url, outcome=outcome,
+          checks=",".join(c.name for c in looked.failed))  # fmt: skip
+    return outcome
 
 
 def _split(key: str, line: str) -> tuple[str, ...]:
@@ -197,26 +283,10 @@ def _split(key: str, line: str) -> tuple[str, ...]:
 
 def _run(argv: list[str], cwd: str, env: dict[str, str]) -> str:
     """The command's stdout; CorralError with its output's tail when it fails."""
-    try:
-        # S603: the user's own configured command, as an argument list.
-        proc = subprocess.run(  # noqa: S603
-            argv,
-            cwd=cwd,
-            env={**env, "GIT_TERMINAL_PROMPT": "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=COMMAND_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CorralError(f"{argv[0]} failed: {exc}") from None
-    if proc.returncode != 0:
-        raise CorralError(
-            f"{argv[0]} exited with status {proc.returncode}: {_tail(proc.stderr or proc.stdout)}"
-        )
-    return proc.stdout
+    code, out, err = capture(argv, cwd, {**env, "GIT_TERMINAL_PROMPT": "0"})
+    if code != 0:
+        raise CorralError(f"{argv[0]} exited with status {code}: {_tail(err or out)}")
+    return out
 
 
 def _tail(text: str) -> str:

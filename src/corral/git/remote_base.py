@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from corral.errors import InvalidInput, Refused
+from corral.foundation.errors import InvalidInput, Refused
 from corral.git.repo import Git, GitResult
 from corral.git.repo_lock import RepoLock
 

@@ -14,9 +14,17 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from corral.errors import CorralError
+from corral.foundation.errors import CorralError
 
 MIN_VERSION = (2, 38)
+# corral's name on the commits it makes that are nobody else's (backups), and on a merge
+# where git knows no one (Git.identity_env).
+CORRAL_IDENTITY = {
+    "GIT_AUTHOR_NAME": "corral",
+    "GIT_AUTHOR_EMAIL": "corral@localhost",
+    "GIT_COMMITTER_NAME": "corral",
+    "GIT_COMMITTER_EMAIL": "corral@localhost",
+}
 _checked: dict[str, tuple[int, ...]] = {}
 
 
@@ -79,13 +87,17 @@ class Git:
         """The same git, run in another directory."""
         return Git(cwd, self._exe)
 
-    def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
-        """Run `git ARGS` here and return its result, whatever its exit status."""
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, stdin: int | None = None
+    ) -> GitResult:
+        """Run `git ARGS` here and return its result, whatever its exit status (its input
+        read from the file descriptor `stdin`, if given)."""
         full_env = {**os.environ, "LC_ALL": "C", **(env or {})}
         try:
             proc = subprocess.run(  # noqa: S603 - an argument list, no shell
                 [self._exe, *args],
                 cwd=self.cwd,
+                stdin=stdin,
                 capture_output=True,
                 text=True,
                 check=False,
@@ -104,6 +116,13 @@ class Git:
             raise GitFailed(f"git {args[0]} failed in {self.cwd}: {reason}")
         return result.out.strip()
 
+    def identity_env(self) -> dict[str, str]:
+        """What a commit corral makes on a person's behalf (a merge, a squash) needs: nothing
+        when git knows who commits here (the user's identity, theirs to keep), corral's own
+        identity when it does not. git refuses to commit without one ("unable to auto-detect
+        email address"), which on a fresh account would fail every landing."""
+        return {} if self.ok("var", "GIT_COMMITTER_IDENT") else dict(CORRAL_IDENTITY)
+
     def ok(self, *args: str) -> bool:
         """Whether `git ARGS` exits 0."""
         return self.run(*args).code == 0
@@ -113,9 +132,14 @@ class Git:
         result = self.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
         return result.out.strip() if result.code == 0 else None
 
-    def toplevel(self) -> str:
-        """The root of the repository's main working tree (not of a linked worktree)."""
-        common = self.out("rev-parse", "--path-format=absolute", "--git-common-dir")
+    def common_dir(self) -> str:
+        """The repository's common git directory (its `.git`), as an absolute path."""
+        return self.out("rev-parse", "--path-format=absolute", "--git-common-dir")
+
+    def toplevel(self, common: str | None = None) -> str:
+        """The root of the repository's main working tree (not of a linked worktree), from
+        its common git directory `common` when the caller has it already."""
+        common = common or self.common_dir()
         if os.path.basename(common) == ".git":
             return os.path.dirname(common)
         return self.out("rev-parse", "--show-toplevel")

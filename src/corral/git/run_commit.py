@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from corral.errors import CorralError
+from corral.foundation.errors import CorralError
 from corral.git.repo import Git
 
 OUTPUT_TAIL_CHARS = 500

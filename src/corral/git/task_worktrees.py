@@ -10,8 +10,10 @@ enter(task, claim, job) ─► the task's branch brought forward to the backup r
 commit_left(task) ─► after a run that succeeded, with `worktree.commit = auto`: what the
     agent left, committed on the branch (git/run_commit.py)
 changed(task) ─► whether the run made a commit (else `worktree.on_empty` decides)
+flag_disabled_tests(task) ─► what its commits disable of the tests (a skip marker, a
+    deleted test file), flagged on the task (git/disabled_tests.py)
 land(task) ─► after a run that succeeded, its branch landed as `worktree.land` says
-    (git/task_landing.py)
+    (git/land_step.py)
 leave(task) ─► kept with --keep-worktrees, while the task is not finished (it runs again,
     waits, or is reviewed: its agent's session resumes only in the same folder), or when
     it is done with its branch kept; otherwise removed (uncommitted work saved as a backup
@@ -29,16 +31,17 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from corral.errors import CorralError, InvalidInput
+from corral.foundation.errors import CorralError, InvalidInput
+from corral.foundation.logs import event
+from corral.foundation.policies import WorktreePolicy
+from corral.git.disabled_tests import disabled_tests
 from corral.git.index_trust import trust_index
+from corral.git.land_step import AfterSuccess, TaskLanding
 from corral.git.run_commit import commit_left, message_of
-from corral.git.task_landing import AfterSuccess, TaskLanding
 from corral.git.worktrees import Worktrees
-from corral.logs import event
 from corral.model.reviews import Review, WorkOutcome
 from corral.model.states import FINAL, TaskStatus
 from corral.model.tasks import Task
-from corral.policies import WorktreePolicy
 from corral.store import Store
 
 SETUP_TAIL_CHARS = 500
@@ -105,7 +108,7 @@ class TaskWorktrees:
 
     def enter(self, task: Task, token: int, worker_id: str) -> Entered:
         """Make (or reuse) the task's worktree; where it is and what it started from."""
-        review = self._store.get_review(task.id)
+        review = self._store.reviews.get_review(task.id)
         base = review.base_ref or self._base
         # With a remote of record, from its base as fetched now (git/remote_base.py).
         remote = self._trees.remote
@@ -113,7 +116,7 @@ class TaskWorktrees:
         before = self._trees.git.commit_of(f"refs/heads/{task.branch}") if task.branch else None
         restored = self._restore(task, review)
         plan = self._trees.plan(self._worker, task.id, start_ref, task.branch)
-        self._store.record_branch(
+        self._store.reviews.record_branch(
             task.id,
             token=token,
             branch=plan.branch,
@@ -206,6 +209,31 @@ class TaskWorktrees:
         entered = self._current(task_id)
         return entered is None or self.final_commit(task_id) != entered.start_commit
 
+    def flag_disabled_tests(self, task_id: str) -> None:
+        """What the run's commits disable of the tests (git/disabled_tests.py), if anything,
+        recorded on the task under its claim. Never raises: a flag that could not be
+        recorded is logged, and the run's outcome stands."""
+        entered = self._current(task_id)
+        with self._lock:
+            token = self._tokens.get(task_id)
+        if entered is None or token is None:
+            return
+        try:
+            git = self._trees.git.at(entered.path)
+            found = disabled_tests(git, entered.start_commit, git.commit_of("HEAD") or "HEAD")
+            if found:
+                self._store.reviews.record_tests_disabled(
+                    task_id, token=token, found=found, actor=f"token:{token}"
+                )
+        except CorralError as exc:
+            event(
+                self._log,
+                "task.tests_disabled_not_recorded",
+                logging.WARNING,
+                task_id=task_id,
+                error=exc.message,
+            )
+
     def note_outcome(self, task_id: str, outcome: WorkOutcome) -> None:
         """Record where the run's work ended, under its claim; a claim the agent already
         ended itself (`corral done`, `corral submit`, which records in_review) records
@@ -215,9 +243,9 @@ class TaskWorktrees:
         if token is None:
             return
         try:
-            if self._store.get_task(task_id).status is not TaskStatus.RUNNING:
+            if self._store.tasks.get_task(task_id).status is not TaskStatus.RUNNING:
                 return
-            self._store.record_outcome(
+            self._store.reviews.record_outcome(
                 task_id, token=token, outcome=str(outcome), actor=f"token:{token}"
             )
         except CorralError as exc:
@@ -257,12 +285,18 @@ class TaskWorktrees:
             self.note_outcome(task.id, after.outcome)
         return after
 
-    def leave(self, task_id: str) -> None:
-        """Remove the task's worktree unless kept; never raises (the task's outcome stands)."""
+    def leave(self, task_id: str, token: int) -> None:
+        """Remove the task's worktree unless kept; never raises (the task's outcome stands).
+
+        Only the run of claim `token` leaves: its report made the task ready, so another
+        slot may have claimed and entered it again before this one got here, and that
+        run's worktree is not this one's to forget or remove."""
         with self._lock:
-            entered = self._entered.pop(task_id, None)
-            token = self._tokens.pop(task_id, None)
-        if entered is None or self._keep:
+            if self._tokens.get(task_id) != token:
+                return
+            entered = self._entered.pop(task_id)
+            del self._tokens[task_id]
+        if self._keep:
             return
         try:
             if self._keeps(task_id):
@@ -271,7 +305,7 @@ class TaskWorktrees:
             deleted = self._trees.is_merged(entered.branch, entered.base_ref)
             if deleted:
                 self._trees.delete_branch(entered.branch, entered.base_ref)
-            self._store.record_cleanup(
+            self._store.reviews.record_cleanup(
                 task_id,
                 token=token,
                 backups=(backup,) if backup else (),
@@ -298,9 +332,9 @@ class TaskWorktrees:
     def _keeps(self, task_id: str) -> bool:
         """Whether the task's worktree stays: the task is not finished (it runs again,
         waits for a person or is reviewed), or it is done with its branch kept."""
-        status = self._store.get_task(task_id).status
+        status = self._store.tasks.get_task(task_id).status
         if status not in FINAL:
             return True
         if status is not TaskStatus.DONE:
             return False
-        return self._store.get_review(task_id).outcome is WorkOutcome.KEPT
+        return self._store.reviews.get_review(task_id).outcome is WorkOutcome.KEPT

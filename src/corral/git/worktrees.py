@@ -11,6 +11,8 @@ patch in the base, or when merging it into the base would change nothing (a squa
 a cherry-pick). Anything else gets `refs/corral/backup/BRANCH/COMMIT` before it goes;
 with a remote of record that ref is pushed there too before anything goes (a push the
 remote refuses leaves the worktree or branch in place), so another host can restore it.
+A removal, and `git worktree prune`, also bring in the object folder a sandboxed run of a
+worktree now gone left behind (git/run_objects.py: its runner was killed first).
 Planning is separate from creating so that a runner can record the branch in the store
 first: `prune` then never mistakes a worktree being born for an orphan. Every change to the
 worktrees and branches, and every listing of them, holds the repository's worktree lock
@@ -26,22 +28,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from corral import filemodes
-from corral.errors import InvalidInput, Refused
+from corral.foundation import filemodes
+from corral.foundation.errors import InvalidInput, Refused
+from corral.foundation.policies import WorktreePolicy
+from corral.git import run_objects
 from corral.git.remote_base import RemoteBase
-from corral.git.repo import Git
-from corral.git.repo_lock import RepoLock, repo_lock
-from corral.policies import WorktreePolicy
+from corral.git.repo import CORRAL_IDENTITY, Git
+from corral.git.repo_lock import REMOTE_REFS_LOCK, WORKTREE_LOCK, RepoLock, repo_lock
 
 BACKUP_PREFIX = "refs/corral/backup/"
-WORKTREE_LOCK = "corral-worktrees.lock"
-REMOTE_REFS_LOCK = "corral-remote-refs.lock"  # git/remote_base.py says why
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "corral",
-    "GIT_AUTHOR_EMAIL": "corral@localhost",
-    "GIT_COMMITTER_NAME": "corral",
-    "GIT_COMMITTER_EMAIL": "corral@localhost",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +78,11 @@ def _field(line: str) -> tuple[str, str]:
     return key, value
 
 
+def _invalid_branch(name: str) -> InvalidInput:
+    """The error of a branch template that renders `name`, which git refuses."""
+    return InvalidInput("worktree.branch_template", "a valid branch name", name)
+
+
 def _within(path: str, folder: str) -> bool:
     return os.path.commonpath([path, folder]) == folder
 
@@ -94,12 +94,12 @@ def _slug(text: str) -> str:
 class Worktrees:
     """The worktrees and branches corral manages in one repository."""
 
-    def __init__(self, git: Git, config: WorktreeConfig) -> None:
-        self.root = git.toplevel()
+    def __init__(self, git: Git, config: WorktreeConfig, *, common_dir: str = "") -> None:
+        self.root = git.toplevel(common_dir)
         self.git = git.at(self.root)
         self.config = config
         self.base_dir = os.path.join(self.root, config.base_dir)
-        self._common_dir: str | None = None
+        self._common_dir: str | None = common_dir or None
         self.remote = (
             RemoteBase(self.git, config.remote, lambda: self.lock(REMOTE_REFS_LOCK))
             if config.remote
@@ -112,19 +112,18 @@ class Worktrees:
         if not os.path.isdir(path):
             raise InvalidInput("repo", "a folder inside a git repository", path)
         git = Git(os.path.abspath(path))
-        if not git.ok("rev-parse", "--git-dir"):
+        found = git.run("rev-parse", "--path-format=absolute", "--git-common-dir")
+        if found.code != 0:
             raise InvalidInput("repo", "a folder inside a git repository", path)
         config = WorktreeConfig(
             base_dir=policy.dir, branch_template=policy.branch_template, remote=policy.remote
         )
-        return cls(git, config)
+        return cls(git, config, common_dir=found.out.strip())
 
     def common_dir(self) -> str:
         """The repository's common git directory (its `.git`), where its lock files lie."""
         if self._common_dir is None:
-            self._common_dir = self.git.out(
-                "rev-parse", "--path-format=absolute", "--git-common-dir"
-            )
+            self._common_dir = self.git.common_dir()
         return self._common_dir
 
     def lock(self, name: str) -> RepoLock:
@@ -145,9 +144,10 @@ class Worktrees:
         """
         sample = "t-0123456789"
         branch = self._branch_name(worker, sample)
-        if not self._valid_branch(branch) and self._valid_branch(self._branch_name("w", sample)):
-            raise InvalidInput("name", "a worker name git accepts in a branch name", worker)
-        self._free_branch(branch)
+        if not self._valid_branch(branch):  # one git call when it is valid, as it mostly is
+            if self._valid_branch(self._branch_name("w", sample)):
+                raise InvalidInput("name", "a worker name git accepts in a branch name", worker)
+            raise _invalid_branch(branch)
         where = os.path.realpath(self.base_dir)
         root = os.path.realpath(self.root)
         common = self.common_dir()
@@ -210,7 +210,7 @@ class Worktrees:
 
     def _free_branch(self, wanted: str) -> str:
         if not self._valid_branch(wanted):
-            raise InvalidInput("worktree.branch_template", "a valid branch name", wanted)
+            raise _invalid_branch(wanted)
         name, n = wanted, 1
         while self.branch_exists(name):
             n += 1
@@ -261,12 +261,19 @@ class Worktrees:
         with self.locked():
             if not os.path.isdir(path):
                 self.git.out("worktree", "prune")
+                self.sweep_objects()
                 return None
             backup = self._save_uncommitted(path)
             if backup is not None:
                 self._keep(backup)
             self.git.out("worktree", "remove", "--force", "--force", path)
+            self.sweep_objects()
             return backup
+
+    def sweep_objects(self) -> tuple[str, ...]:
+        """The object folders of sandboxed runs whose worktree is gone brought into the
+        repository (git/run_objects.py): a runner killed before it did; their names."""
+        return run_objects.sweep(self.common_dir())
 
     def _keep(self, ref: str) -> None:
         """A backup ref pushed to the remote of record, if there is one."""
@@ -288,7 +295,7 @@ class Worktrees:
             return None
         branch = here.run("symbolic-ref", "--quiet", "--short", "HEAD").out.strip() or "detached"
         with tempfile.TemporaryDirectory() as scratch:
-            env = {**_IDENTITY, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
+            env = {**CORRAL_IDENTITY, "GIT_INDEX_FILE": os.path.join(scratch, "index")}
             here.out("read-tree", "HEAD", env=env)
             here.out("add", "--all", env=env)
             tree = here.out("write-tree", env=env)
@@ -395,6 +402,8 @@ class Worktrees:
         return [(ref, commit) for ref, _, commit in (ln.partition(" ") for ln in out.splitlines())]
 
     def prune_git(self) -> None:
-        """`git worktree prune`: forget worktrees whose folders are gone."""
+        """`git worktree prune`: forget worktrees whose folders are gone; then their run
+        object folders swept."""
         with self.locked():
             self.git.out("worktree", "prune")
+            self.sweep_objects()

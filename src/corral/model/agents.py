@@ -3,9 +3,10 @@
 A profile says how to build the command line from a prompt, which output format the
 agent streams (and so which reader, runtime/worker/agent_streams.py, finds usage, the
 session id, a usage limit or a question in it), how to resume a session, and which
-provider account it spends. Built in: `claude`, `codex`, `aider` and `generic` (any
+provider account it spends. Built in: `claude`, `claude-mcp` (claude with corral's MCP
+server and its permission prompts: corral/mcp), `codex`, `aider` and `generic` (any
 command: today's `--exec`). A user's own profiles live in `.corral/agents/NAME.toml`
-(corral/agents.py reads them) and may `extends` a built-in one, changing only what
+(corral/usecases/agents.py reads them) and may `extends` a built-in one, changing only what
 differs (a binary's path, a flag).
 
 Unattended: an agent run by corral has nobody to grant it a permission, so a built-in
@@ -26,11 +27,13 @@ meaning.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from typing import Any
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import field, record, replace
+from corral.foundation.worker_options import NETWORKS, SANDBOXES
 from corral.model.providers import check_provider
+from corral.model.usage import USAGE_KEYS
 
 PROMPT_MODES = ("stdin", "arg", "file")
 OUTPUTS = ("claude-stream-json", "codex-json", "aider-text", "generic")
@@ -39,9 +42,11 @@ MODEL = "{model}"
 PROMPT_FILE = "{prompt_file}"
 _PLACEHOLDERS = (SESSION, MODEL, PROMPT_FILE)
 PROFILE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+MAX_MEMORY_MB = 2**31 - 1  # 2 PB: more than any host, and still an int32
+ENV_NAME = re.compile(r"[A-Za-z_*?][A-Za-z0-9_*?]{0,127}")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class AgentProfile:
     """One agent CLI, as corral drives it."""
 
@@ -64,6 +69,23 @@ class AgentProfile:
     permissions: tuple[str, ...] = ()
     permission_flags: tuple[str, ...] = ()
     written_against: str = ""  # the tool's version this profile was checked against
+    # The variables the agent reads, which its tasks get (corral.foundation.task_env): a
+    # name written whole passes even the secret filter (its key); a pattern (`CLAUDE_*`)
+    # only the allow-list.
+    env: tuple[str, ...] = ()
+    # The memory one run is expected to take at its peak, in MB: a worker starts no run
+    # while the host has less available (corral.model.admission). None: not stated.
+    memory_mb: int | None = None
+    # Dollars per million tokens of each usage key (model/usage.py USAGE_KEYS): what a run
+    # costs while it streams, before the agent's own final cost, for budgets
+    # (model/budgets.py). Empty: a mid-run cost is unknown (token caps still hold).
+    prices: dict[str, float] = field(default_factory=dict)
+    # The sandbox its runs get unless `--sandbox` says otherwise (model/sandboxes.py), and
+    # their network there; the entries under HOME it keeps its own configuration and
+    # sessions in, bound writable into a sandbox's otherwise empty HOME.
+    sandbox: str = "off"
+    network: str = "on"
+    sandbox_home: tuple[str, ...] = ()
 
     @property
     def can_resume(self) -> bool:
@@ -102,8 +124,13 @@ class AgentProfile:
         if self.prompt not in PROMPT_MODES:
             raise InvalidInput(f"agents.{self.name}.prompt", f"one of {', '.join(PROMPT_MODES)}")
         self._check_placeholders()
+        if not all(isinstance(n, str) and ENV_NAME.fullmatch(n) for n in self.env):
+            raise InvalidInput(f"agents.{self.name}.env", "a list of variable names or patterns")
         if self.provider is not None:
             check_provider(self.provider)
+        self._check_memory()
+        self._check_prices()
+        self._check_sandbox()
         for pattern in self.limit_patterns:
             try:
                 re.compile(pattern)
@@ -112,6 +139,50 @@ class AgentProfile:
                     f"agents.{self.name}.limit_patterns", f"regular expressions ({exc})", pattern
                 ) from None
         return self
+
+    def _check_memory(self) -> None:
+        """`memory_mb` unset, or a whole number of MB a host could have."""
+        memory = self.memory_mb
+        if memory is None:
+            return
+        if (
+            isinstance(memory, bool)
+            or not isinstance(memory, int)
+            or not 1 <= memory <= MAX_MEMORY_MB
+        ):
+            expected = f"a whole number of MB from 1 to {MAX_MEMORY_MB}"
+            raise InvalidInput(f"agents.{self.name}.memory_mb", expected, memory)
+
+    def _check_prices(self) -> None:
+        """Each price is of a usage key, in dollars per million tokens."""
+        for key, price in self.prices.items():
+            if key not in USAGE_KEYS:
+                raise InvalidInput(
+                    f"agents.{self.name}.prices", f"keys of {', '.join(USAGE_KEYS)}", key
+                )
+            if (
+                isinstance(price, bool)
+                or not isinstance(price, int | float)
+                or not 0 <= price < 1e6
+            ):
+                raise InvalidInput(
+                    f"agents.{self.name}.prices.{key}",
+                    "dollars per million tokens, 0 or more",
+                    price,
+                )
+
+    def _check_sandbox(self) -> None:
+        """A known sandbox and network; HOME entries that stay under HOME."""
+        if self.sandbox not in SANDBOXES:
+            raise InvalidInput(f"agents.{self.name}.sandbox", f"one of {', '.join(SANDBOXES)}")
+        if self.network not in NETWORKS:
+            raise InvalidInput(f"agents.{self.name}.network", f"one of {', '.join(NETWORKS)}")
+        for entry in self.sandbox_home:
+            parts = entry.split("/")
+            if entry.startswith("/") or not entry or ".." in parts or "" in parts:
+                raise InvalidInput(
+                    f"agents.{self.name}.sandbox_home", "paths relative to HOME, without ..", entry
+                )
 
     def _check_placeholders(self) -> None:
         """Each argument list that needs its placeholder has it."""
@@ -149,6 +220,14 @@ BUILT_IN: dict[str, AgentProfile] = {
         limit_patterns=(r"usage limit reached\|(?P<reset>\d{9,11})", r"(?i)usage limit reached"),
         version_command=("claude", "--version"),
         written_against="Claude Code 2.1 (stream-json, headless mode docs)",
+        # Claude Sonnet 4.5's list prices (anthropic.com/pricing, 2026-11), cache writes
+        # at the five-minute rate: a profile for another model says its own.
+        prices={
+            "input_tokens": 3.0,
+            "output_tokens": 15.0,
+            "cache_write_tokens": 3.75,
+            "cache_read_tokens": 0.30,
+        },
         # Without one, headless Claude Code edits nothing: each Write/Edit is denied and
         # listed in the result's permission_denials (the run then waits: refused).
         permissions=("--permission-mode", "acceptEdits"),
@@ -158,6 +237,17 @@ BUILT_IN: dict[str, AgentProfile] = {
             "--dangerously-skip-permissions",
             "--permission-prompt-tool",
         ),
+        # Claude Code's settings docs: its key, its login token, and its own settings.
+        env=(
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_*",
+            "CLAUDE_*",
+            "DISABLE_*",
+        ),
+        # Its settings, credentials and sessions (which --resume reads back).
+        sandbox_home=(".claude", ".claude.json"),
     ),
     "codex": AgentProfile(
         name="codex",
@@ -182,6 +272,9 @@ BUILT_IN: dict[str, AgentProfile] = {
             "--full-auto",
             "sandbox_mode",
         ),
+        # Codex's docs: `codex exec` reads CODEX_API_KEY, else OPENAI_API_KEY; CODEX_HOME.
+        env=("CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_*", "OPENAI_BASE_URL"),
+        sandbox_home=(".codex",),  # CODEX_HOME: config.toml, auth.json, sessions
     ),
     "aider": AgentProfile(
         name="aider",
@@ -193,8 +286,41 @@ BUILT_IN: dict[str, AgentProfile] = {
         limit_patterns=(r"(?i)rate ?limit", r"(?i)quota exceeded"),
         version_command=("aider", "--version"),
         written_against="aider 0.86 (scripting docs)",
+        # aider's docs: every option as AIDER_*, and the keys of the providers it calls.
+        env=(
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "DEEPSEEK_API_KEY",
+            "OPENROUTER_API_KEY",
+            "AIDER_*",
+            "OPENAI_API_BASE",
+        ),
+        # aider's docs: its config and model files in HOME, its caches under ~/.aider.
+        sandbox_home=(
+            ".aider.conf.yml",
+            ".aider.model.settings.yml",
+            ".aider.model.metadata.json",
+            ".aider",
+        ),
     ),
 }
+
+
+# `claude-mcp`: Claude Code with corral's MCP server (`corral mcp`, which must be on PATH)
+# in its config, and its permission requests sent to a person through corral's
+# `permission_prompt` tool (the task waits; `corral answer --allow|--deny`). acceptEdits
+# still allows edits in the worktree; what it does not allow (Bash ...) is asked for.
+MCP_CONFIG = '{"mcpServers":{"corral":{"type":"stdio","command":"corral","args":["mcp"]}}}'
+PERMISSION_PROMPT_TOOL = "mcp__corral__permission_prompt"
+_CLAUDE = BUILT_IN["claude"]
+BUILT_IN["claude-mcp"] = replace(
+    _CLAUDE,
+    name="claude-mcp",
+    command=(*_CLAUDE.command, "--mcp-config", MCP_CONFIG),
+    resume=(*_CLAUDE.resume, "--mcp-config", MCP_CONFIG),
+    permissions=(*_CLAUDE.permissions, "--permission-prompt-tool", PERMISSION_PROMPT_TOOL),
+)
 
 
 def with_overrides(base: AgentProfile, name: str, fields: dict[str, Any]) -> AgentProfile:

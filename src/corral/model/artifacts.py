@@ -11,15 +11,15 @@ an absolute one, or one with a `..` part, is refused when the runner starts.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import record
 
 MB = 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Artifact:
     """One file a run left: copied (`sha256` set), or skipped (`skipped` says why)."""
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: keeps these off the CLI's import path
     import random
 
-    from corral.policies import RetryPolicy
+    from corral.foundation.policies import RetryPolicy
 
 
 @dataclass(frozen=True, slots=True)

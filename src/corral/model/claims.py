@@ -15,15 +15,15 @@ Invariants, enforced by the store:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from corral.durations import iso
+from corral.foundation.durations import iso
+from corral.foundation.records import record
 from corral.model.states import ClaimStatus
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Claim:
     """One lease of one task by one worker."""
 
@@ -51,7 +51,7 @@ class Claim:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RunningTask:
     """An active claim with its task's title and the run it started, if one did: a line of
     `corral status --watch`."""

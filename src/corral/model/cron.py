@@ -1,10 +1,19 @@
-"""Cron times: when a six-field expression (seconds first) fires, in UTC or an IANA zone.
+"""Cron times: when a cron expression fires, in UTC or an IANA zone.
 
 The only module that imports cronsim (a small, typed, dependency-free parser that matches
 Debian cron); the scheduler and the `schedule` commands import this module, nothing on
-the start-up path of other commands does. Fields, in order:
+the start-up path of other commands does. Three shapes are accepted, as cron users write
+them (the standard five fields, Quartz's seconds first, and its year last):
 
-    second minute hour day-of-month month day-of-week      e.g. "0 30 2 * * *" = 02:30:00
+    minute hour day-of-month month day-of-week                  "30 2 * * *"
+    second minute hour day-of-month month day-of-week           "0 30 2 * * *"
+    second minute hour day-of-month month day-of-week year      "0 30 2 * * * 2027"
+
+Five fields fire at second 0. The year field takes what Quartz's does, from 1970 to 2099:
+`*`, a year, a range `2027-2029`, a step `*/2` or `2027/2`, and lists of these; cronsim
+walks the six fields and the years are a filter on the local year, the walk jumping over
+the years not named. The expression is stored as written; every function here reads it
+in any of the three shapes.
 
 Daylight saving follows cronsim's documented rule, which is Debian cron's: an expression
 that fires at specific times (its second, minute and hour fields each start with
@@ -27,11 +36,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 from cronsim.cronsim import is_imaginary
 
-from corral.errors import InvalidInput
+from corral.foundation.durations import FIRST_INSTANT, LAST_INSTANT
+from corral.foundation.errors import InvalidInput
 
-FIELDS = 6
-EXPECTED = "six fields: second minute hour day-of-month month day-of-week"
+EXPECTED = (
+    "five fields (minute hour day-of-month month day-of-week), six (second first) "
+    "or seven (second first, year last)"
+)
 NEVER = "an expression that fires (its day-of-month never comes in its months)"
+NEVER_AGAIN = "an expression that fires (a year field naming a year to come)"
+FIRST_YEAR, LAST_YEAR = 1970, 2099  # the years a year field may name, as Quartz's
 
 
 def zone(name: str) -> tzinfo:
@@ -48,17 +62,49 @@ def check(expr: str, zone_name: str = "UTC") -> None:
     """Refuse an expression that does not parse, has a field out of range, or never fires
     (`0 0 0 31 2 *`), naming the field (`cron` or `timezone`)."""
     where = zone(zone_name)
-    fields = expr.split()
-    if len(fields) != FIELDS:
-        raise InvalidInput("cron", EXPECTED, expr)
+    six, years = _shape(expr)
+    fields = six.split()
     try:
-        CronSim(expr, datetime(2000, 1, 1, tzinfo=UTC))
+        CronSim(six, datetime(2000, 1, 1, tzinfo=UTC))
     except CronSimError as exc:  # "Bad day-of-month": the field it names
         if _parses(" ".join([*fields[:4], "*", fields[5]])):  # a day no month given has
             raise InvalidInput("cron", NEVER, expr) from None
         raise InvalidInput("cron", f"a valid {_field(exc)}", expr) from None
     if next(times_after(expr, where, datetime(2000, 1, 1, tzinfo=UTC)), None) is None:
-        raise InvalidInput("cron", NEVER, expr)
+        raise InvalidInput("cron", NEVER if years is None else NEVER_AGAIN, expr)
+
+
+def _shape(expr: str) -> tuple[str, frozenset[int] | None]:
+    """The six fields cronsim walks, and the years of a seventh field (None: every year).
+    InvalidInput naming `cron` for any other number of fields or a bad year field."""
+    fields = expr.split()
+    if len(fields) == 5:
+        return " ".join(["0", *fields]), None
+    if len(fields) == 6:
+        return expr, None
+    if len(fields) == 7:
+        return " ".join(fields[:6]), _years(fields[6], expr)
+    raise InvalidInput("cron", EXPECTED, expr)
+
+
+def _years(field: str, expr: str) -> frozenset[int] | None:
+    """The years a year field names, within FIRST_YEAR..LAST_YEAR (None for `*`)."""
+    if field == "*":
+        return None
+    years: set[int] = set()
+    for part in field.split(","):
+        span, _, step = part.partition("/")
+        low, _, high = span.partition("-")
+        try:
+            first = FIRST_YEAR if low == "*" and not high else int(low)
+            last = int(high) if high else (LAST_YEAR if step or low == "*" else first)
+            every = int(step) if step else 1
+        except ValueError:
+            raise InvalidInput("cron", "a valid year field", expr) from None
+        if not (FIRST_YEAR <= first <= last <= LAST_YEAR and every >= 1):
+            raise InvalidInput("cron", f"years from {FIRST_YEAR} to {LAST_YEAR}", expr)
+        years.update(range(first, last + 1, every))
+    return frozenset(years)
 
 
 def _parses(expr: str) -> bool:
@@ -76,7 +122,7 @@ def _field(exc: CronSimError) -> str:
 
 def wall_clock(expr: str, where: tzinfo) -> bool:
     """Whether `expr` runs on the wall clock of `where` (module docstring)."""
-    fields = expr.split()
+    fields = _shape(expr)[0].split()
     return where is not UTC and not any(f.startswith("*") for f in fields[:3])
 
 
@@ -92,6 +138,27 @@ def times_until(expr: str, where: tzinfo, until: datetime) -> Iterator[datetime]
 
 
 def _walk(expr: str, where: tzinfo, start: datetime, *, reverse: bool) -> Iterator[datetime]:
+    six, years = _shape(expr)
+    if years is None:
+        yield from _walk_six(six, where, start, reverse=reverse)
+        return
+    here = start.astimezone(where).year
+    cursor = start
+    for year in sorted(years, reverse=reverse):  # each year named, walked once, in order
+        if year > here if reverse else year < here:
+            continue
+        if year != here:  # from just after the year's end (reverse) or just before its start
+            edge = datetime(year + 1 if reverse else year, 1, 1, tzinfo=where)
+            cursor = edge.astimezone(UTC) - timedelta(microseconds=1)
+        for at in _walk_six(six, where, cursor, reverse=reverse):
+            if at.astimezone(where).year != year:
+                break
+            yield at
+        else:  # fifty years without a fire
+            return
+
+
+def _walk_six(expr: str, where: tzinfo, start: datetime, *, reverse: bool) -> Iterator[datetime]:
     local = start.astimezone(where)
     if reverse:  # cronsim's reverse walk includes a start with microseconds: make one
         local += timedelta(microseconds=1)
@@ -100,10 +167,23 @@ def _walk(expr: str, where: tzinfo, start: datetime, *, reverse: bool) -> Iterat
     else:
         found = (t.astimezone(UTC) for t in CronSim(expr, local, reverse))
     previous = None
-    for at in found:  # cronsim stops after 50 years without a fire
+    for at in _within_calendar(found):  # cronsim stops after 50 years without a fire
         if at == previous or (at > start if reverse else at <= start):
             continue  # two local times placed on one instant, or one a repeat put back
         previous = at
+        yield at
+
+
+def _within_calendar(found: Iterator[datetime]) -> Iterator[datetime]:
+    """`found` until a time leaves FIRST_INSTANT..LAST_INSTANT: an expression walked to
+    the calendar's edge ends there (cronsim would raise OverflowError past year 9999)."""
+    while True:
+        try:
+            at = next(found)
+        except (StopIteration, OverflowError, ValueError):
+            return
+        if not FIRST_INSTANT <= at <= LAST_INSTANT:
+            return
         yield at
 
 

@@ -2,19 +2,19 @@
 
 Names are stable and dotted (`task.claimed`, `worker.dead`); docs/state-machines.md
 lists them (EVENT_NAMES here). `corral events` lists them and `corral events --follow`
-tails them a page at a time (model/following.py).
+tails them a page at a time (model/event_cursors.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from corral.durations import iso
+from corral.foundation.durations import iso
+from corral.foundation.records import record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Event:
     """One state change."""
 
@@ -47,13 +47,13 @@ class Event:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class EventFilter:
     """Which events `list_events` returns: the newest `limit` after `after_id`, of the
     task, worker and names given, written at `since_at` or later.
 
     On PostgreSQL an event may commit after one with a higher id (docs/state-machines.md,
-    Events): a reader that follows the log should use `Store.events_page`, not `after_id`.
+    Events): a reader that follows the log should use `store.events.events_page`, not `after_id`.
     """
 
     task_id: str | None = None
@@ -68,6 +68,7 @@ class EventFilter:
 # Every event name the store writes, as docs/state-machines.md lists them.
 EVENT_NAMES = (
     "task.created",
+    "task.checks_failed",
     "task.unblocked",
     "task.blocked",
     "task.claimed",
@@ -96,6 +97,7 @@ EVENT_NAMES = (
     "task.landed",
     "task.land_conflict",
     "task.outcome",
+    "task.tests_disabled",
     "task.branch_cleaned_up",
     "task.pruned_unlanded",
     "review.stale",
@@ -113,6 +115,9 @@ EVENT_NAMES = (
     "worker.status_fixed",
     "provider.set",
     "provider.parked",
+    "notify.delivered",
+    "notify.gave_up",
+    "budget.day_cap",
     "token.created",
     "token.revoked",
     "schedule.added",

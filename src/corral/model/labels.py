@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 
 
 def parse_labels(field: str, items: Sequence[str] | None) -> dict[str, str]:

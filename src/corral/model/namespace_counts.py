@@ -3,11 +3,12 @@ namespace is)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from corral.foundation.records import field, record
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@record(frozen=True, slots=True, kw_only=True)
 class NamespaceCounts:
     """One namespace as `corral namespace list` shows it: its tasks by status, its live
     workers."""

@@ -23,17 +23,17 @@ same rule; the one holding the leader lock leads and takes the state row:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from corral.durations import iso
+from corral.foundation.durations import iso
+from corral.foundation.records import field, record
 from corral.model.states import WorkerStatus
 from corral.model.workers import liveness
 
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
-    from corral.policies import LivenessPolicy
+    from corral.foundation.policies import LivenessPolicy
 
 # How long a graceful stop lets running tasks finish when no timeout is given: the
 # orchestrator's own SIGTERM, and `orchestrator stop --graceful`.
@@ -73,7 +73,7 @@ class SlotState(StrEnum):
     STOPPED = "stopped"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class OrchestratorState:
     """The state row: who holds it, since when, and the pool it last reported."""
 
@@ -87,6 +87,9 @@ class OrchestratorState:
     stop_timeout_s: float | None
     config: dict[str, Any] = field(default_factory=dict)
     slots: list[dict[str, Any]] = field(default_factory=list)
+    # The SHA-256 of the key in the holder's environment (foundation/processes.py): what
+    # proves its pid before `orchestrator stop` signals it. Not in the JSON shape.
+    key_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of `orchestrator status --json` (docs/cli.md)."""
@@ -104,7 +107,7 @@ class OrchestratorState:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class OrchestratorMember:
     """One orchestrator of a PostgreSQL store (a row of `orchestrators`, one per host)."""
 

@@ -9,27 +9,18 @@ two hosts can both pass a cap; this module only says, for people, why claims sto
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from corral.durations import iso
-from corral.errors import InvalidInput
+from corral.foundation.durations import iso
+from corral.foundation.records import record
 
-PROVIDER_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}(:[a-z0-9][a-z0-9_.-]{0,62})?")
-
-
-def check_provider(name: Any) -> str:
-    """A provider account's name (`claude`, `claude:work`), or InvalidInput."""
-    if not isinstance(name, str) or not PROVIDER_PATTERN.fullmatch(name):
-        raise InvalidInput(
-            "provider", "a name such as claude or claude:work (lowercase, digits, . _ -)", name
-        )
-    return name
+# Imported from here by their older callers; they live in model/names.py.
+from corral.model.names import PROVIDER_PATTERN as PROVIDER_PATTERN  # noqa: PLC0414 - re-exported
+from corral.model.names import check_provider as check_provider  # noqa: PLC0414 - re-exported
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ProviderState:
     """One provider account now: its settings, its park, and the agents it runs."""
 

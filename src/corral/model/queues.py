@@ -6,16 +6,16 @@ for people, which limit a queue is at.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from corral.policies import QueueLimits
+from corral.foundation.policies import QueueLimits
+from corral.foundation.records import record
 
 #: The window of the rate limit: `rate` is claims started per minute.
 RATE_WINDOW_S = 60
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class QueueStat:
     """One queue now: tasks by state, claims started in the last minute, and its limits."""
 

@@ -17,6 +17,13 @@ from `back_at` at the earliest, and a lease that ran out before then runs until 
 holder has had its full dead window (heartbeat interval times dead_after_missed) after
 `back_at` to heartbeat again and extend it. A worker that really died meanwhile is
 declared dead that much later.
+
+`due_in_s(snapshot, ...)` is when the next of these decisions comes due if nothing changes
+meanwhile: a watched worker's next mark (stale one missed heartbeat after its last, dead
+after `dead_after_missed`) or a lease's end. The orchestrator wakes its repair then,
+rather than at its next interval, so a silent worker is stale a second after its
+heartbeat was due and its tasks are claimable once it is dead (seed 002: 10 s from the
+last heartbeat to detection).
 """
 
 from __future__ import annotations
@@ -25,13 +32,14 @@ import random
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from corral.foundation.records import record
+from corral.foundation.settings import Settings
 from corral.model.backoff import GiveUp, Outcome, Retry, after_crash, delay_s
 from corral.model.states import GONE, TaskStatus, WorkerStatus
-from corral.model.workers import liveness, working_status
-from corral.settings import Settings
+from corral.model.workers import liveness, silent_until, working_status
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class WorkerView:
     """A worker the reconciler watches."""
 
@@ -41,7 +49,7 @@ class WorkerView:
     active: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ClaimView:
     """An active claim with what deciding its fate needs."""
 
@@ -57,7 +65,7 @@ class ClaimView:
     retry_base_s: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class OrphanView:
     """A running task with no active claim."""
 
@@ -67,7 +75,7 @@ class OrphanView:
     retry_base_s: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Snapshot:
     """Everything one reconcile pass looks at, read at the store's `now`."""
 
@@ -144,6 +152,27 @@ def plan_recovery(
     plan += [_requeue(o, settings, rng) for o in snapshot.orphans]
     plan += _fix_worker_statuses(snapshot, dead)
     return plan
+
+
+def due_in_s(
+    snapshot: Snapshot, settings: Settings, *, back_at: datetime | None = None
+) -> float | None:
+    """Seconds from the snapshot's time until its next decision comes due (0 if one is due
+    now), or None when nothing it holds ever comes due by time alone (module docstring)."""
+    times = [
+        max(w.last_heartbeat_at, back_at or w.last_heartbeat_at)
+        + timedelta(seconds=silent_until(w.status, settings.liveness))
+        for w in snapshot.workers
+    ]
+    no_sooner_than = back_at + _dead_window(settings) if back_at else None
+    times += [
+        max(c.lease_expires_at, no_sooner_than or c.lease_expires_at)
+        for c in snapshot.claims
+        if c.task_status is TaskStatus.RUNNING
+    ]
+    if not times:
+        return None
+    return max(0.0, (min(times) - snapshot.now).total_seconds())
 
 
 def plan_worker_death(

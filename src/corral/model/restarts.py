@@ -11,14 +11,15 @@ counts every restart the slot has made, for `orchestrator status`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from corral.foundation.records import record
+
 if TYPE_CHECKING:  # annotations only: keeps settings off the CLI's import path
-    from corral.policies import ProcessPolicy
+    from corral.foundation.policies import ProcessPolicy
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RestartHistory:
     """What a slot remembers of its worker's exits."""
 
@@ -26,7 +27,7 @@ class RestartHistory:
     total: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RestartDecision:
     """Start a worker again after `delay_s`; `failed` when the slot hit max_restarts."""
 

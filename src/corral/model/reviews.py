@@ -8,12 +8,12 @@ commit that was approved (merge refuses any other), the files of a merge conflic
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from corral.durations import iso
+from corral.foundation.durations import iso
+from corral.foundation.records import field, record
 
 
 class WorkOutcome(StrEnum):
@@ -47,7 +47,19 @@ class MergeStrategy(StrEnum):
     SQUASH = "squash"  # one new commit with the branch's changes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+def merge_message(
+    verb: str, strategy: MergeStrategy, *, branch: str, title: str, task_id: str
+) -> str:
+    """The message of the commit a merge or land makes. A merge commit says which branch
+    it brought in (`Merge corral/w1/t-1: title (t-1)`); a squash commit is the task's work
+    itself, so it is titled by the task, as a person squashing would title it, and names
+    the task and branch below."""
+    if strategy is MergeStrategy.SQUASH:
+        return f"{title}\n\ncorral task {task_id}, squashed from {branch}"
+    return f"{verb} {branch}: {title} ({task_id})"
+
+
+@record(frozen=True, slots=True, kw_only=True)
 class Review:
     """The review record of one task; every field but `task_id` may be unset."""
 
@@ -65,6 +77,8 @@ class Review:
     outcome: WorkOutcome | None = None
     backup_refs: tuple[str, ...] = ()  # written by corral before it removed work, oldest first
     branch_deleted: bool = False  # corral deleted the branch itself (after a land, say)
+    # What the last run that disabled tests disabled (git/disabled_tests.py), one line each
+    tests_disabled: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape (docs/cli.md)."""
@@ -82,10 +96,11 @@ class Review:
             "outcome": None if self.outcome is None else str(self.outcome),
             "backup_refs": list(self.backup_refs),
             "branch_deleted": self.branch_deleted,
+            "tests_disabled": list(self.tests_disabled),
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class WorkEnd:
     """One task's work where it ended: a landed one's commit, a kept one's branch."""
 
@@ -108,7 +123,7 @@ class WorkEnd:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class WorkEnds:
     """Where tasks' work ended: how many reached each outcome since `since`, the done tasks
     whose branch is kept for a person (oldest first) and the newest landed, a few each."""

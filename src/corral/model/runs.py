@@ -16,13 +16,13 @@ business (done, fail, release, defer), not the run's.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from corral.durations import iso
-from corral.errors import InvalidInput
+from corral.foundation.durations import iso
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import record
 
 
 class RunOutcome(StrEnum):
@@ -39,7 +39,7 @@ class RunOutcome(StrEnum):
     WAITING = "waiting"  # ended needing a person: no change, refused, a question
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class NewRun:
     """What `start_run` needs. Paths are made absolute against the caller's working directory,
     so `corral logs` finds them from anywhere."""
@@ -71,7 +71,7 @@ class NewRun:
                 object.__setattr__(self, name, os.path.abspath(path))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Run:
     """A run as the store last saw it; `outcome` and `finished_at` are None while it runs."""
 

@@ -21,13 +21,13 @@ always makes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from corral.durations import MAX_SPAN_S, format_duration, iso
-from corral.errors import InvalidInput
+from corral.foundation.durations import MAX_SPAN_S, format_duration, iso
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import field, record
 from corral.model import cron
 from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.model.states import FINAL, TaskStatus
@@ -56,7 +56,7 @@ class FireOutcome(StrEnum):
     MISSED = "missed"  # a range of times not caught up (the note says which and why)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class NewSchedule:
     """What `schedule add` takes; validated on construction (the expression too)."""
 
@@ -70,8 +70,10 @@ class NewSchedule:
 
     def __post_init__(self) -> None:
         check_name("id", self.id)
-        if ":" in self.id:  # the fire keys `schedule:{id}:{time}` are read by their prefix
-            raise InvalidInput("id", "a name without ':'", self.id)
+        # The fire keys `schedule:{id}:{time}` are read by their prefix, and the id is a
+        # segment of the HTTP API's paths (`../x` would name another route).
+        if self.id.startswith(".") or any(c in self.id for c in ":/\\?#%"):
+            raise InvalidInput("id", "a name not starting with '.', without : / \\ ? # %", self.id)
         cron.check(self.cron, self.timezone)
         unknown = set(self.template) - set(TEMPLATE_FIELDS)
         if unknown:
@@ -84,7 +86,7 @@ class NewSchedule:
             raise InvalidInput("catchup_window", "a duration from 1 s to 100 years", window)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Schedule:
     """A schedule as stored, with the status of its last fire's task."""
 
@@ -135,7 +137,7 @@ class Schedule:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ScheduleFire:
     """One fire time of a schedule: its key, what became of it, and its task's status."""
 
@@ -162,7 +164,7 @@ class ScheduleFire:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Missed:
     """Scheduled times from `first_at` to `last_at` that were not made, and why."""
 
@@ -176,7 +178,7 @@ class Missed:
         return f"not caught up: {iso(self.first_at)} to {iso(self.last_at)}, {self.reason}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class FirePlan:
     """What one pass does to one schedule, applied only if its `next_fire_at` is still
     `seen_next_fire_at` (another pass may have handled it meanwhile)."""

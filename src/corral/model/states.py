@@ -19,6 +19,8 @@ Tasks:
     waiting ──answer (its text reaches the resumed session), or retry──► ready
     running ──submit──► in_review ──approve (pins the commit)──► approved ──merge──► done
                         in_review | approved ──request-changes──► ready (same branch)
+                        in_review | approved ──pull request checks failed──► ready (same
+                                    branch; verify_retries in a row), then ──► waiting
                                                approved ──merge conflict──► ready (files recorded)
     done (its branch kept) ──land that conflicts──► ready (same branch, files recorded)
     ready ──a child added (--parent)──► blocked   (until each child is done or cancelled)
@@ -41,12 +43,15 @@ Workers:
     stale ──heartbeat──► idle | busy
     stale ──dead_after_missed heartbeats missed──► dead   (its claims expire at once)
 
-A heartbeat counts as missed half an interval after it was due, so a worker that beats on
-time but a little late is never stale. idle and busy follow the worker's active claims.
+A heartbeat counts as missed half an interval after it was due (0.75 s at most, so a
+worker is stale 10.75 s after its last heartbeat at the default 10 s), so a worker that
+beats on time but a little late is never stale. idle and busy follow the worker's active
+claims.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -87,7 +92,7 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "cancel": frozenset(set(TaskStatus) - FINAL),
     "retry": frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.WAITING}),
     "reprioritise": frozenset(set(TaskStatus) - FINAL),
-    # The review flow (corral.reviews): the branch is handed in, approved at a pinned
+    # The review flow (corral.usecases.reviews): the branch is handed in, approved at a pinned
     # commit, merged; changes requested or a merge conflict send it back to work.
     "submit": frozenset({TaskStatus.RUNNING}),
     "approve": frozenset({TaskStatus.IN_REVIEW}),
@@ -95,7 +100,10 @@ ALLOWED_FROM: dict[str, frozenset[TaskStatus]] = {
     "merge": frozenset({TaskStatus.APPROVED}),
     # A pull request the runner opened (`worktree.land = pr`) merged on the forge.
     "merge_pr": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
-    # Landing (corral.landings): a finished task's kept branch brought onto its base.
+    # Its checks failed (git/pr_checks.py): back to its agent, or past the verify retries,
+    # waiting for a person (model/verify_retries.py).
+    "checks_failed": frozenset({TaskStatus.IN_REVIEW, TaskStatus.APPROVED}),
+    # Landing (corral.usecases.landings): a finished task's kept branch brought onto its base.
     "land": frozenset({TaskStatus.DONE}),
 }
 
@@ -125,6 +133,32 @@ class WorkerStatus(StrEnum):
 CLAIMING = frozenset({WorkerStatus.STARTING, WorkerStatus.IDLE, WorkerStatus.BUSY})
 WATCHED = CLAIMING | {WorkerStatus.DRAINING, WorkerStatus.STALE}
 GONE = frozenset({WorkerStatus.DEAD, WorkerStatus.OFFLINE})
+
+# The three statuses of seed 002's worker registry (ONLINE, DRAINING, OFFLINE), as groups
+# of corral's: accepting work, finishing what it holds, not available (silent past its
+# heartbeat, dead or gone). A status filter takes them beside corral's own (`worker list
+# --status ONLINE`); a name that is corral's own (`offline`: deregistered) stays its own.
+REGISTRY_STATUSES: dict[str, frozenset[WorkerStatus]] = {
+    "online": CLAIMING,
+    "draining": frozenset({WorkerStatus.DRAINING}),
+    "offline": frozenset({WorkerStatus.STALE}) | GONE,
+}
+
+
+def worker_statuses(names: Iterable[str]) -> tuple[WorkerStatus, ...]:
+    """The worker statuses `names` mean: corral's own, else the registry's groups in any
+    case (`online`, `ONLINE`, `OFFLINE`); ValueError naming the first that is neither."""
+    found: dict[WorkerStatus, None] = {}
+    for name in names:
+        try:
+            group = frozenset({WorkerStatus(name)})
+        except ValueError:
+            group = REGISTRY_STATUSES.get(name.lower(), frozenset())
+        if not group:
+            raise ValueError(name)
+        found.update(dict.fromkeys(sorted(group)))
+    return tuple(found)
+
 
 # Operator actions -> the states they may start from (the store passes these to its SQL).
 # Heartbeats, claims and the reconciler move workers by the rules in the diagram above.

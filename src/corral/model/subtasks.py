@@ -18,7 +18,7 @@ child's own dependencies must not lead back to the parent, which the store check
 
 from __future__ import annotations
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.states import TaskStatus
 
 # A child is at most this many levels below the task with no parent, and a parent has at

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from corral.foundation.records import record
+
 WAIT_BOUNDS_S = (
     0.1,
     0.5,
@@ -67,7 +69,7 @@ REPAIRS = (
 QueueKind = tuple[str, str]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TallyRow:
     """`n` events named `name` of tasks of `queue` and `kind` ('' for none); for a measured
     event (a claim's wait, a run's duration), its bucket (the number of bounds below its

@@ -10,10 +10,10 @@ of the page after it, so going back costs what going on costs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import record
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task
 
@@ -28,7 +28,7 @@ class TaskSort(StrEnum):
     PRIORITY = "priority"  # the claim order: priority, highest first, then oldest
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class PageKey:
     """The sort key of the last row of a page (the next page starts after it) or of the
     first (the previous page ends before it)."""
@@ -50,7 +50,7 @@ def parse_page_key(raw: str, field: str = "after") -> PageKey:
         raise InvalidInput(field, "a cursor of a page of this list", raw[:40]) from None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TaskQuery:
     """Which tasks, in which order, from where: every filter is optional."""
 
@@ -72,7 +72,7 @@ class TaskQuery:
             raise InvalidInput("before", "no cursor when `after` is given")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TaskPage:
     """A page of tasks, the cursor of the next (None: this is the last) and of the previous
     (None: this is the first)."""

@@ -16,20 +16,25 @@ what a new task takes.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from corral import documents
-from corral.durations import MAX_SPAN_S, iso
-from corral.errors import InvalidInput
+from corral.foundation import documents
+from corral.foundation.durations import MAX_SPAN_S, check_instant, iso
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import field, record
+
+# check_name and check_names are imported from here by their older callers (model/names.py).
+from corral.model.names import check_name as check_name  # noqa: PLC0414 - re-exported
+from corral.model.names import check_names as check_names  # noqa: PLC0414 - re-exported
+from corral.model.names import check_worker_name
 from corral.model.states import TaskStatus
 from corral.model.subtasks import check_parentage
 
 MAX_TITLE_CHARS = 500
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class NewTask:
     """What `enqueue` needs; validated on construction so the store never sees bad input."""
 
@@ -62,22 +67,22 @@ class NewTask:
             raise InvalidInput("priority", "a whole number", self.priority)
         if not isinstance(self.payload, dict):
             raise InvalidInput("payload", "a JSON object", self.payload)
-        documents.check("payload", self.payload)
+        _check_payload(self.payload)
         documents.check_text("title", self.title)
         documents.check_text("description", self.description)
         if self.max_attempts is not None and self.max_attempts < 1:
             raise InvalidInput("max_attempts", "a whole number of at least 1", self.max_attempts)
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise InvalidInput("timeout", "a duration greater than zero", self.timeout_s)
-        if self.run_at is not None and self.run_at.tzinfo is None:
-            raise InvalidInput("run_at", "an aware datetime (with a time zone)", self.run_at)
+        if self.assignee is not None:
+            check_worker_name("assignee", self.assignee)
         if len(set(self.depends_on)) != len(self.depends_on):
             raise InvalidInput("depends_on", "each dependency once")
         check_parentage(self.parent_id, self.parent_runs_first, self.depends_on)
         _check_ranges(self)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TaskField:
     """How one field of NewTask is given and kept: a row of NEW_TASK_FIELDS."""
 
@@ -134,6 +139,8 @@ del T
 
 def new_task_required() -> list[str]:
     """The fields a NewTask must be given: those with no default."""
+    from dataclasses import MISSING, fields  # noqa: PLC0415 - the HTTP routes' alone (corral.foundation.records)
+
     return [
         f.name for f in fields(NewTask) if f.default is MISSING and f.default_factory is MISSING
     ]
@@ -142,6 +149,15 @@ def new_task_required() -> list[str]:
 # Bounds every store can hold: an INTEGER column in any dialect, and instants that stay
 # within the dates Python can read back (a task past them could never be claimed).
 MAX_WHOLE = documents.MAX_INT32
+
+
+def _check_payload(payload: dict[str, Any]) -> None:
+    """A payload a store can hold, and its budget (model/budgets.py) as a worker reads it."""
+    documents.check("payload", payload)
+    if "budget" in payload:
+        from corral.model.budgets import budget_of  # noqa: PLC0415 - a task with a budget only
+
+        budget_of(payload)
 
 
 def _check_ranges(spec: NewTask) -> None:
@@ -155,23 +171,11 @@ def _check_ranges(spec: NewTask) -> None:
     for name, value in (("timeout", spec.timeout_s), ("run_after", spec.run_after_s)):
         if value is not None and not value <= MAX_SPAN_S:
             raise InvalidInput(name, "a duration of at most 100 years", value)
+    if spec.run_at is not None:
+        check_instant("run_at", spec.run_at)
 
 
-def check_names(field_name: str, values: tuple[str, ...]) -> None:
-    """Each of a worker's kinds or queues, as `check_name` checks one."""
-    for value in values:
-        check_name(field_name, value)
-
-
-def check_name(field_name: str, value: str) -> None:
-    """Queue, kind and worker names: short, printable, no spaces."""
-    if not value or len(value) > 100 or not value.isprintable() or " " in value:
-        raise InvalidInput(
-            field_name, "a name of 1 to 100 printable characters without spaces", value
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Task:
     """A task as the store last saw it; `worker_id` and `token` name its active claim, if any."""
 
@@ -251,7 +255,7 @@ class Task:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TaskFilter:
     """Which tasks `list` returns."""
 

@@ -9,16 +9,16 @@ tool new enough for what it asks of it, and a maximum would refuse tomorrow's re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
+from corral.foundation.records import record
 
 _SPEC = re.compile(r"(?P<name>[^\s<>=!~]+)(?:>=(?P<minimum>\d+(?:\.\d+)*))?")
 _VERSION = re.compile(r"\d+(?:\.\d+)+|\d+")
 MAX_SPEC_CHARS = 200
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ToolRequirement:
     """A program that must be on PATH, and the least version it may have."""
 

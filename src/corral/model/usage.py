@@ -9,8 +9,9 @@ figures cover.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from corral.foundation.records import record
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 # "total": every run in one group, so `usage --json` (an array, as every listing) can give
@@ -18,7 +19,7 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 GROUPINGS = ("task", "queue", "kind", "agent", "provider", "day", "total")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class UsageTotal:
     """The runs of one group and what they reported, summed."""
 

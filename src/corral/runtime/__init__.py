@@ -1,12 +1,14 @@
 """The runtime: the processes and threads that run tasks under a lease, and keep them run.
 
 worker/  one worker process: built by assembly.py (for `worker start` and `run_worker`),
-         the runner (runner.py), its slot loop (slots.py, exchanges.py), its jobs
+         the runner (runner.py), its lanes (lanes.py, batches.py), its jobs
          (jobs.py: command_job, worktree_job, python_job), heartbeat, executor
 pool/    the orchestrator (orchestrator.py), its role (roles.py, leadership.py), its pool
          of worker processes (supervisor.py, worker_process.py)
 maintenance.py  the maintenance pass (`run_once`): the orchestrator's upkeep and `corral
          reconcile` both run it
+follow.py  following the event log (`corral events --follow`)
+attach.py  following a worker's runs' transcripts (`corral worker attach`)
 
 Processes
 ---------
@@ -28,9 +30,9 @@ processes marked CORRAL_RUN_ID that the next runner or orchestrator ends (leftov
 Threads of a runner
 -------------------
     main            signals (runtime/signals.py), register, deregister; otherwise it joins
-                    the slots in short joins, so handlers run at once. A handler only asks
+                    the lanes in short joins, so handlers run at once. A handler only asks
                     the stop (worker/stopping.py).
-    corral-slot-N   the slot loop (`concurrency` of them): exchange with the store, then
+    corral-lane-N   a lane (`concurrency` of them): exchange with the store, then
                     each task run by the job. A Python job's function runs right here; a
                     command is watched here (waitid, a pidfd), its process apart.
     corral-heartbeat  beats, extends leases, finds lost claims, sets drain and dead.
@@ -54,9 +56,9 @@ Who touches what
 - The store: every thread may call it; each call is one transaction (the SQLite driver
   serialises its one connection under a mutex, PostgreSQL checks a connection out of a pool).
 - A runner's shared state has one writer each and a lock where two write: the stop
-  (main; slots read), drain / dead / lost claims (heartbeat; slots read), the claims to
-  watch (slots hold and drop under the heartbeat's lock), the task budget and counts
-  (slots, under locks), the spare files (spares thread makes, slots take, under a lock).
+  (main; lanes read), drain / dead / lost claims (heartbeat; lanes read), the claims to
+  watch (lanes hold and drop under the heartbeat's lock), the task budget and counts
+  (lanes, under locks), the spare files (spares thread makes, lanes take, under a lock).
   What a claim's transaction prepared for a run travels with it (jobs.Opened), unshared.
 - An orchestrator's pool (supervisor slots) is touched by its main thread only; watcher
   threads hand exits over through a queue.
@@ -64,9 +66,9 @@ Who touches what
 How they wake each other
 ------------------------
 Nothing polls where it can wait, and every timed wait goes through a `Clock`:
-- runner: an idle slot waits on the `ready` event, which the ready listener (NOTIFY) and
+- runner: an idle lane waits on the `ready` event, which the ready listener (NOTIFY) and
   a stop set; the heartbeat waits on its `stopping` event; the spares and checkpoint
-  threads wait on their own request events; a slot watching a command waits on its pidfd
+  threads wait on their own request events; a lane watching a command waits on its pidfd
   and looks at `stop()` every poll.
 - orchestrator: the loop waits on `wake` until its next due time (every.py); watcher
   threads and signal handlers set it.

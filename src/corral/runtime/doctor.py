@@ -1,29 +1,42 @@
 """`corral doctor`: what this machine lacks for corral, checked, each with what will not work.
 
 Every check reads only: versions, importable packages (found, not imported), programs on
-PATH, the store's file, folder and free disk, a connection to the store. Each answers
-`ok`, `warn` (something optional will not work) or `fail` (corral itself will not), with
-one line saying what. The store is opened without migrating it, so a doctor run never
-changes the schema of the store it looks at.
+PATH, a sandbox's engine running `true` in a sandbox, the store's file, folder and free
+disk, a connection to the store, the names (never the values) of the variables a task
+would get from this environment (`task_env`), and whether OTEL_* ask for traces
+(`traces`: an endpoint by its scheme and host only).
+Each answers `ok`, `warn` (something optional will not work) or `fail` (corral itself
+will not), with one line saying what. The store is opened without migrating it, so a
+doctor run never changes the schema of the store it looks at.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import shutil
 import sqlite3
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from corral import fastpaths, filemodes
-from corral.errors import CorralError
+from corral.foundation import fastpaths, filemodes
+from corral.foundation.errors import CorralError, InvalidInput
+from corral.foundation.policies import WorkerOptions
+from corral.foundation.printable import one_line
+from corral.foundation.settings import Settings, setting_variables
+from corral.foundation.variables import unknown
 from corral.git.repo import require_git
+from corral.model.agents import AgentProfile
 from corral.model.tools import shown, version_in
+from corral.runtime.worker import tracing
+from corral.runtime.worker.sandbox import probe as sandbox_probe
 from corral.runtime.worker.tools import version_answer
 from corral.store.urls import safe_url
+from corral.usecases.agents import GENERIC, load_profile
+from corral.usecases.usage import PROVIDER_ENV_VARIABLE
 
 MIN_PYTHON = (3, 11)
 MIN_SQLITE = (3, 35)  # RETURNING, which every state change of the SQLite store uses
@@ -62,10 +75,24 @@ def check_machine(
         checks.append(Check(name="settings", status=FAIL, detail=settings_problem))
     else:
         checks.append(Check(name="settings", status=OK, detail="config.toml and CORRAL_* valid"))
+    checks += stray_variables(os.environ)
     checks += [_package("postgresql", "psycopg", "postgresql:// stores", "postgresql")]
     checks += [_package("server", "uvicorn", "`corral serve`", "server")]
+    checks += [traces(os.environ)]
     checks += _store(db, store_mode, open_store)
     checks += [_agent(name) for name in AGENTS]
+    checks += [_sandbox(kind) for kind in ("bwrap", "container")]
+    return checks
+
+
+def stray_variables(environ: Mapping[str, str]) -> list[Check]:
+    """A WARN for each `CORRAL_*` variable nothing of corral's reads: a misspelt setting
+    (`CORRAL_LEASE=45m` for `CORRAL_LEASE_S`) is otherwise ignored without a word."""
+    checks = []
+    for name, near in unknown(environ, setting_variables()):
+        hint = f": did you mean {near}?" if near else " (docs/cli.md lists them)"
+        detail = f"{one_line(name, 80)} is not a variable of corral's, and is ignored{hint}"
+        checks.append(Check(name="variables", status=WARN, detail=detail))
     return checks
 
 
@@ -110,6 +137,19 @@ def _package(name: str, module: str, feature: str, extra: str) -> Check:
         detail = f"{module} is not installed: {feature} will not work ({install})"
         return Check(name=name, status=WARN, detail=detail)
     return Check(name=name, status=OK, detail=f"{module} installed")
+
+
+def traces(environ: Mapping[str, str]) -> Check:
+    """Whether OTEL_* ask for a span per agent run, where they go, and what a worker of an
+    agent would refuse (runtime/worker/tracing.py)."""
+    try:
+        on = tracing.check(environ)
+    except CorralError as exc:
+        detail = f"{exc.message} (workers of an agent will refuse to start)"
+        return Check(name="traces", status=WARN, detail=detail)
+    if not on:
+        return Check(name="traces", status=OK, detail="off: no OTEL_* variable asks for them")
+    return Check(name="traces", status=OK, detail=f"on: {tracing.destinations(environ)}")
 
 
 def _store(db: str | None, store_mode: str, open_store: Callable[[str], object]) -> list[Check]:
@@ -170,3 +210,121 @@ def _agent(name: str) -> Check:
     version = version_in(answer) if status == 0 else None
     found = f"{shown(version)} at {path}" if version else f"at {path} (no version read)"
     return Check(name=name, status=OK, detail=found)
+
+
+def _sandbox(kind: str) -> Check:
+    """A sandbox's engine (runtime/worker/sandbox.py): found and able to run `true` in one,
+    or why `--sandbox KIND` will be refused."""
+    path, problem = sandbox_probe(kind)
+    if problem is not None:
+        return Check(
+            name=kind,
+            status=WARN,
+            detail=f"{problem}: `--sandbox {kind}` will be refused",
+        )
+    return Check(name=kind, status=OK, detail=f"{path} works")
+
+
+def task_env(environ: Mapping[str, str], settings: Settings, agents_folder: str) -> list[Check]:
+    """What a task's command would get from `environ`: the names passed (for the pool's
+    agent, `[pool] agent`, or a plain command; with `[[pool.group]]`, for each group's,
+    its checks named `task env (NAME)`), then each name withheld grouped by why. Never a
+    value."""
+    groups = settings.pool_groups
+    if not groups:
+        return _group_env(environ, settings, settings.pool.options, agents_folder, "")
+    checks = []
+    for group in settings.pool.groups:
+        checks += _group_env(environ, settings, group.options, agents_folder, group.name)
+    return checks
+
+
+def _group_env(
+    environ: Mapping[str, str],
+    settings: Settings,
+    options: WorkerOptions,
+    agents_folder: str,
+    group: str,
+) -> list[Check]:
+    """`task_env` for one group of the pool (`group` empty: the pool without groups)."""
+    name, key = (
+        ("task env", "[pool] agent")
+        if not group
+        else (f"task env ({group})", f"[[pool.group]] {group} agent")
+    )
+    try:
+        agent = _profile(options.agent, agents_folder)
+    except InvalidInput as exc:
+        return [Check(name=name, status=WARN, detail=f"{key}: {exc.message}")]
+    whose = f"agent {agent.name}" if agent is not None else "a plain command"
+    environ = {k: v for k, v in environ.items() if k != PROVIDER_ENV_VARIABLE}
+    sifted = settings.env.for_task(environ, agent.env if agent is not None else ())
+    passed = f"{whose} gets {', '.join(sorted(sifted.kept)) or 'nothing from here'}"
+    details = [passed]
+    provider = options.provider or (agent.provider if agent is not None else None)
+    config = settings.providers.get(provider) if provider is not None else None
+    if config is not None and config.env:
+        details.append(f"[providers.{provider}] env adds {', '.join(n for n, _ in config.env)}")
+    reasons: dict[str, list[str]] = {}
+    for withheld in sifted.withheld_names:
+        reasons.setdefault(sifted.withheld[withheld], []).append(withheld)
+    details += [f"withheld, {why}: {', '.join(names)}" for why, names in sorted(reasons.items())]
+    return [Check(name=name, status=OK, detail=detail) for detail in details]
+
+
+def pool_programs(settings: Settings, agents_folder: str) -> list[Check]:
+    """Each pool group's program (`[[pool.group]]`; without groups, the `[pool]` agent or
+    exec when one is set): its agent profile loads and its command is on PATH, or its exec
+    is; a check named `pool` or `pool group NAME` (warn: that group's workers will not
+    start)."""
+    grouped = bool(settings.pool_groups)
+    checks = []
+    for group in settings.pool.groups:
+        options = group.options
+        if not grouped and not (options.agent or options.exec):
+            continue
+        name = f"pool group {group.name}" if grouped else "pool"
+        try:
+            detail = _program(options, agents_folder)
+        except InvalidInput as exc:
+            checks.append(Check(name=name, status=WARN, detail=f"will not start: {exc.message}"))
+            continue
+        checks.append(Check(name=name, status=OK, detail=detail))
+    return checks
+
+
+def _program(options: WorkerOptions, agents_folder: str) -> str:
+    """What a worker of `options` runs, found; InvalidInput names the option that fails."""
+    exec_argv = _split_exec(options.exec) if options.exec else ()
+    if options.agent:
+        profile = load_profile(options.agent, agents_folder, exec_argv=exec_argv)
+        path = _found("agent", profile.command[0])
+        return f"agent {profile.name}: {path}"
+    if exec_argv:
+        return f"exec {_found('exec', exec_argv[0])}"
+    raise InvalidInput("exec", "a command (exec) or an agent profile (agent) for the group")
+
+
+def _split_exec(line: str) -> tuple[str, ...]:
+    try:
+        argv = tuple(shlex.split(line))
+    except ValueError:
+        raise InvalidInput("exec", "a command line with balanced quotes", line) from None
+    if not argv:
+        raise InvalidInput("exec", "a command to run", line)
+    return argv
+
+
+def _found(field: str, program: str) -> str:
+    """`program`'s path on PATH; InvalidInput naming `field` when it is not there."""
+    path = shutil.which(program)
+    if path is None:
+        raise InvalidInput(field, "a program on PATH, or the path of an executable", program)
+    return path
+
+
+def _profile(name: str, agents_folder: str) -> AgentProfile | None:
+    """The agent profile `name` (None: none, or `generic`, which declares no variable)."""
+    if not name or name == GENERIC:
+        return None
+    return load_profile(name, agents_folder)

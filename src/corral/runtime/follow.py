@@ -18,10 +18,10 @@ import dataclasses
 import threading
 from collections.abc import Callable
 
-from corral.clock import Clock
-from corral.errors import StoreError
+from corral.foundation.clock import Clock
+from corral.foundation.errors import StoreError
+from corral.model.event_cursors import EventCursor, EventPage
 from corral.model.events import Event, EventFilter
-from corral.model.following import EventCursor, EventPage
 from corral.store import Store
 
 # SQLite tells no reader of a commit: a follower polls, one indexed `id > ?` read each
@@ -60,6 +60,16 @@ class Follower:
         self._on_outage, self._poll_s, self._listen = on_outage, poll_s, listen
         self._wake = threading.Event()
         self._stopping = self._catch_up = False
+        self._begun: EventPage | None = None
+
+    def begin(self) -> None:
+        """Read the starting page now, in the caller's thread, so that "from now on" means
+        from this call rather than from whenever `run`'s thread first reads; a store away
+        now leaves it to `run`, which retries."""
+        try:
+            self._begun = self._store.events.events_page(self._flt, None)
+        except StoreError:
+            self._begun = None
 
     def stop(self, *, catch_up: bool = False) -> None:
         """End `run` soon (safe from a signal handler or another thread); with `catch_up`,
@@ -70,7 +80,7 @@ class Follower:
 
     def run(self, emit: Emit) -> None:
         """Hand each matching event to `emit`, in cursor order, until `stop()`."""
-        stop_listening = self._store.wake_on_events(self._wake) if self._listen else None
+        stop_listening = self._store.events.wake_on_events(self._wake) if self._listen else None
         default_s = SQLITE_POLL_S if stop_listening is None else NOTIFIED_POLL_S
         poll_s = default_s if self._poll_s is None else self._poll_s
         try:
@@ -82,6 +92,9 @@ class Follower:
     def _follow(self, emit: Emit, poll_s: float) -> None:
         cursor: EventCursor | None = None
         paged = dataclasses.replace(self._flt, limit=PAGE_SIZE)
+        begun, self._begun = self._begun, None
+        if begun is not None:
+            cursor = self._hand_over(begun, emit)
         while True:
             last = self._stopping  # with a catch-up asked, this read is the last
             if last and not self._catch_up:
@@ -90,11 +103,9 @@ class Follower:
             page = self._read(cursor, self._flt if cursor is None else paged)
             if page is None:
                 return
-            for event in page.events:
-                emit(event)
+            cursor = self._hand_over(page, emit)
             if last:
                 return
-            cursor = page.cursor
             if self._stopping:  # asked after the wake-up was cleared: no wait
                 continue
             if not page.pending:
@@ -102,12 +113,19 @@ class Follower:
             elif len(page.events) < PAGE_SIZE:  # a full page: read on at once
                 self._clock.wait(self._wake, PENDING_POLL_S)
 
+    @staticmethod
+    def _hand_over(page: EventPage, emit: Emit) -> EventCursor:
+        """Emit the page's events; the cursor past them."""
+        for event in page.events:
+            emit(event)
+        return page.cursor
+
     def _read(self, cursor: EventCursor | None, flt: EventFilter) -> EventPage | None:
         """The page after `cursor`; None if it failed and a stop was asked meanwhile."""
         retry_s = RETRY_FIRST_S
         while True:
             try:
-                page = self._store.events_page(flt, cursor)
+                page = self._store.events.events_page(flt, cursor)
             except StoreError as exc:
                 if self._stopping:
                     return None

@@ -4,17 +4,17 @@ runs on its intervals and `corral reconcile` runs once.
 One pass does, in this order, the parts `Due` names (a loop runs each on its own
 interval; `corral reconcile` runs them all):
 
-    repair      the reconcile pass (corral.reconcile: silent workers, expired leases,
+    repair      the reconcile pass (corral.usecases.reconcile: silent workers, expired leases,
                 orphans, drift, stale reviews), then the reviewed tasks' landing: pull
                 requests merged or closed (git/pull_requests.py, `worktree.land = pr`)
                 and approved tasks merged (git/merge_queue.py, `worktree.merge_approved`)
-    schedules   the fires that are due (corral.schedules; a fire's key makes it once,
+    schedules   the fires that are due (corral.usecases.schedules; a fire's key makes it once,
                 so two passes at once are safe)
     host        what finished runs and dead workers left on this host: processes marked
-                with a run that is over (leftovers.py, only those it proves are this
-                store's), workers' temporary folders (runtime/worker/tmp.py), and the
+                with a run that is over (leftovers.py, only those of this user holding
+                the run's key), workers' temporary folders (runtime/worker/tmp.py), and the
                 orphaned worktrees of the repository (git/prune.py)
-    retention   what `[retention]` says is old enough (corral.retention); never through
+    retention   what `[retention]` says is old enough (corral.usecases.retention); never through
                 `corral serve`: the runs' files are on the store's host
 
 Decisions stay where they are (model/recovery.py, model/schedules.py, the store's
@@ -34,19 +34,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from corral import reconcile, retention, schedules
-from corral.clock import Clock
-from corral.errors import CorralError, StoreError
+from corral.foundation.clock import Clock
+from corral.foundation.errors import CorralError, StoreError
+from corral.foundation.settings import Settings
 from corral.git import merge_queue, pull_requests
 from corral.git.prune import PruneReport, prune_if_managed, prune_in
-from corral.reconcile import ReconcileReport
-from corral.retention import Pruned
 from corral.runtime.pool import leftovers
 from corral.runtime.pool.leftovers import Leftover
 from corral.runtime.worker.tmp import prune_tmp
-from corral.schedules import PassReport
-from corral.settings import Settings
 from corral.store import Store, is_http_url
+from corral.usecases import reconcile, retention, schedules
+from corral.usecases.reconcile import ReconcileReport
+from corral.usecases.retention import Pruned
+from corral.usecases.schedules import PassReport
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +66,7 @@ PRUNED_KINDS = ("tasks", "runs", "files", "events", "workers")  # retention's co
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Failure:
     """A part of the pass that could not finish, why (one line), and the exit code of its
-    error (corral.errors: a `--repo` that is no repository is bad input, 2)."""
+    error (corral.foundation.errors: a `--repo` that is no repository is bad input, 2)."""
 
     part: str
     error: str
@@ -115,6 +115,8 @@ class MaintenanceReport:
         if self.pull_requests is not None:
             counts["prs_merged"] = len(self.pull_requests.merged)
             counts["prs_closed"] = len(self.pull_requests.closed)
+            counts["prs_checks_failed"] = len(self.pull_requests.checks_failed)
+            counts["prs_checks_waiting"] = len(self.pull_requests.checks_waiting)
         if self.approved_merged is not None:
             counts["approved_merged"] = len(self.approved_merged)
         if self.retention is not None:
@@ -146,18 +148,21 @@ def run_once(
     back_at: datetime | None = None,
 ) -> MaintenanceReport:
     """One maintenance pass of the parts `due` names; what each did. `actor` is who the
-    schedules' fires name; `rng` and `back_at` are the reconcile pass's (corral.reconcile);
-    `log` takes what the landing parts log as they go."""
+    schedules' fires name; `rng` and `back_at` are the reconcile pass's (corral.usecases.reconcile);
+    `log` takes what the landing parts log as they go. The landing acts in `store`'s
+    namespace; every other part on its maintenance handle, across every namespace
+    (`Store.for_maintenance`): a leftover's run, say, is looked up whatever its namespace."""
+    every = store.for_maintenance()
     report = MaintenanceReport()
     if due.repair:
-        reconciled = reconcile.reconcile_once(store, settings=settings, rng=rng, back_at=back_at)
+        reconciled = reconcile.reconcile_once(every, settings=settings, rng=rng, back_at=back_at)
         report = _land_reviewed(replace(report, reconciled=reconciled), store, settings, place, log)
     if due.schedules:
-        report = replace(report, fired=schedules.fire_due(store, settings=settings, actor=actor))
+        report = replace(report, fired=schedules.fire_due(every, settings=settings, actor=actor))
     if due.host:
-        report = _clean_up_host(report, store, settings, place, clock)
+        report = _clean_up_host(report, every, settings, place, clock)
     if due.retention and not is_http_url(store.url):
-        report = replace(report, retention=_retain(store, settings))
+        report = replace(report, retention=_retain(every, settings))
     return report
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from corral.errors import CorralError, InvalidInput, NotFound
+from corral.foundation.errors import CorralError, InvalidInput, NotFound
 from corral.store.remote.wire import error_details
 
 
@@ -33,7 +33,7 @@ def error(status: int, message: str, field: str | None = None, **more: Any) -> R
 
 
 def of_error(exc: CorralError) -> Response:
-    """The answer to a use case's error: its class's status (corral.errors), its class's
+    """The answer to a use case's error: its class's status (corral.foundation.errors), its class's
     name as `type` and its details (`current` state, ...), so a remote store raises the
     same error (store/remote/client.py)."""
     field = exc.field if isinstance(exc, InvalidInput) and not isinstance(exc, NotFound) else None

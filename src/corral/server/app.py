@@ -1,7 +1,8 @@
 """The Starlette application of `corral serve`: its routes, and errors as answers.
 
 Routes call the use cases (one each) on the store the server was started on, as the CLI
-does; nothing here decides state. Every route but `/healthz` needs a token (auth.py).
+does; nothing here decides state. Every route but `/healthz` needs a token (auth.py);
+every request first passes the Host and cross-site checks of host_guard.py.
 """
 
 from __future__ import annotations
@@ -10,48 +11,49 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral import filemodes
-from corral.errors import CorralError
+from corral.board import routes as board
+from corral.foundation import filemodes
+from corral.foundation.errors import CorralError
+from corral.foundation.settings import Settings
 from corral.server import (
     claims,
     dashboard,
     events,
-    heartbeats,
     metrics,
     openapi,
     run_output,
-    seed_tasks,
-    sessions,
     store_calls,
     tasks,
     workers,
 )
 from corral.server.answers import answer, error, of_error
+from corral.server.api_token_cache import TokenCache
 from corral.server.auth import Denied
-from corral.server.token_cache import TokenCache
+from corral.server.host_guard import HostGuard
+from corral.server.mcp_mount import McpMount
 from corral.server.wakeups import EventWakeups
 from corral.server.work_signal import WorkSignal
-from corral.settings import Settings
 from corral.store import Store
 
 
 def create_app(store: Store, settings: Settings) -> Starlette:
     """The API over `store`, with `settings` for the use cases that take them."""
+    mcp = McpMount()
     app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             # First: every call of a remote store and runner; Starlette tries routes in order.
             *store_calls.ROUTES,
             *tasks.ROUTES,
-            *seed_tasks.ROUTES,
-            *sessions.ROUTES,
-            *heartbeats.ROUTES,
+            *board.ROUTES,
             *events.ROUTES,
             *workers.ROUTES,
             *claims.ROUTES,
@@ -59,8 +61,11 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             *run_output.ROUTES,
             *openapi.ROUTES,
             *dashboard.ROUTES,
+            # MCP over streamable HTTP; the SDK is imported by its first request.
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         ],
         lifespan=_lifespan,
+        middleware=[_host_guard(store, settings)],
         exception_handlers={
             CorralError: _corral_error,
             Denied: _denied,
@@ -75,13 +80,24 @@ def create_app(store: Store, settings: Settings) -> Starlette:
     app.state.tallies = metrics.LogTallies()  # the sums /metrics keeps of the event log
     app.state.wakeups = EventWakeups(store)  # one source of wake-ups for every SSE stream
     app.state.task_figures = dashboard.overview.TaskFiguresByNamespace(store, settings)
+    app.state.mcp = mcp
     return app
+
+
+def _host_guard(store: Store, settings: Settings) -> Middleware:
+    """The checks of Host and of cross-site writes every request passes first."""
+    return Middleware(
+        HostGuard,
+        tokens_exist=store.api_tokens.any_usable_token,
+        allowed_hosts=settings.allowed_hosts,
+        trust_s=settings.auth_cache_s,
+    )
 
 
 def from_environment() -> Starlette:
     """The app of one process of `corral serve --workers N`, each opening the store on its
     own: `CORRAL_DB` names it and its settings are the ones beside it (as `serve` read)."""
-    from corral.settings import load_settings  # noqa: PLC0415
+    from corral.foundation.settings import load_settings  # noqa: PLC0415
     from corral.store import open_store  # noqa: PLC0415
     from corral.store.location import config_path  # noqa: PLC0415
 
@@ -93,12 +109,19 @@ def from_environment() -> Starlette:
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: Starlette) -> AsyncIterator[None]:
-    """Watch the store for ready work while serving; on the way out, wake every waiting
-    claim so the server's shutdown is not held by long polls."""
+    """Watch the store for ready work while serving, and hold the task group `/mcp` runs
+    on; on the way out, wake every waiting claim so the server's shutdown is not held by
+    long polls, and end MCP's requests."""
     signal: WorkSignal = app.state.work_signal
+    mcp: McpMount = app.state.mcp
     signal.start(app.state.store)
     try:
-        yield
+        async with anyio.create_task_group() as tasks:
+            mcp.bind(tasks)
+            try:
+                yield
+            finally:
+                mcp.stop()
     finally:
         signal.stop()
 

@@ -1,5 +1,5 @@
 """Request bodies: read at most MAX_BODY_BYTES, parsed as corral parses any JSON document
-(corral.documents: depth, numbers, NUL), and required to be one JSON object.
+(corral.foundation.documents: depth, numbers, NUL), and required to be one JSON object.
 
 A body over the limit is refused with 413 before more of it is read; one that is not
 JSON, or not an object, is 422 naming `body`. `fields` then checks an object's fields
@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from corral import documents
-from corral.errors import InvalidInput
+from corral.foundation import documents
+from corral.foundation.errors import InvalidInput
 from corral.server.auth import Denied
 from corral.store.remote import wire
 
@@ -46,7 +46,7 @@ async def json_object(
         text = b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput("body", "JSON in UTF-8") from None
-    value = documents.parse("body", text)
+    value = documents.parse("body", text, documents.MAX_DEPTH + documents.ENVELOPE_DEPTH)
     if not isinstance(value, dict):
         raise InvalidInput("body", "a JSON object", type(value).__name__)
     return value

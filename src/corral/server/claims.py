@@ -12,7 +12,7 @@ POST /api/tasks/{task_id}/renew       worker   {token, lease_s?}       the claim
 A claim that finds nothing waits up to `wait_s` (default and most 30 s) for work, woken by
 the work signal (long_poll.py), then answers 204. Kinds and queues narrow the worker's own
 in the claim's query, so a worker is never handed a task it cannot run. Each report calls
-one use case of corral.claims, fenced by the token: a token whose claim has ended is 409
+one use case of corral.usecases.claims, fenced by the token: a token whose claim has ended is 409
 and nothing changes. A worker token claims only for its own workers, in its queues, and
 reports only under their claims (ownership.py).
 """
@@ -27,16 +27,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral import claims
-from corral.durations import iso
-from corral.model.batches import ClaimAsk, Held
-from corral.model.tokens import Role
+from corral.foundation.durations import iso
+from corral.foundation.settings import Settings
+from corral.model.api_tokens import Role
+from corral.model.exchange import ClaimAsk, Held
 from corral.server.answers import answer
 from corral.server.auth import admitted
 from corral.server.bodies import json_object, record
 from corral.server.context import settings_of
 from corral.server.long_poll import again, signal_of
-from corral.server.ownership import acting_for, acting_under, within
+from corral.server.ownership import acting_under, own_exchange
 from corral.server.paths import path_id
 from corral.server.worker_bodies import (
     Ask,
@@ -47,27 +47,27 @@ from corral.server.worker_bodies import (
     Release,
     Renewal,
 )
-from corral.settings import Settings
 from corral.store import Store
+from corral.usecases import claims
 
 F = TypeVar("F", bound=Fenced)
 
 
 async def claim(request: Request) -> Response:
     """The next task the worker may run, held under a new claim; 204 after `wait_s`."""
-    store, token = await admitted(request, Role.WORKER)
+    store, token = await admitted(request)
     worker_id = path_id(request, "worker_id", "worker")
     ask = record(await json_object(request, empty=True), Ask)
-    queues = ask.queues
-    if token.role == Role.WORKER:
-        await run_in_threadpool(acting_for, store, token, worker_id)
-        queues = queues or token.queues
-        within(token, queues)
+    wanted: ClaimAsk | None = ClaimAsk(
+        limit=1, kinds=ask.kinds, queues=ask.queues, lease_s=ask.lease_s
+    )
+    if token.role == Role.WORKER:  # the same scoping as a runner's exchange
+        _, wanted = await run_in_threadpool(own_exchange, store, token, worker_id, (), wanted)
+    assert wanted is not None
     settings = settings_of(request)
 
-    wanted = ClaimAsk(limit=1, kinds=ask.kinds, queues=queues, lease_s=ask.lease_s)
-
     def attempt() -> Held | None:
+        assert wanted is not None
         return claims.hold_next(store, worker_id, wanted, settings=settings)
 
     seen = signal_of(request).generation  # before the first try: no wake-up is missed
@@ -127,7 +127,7 @@ def _report(action: str, shape: type[F], apply: Apply, *, wakes: bool) -> Route:
     have made work ready (the task, or tasks that waited on it): waiting claims look again."""
 
     async def report(request: Request) -> Response:
-        store, token = await admitted(request, Role.WORKER)
+        store, token = await admitted(request)
         task_id = path_id(request, "task_id", "task")
         body = record(await json_object(request), shape)
         settings = settings_of(request)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from corral.foundation.settings import Settings
 from corral.model.namespaces import DEFAULT_NAMESPACE, checked
-from corral.settings import Settings
 from corral.store import Store
 from corral.store.remote import NAMESPACE_HEADER
 

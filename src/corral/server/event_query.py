@@ -14,10 +14,10 @@ from datetime import timedelta
 
 from starlette.datastructures import QueryParams
 
-from corral.durations import parse_duration_s
-from corral.errors import InvalidInput
+from corral.foundation.durations import parse_duration_s
+from corral.foundation.errors import InvalidInput
+from corral.model.event_cursors import EventCursor, parse_cursor
 from corral.model.events import EVENT_NAMES, EventFilter
-from corral.model.following import EventCursor, parse_cursor
 from corral.model.tasks import check_name
 from corral.store import Store
 

@@ -3,7 +3,7 @@
 GET /api/events?after=&task=&worker=&type=&since=&limit=          viewer   one page
 GET /api/events/stream?after=&task=&worker=&type=&since=&limit=   viewer   SSE
 
-Both read the store's follower pages (`Store.events_page`), whose cursor never misses or
+Both read the store's follower pages (`store.events.events_page`), whose cursor never misses or
 repeats an event, on PostgreSQL too, where an event may commit after one with a higher id.
 A page answers its events and the cursor to pass as `after` next; the stream sends each
 event with that event's own cursor as its `id:`, so a client that reconnects with
@@ -17,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.model.following import parse_cursor
-from corral.model.tokens import Role
+from corral.model.event_cursors import parse_cursor
 from corral.server import stream
 from corral.server.answers import answer
 from corral.server.auth import require
@@ -32,9 +31,9 @@ def list_events(request: Request) -> Response:
     """The page after `after` (without it: the newest `limit`), and the cursor to go on
     from; `more` says to read again at once (a full page, or events behind a commit)."""
     store = store_of(request)
-    require(request, store, Role.VIEWER)
+    require(request, store)
     query = event_query(request.query_params, store)
-    page = store.events_page(query.flt, query.after)
+    page = store.events.events_page(query.flt, query.after)
     return answer(
         {
             "events": [e.to_dict() for e in page.events],
@@ -53,7 +52,7 @@ async def stream_events(request: Request) -> Response:
 
 def _stream_query(request: Request) -> EventQuery:
     store = store_of(request)
-    require(request, store, Role.VIEWER)
+    require(request, store)
     query = event_query(request.query_params, store)
     resume = request.headers.get(LAST_EVENT_ID)
     if resume is None:

@@ -11,6 +11,8 @@ sums over the event log count every namespace's events.
     corral_worker_active_claims                  claims held now by live workers
     corral_provider_parked{provider}             1 while an account is parked at its limit
     corral_provider_running{provider}            agents of the account running now
+    corral_pool_slots{namespace,group,state}     the running orchestrator's slots, by group
+    corral_pool_slot_restarts{namespace,group}   restarts of the group's slots since its start
     corral_tasks_completed_total{queue,kind}     task.completed events
     corral_tasks_failed_total{queue,kind}        task.failed events (no attempt left)
     corral_task_queue_wait_seconds{queue,kind}   histogram: claimable to claimed
@@ -43,10 +45,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.model.following import EventCursor
+from corral.model.event_cursors import EventCursor
+from corral.model.orchestrators import LIVE
 from corral.model.states import WorkerStatus
 from corral.model.tallies import Histogram, QueueKind, Tallies
-from corral.model.tokens import Role
 from corral.server.auth import require
 from corral.server.context import store_of
 from corral.store import Store
@@ -67,7 +69,7 @@ class LogTallies:
         """The tallies of the whole log settled now (the object this keeps: read it
         before the next call)."""
         with self._lock:
-            rows, self._cursor = store.event_tallies(self._cursor)
+            rows, self._cursor = store.tallies.event_tallies(self._cursor)
             self._tallies.add(rows)
             return self._tallies
 
@@ -90,10 +92,10 @@ class StoreCollector:
         tasks = GaugeMetricFamily(
             "corral_tasks", "Tasks in each state", labels=["namespace", "queue", "kind", "status"]
         )
-        for queue, kind, status, n in store.task_gauges():
+        for queue, kind, status, n in store.tasks.task_gauges():
             tasks.add_metric([namespace, queue, kind, status], n)
         yield tasks
-        workers = store.list_workers()
+        workers = store.workers.list_workers()
         by_status = Counter(str(w.status) for w in workers)
         gauge = GaugeMetricFamily(
             "corral_workers", "Workers in each state", labels=["namespace", "status"]
@@ -113,11 +115,40 @@ class StoreCollector:
         running = GaugeMetricFamily(
             "corral_provider_running", "Agents of the account running", labels=["provider"]
         )
-        for state in store.provider_states():
+        for state in store.providers.provider_states():
             parked.add_metric([state.name], 1 if state.parked else 0)
             running.add_metric([state.name], state.running)
         yield parked
         yield running
+        yield from _pool_metrics(store)
+
+
+def _pool_metrics(store: Store) -> Iterator[Metric]:
+    """The running orchestrator's slots by group and state, as its last beat reported them
+    (a pool without [[pool.group]] is one group, `slot`); none while none runs."""
+    namespace = store.namespace
+    state = store.orchestrators.get_orchestrator()
+    slots = state.slots if state.status in LIVE else []
+    counts = Counter((str(s.get("group", "slot")), str(s.get("state"))) for s in slots)
+    restarts: Counter[str] = Counter()
+    for slot in slots:
+        restarts[str(slot.get("group", "slot"))] += int(slot.get("restarts") or 0)
+    gauge = GaugeMetricFamily(
+        "corral_pool_slots",
+        "The pool's slots in each state",
+        labels=["namespace", "group", "state"],
+    )
+    for (group, slot_state), n in sorted(counts.items()):
+        gauge.add_metric([namespace, group, slot_state], n)
+    yield gauge
+    restarted = GaugeMetricFamily(
+        "corral_pool_slot_restarts",
+        "Restarts of the group's slots since the orchestrator started",
+        labels=["namespace", "group"],
+    )
+    for group, n in sorted(restarts.items()):
+        restarted.add_metric([namespace, group], n)
+    yield restarted
 
 
 def _tally_metrics(tallies: Tallies) -> Iterator[Metric]:
@@ -162,7 +193,7 @@ def _bound(seconds: float) -> str:
 def metrics(request: Request) -> Response:
     """The figures for a viewer token (Prometheus sends it as a bearer token)."""
     store = store_of(request)
-    require(request, store, Role.VIEWER)
+    require(request, store)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(store, request.app.state.tallies))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE)

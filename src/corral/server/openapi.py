@@ -1,14 +1,15 @@
 """GET /openapi.json: the API as an OpenAPI 3.1 document, written here route by route.
 
-Each route of the app has one entry in SPECS below: its role, parameters, body and
-answers. tests/server/test_openapi.py checks that the app's routes and this document
-name the same (method, path) pairs, so neither can gain a route the other lacks, and
-runs a property-based test (schemathesis) from the document against a real server: no
-input it generates may make the server answer 5xx.
+Each route of the app has one entry in SPECS below: its parameters, body and answers;
+its role is the one server/roles.py declares. tests/server/test_openapi.py checks that
+the app's routes and this document name the same (method, path) pairs, so neither can
+gain a route the other lacks, and runs a property-based test (schemathesis) from the
+document against a real server: no input it generates may make the server answer 5xx.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -16,17 +17,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from corral import __version__
-from corral.documents import MAX_INT32, MAX_INT64
-from corral.durations import MAX_SPAN_S
+from corral.foundation.documents import MAX_INT32, MAX_INT64
+from corral.foundation.durations import MAX_SPAN_S
+from corral.model.api_tokens import Role
 from corral.model.states import TaskStatus, WorkerStatus
 from corral.model.tasks import NEW_TASK_FIELDS, new_task_required
-from corral.model.tokens import Role
 from corral.model.workers import MAX_CPU_PERCENT
 from corral.server.answers import answer
 from corral.server.auth import require
 from corral.server.context import store_of
 from corral.server.long_poll import MAX_WAIT_S
-from corral.store.remote import methods
+from corral.server.roles import ROLES
+from corral.store.operations import operations
 
 JSON = "application/json"
 BYTES = "application/octet-stream"
@@ -172,6 +174,24 @@ SPAWN = {
         "thinking": {"type": "string"},
         "autoStart": {"type": "boolean"},
         "queue": {"type": "string"},
+        "timeoutMs": {"type": "integer", "minimum": 1},
+    },
+}
+_MAYBE_TEXT = {"type": ["string", "null"]}
+_MAYBE_MS = {"type": ["number", "null"]}
+SLOT_BEAT: dict[str, Any] = {
+    "type": "object",
+    "required": ["slot", "status"],
+    "additionalProperties": False,
+    "properties": {
+        "slot": {"type": "string"},
+        "status": {"type": "string", "enum": ["idle", "working", "offline"]},
+        "task": _MAYBE_TEXT,
+        "taskTitle": _MAYBE_TEXT,
+        "sessionId": _MAYBE_TEXT,
+        "lastUpdate": _MAYBE_MS,
+        "startedAt": _MAYBE_MS,
+        "metadata": {"type": ["object", "null"]},
     },
 }
 EVENT_FILTERS = [
@@ -188,25 +208,21 @@ RUN_OUTPUT = [
     _query("offset", {"type": "integer", "minimum": 0}),
 ]
 
-# (method, path) -> (role or None, summary, parameters, request body schema, answers)
+# (method, path) -> (summary, parameters, request body schema, answers)
 SPECS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/healthz"): {
-        "role": None,
         "summary": "Alive, and the store answers",
         "answers": {"200": _json({"type": "object"}), "503": _json(ERROR)},
     },
     ("get", "/openapi.json"): {
-        "role": Role.VIEWER,
         "summary": "This document",
         "answers": {"200": _json({"type": "object"})},
     },
     ("get", "/metrics"): {
-        "role": Role.VIEWER,
         "summary": "The store's state in the Prometheus text format",
         "answers": {"200": {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     },
     ("get", "/api/tasks"): {
-        "role": Role.VIEWER,
         "summary": "The tasks, in the order added",
         "parameters": [
             _query("status", {"type": "string", "enum": [str(s) for s in TaskStatus]}),
@@ -218,13 +234,11 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {"200": _json({"type": "array", "items": TASK})},
     },
     ("post", "/api/tasks"): {
-        "role": Role.OPERATOR,
         "summary": "Add a task",
         "body": NEW_TASK,
         "answers": {"201": _json(TASK), "409": _json(ERROR)},
     },
     ("get", "/api/tasks/{task_id}"): {
-        "role": Role.VIEWER,
         "summary": "One task",
         "parameters": [
             _path("task_id"),
@@ -233,19 +247,21 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {"200": _json(TASK), "404": _json(ERROR)},
     },
     ("post", "/api/tasks/{task_id}/answer"): {
-        "role": Role.OPERATOR,
         "summary": "Answer a task waiting for a person: ready again, its next run told the text",
         "parameters": [_path("task_id")],
         "body": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"text": {"type": "string"}},
+            "properties": {
+                "text": {"type": "string"},
+                "budget": {"type": "string"},
+                "decision": {"type": "string", "enum": ["allow", "deny"]},
+            },
         },
         "optional_body": True,
         "answers": {"200": _json(TASK), "404": _json(ERROR), "409": _json(ERROR)},
     },
     ("patch", "/api/tasks/{task_id}"): {
-        "role": Role.WORKER,
         "summary": "Move a task on seed 001's board (todo, in-progress, review, done, blocked)",
         "parameters": [_path("task_id")],
         "body": {
@@ -263,13 +279,11 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {"200": _json(TASK), "404": _json(ERROR), "409": _json(ERROR)},
     },
     ("post", "/api/sessions/spawn"): {
-        "role": Role.OPERATOR,
         "summary": "Spawn a session: a task for the pool with a prompt, model and label",
         "body": SPAWN,
         "answers": {"201": _json(SESSION), "200": _json(SESSION), "409": _json(ERROR)},
     },
     ("get", "/api/sessions"): {
-        "role": Role.VIEWER,
         "summary": "The sessions, newest first",
         "parameters": [
             _query("status", {"type": "string"}),
@@ -278,37 +292,37 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {"200": _json({"type": "array", "items": SESSION})},
     },
     ("delete", "/api/sessions/{session_id}"): {
-        "role": Role.OPERATOR,
         "summary": "Cancel a session; its runner ends the process",
         "parameters": [_path("session_id")],
         "answers": {"200": _json(SESSION), "404": _json(ERROR), "409": _json(ERROR)},
     },
     ("get", "/api/heartbeats"): {
-        "role": Role.VIEWER,
         "summary": "Each slot's heartbeat in seed 001's schema",
-        "answers": {"200": _json({"type": "array", "items": {"type": "object"}})},
+        "answers": {"200": _json({"type": "object"})},
+    },
+    ("post", "/api/heartbeats"): {
+        "summary": "A slot's heartbeat: registers its worker on its first call; offline ends it",
+        "body": SLOT_BEAT,
+        "answers": {"200": _json({"type": "object"}), "409": _json(ERROR)},
     },
     ("get", "/api/events"): {
-        "role": Role.VIEWER,
         "summary": "A page of the event log, and the cursor to go on from",
         "parameters": EVENT_FILTERS,
         "answers": {"200": _json({"type": "object"})},
     },
     ("get", "/api/events/stream"): {
-        "role": Role.VIEWER,
         "summary": "The events as Server-Sent Events as they commit (Last-Event-ID resumes)",
         "parameters": EVENT_FILTERS,
         "answers": {"200": {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
     },
     ("post", "/api/store/{name}"): {
-        "role": Role.VIEWER,
         "summary": "One store operation, for corral's own remote client (docs/http-api.md)",
         "parameters": [
             _path(
                 "name",
                 {
                     "type": "string",
-                    "enum": sorted(methods.READS | methods.OPERATES | set(methods.WORKER_OWNS)),
+                    "enum": sorted(operations()),
                 },
             )
         ],
@@ -316,7 +330,6 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {"200": _json({"type": "object"}), "404": _json(ERROR), "409": _json(ERROR)},
     },
     ("get", "/api/runs/{run_id}/output/{stream}"): {
-        "role": Role.VIEWER,
         "summary": "A chunk of a run's transcript or stderr from an offset",
         "parameters": RUN_OUTPUT,
         "answers": {
@@ -325,7 +338,6 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         },
     },
     ("post", "/api/runs/{run_id}/output/{stream}"): {
-        "role": Role.WORKER,
         "summary": "Give the server bytes of a remote run's output from an offset",
         "parameters": RUN_OUTPUT,
         "raw_body": True,
@@ -340,13 +352,11 @@ WORKER_ID = [_path("worker_id")]
 SPECS.update(
     {
         ("post", "/api/workers"): {
-            "role": Role.WORKER,
             "summary": "Register a worker; answers it and the heartbeat interval to keep",
             "body": REGISTRATION,
             "answers": {"201": _json({"type": "object"})},
         },
         ("get", "/api/workers"): {
-            "role": Role.VIEWER,
             "summary": "The workers, oldest first",
             "parameters": [
                 _query("status", {"type": "string", "enum": [str(s) for s in WorkerStatus]}),
@@ -362,19 +372,16 @@ SPECS.update(
             "answers": {"200": _json({"type": ["array", "object"], "items": WORKER})},
         },
         ("get", "/api/workers/{worker_id}"): {
-            "role": Role.VIEWER,
             "summary": "One worker",
             "parameters": WORKER_ID,
             "answers": {"200": _json(WORKER), "404": _json(ERROR)},
         },
         ("delete", "/api/workers/{worker_id}"): {
-            "role": Role.WORKER,
             "summary": "Deregister: offline, its unfinished tasks back to the queue",
             "parameters": WORKER_ID,
             "answers": {"200": _json(WORKER), "404": _json(ERROR), "409": _json(ERROR)},
         },
         ("post", "/api/workers/{worker_id}/heartbeat"): {
-            "role": Role.WORKER,
             "summary": "The worker lives; answers the interval and whether to drain",
             "parameters": WORKER_ID,
             "body": HEARTBEAT,
@@ -382,13 +389,11 @@ SPECS.update(
             "answers": {"200": _json(BEAT), "404": _json(ERROR), "409": _json(ERROR)},
         },
         ("post", "/api/workers/{worker_id}/drain"): {
-            "role": Role.WORKER,
             "summary": "Take no new claims, finish what it holds",
             "parameters": WORKER_ID,
             "answers": {"200": _json(WORKER), "404": _json(ERROR), "409": _json(ERROR)},
         },
         ("post", "/api/workers/{worker_id}/claim"): {
-            "role": Role.WORKER,
             "summary": "Claim the next task the worker may run, waiting up to wait_s for one",
             "parameters": WORKER_ID,
             "body": ASK,
@@ -406,7 +411,6 @@ SPECS.update(
 
 def _report(summary: str, body: dict[str, Any], answered: dict[str, Any]) -> dict[str, Any]:
     return {
-        "role": Role.WORKER,
         "summary": summary + ", under the claim's fencing token",
         "parameters": [_path("task_id")],
         "body": body,
@@ -430,14 +434,15 @@ def document() -> dict[str, Any]:
     """The whole OpenAPI document."""
     paths: dict[str, dict[str, Any]] = {}
     for (method, path), spec in SPECS.items():
+        role = role_of(method, path)
         operation: dict[str, Any] = {
             "summary": spec["summary"],
             "parameters": spec.get("parameters", []),
-            "responses": {**(_ALWAYS if spec["role"] else {}), **spec["answers"]},
+            "responses": {**(_ALWAYS if role else {}), **spec["answers"]},
         }
-        if spec["role"] is not None:
+        if role is not None:
             operation["security"] = [{"token": []}]
-            operation["description"] = f"Needs a {spec['role']} token (or a higher role)."
+            operation["description"] = f"Needs {role.article} token (or a higher role)."
         if "body" in spec:
             required = not spec.get("optional_body", False)
             operation["requestBody"] = {"required": required, **_json(spec["body"])}
@@ -456,9 +461,15 @@ def document() -> dict[str, Any]:
     }
 
 
+def role_of(method: str, path: str) -> Role | None:
+    """The role server/roles.py declares for the route at `path` (`{id}` for `{id:path}`)."""
+    routed = {(m, re.sub(r"\{(\w+):\w+\}", r"{\1}", p)): role for (m, p), role in ROLES.items()}
+    return routed[(method.upper(), path)]
+
+
 def openapi(request: Request) -> Response:
     """The document (viewer)."""
-    require(request, store_of(request), Role.VIEWER)
+    require(request, store_of(request))
     return answer(document())
 
 

@@ -5,7 +5,7 @@ Each bad value is InvalidInput naming its parameter (422), quoting at most a lin
 
 from __future__ import annotations
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.states import TaskStatus
 from corral.server.bodies import quoted
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from corral import documents
-from corral.errors import NotFound
+from corral.foundation import documents
+from corral.foundation.errors import NotFound
 
 MAX_ID_CHARS = 100
 

@@ -9,7 +9,8 @@ POST /api/runs/{run_id}/output/{stream}?offset=N   worker (its own runs) or oper
 GET  /api/runs/{run_id}/output/{stream}?offset=N    viewer
     The bytes from `offset` on, at most CHUNK_BYTES (ask again from where they end); the
     server's copy for a remote run, else the file the run record names, if it lies in
-    the server's runs folder. `corral logs [--follow]` on a remote store reads this.
+    the server's runs folder. `corral logs [--follow]` and `corral worker attach` on a
+    remote store read this.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral import filemodes
-from corral.errors import InvalidInput, NotFound
-from corral.model.tokens import Role, Token
+from corral.foundation import filemodes
+from corral.foundation.errors import InvalidInput, NotFound
+from corral.model.api_tokens import ApiToken, Role
 from corral.server.answers import answer
 from corral.server.auth import Denied, require
 from corral.server.context import store_of
@@ -49,7 +50,7 @@ async def append(request: Request) -> Response:
 
 def _append(request: Request, data: bytes) -> int:
     store = store_of(request)
-    token = require(request, store, Role.WORKER)
+    token = require(request, store)
     run_id, stream, offset = _target(request)
     _own_run(store, token, run_id)
     path = shipped_output(store.url, run_id, stream)
@@ -75,7 +76,7 @@ async def read(request: Request) -> Response:
 
 def _read(request: Request) -> bytes:
     store = store_of(request)
-    require(request, store, Role.VIEWER)
+    require(request, store)
     run_id, stream, offset = _target(request)
     path = output_path(store, run_id, stream)
     try:
@@ -90,7 +91,7 @@ def output_path(store: Store, run_id: str, stream: str) -> str:
     """Where the server reads run `run_id`'s `stream` from: its copy of a remote run's
     output, else the file the run record names if it lies in the server's runs folder;
     NotFound otherwise (the dashboard's transcripts read it too)."""
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     path = shipped_output(store.url, run_id, stream)
     if os.path.exists(path):
         return path
@@ -112,8 +113,8 @@ def _target(request: Request) -> tuple[str, str, int]:
     return run_id, stream, int(raw)
 
 
-def _own_run(store: Store, token: Token, run_id: str) -> None:
-    run = store.get_run(run_id)
+def _own_run(store: Store, token: ApiToken, run_id: str) -> None:
+    run = store.runs.get_run(run_id)
     if token.role == Role.WORKER:
         own_worker(store, token, run.worker_id)
 

@@ -1,5 +1,8 @@
 """POST /api/store/NAME: a store operation run here for a remote store (store/remote/).
 
+NAME is `repository.method` (`tasks.cancel`; `now` and `schema_version` on the store
+itself), one of the operations declared `@served` (store/operations.py).
+
 The body holds the operation's arguments by name, decoded by the types it declares
 (store/remote/wire.py: a record is built by its own validating constructor, a wrong shape
 is a 422 naming its path); the answer is `{"result": ...}`, or the operation's error with
@@ -7,7 +10,8 @@ its class as `type`. The operation is the same call a local store makes: one tra
 its compare-and-set and its errors. Nothing here decides state; this module only says who
 may call what:
 
-- the token's role must reach the operation's (store/remote/methods.py);
+- the token's role must reach the operation's (its `@served` declaration: the registry
+  of operations, as server/roles.py is of routes; an admin's reaches every one);
 - a worker token acts only for the workers it registered, their runs and their claims,
   and only in its queues (ownership.py): a worker's queues, a claim's ask and a task
   claimed by id must be among them.
@@ -29,17 +33,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.errors import InvalidInput, NotFound
-from corral.model.batches import ClaimAsk, Exchanged, Report
-from corral.model.tokens import Role, Token
+from corral.foundation.errors import InvalidInput, NotFound
+from corral.model.api_tokens import Role
+from corral.model.exchange import Exchanged
 from corral.server.answers import answer
-from corral.server.auth import Denied, require
+from corral.server.auth import admitted, require_role
 from corral.server.bodies import json_object
 from corral.server.context import store_of
 from corral.server.long_poll import MAX_WAIT_S, again, signal_of
-from corral.server.ownership import own_claim, own_worker, own_worker_spec, within
+from corral.server.ownership import scoped
 from corral.store import Store
-from corral.store.remote import methods, wire
+from corral.store.operations import Operation, operations
+from corral.store.remote import wire
 
 MAX_BODY_BYTES = 4 << 20  # reports carry results; a task, its payload
 _LOCAL_ONLY = frozenset({"open_run"})  # a callable of the runner's, run on its side
@@ -48,43 +53,52 @@ _LOCAL_ONLY = frozenset({"open_run"})  # a callable of the runner's, run on its 
 async def call(request: Request) -> Response:
     """Run the store operation the path names, for the request's token."""
     name = request.path_params["name"]
-    role = methods.role_for(name)
-    if role is None:
+    operation = operations().get(name)
+    if operation is None:
+        await admitted(request)  # the caller first: no name is answered to a stranger
         raise NotFound("store operation", name)
     body = await json_object(request, MAX_BODY_BYTES)
-    wait_s = _wait(body.pop("wait_s", 0.0), name)
+    wait_s = _wait(body.pop("wait_s", 0.0), operation)
     store = store_of(request)
     signal = signal_of(request)
     seen = signal.generation
-    result, args = await run_in_threadpool(_admitted_call, request, store, role, name, body)
-    if _may_free_work(name, args):
+    result, args = await run_in_threadpool(_admitted_call, request, store, operation, body)
+    if _may_free_work(operation, args):
         signal.notify()
-    if name == "exchange" and wait_s and _found_nothing(result, args):
-        operation = getattr(store, name)
-        result = await _long_poll(request, operation, args, first=result, seen=seen, wait_s=wait_s)
-    return answer({"result": wire.encode(result, _types(name)["return"])})
+    if wait_s and _found_nothing(result, args):
+        result = await _long_poll(
+            request, _bound(store, operation), args, first=result, seen=seen, wait_s=wait_s
+        )
+    return answer({"result": wire.encode(result, _types(operation)["return"])})
 
 
 ROUTES = [Route("/api/store/{name}", call, methods=["POST"])]
 
 
 def _admitted_call(
-    request: Request, store: Store, role: Role, name: str, body: dict[str, Any]
+    request: Request, store: Store, operation: Operation, body: dict[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
     """The request's token checked, its arguments decoded and held to what the token owns,
     and the operation run: its result and the arguments it ran with. One trip to a worker
     thread for all of it (each trip costs the event loop more than a short read does)."""
-    token = require(request, store, role)
-    args = _arguments(name, body, _types(name))
-    if token.role == Role.WORKER and name in methods.WORKER_OWNS:
-        args = _scoped(store, token, name, args)
-    return getattr(store, name)(**args), args
+    token = require_role(request, store, Role(operation.served.role))
+    args = _arguments(operation, body, _types(operation))
+    if token.role == Role.WORKER and operation.served.role == Role.WORKER:
+        args = scoped(store, token, operation, args)
+    return _bound(store, operation)(**args), args
 
 
-def _wait(value: Any, name: str) -> float:
+def _bound(store: Store, operation: Operation) -> Callable[..., Any]:
+    """`operation` as a method of `store` (or of its repository)."""
+    owner = getattr(store, operation.repository) if operation.repository else store
+    bound: Callable[..., Any] = getattr(owner, operation.method)
+    return bound
+
+
+def _wait(value: Any, operation: Operation) -> float:
     if value == 0.0:
         return 0.0
-    if name != "exchange":
+    if not operation.served.long_poll:
         raise InvalidInput("wait_s", "nothing: only an exchange waits for work")
     if (
         isinstance(value, bool)
@@ -96,21 +110,22 @@ def _wait(value: Any, name: str) -> float:
 
 
 @functools.cache
-def _types(name: str) -> dict[str, Any]:
-    return wire.hints(getattr(Store, name))
+def _types(operation: Operation) -> dict[str, Any]:
+    return wire.hints(operation.function)
 
 
 @functools.cache
-def _parameters(name: str) -> dict[str, inspect.Parameter]:
-    signature = inspect.signature(getattr(Store, name))
+def _parameters(operation: Operation) -> dict[str, inspect.Parameter]:
+    signature = inspect.signature(operation.function)
     return {k: p for k, p in list(signature.parameters.items())[1:] if k not in _LOCAL_ONLY}
 
 
-def _arguments(name: str, body: dict[str, Any], types: dict[str, Any]) -> dict[str, Any]:
+def _arguments(operation: Operation, body: dict[str, Any], types: dict[str, Any]) -> dict[str, Any]:
     """The body's arguments, each decoded by its declared type; every required one given."""
-    parameters = _parameters(name)
+    parameters = _parameters(operation)
     for key in body:
         if key not in parameters:
+            name = operation.method
             raise InvalidInput(
                 key, f"one of the arguments of {name}: " + ", ".join(parameters) or "none"
             )
@@ -121,12 +136,12 @@ def _arguments(name: str, body: dict[str, Any], types: dict[str, Any]) -> dict[s
     return args
 
 
-def _may_free_work(name: str, args: dict[str, Any]) -> bool:
-    """Whether operation `name` may have made a task claimable: the waiting claims are
-    woken only then (methods.FREES_NO_WORK)."""
-    if name == "exchange":
+def _may_free_work(operation: Operation, args: dict[str, Any]) -> bool:
+    """Whether `operation` may have made a task claimable: the waiting claims are woken
+    only then (its `frees_work`; an exchange only when it reported something)."""
+    if operation.served.long_poll:
         return bool(args.get("reports"))
-    return name not in methods.READS and name not in methods.FREES_NO_WORK
+    return operation.served.frees_work
 
 
 def _found_nothing(result: Exchanged, args: dict[str, Any]) -> bool:
@@ -165,50 +180,3 @@ async def _long_poll(
     return first._replace(
         held=found.held, claims=found.claims, refused=found.refused, full=found.full
     )
-
-
-# ---- what a worker token may touch ------------------------------------------------------
-
-
-def _scoped(store: Store, token: Token, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """`args`, held to what worker token `token` owns; Denied (403) where they reach past it."""
-    if name == "register_worker":
-        return {**args, "spec": own_worker_spec(token, args["spec"])}
-    if name == "exchange":
-        return {**args, **_own_exchange(store, token, args)}
-    owned = methods.WORKER_OWNS[name]
-    if owned == "worker_id":
-        own_worker(store, token, args.get("worker_id"))
-    elif owned == "run_id":
-        run = store.get_run(args["run_id"])
-        own_worker(store, token, run.worker_id)
-    elif owned == "token":
-        own_claim(store, token, args.get("token"))
-    return args
-
-
-def _own_exchange(store: Store, token: Token, args: dict[str, Any]) -> dict[str, Any]:
-    """A runner's exchange (its worker's) or an agent's report (`corral done --token`, no
-    worker): each report under a claim of one of the token's workers, which the store then
-    checks as the report's holder; a claim only for its own worker, in its queues."""
-    worker_id: str | None = args["worker_id"]
-    ask: ClaimAsk | None = args.get("ask")
-    if worker_id is not None or ask is not None:
-        own_worker(store, token, worker_id)
-    reports: list[Report] = []
-    for report in args.get("reports", ()):
-        holder = worker_id
-        if holder is None and report.token is not None:
-            claim = store.claim_by_token(report.token)
-            holder = None if claim is None else claim.worker_id
-            own_worker(store, token, holder)
-        if report.token is None or holder is None or report.holder not in (None, holder):
-            raise Denied(403, f"token {token.name!r} reports only its own workers' claims")
-        reports.append(report._replace(holder=holder))
-    if ask is None:
-        return {"reports": reports}
-    if ask.task_id is not None and token.queues:
-        within(token, (store.get_task(ask.task_id).queue,))
-    queues = ask.queues or token.queues
-    within(token, queues)
-    return {"reports": reports, "ask": ask._replace(queues=queues)}

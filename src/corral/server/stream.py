@@ -32,11 +32,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from corral.clock import SystemClock
-from corral.errors import StoreError
+from corral.foundation.clock import SystemClock
+from corral.foundation.errors import StoreError
+from corral.model.event_cursors import EventCursor, EventPage
 from corral.model.events import Event, EventFilter
-from corral.model.following import EventCursor, EventPage
-from corral.model.tokens import Role
 from corral.runtime.follow import PAGE_SIZE, PENDING_POLL_S, RETRY_FIRST_S, RETRY_MAX_S
 from corral.server.auth import Denied, require
 from corral.server.context import store_of
@@ -126,7 +125,7 @@ async def _read(
     retry_s = RETRY_FIRST_S
     while True:
         try:
-            page: EventPage = await run_in_threadpool(store.events_page, flt, cursor)
+            page: EventPage = await run_in_threadpool(store.events.events_page, flt, cursor)
         except StoreError:
             with anyio.move_on_after(retry_s):
                 await stopping.wait()
@@ -159,7 +158,7 @@ async def _still_allowed(request: Request, check: Callable[[Request], bool]) -> 
 def _token_still_allowed(request: Request) -> bool:
     """Whether the request's token still holds (not revoked, not expired)."""
     try:
-        require(request, store_of(request), Role.VIEWER)
+        require(request, store_of(request))
     except Denied:
         return False
     return True

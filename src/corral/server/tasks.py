@@ -4,10 +4,10 @@
 GET  /api/tasks?status=S&queue=Q&kind=K&parent=ID&limit=N   viewer   the tasks, in the order added
 GET  /api/tasks/{id}                              viewer   one task
 POST /api/tasks                                   operator add one: a JSON object
-POST /api/tasks/{id}/answer                       operator {text?}: a waiting task, ready
+POST /api/tasks/{id}/answer                       operator {text?, budget?}: a waiting task, ready
                                                            again, its next run told the text
 
-With `view=seed001` the GETs answer seed 001's shape instead (seed_tasks.py).
+With `view=seed001` the GETs answer seed 001's shape instead (board/routes/board_tasks.py).
 """
 
 from __future__ import annotations
@@ -19,17 +19,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.errors import InvalidInput
+from corral.board.routes import board_tasks
+from corral.foundation.errors import InvalidInput
+from corral.model import waiting
+from corral.model.budgets import parse_raise
 from corral.model.tasks import NEW_TASK_FIELDS, NewTask, TaskFilter
-from corral.model.tokens import Role
-from corral.server import params, seed_tasks
+from corral.server import params
 from corral.server.answers import answer
 from corral.server.auth import admitted, require
 from corral.server.bodies import fields, json_object
 from corral.server.context import store_of
 from corral.server.paths import path_id
-from corral.tasks import answer as answer_waiting
-from corral.tasks import enqueue
+from corral.usecases.tasks import answer as answer_waiting
+from corral.usecases.tasks import enqueue
 
 # The JSON types of each JSON Schema type (a bool is not a number here).
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -49,11 +51,11 @@ BODY_TYPES: dict[str, tuple[type, ...]] = {
 def list_tasks(request: Request) -> Response:
     """The tasks that match the query's filters, in corral's shape or the seed's (`view`)."""
     store = store_of(request)
-    require(request, store, Role.VIEWER)
+    require(request, store)
     query = request.query_params
-    seed = seed_tasks.view_of(query.get("view"))
+    seed = board_tasks.view_of(query.get("view"))
     wanted = query.getlist("status")
-    statuses = seed_tasks.board_filter(wanted) if seed else params.statuses(wanted)
+    statuses = board_tasks.board_filter(wanted) if seed else params.statuses(wanted)
     flt = TaskFilter(
         statuses=statuses,
         queue=query.get("queue"),
@@ -61,15 +63,17 @@ def list_tasks(request: Request) -> Response:
         parent_id=query.get("parent"),
         limit=params.limit(query.get("limit")),
     )
-    return answer([seed_tasks.shape(t, seed) for t in store.list_tasks(flt)])
+    settings = request.app.state.settings
+    return answer([board_tasks.shape(t, seed, settings) for t in store.tasks.list_tasks(flt)])
 
 
 def get_task(request: Request) -> Response:
     """One task, in corral's shape or the seed's (`view`)."""
     store = store_of(request)
-    require(request, store, Role.VIEWER)
-    seed = seed_tasks.view_of(request.query_params.get("view"))
-    return answer(seed_tasks.shape(store.get_task(path_id(request, "task_id", "task")), seed))
+    require(request, store)
+    seed = board_tasks.view_of(request.query_params.get("view"))
+    task = store.tasks.get_task(path_id(request, "task_id", "task"))
+    return answer(board_tasks.shape(task, seed, request.app.state.settings))
 
 
 async def add_task(request: Request) -> Response:
@@ -82,7 +86,7 @@ async def add_task(request: Request) -> Response:
 
 def _add(request: Request, body: dict[str, Any]) -> Response:
     store = store_of(request)
-    require(request, store, Role.OPERATOR)
+    require(request, store)
     spec = NewTask(**_fields(body))
     task = enqueue(store, spec, settings=request.app.state.settings)
     request.app.state.work_signal.notify()
@@ -92,10 +96,19 @@ def _add(request: Request, body: dict[str, Any]) -> Response:
 async def answer_task(request: Request) -> Response:
     """Answer a task waiting for a person (`corral answer`): the task, ready again; 409
     naming its state when it is not waiting."""
-    store, _ = await admitted(request, Role.OPERATOR)
+    store, _ = await admitted(request)
     task_id = path_id(request, "task_id", "task")
-    text = fields(await json_object(request, empty=True), {"text": (str,)}).get("text")
-    task = await run_in_threadpool(answer_waiting, store, task_id, text)
+    given = fields(
+        await json_object(request, empty=True),
+        {"text": (str,), "budget": (str,), "decision": (str,)},
+    )
+    raise_by = None if "budget" not in given else parse_raise("budget", given["budget"])
+    text = given.get("text")
+    if "decision" in given:  # a permission's: allow, or deny with `text` as the reason
+        if given["decision"] not in (waiting.ALLOW, waiting.DENY):
+            raise InvalidInput("decision", "allow or deny", given["decision"])
+        text = waiting.permission_answer(given["decision"] == waiting.ALLOW, text)
+    task = await run_in_threadpool(answer_waiting, store, task_id, text, budget=raise_by)
     request.app.state.work_signal.notify()  # ready again: waiting claims look
     return answer(task.to_dict())
 

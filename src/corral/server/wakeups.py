@@ -3,7 +3,7 @@
 However many SSE streams are open, the process has one source of wake-ups, started with
 the first stream and stopped with the last:
 
-- PostgreSQL: the store's notification (`Store.wake_on_events`, one LISTEN session; each
+- PostgreSQL: the store's notification (`store.events.wake_on_events`, one LISTEN session; each
   listening session makes every event-writing commit notify, so one per process, not one
   per stream), plus a read of the log's head every NOTIFIED_POLL_S for a lost one.
 - SQLite, which tells no reader of a commit: a read of the log's head every SQLITE_POLL_S
@@ -24,8 +24,8 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 from starlette.concurrency import run_in_threadpool
 
-from corral.errors import StoreError
-from corral.model.following import EventCursor
+from corral.foundation.errors import StoreError
+from corral.model.event_cursors import EventCursor
 from corral.runtime.follow import NOTIFIED_POLL_S, SQLITE_POLL_S
 from corral.store import Store
 
@@ -77,13 +77,13 @@ class EventWakeups:
         relay = _Relay(loop, self._wake_all)
         # On the loop, not in a thread: it only starts the listener's thread (no I/O), and a
         # cancellation while it ran elsewhere would lose the stop of a listener left running.
-        stop = self._store.wake_on_events(relay)
+        stop = self._store.events.wake_on_events(relay)
         poll_s = SQLITE_POLL_S if stop is None else NOTIFIED_POLL_S
         head: EventCursor | None = None
         try:
             while True:
                 try:
-                    now = await run_in_threadpool(self._store.events_head)
+                    now = await run_in_threadpool(self._store.events.events_head)
                 except StoreError:
                     now = None  # away: the streams retry their own reads
                 if now is not None and now != head:

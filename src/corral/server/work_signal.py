@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from corral.errors import StoreError
+from corral.foundation.errors import StoreError
 from corral.store import Store
 
 COMMIT_POLL_S = 0.005
@@ -59,7 +59,7 @@ class WorkSignal:
         elif store.dialect == "sqlite":
             from corral.store.sqlite import commit_counter  # noqa: PLC0415
 
-            self._spawn(self._poll, commit_counter(store.url), store.events_head)
+            self._spawn(self._poll, commit_counter(store.url), store.events.events_head)
         self._spawn(self._due, store)
 
     def stop(self) -> None:
@@ -140,8 +140,10 @@ class WorkSignal:
         while not self._stop.is_set():
             self._until_watched()
             self._moved.clear()
+            if self._stop.is_set():  # a stop that set `_moved` before the clear: not missed
+                return
             try:
-                due, now = store.next_run_after(), store.now()
+                due, now = store.tasks.next_run_after(), store.now()
             except StoreError:
                 due, now = None, None
             wait_s = DUE_CHECK_S
@@ -156,7 +158,9 @@ class WorkSignal:
         if self._waiters:
             return
         self._watched.clear()
-        if not self._waiters:  # a waiter that came before the clear has set it again
+        # A waiter that came before the clear has set it again; a stop sets `_stop` before
+        # `_watched`, so one whose set this clear undid is seen here.
+        if not self._waiters and not self._stop.is_set():
             self._watched.wait()
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.documents import MAX_INT64, whole
-from corral.durations import MAX_SPAN_S
-from corral.errors import InvalidInput
+from corral.foundation.documents import MAX_INT64, whole
+from corral.foundation.durations import MAX_SPAN_S
+from corral.foundation.errors import InvalidInput
 from corral.model.tasks import check_names
 from corral.model.workers import NewWorker
 from corral.server.long_poll import MAX_WAIT_S

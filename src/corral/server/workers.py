@@ -7,7 +7,7 @@ POST   /api/workers/{worker_id}/heartbeat  worker  {"status", "drain", "heartbea
 POST   /api/workers/{worker_id}/drain      worker  the worker, draining
 DELETE /api/workers/{worker_id}            worker  the worker, offline
 
-Each calls one use case of corral.workers; a worker is as `corral worker list --json`
+Each calls one use case of corral.usecases.workers; a worker is as `corral worker list --json`
 shows it. A worker token registers workers as its own and acts only for them
 (ownership.py); an operator's token acts for any. A heartbeat of a worker the server
 declared dead, or one taken offline, is refused (409, its `details.status` saying which):
@@ -21,14 +21,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral import workers
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.actors import OPERATOR
+from corral.model.api_tokens import Role
 from corral.model.labels import parse_labels
 from corral.model.paging import parse_cursor
 from corral.model.states import WorkerStatus
 from corral.model.tasks import check_name
-from corral.model.tokens import Role
 from corral.model.workers import BeatFigures, Worker, WorkerFilter
 from corral.server import params
 from corral.server.answers import answer
@@ -39,11 +38,12 @@ from corral.server.long_poll import signal_of
 from corral.server.ownership import acting_for, own_worker_spec
 from corral.server.paths import path_id
 from corral.server.worker_bodies import Registration
+from corral.usecases import workers
 
 
 async def register(request: Request) -> Response:
     """Register a worker; 201 with it and the heartbeat interval to keep."""
-    store, token = await admitted(request, Role.WORKER)
+    store, token = await admitted(request)
     spec = record(await json_object(request), Registration).spec()
     if token.role == Role.WORKER:
         spec = own_worker_spec(token, spec)
@@ -58,7 +58,7 @@ async def list_workers(request: Request) -> Response:
     `kind`, on `host`, with every `label` K=V (repeatable), if named; a page of `limit`
     after the cursor `after`. With `paged`: {"items", "next", "total"} (`total` with
     `count`), seed 002's ListWorkers; else the array of the page."""
-    store, _ = await admitted(request, Role.VIEWER)
+    store, _ = await admitted(request)
     q = request.query_params
     for name in ("queue", "kind"):
         if q.get(name) is not None:
@@ -81,15 +81,15 @@ async def list_workers(request: Request) -> Response:
 
 async def get_worker(request: Request) -> Response:
     """One worker."""
-    store, _ = await admitted(request, Role.VIEWER)
+    store, _ = await admitted(request)
     worker_id = path_id(request, "worker_id", "worker")
-    worker: Worker = await run_in_threadpool(store.get_worker, worker_id)
+    worker: Worker = await run_in_threadpool(store.workers.get_worker, worker_id)
     return answer(worker.to_dict())
 
 
 async def heartbeat(request: Request) -> Response:
     """The worker lives (its leases extended); answers the interval and whether to drain."""
-    store, token = await admitted(request, Role.WORKER)
+    store, token = await admitted(request)
     worker_id = path_id(request, "worker_id", "worker")
     figures = record(await json_object(request, empty=True), BeatFigures)
     settings = settings_of(request)
@@ -110,9 +110,9 @@ async def heartbeat(request: Request) -> Response:
 async def drain(request: Request) -> Response:
     """Take no new claims, finish what it holds: asked by an operator, or by the worker
     itself on its way out (seed 002's deregister with drain)."""
-    store, token = await admitted(request, Role.WORKER)
+    store, token = await admitted(request)
     worker_id = path_id(request, "worker_id", "worker")
-    actor = OPERATOR if token.role == Role.OPERATOR else worker_id
+    actor = worker_id if token.role == Role.WORKER else OPERATOR
 
     def drained() -> Worker:
         acting_for(store, token, worker_id)
@@ -125,7 +125,7 @@ async def drain(request: Request) -> Response:
 
 async def deregister(request: Request) -> Response:
     """Take the worker offline; its unfinished tasks go back to the queue, uncounted."""
-    store, token = await admitted(request, Role.WORKER)
+    store, token = await admitted(request)
     worker_id = path_id(request, "worker_id", "worker")
 
     def gone() -> Worker:

@@ -3,77 +3,118 @@
 `Store` is written once over a `Driver` (driver.py); `open_store(url)` picks the driver
 from the URL: a file path or `sqlite:///path` for SQLite (the default,
 `.corral/corral.db`), `postgresql://...` for PostgreSQL (store/postgres/driver.py), or
-`http(s)://...` for the store behind a `corral serve` (store/remote/client.py).
+`http(s)://...` for the store behind a `corral serve` (store/remote/transport.py).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from corral.clock import Clock, SystemClock
-from corral.errors import InvalidInput, StoreError
-from corral.model.namespaces import DEFAULT_NAMESPACE
-from corral.store.artifacts import ArtifactOps
-from corral.store.claims import ClaimOps
-from corral.store.dashboard_sessions import DashboardSessionOps
+from corral.foundation.clock import Clock, SystemClock
+from corral.foundation.errors import InvalidInput, StoreError
+from corral.model.namespaces import DEFAULT_NAMESPACE, EVERY_NAMESPACE, checked
 from corral.store.driver import Driver, LeaderLock
-from corral.store.events import EventOps
-from corral.store.messages import MessageOps
-from corral.store.namespaced import NamespacedDriver
-from corral.store.namespaces import NamespaceOps
-from corral.store.orchestrators import OrchestratorOps
-from corral.store.providers import ProviderOps
+from corral.store.namespace_driver import NamespacedDriver
+from corral.store.operations import REPOSITORIES, VIEWER, Transport, served
 from corral.store.queries import migration_files
-from corral.store.queues import QueueOps
-from corral.store.recovery import RecoveryOps
-from corral.store.retention import RetentionOps
-from corral.store.review_staleness import ReviewStalenessOps
-from corral.store.reviews import ReviewOps
-from corral.store.runs import RunOps
-from corral.store.schedules import ScheduleOps
-from corral.store.tallies import TallyOps
-from corral.store.task_pages import TaskPageOps
-from corral.store.tasks import TaskOps
-from corral.store.tokens import TokenOps
-from corral.store.workers import WorkerOps
+
+if TYPE_CHECKING:
+    from corral.store.api_tokens import ApiTokens
+    from corral.store.artifacts import Artifacts
+    from corral.store.claims import Claims
+    from corral.store.day_caps import DayCaps
+    from corral.store.events import Events
+    from corral.store.messages import Messages
+    from corral.store.namespaces import Namespaces
+    from corral.store.orchestrators import Orchestrators
+    from corral.store.providers import Providers
+    from corral.store.queues import Queues
+    from corral.store.recovery import Recoveries
+    from corral.store.retention import Retention
+    from corral.store.review_staleness import ReviewStaleness
+    from corral.store.reviews import Reviews
+    from corral.store.runs import Runs
+    from corral.store.schedules import Schedules
+    from corral.store.sign_ins import SignIns
+    from corral.store.tallies import Tallies
+    from corral.store.task_pages import TaskPages
+    from corral.store.tasks import Tasks
+    from corral.store.workers import Workers
 
 
-class Store(
-    TaskOps,
-    TaskPageOps,
-    EventOps,
-    ClaimOps,
-    WorkerOps,
-    RecoveryOps,
-    RunOps,
-    ArtifactOps,
-    QueueOps,
-    ReviewOps,
-    ReviewStalenessOps,
-    MessageOps,
-    OrchestratorOps,
-    ScheduleOps,
-    ProviderOps,
-    TokenOps,
-    DashboardSessionOps,
-    TallyOps,
-    RetentionOps,
-    NamespaceOps,
-):
-    """Every state change corral makes, over one driver: tasks, the event log, claims,
-    batches, workers, repair, runs, queue limits, reviews, messages, the orchestrator
-    row, schedules, the tallies /metrics reads, the dashboard's pages of tasks and the
-    namespaces' counts; every operation in the handle's namespace (store/namespaced.py)."""
+class Store:
+    """Every state change corral makes, over one driver, as repositories built on first
+    use (store/operations.py): `tasks`, `events`, `claims`, `workers`, `runs`, `reviews`,
+    `schedules` ...; every operation in the handle's namespace (store/namespace_driver.py),
+    every lookup by id included, but on the maintenance handle (`for_maintenance`).
 
-    # Whether an exchange that asks for work waits for it (the HTTP store's long poll).
-    long_polls = False
+    A store reached over HTTP is the same class with a `transport` (store/remote/): each
+    operation declared `@served` is then run by the server."""
 
-    def __init__(self, driver: Driver, namespace: str = DEFAULT_NAMESPACE) -> None:
+    NAME = ""  # the store's own operations travel by their bare names (`now`)
+
+    # The repositories (REPOSITORIES in store/operations.py), built on first use.
+    api_tokens: ApiTokens
+    artifacts: Artifacts
+    claims: Claims
+    day_caps: DayCaps
+    events: Events
+    messages: Messages
+    namespaces: Namespaces
+    orchestrators: Orchestrators
+    providers: Providers
+    queues: Queues
+    recovery: Recoveries
+    retention: Retention
+    review_staleness: ReviewStaleness
+    reviews: Reviews
+    runs: Runs
+    schedules: Schedules
+    sign_ins: SignIns
+    tallies: Tallies
+    task_pages: TaskPages
+    tasks: Tasks
+    workers: Workers
+
+    def __init__(
+        self,
+        driver: Driver,
+        namespace: str = DEFAULT_NAMESPACE,
+        *,
+        transport: Transport | None = None,
+    ) -> None:
         self._scope = NamespacedDriver(driver, namespace)
         self._driver = self._scope
+        self._transport = transport
+
+    @property
+    def transport(self) -> Transport | None:
+        """What carries this store's operations to `corral serve`; None beside the database."""
+        return self._transport
+
+    @property
+    def long_polls(self) -> bool:
+        """Whether an exchange that asks for work waits for it (a remote store's long poll)."""
+        return self._transport is not None
+
+    if not TYPE_CHECKING:  # a typo stays an error for mypy; at run time, first use builds
+
+        def __getattr__(self, attribute: str) -> Any:
+            """Repository `attribute`, built over this store's driver (and transport) on
+            first use and kept: a command loads only the modules of what it touches."""
+            try:
+                module, name = REPOSITORIES[attribute]
+            except KeyError:
+                raise AttributeError(attribute) from None
+            repository = getattr(importlib.import_module(module), name)
+            built = repository(self._driver, self._transport)
+            self.__dict__[attribute] = built
+            return built
 
     @property
     def namespace(self) -> str:
@@ -81,8 +122,25 @@ class Store(
         return self._scope.namespace
 
     def in_namespace(self, namespace: str) -> Store:
-        """A handle on the same connection in `namespace`; closing it closes both."""
-        return self if namespace == self.namespace else Store(self._scope.base, namespace)
+        """A handle on the same connection in `namespace`, a namespace's name (never the
+        maintenance scope: `for_maintenance`); closing it closes both. Not across a server:
+        a remote store acts in its token's one namespace."""
+        if checked(namespace) == self.namespace:
+            return self
+        if self._transport is not None:
+            expected = f"{self.namespace!r}, the namespace this client acts in"
+            raise InvalidInput("--namespace", expected, namespace)
+        return Store(self._scope.base, namespace)
+
+    def for_maintenance(self) -> Store:
+        """The maintenance handle on the same connection: it reads and changes every
+        namespace (EVERY_NAMESPACE), for the reconciler, the scheduler pass, retention and
+        the landing of reviewed tasks (runtime/maintenance.py), which no request reaches:
+        `corral serve` hands requests `in_namespace` handles only. A remote store has none
+        and returns itself: its server runs each call in the token's namespace."""
+        if self._transport is not None or self.namespace == EVERY_NAMESPACE:
+            return self
+        return Store(self._scope.base, EVERY_NAMESPACE)
 
     @property
     def url(self) -> str:
@@ -94,10 +152,12 @@ class Store(
         """`sqlite` or `postgresql`."""
         return self._driver.dialect
 
+    @served(VIEWER)
     def now(self) -> datetime:
         """The store's clock: every lease and heartbeat time is read from it."""
         return self._driver.now()
 
+    @served(VIEWER)
     def schema_version(self) -> tuple[int, int]:
         """(the database's schema version, the newest this code knows)."""
         return self._driver.schema_version()
@@ -108,6 +168,10 @@ class Store(
 
     def pending_migrations(self) -> list[tuple[int, str]]:
         """(version, name) of each migration this database has not had, oldest first."""
+        if self._transport is not None:
+            raise StoreError(
+                "migrations run beside the database: run `corral db` on the server's host"
+            )
         current, _ = self.schema_version()
         return [
             (version, os.path.basename(path).removesuffix(".sql"))
@@ -128,6 +192,8 @@ class Store(
     def stop_waiting(self) -> None:
         """End any wait for work in flight, and make no more (a runner stopping); nothing to
         end on a local store, whose runners wait on their own wake event."""
+        if self._transport is not None:
+            self._transport.stop_waiting()
 
     def close(self) -> None:
         """Release the connection."""
@@ -166,9 +232,10 @@ def open_store(
     with `token` (default: CORRAL_TOKEN), whose namespace must be `namespace`.
     """
     if is_http_url(url):
-        from corral.store.remote.client import RemoteStore
+        from corral.store.remote.transport import HttpTransport
 
-        return RemoteStore(url, token, namespace=namespace)
+        transport = HttpTransport(url, token, namespace=namespace)
+        return Store(transport, namespace, transport=transport)
     if is_postgres_url(url):
         try:
             from corral.store.postgres.driver import PostgresDriver

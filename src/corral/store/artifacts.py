@@ -9,21 +9,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.store.driver import Driver
+from corral.foundation import errors
+from corral.store.operations import VIEWER, WORKER, Repository, served
 
 if TYPE_CHECKING:  # built where read: every command imports the store, few read artifacts
     from corral.model.artifacts import Artifact
 
 
-class ArtifactOps:
+class Artifacts(Repository):
     """Record and read the files kept from a run."""
 
-    _driver: Driver
+    NAME = "artifacts"
 
+    @served(WORKER, owns="run_id")
     def record_artifacts(self, run_id: str, artifacts: list[Artifact]) -> None:
         """Record `artifacts` on run `run_id`, in one transaction (a path recorded already
-        is left as it was)."""
+        is left as it was); NotFound for a run of no task of this namespace."""
         with self._driver.write() as tx:
+            if tx.one("get_run", run_id=run_id) is None:
+                raise errors.NotFound("run", run_id)
             for artifact in artifacts:
                 tx.run(
                     "insert_artifact",
@@ -34,6 +38,7 @@ class ArtifactOps:
                     skipped=artifact.skipped,
                 )
 
+    @served(VIEWER)
     def run_artifacts(self, run_id: str) -> list[Artifact]:
         """The artifacts recorded on run `run_id`, by path."""
         from corral.model.artifacts import Artifact  # noqa: PLC0415 - see the import above

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral import errors
-from corral.durations import iso
+from corral.foundation import errors
+from corral.foundation.durations import iso
 from corral.model.states import CLAIMING, TaskStatus, WorkerStatus
 
 if TYPE_CHECKING:

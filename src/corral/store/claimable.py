@@ -22,15 +22,14 @@ SQLite has both inline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from corral.foundation.records import record
 from corral.model.states import ALLOWED_FROM, CLAIMING, TaskStatus
 
 # The window of a queue's `rate` (claims a minute).
 RATE_WINDOW_S = 60
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class _Words:
     """How one dialect says what the filter needs: the task row's name, the parameters'
     names, a name in a list of names, an empty list, a comparison where NULL equals NULL,

@@ -3,7 +3,7 @@ the active claim, and why a claim or a report was refused.
 
 Claiming and reporting are one operation, `exchange` (store/exchange.py), whether one task
 or many. When it refuses (a stale token, a task nobody may claim now) it changes nothing;
-the `why_*` reads then say why in the words a user reads, and the use cases (corral.claims)
+the `why_*` reads then say why in the words a user reads, and the use cases (corral.usecases.claims)
 raise it. Those reads run after the refused write, in a snapshot of their own: a state
 that changed in between is seen as it is now, and the use case tries again.
 
@@ -17,27 +17,29 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from corral import errors
-from corral.durations import iso
+from corral.foundation import errors
+from corral.foundation.durations import iso
 from corral.model.states import ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.capabilities import capability_filters
 from corral.store.claim_refusals import claim_refusal
-from corral.store.driver import Driver, Tx
+from corral.store.driver import Tx
 from corral.store.lookups import held_claim, task_in, worker_in
+from corral.store.operations import VIEWER, WORKER, Repository, served
 from corral.store.queues import held_reason
 
 if TYPE_CHECKING:
-    from corral.model.batches import ClaimAsk, Exchanged, Report, RunStart
     from corral.model.claims import Claim, RunningTask
+    from corral.model.exchange import ClaimAsk, Exchanged, Report, RunStart
     from corral.model.tasks import Task
 
 
-class ClaimOps:
+class Claims(Repository):
     """Leases and the outcomes reported under them."""
 
-    _driver: Driver
+    NAME = "claims"
 
+    @served(WORKER, owns="worker_id", long_poll=True)
     def exchange(
         self,
         worker_id: str | None,
@@ -61,6 +63,7 @@ class ClaimOps:
             return_tasks=return_tasks,
         )
 
+    @served(VIEWER)
     def why_not_held(
         self, task_id: str, *, action: str, token: int | None, holder: str | None
     ) -> errors.CorralError | None:
@@ -73,6 +76,7 @@ class ClaimOps:
                 return exc
         return None
 
+    @served(VIEWER)
     def why_not_claimable(
         self, task_id: str, worker_id: str, *, full: str | None
     ) -> errors.CorralError | None:
@@ -89,18 +93,21 @@ class ClaimOps:
                 return None
             return claim_refusal(task, worker, held_reason(tx, task.queue))
 
+    @served(VIEWER)
     def claim_by_token(self, token: int) -> Claim | None:
         """The claim with fencing token `token`, whatever its state, if there is one."""
         with self._driver.read() as tx:
             row = tx.one("claim_by_token", token=token)
             return None if row is None else rows.claim(self._driver, row)
 
+    @served(VIEWER)
     def active_claim(self, task_id: str) -> Claim | None:
         """The task's active claim, if any."""
         with self._driver.read() as tx:
             row = tx.one("active_claim", task_id=task_id)
             return None if row is None else rows.claim(self._driver, row)
 
+    @served(VIEWER)
     def running_tasks(self, limit: int) -> list[RunningTask]:
         """The oldest `limit` active claims with their tasks and unfinished runs: read through
         the active-claim index and by key, so its cost follows `limit`, not the history."""
@@ -109,6 +116,7 @@ class ClaimOps:
                 rows.running_task(self._driver, r) for r in tx.all("running_tasks", limit=limit)
             ]
 
+    @served(WORKER, owns="worker_id")
     def renew(
         self,
         task_id: str,

@@ -33,7 +33,7 @@ and their `sql/<dialect>/` files. The contract a driver keeps:
   for a JSON document column (payload, labels, result, event data). The driver encodes
   each for its dialect. Rows come back as mappings by column name; `instant` and `json`
   decode a dialect's columns.
-- Driver errors leave the driver only as `corral.errors.StoreError`.
+- Driver errors leave the driver only as `corral.foundation.errors.StoreError`.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class Driver(Protocol):
 
     def read(self, namespace: str = ...) -> AbstractContextManager[Tx]:
         """A read-only transaction: one consistent snapshot, whose queries get `namespace`
-        as `:namespace` (store/namespaced.py)."""
+        as `:namespace` (store/namespace_driver.py)."""
         ...
 
     def write(self, namespace: str = ...) -> AbstractContextManager[Tx]:

@@ -18,20 +18,22 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corral.documents import MAX_INT64
-from corral.store import rows
-from corral.store.driver import Driver, Tx
+from corral.foundation.documents import MAX_INT64
+from corral.store import journal, rows
+from corral.store.driver import Tx
+from corral.store.operations import OPERATOR, VIEWER, Repository, served
 
 if TYPE_CHECKING:
+    from corral.model.event_cursors import EventCursor, EventPage
     from corral.model.events import Event, EventFilter
-    from corral.model.following import EventCursor, EventPage
 
 
-class EventOps:
+class Events(Repository):
     """List the event log, page through it from a cursor, and wait for it to grow."""
 
-    _driver: Driver
+    NAME = "events"
 
+    @served(VIEWER)
     def list_events(self, flt: EventFilter) -> list[Event]:
         """The newest `flt.limit` events matching `flt`, oldest first."""
         with self._driver.read() as tx:
@@ -44,6 +46,7 @@ class EventOps:
             )
             return [rows.event(self._driver, r) for r in reversed(found)]
 
+    @served(VIEWER)
     def count_events(self, flt: EventFilter) -> int:
         """How many events match `flt`'s task, worker, names and since (its bounds aside)."""
         with self._driver.read() as tx:
@@ -65,6 +68,7 @@ class EventOps:
                 found = tx.all("events_older", **_filter(flt), before_id=older)
             return [rows.event(self._driver, r) for r in found]
 
+    @served(VIEWER)
     def events_page(self, flt: EventFilter, after: EventCursor | None) -> EventPage:
         """The events matching `flt` after cursor `after`, at most `flt.limit`, in cursor
         order, and the cursor to read from next. Without `after`: the newest `flt.limit`
@@ -90,7 +94,7 @@ class EventOps:
         return self._page(found, cursor=max(after, horizon), pending=pending)
 
     def _page(self, found: list[Any], *, cursor: EventCursor, pending: bool) -> EventPage:
-        from corral.model.following import EventPage  # noqa: PLC0415 - followers alone need it
+        from corral.model.event_cursors import EventPage  # noqa: PLC0415 - followers alone need it
 
         return EventPage(
             events=[rows.event(self._driver, r) for r in found],
@@ -99,12 +103,52 @@ class EventOps:
             pending=pending,
         )
 
+    @served(VIEWER)
     def events_head(self) -> EventCursor:
         """The cursor past every event settled now: one cheap read that tells a reader of
         many streams whether a page may hold anything new (on PostgreSQL it also moves as
         other transactions end)."""
         with self._driver.read() as tx:
             return event_horizon(tx)[0]
+
+    @served(OPERATOR, frees_work=False)
+    def record_delivery(
+        self,
+        *,
+        delivered: bool,
+        notice: str,
+        event_id: int,
+        channel: str,
+        attempts: int,
+        task_id: str | None,
+        worker_id: str | None,
+        error: str | None,
+        actor: str,
+    ) -> None:
+        """Record that a notice went out (`notify.delivered`) or never will
+        (`notify.gave_up`, its last `error`): about event `event_id`'s task or worker, so
+        in its namespace and its history (runtime/pool/deliveries.py). An id not of the
+        handle's namespace is not named: an event's namespace is its task's or its worker's,
+        so naming another's would write into that namespace's history."""
+        with self._driver.write() as tx:
+            if task_id is not None and tx.one("get_task", task_id=task_id) is None:
+                task_id = None
+            if worker_id is not None and tx.one("get_worker", worker_id=worker_id) is None:
+                worker_id = None
+            journal.record(
+                tx,
+                "notify.delivered" if delivered else "notify.gave_up",
+                actor=actor,
+                task_id=task_id,
+                worker_id=worker_id,
+                reason=error,
+                data={
+                    "notice": notice,
+                    "event_id": event_id,
+                    "channel": channel,
+                    "attempts": attempts,
+                },
+            )
 
     def wake_on_events(self, wake: threading.Event) -> Callable[[], None] | None:
         """Set `wake` whenever events are committed (PostgreSQL's NOTIFY); the function
@@ -144,6 +188,6 @@ def _cursor_of(row: Any) -> EventCursor:
 
 
 def _cursor(xid: Any, event_id: Any) -> EventCursor:
-    from corral.model.following import EventCursor  # noqa: PLC0415 - followers alone need it
+    from corral.model.event_cursors import EventCursor  # noqa: PLC0415 - followers alone need it
 
     return EventCursor(int(xid), int(event_id))

@@ -34,18 +34,27 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from corral import errors
-from corral.documents import MAX_INT32
-from corral.durations import iso
-from corral.ids import RUN_PREFIX, new_ids
-from corral.model.batches import Action, ClaimAsk, Exchanged, Held, Report, RunStart
+from corral.foundation import errors
+from corral.foundation.documents import MAX_INT32
+from corral.foundation.durations import iso
+from corral.foundation.ids import RUN_PREFIX, new_ids
+from corral.model.exchange import (
+    COMPLETED_TO,
+    REPORTED,
+    Action,
+    ClaimAsk,
+    Exchanged,
+    Held,
+    Report,
+    RunStart,
+)
 from corral.model.states import ALLOWED_FROM, TaskStatus, WorkerStatus
 from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claim_refusals import at_capacity, cannot_claim
 from corral.store.driver import Driver, Json, Row, Tx
 from corral.store.lookups import read_task
-from corral.store.outcomes import apply_outcome, outcome_event, unblock_dependents
+from corral.store.task_endings import apply_outcome, outcome_event, unblock_dependents
 
 if TYPE_CHECKING:
     from corral.model.tasks import Task
@@ -53,17 +62,11 @@ if TYPE_CHECKING:
 OpenRun = Callable[["Task", int, str], RunStart]
 # Each holder's completions and failures in one exchange: [completed, failed] by worker id.
 Tally = dict[str, list[int]]
-# What a report from outside a run notes on the claim's open run, by action (a release
-# notes nothing: the run then ends as lease_lost).
-REPORTED = {
-    Action.COMPLETE: "done",
-    Action.FAIL: "failed",
-    Action.DEFER: "deferred",
-    Action.WAIT: "waiting",
-}
 _ONE_AT_A_TIME = (Action.FAIL, Action.DEFER, Action.WAIT, Action.RELEASE)
 # The actions that give their claim back (released) rather than finish it (completed).
 _RELEASING = (Action.DEFER, Action.WAIT, Action.RELEASE)
+# Review or done, as complete_task(s) take it: the same text for every completion.
+_COMPLETED_TO = json.dumps(COMPLETED_TO)
 
 
 def exchange(
@@ -191,7 +194,12 @@ def _complete(tx: Tx, done: list[Report]) -> tuple[list[str], dict[str, Row]]:
     # (whose statement also says whether anything depends on it: most tasks, nothing).
     plain = [r.task_id for r in done if r.result is None] if len(done) > 1 else []
     if plain:
-        found = tx.all("complete_tasks", ids=plain, allowed=ALLOWED_FROM["complete"])
+        found = tx.all(
+            "complete_tasks",
+            ids=plain,
+            completed_to=_COMPLETED_TO,
+            allowed=ALLOWED_FROM["complete"],
+        )
         now_done += [row["id"] for row in found if row["status"] == TaskStatus.DONE]
     for report in done:
         if report.task_id in plain:
@@ -200,6 +208,7 @@ def _complete(tx: Tx, done: list[Report]) -> tuple[list[str], dict[str, Row]]:
             "complete_task",
             task_id=report.task_id,
             result=Json(report.result),
+            completed_to=_COMPLETED_TO,
             allowed=ALLOWED_FROM["complete"],
         )
         assert row is not None  # its claim was active, so it was running

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from corral.ids import TASK_PREFIX, new_id
+from corral.foundation.ids import TASK_PREFIX, new_id
 from corral.model.states import TaskStatus
 from corral.store import journal
 from corral.store.driver import Json, Tx

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 
 DEFAULT_DIR = ".corral"
 DB_NAME = "corral.db"
@@ -70,8 +70,9 @@ def shipped_output(db: str, run_id: str, stream: str) -> str:
 def path_component(field: str, name: str) -> str:
     """`name`, if it is safe as one component of a path under corral's folders (a worker's
     log or temporary directory is named after it); else InvalidInput naming `field`."""
-    if name in ("", ".", "..") or "/" in name or "\0" in name:
-        raise InvalidInput(field, "a name usable as a file name (no '/', not '.' or '..')", name)
+    if name in ("", ".", "..") or "/" in name or "\0" in name or len(name) > 100:
+        expected = "a name usable as a file name (no '/', not '.' or '..', 1 to 100 characters)"
+        raise InvalidInput(field, expected, name)
     return name
 
 

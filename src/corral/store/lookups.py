@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral import errors
+from corral.foundation import errors
 from corral.store import rows
 from corral.store.driver import Driver, Row, Tx
 

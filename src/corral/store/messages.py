@@ -4,21 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral import errors
+from corral.foundation import errors
 from corral.store import rows
 from corral.store.driver import Driver, Json, Tx
+from corral.store.operations import VIEWER, WORKER, Repository, served
 
 if TYPE_CHECKING:
     from corral.model.messages import Message, NewMessage
 
 
-class MessageOps:
+class Messages(Repository):
     """Inboxes: append-only messages and their acknowledgements."""
 
-    _driver: Driver
+    NAME = "messages"
 
+    @served(WORKER, frees_work=False)
     def send_message(self, spec: NewMessage) -> Message:
-        """Append a message; a worker named by id is addressed by its name."""
+        """Append a message; a worker named by id is addressed by its name. With a key
+        sent before (in this namespace), the message sent then, and nothing appended."""
         from corral.model.messages import ORCHESTRATOR
 
         with self._driver.write() as tx:
@@ -36,10 +39,14 @@ class MessageOps:
                 recipient=recipient,
                 type=spec.type,
                 body=Json(spec.body),
+                key=spec.key,
             )
-            assert row is not None  # INSERT ... RETURNING returns its row
+            if row is None:  # its key was sent before: that message, not a second one
+                row = tx.one("message_by_key", key=spec.key)
+            assert row is not None  # inserted, or there under its key
             return _message_in(tx, self._driver, row["id"])
 
+    @served(VIEWER)
     def list_messages(
         self,
         *,
@@ -59,6 +66,7 @@ class MessageOps:
             )
             return [rows.message(self._driver, r) for r in found]
 
+    @served(WORKER, frees_work=False)
     def ack_message(self, message_id: int, *, actor: str) -> Message:
         """Acknowledge a message; acknowledging it again changes nothing."""
         with self._driver.write() as tx:

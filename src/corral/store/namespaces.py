@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.store.driver import Driver
+from corral.store.operations import Repository
 
 if TYPE_CHECKING:
     from corral.model.namespace_counts import NamespaceCounts
 
 
-class NamespaceOps:
+class Namespaces(Repository):
     """The namespaces a store serves."""
 
-    _driver: Driver
+    NAME = "namespaces"
 
     def namespace_counts(self) -> list[NamespaceCounts]:
         """Every namespace with a task or a worker: its tasks by status and its live workers,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral import errors
+from corral.foundation import errors
 from corral.store import journal
 from corral.store.driver import Driver, Json, Row, Tx
+from corral.store.operations import OPERATOR, VIEWER, Repository, served
 
 if TYPE_CHECKING:  # imported where used: every CLI command imports the store, few the row
     from corral.model.orchestrators import (
@@ -25,23 +26,35 @@ if TYPE_CHECKING:  # imported where used: every CLI command imports the store, f
 ACTOR = "orchestrator"
 
 
-class OrchestratorOps:
+class Orchestrators(Repository):
     """The singleton row of the store's orchestrator."""
 
-    _driver: Driver
+    NAME = "orchestrators"
 
+    @served(VIEWER)
     def get_orchestrator(self) -> OrchestratorState:
         """The row as it is now."""
         with self._driver.read() as tx:
             return _state(self._driver, _row(tx))
 
+    @served(OPERATOR)
     def acquire_orchestrator(
-        self, *, pid: int, host: str, config: dict[str, Any], seen: OrchestratorState
+        self,
+        *,
+        pid: int,
+        host: str,
+        config: dict[str, Any],
+        seen: OrchestratorState,
+        key_hash: str | None = None,
     ) -> OrchestratorState | None:
-        """Take the row if it is stopped or still exactly `seen` (a holder judged dead).
+        """Take the row if it is stopped or still exactly `seen` (a holder judged dead),
+        recording `key_hash`, the hash of the key the taker was started with.
 
         None when another orchestrator holds it (or took it since `seen` was read).
         """
+        from corral.model.workers import check_key_hash
+
+        check_key_hash("key_hash", key_hash)
         with self._driver.write() as tx:
             row = tx.one(
                 "acquire_orchestrator",
@@ -55,6 +68,8 @@ class OrchestratorOps:
             )
             if row is None:
                 return None
+            # The key of the one that took it; a previous holder's is gone with it.
+            row = tx.one("set_orchestrator_key", key_hash=key_hash)
             from corral.model.orchestrators import OrchestratorStatus
 
             tx.run("demote_orchestrators", host=host)  # PostgreSQL: one leader among members
@@ -70,6 +85,7 @@ class OrchestratorOps:
             )
             return _state(self._driver, row)
 
+    @served(OPERATOR)
     def set_orchestrator_status(
         self, *, pid: int, host: str, to: OrchestratorStatus, allowed: frozenset[str]
     ) -> OrchestratorState:
@@ -91,6 +107,7 @@ class OrchestratorOps:
             journal.record(tx, f"orchestrator.{to}", actor=ACTOR, to_status=to, data={"pid": pid})
             return _state(self._driver, row)
 
+    @served(OPERATOR, frees_work=False)
     def beat_orchestrator(
         self, *, pid: int, host: str, slots: list[dict[str, Any]], reconciled: bool
     ) -> bool:
@@ -106,6 +123,7 @@ class OrchestratorOps:
                 )
             )
 
+    @served(OPERATOR)
     def request_orchestrator_stop(self, *, stop_timeout_s: float) -> OrchestratorState:
         """Mark the live orchestrator stopping, with how long its workers may finish tasks."""
         from corral.model.orchestrators import STOPPABLE, OrchestratorStatus
@@ -128,11 +146,13 @@ class OrchestratorOps:
             )
             return _state(self._driver, row)
 
+    @served(VIEWER)
     def list_orchestrators(self) -> list[OrchestratorMember]:
         """Every member row, stopped ones too, by host."""
         with self._driver.read() as tx:
             return [_member(self._driver, row) for row in tx.all("list_orchestrators")]
 
+    @served(OPERATOR)
     def join_orchestrators(
         self, *, pid: int, host: str, seen: OrchestratorMember | None
     ) -> OrchestratorMember | None:
@@ -160,6 +180,7 @@ class OrchestratorOps:
             )
             return _member(self._driver, row)
 
+    @served(OPERATOR, frees_work=False)
     def beat_member(
         self, member: OrchestratorMember, *, role: Role, to: OrchestratorStatus
     ) -> bool:
@@ -201,6 +222,7 @@ def _state(driver: Driver, row: Row) -> OrchestratorState:
         stop_timeout_s=row["stop_timeout_s"],
         config=driver.json(row["config"]),
         slots=driver.json(row["slots"]),
+        key_hash=row["key_hash"],
     )
 
 

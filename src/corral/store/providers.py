@@ -5,16 +5,28 @@ account's row lock): a worker that names a provider account claims nothing while
 account is paused or parked, nor more than its `max_running` across every host.
 Parking only ever moves the reset later, so workers that hit the same limit at once
 record it once.
+
+An account's cap, pause and park belong to one namespace (the store handle's): a park in
+team-a holds back team-a's agents of that account, and team-b's keep running, as they
+would if team-b spent the account under credentials of its own; a limit that is truly
+shared reaches team-b's agents soon enough, and they park it in team-b. Capping, pausing
+and parking an account are an operator's (`@served(OPERATOR)`); a worker parks only the
+account its own worker spends, when an agent hits its usage limit, and for at most
+MAX_WORKER_PARK_S (`park_worker_provider`), so a worker credential cannot stop a fleet
+for long.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 
-from corral import errors
-from corral.durations import iso
+from corral.foundation import errors
+from corral.foundation.durations import iso
 from corral.store import journal
-from corral.store.driver import Driver, Row
+from corral.store.driver import Driver, Row, Tx
+from corral.store.lookups import worker_in
+from corral.store.operations import OPERATOR, VIEWER, WORKER, Repository, served
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -24,13 +36,17 @@ if TYPE_CHECKING:
 #: `max_running` is a count of agents: a store `integer` holds it.
 MAX_RUNNING = 2**31 - 1
 KEEP: Literal["keep"] = "keep"  # set_provider: leave max_running as it is
+#: The longest a worker parks its account: the longest window a provider's usage limits
+#: have (a week); a park past it is an operator's to make.
+MAX_WORKER_PARK_S = 7 * 24 * 3600
 
 
-class ProviderOps:
+class Providers(Repository):
     """Provider accounts: caps, pauses and usage-limit parks shared by every host."""
 
-    _driver: Driver
+    NAME = "providers"
 
+    @served(OPERATOR)
     def set_provider(
         self,
         name: str,
@@ -76,6 +92,7 @@ class ProviderOps:
             )
         return state
 
+    @served(OPERATOR)
     def park_provider(
         self, name: str, *, until: datetime, reason: str, actor: str, task_id: str | None = None
     ) -> bool:
@@ -83,23 +100,67 @@ class ProviderOps:
         is parked that long already; whether this changed it."""
         _check(name)
         with self._driver.write() as tx:
-            row = tx.one("park_provider", name=name, until=until, reason=reason)
-            if row is None:
-                return False
-            journal.record(
-                tx,
-                "provider.parked",
-                actor=actor,
-                task_id=task_id,
-                reason=reason,
-                data={"provider": name, "until": _iso(self._driver, row["parked_until"])},
+            return _park(
+                tx, self._driver, name, until=until, reason=reason, actor=actor, task_id=task_id
             )
-        return True
 
+    @served(WORKER, owns="worker_id", frees_work=False)
+    def park_worker_provider(
+        self, worker_id: str, *, until: datetime, reason: str, task_id: str | None = None
+    ) -> bool:
+        """Park the account worker `worker_id` spends until `until`, at most
+        MAX_WORKER_PARK_S from now, in the worker's namespace, as that worker: an agent hit
+        its usage limit. Whether this changed it (False for a worker that names no
+        account); NotFound for no such worker."""
+        with self._driver.write() as tx:
+            worker = worker_in(tx, self._driver, worker_id)
+            if worker.provider is None:
+                return False
+            latest = tx.now + timedelta(seconds=MAX_WORKER_PARK_S)
+            return _park(
+                tx,
+                self._driver,
+                worker.provider,
+                until=min(until, latest),
+                reason=reason,
+                actor=worker_id,
+                task_id=task_id,
+                namespace=worker.namespace,
+            )
+
+    @served(VIEWER)
     def provider_states(self, name: str | None = None) -> list[ProviderState]:
         """Every provider account with settings or a live worker (or just `name`), by name."""
         with self._driver.read() as tx:
             return [_state(self._driver, r, tx.now) for r in tx.all("provider_states", name=name)]
+
+
+def _park(
+    tx: Tx,
+    driver: Driver,
+    name: str,
+    *,
+    until: datetime,
+    reason: str,
+    actor: str,
+    task_id: str | None,
+    namespace: str | None = None,
+) -> bool:
+    """Park `name` in `namespace` (None: the handle's) and record it; whether this
+    changed it."""
+    named = {} if namespace is None else {"namespace": namespace}
+    row = tx.one("park_provider", name=name, until=until, reason=reason, **named)
+    if row is None:
+        return False
+    journal.record(
+        tx,
+        "provider.parked",
+        actor=actor,
+        task_id=task_id,
+        reason=reason,
+        data={"provider": name, "until": _iso(driver, row["parked_until"])},
+    )
+    return True
 
 
 def _check(name: str) -> None:

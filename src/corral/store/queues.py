@@ -10,22 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from corral import errors
+from corral.foundation import errors
 from corral.store import journal
-from corral.store.driver import Driver, Row, Tx
+from corral.store.driver import Row, Tx
+from corral.store.operations import OPERATOR, VIEWER, Repository, served
 
 if TYPE_CHECKING:  # built only by `queue list`: keeps the record off every command's start-up
+    from corral.foundation.policies import QueueLimits
     from corral.model.queues import QueueStat
-    from corral.policies import QueueLimits
 
 LIMIT_NAMES = ("max_ready", "max_running", "rate")
 
 
-class QueueOps:
+class Queues(Repository):
     """Backpressure: per-queue limits."""
 
-    _driver: Driver
+    NAME = "queues"
 
+    @served(OPERATOR)
     def set_queue_limits(
         self, queue: str, changes: Mapping[str, float | None], *, actor: str
     ) -> QueueLimits:
@@ -51,6 +53,7 @@ class QueueOps:
             )
         return limits
 
+    @served(VIEWER)
     def queue_stats(self, queue: str | None = None) -> list[QueueStat]:
         """Every queue with unfinished tasks or limits (or just `queue`), by name."""
         with self._driver.read() as tx:
@@ -74,7 +77,7 @@ def held_reason(tx: Tx, queue: str) -> str | None:
 
 
 def _limits(row: Row) -> QueueLimits:
-    from corral.policies import QueueLimits
+    from corral.foundation.policies import QueueLimits
 
     return QueueLimits(max_ready=row["max_ready"], max_running=row["max_running"], rate=row["rate"])
 

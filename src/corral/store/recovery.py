@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus, WorkerStatus
 from corral.store import journal
 from corral.store.claims import end_claim
-from corral.store.driver import Driver, Tx
-from corral.store.outcomes import apply_outcome, outcome_event
+from corral.store.driver import Tx
+from corral.store.operations import OPERATOR, VIEWER, Repository, served
+from corral.store.task_endings import apply_outcome, outcome_event
 
 if TYPE_CHECKING:
     from corral.model.recovery import (
@@ -29,11 +30,12 @@ if TYPE_CHECKING:
 ACTOR = "reconciler"
 
 
-class RecoveryOps:
+class Recoveries(Repository):
     """Reconciliation's reads and writes."""
 
-    _driver: Driver
+    NAME = "recovery"
 
+    @served(VIEWER)
     def reconcile_snapshot(self) -> Snapshot:
         """Watched workers, active claims and orphaned tasks, in one consistent read."""
         from corral.model.recovery import ClaimView, OrphanView, Snapshot, WorkerView
@@ -77,6 +79,7 @@ class RecoveryOps:
             )
             return Snapshot(now=tx.now, workers=workers, claims=claims, orphans=orphans)
 
+    @served(OPERATOR)
     def apply_recoveries(self, plan: list[Recovery]) -> list[Recovery]:
         """Apply each decision that still holds, all in one transaction."""
         if not plan:

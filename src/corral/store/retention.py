@@ -1,4 +1,4 @@
-"""Store operations of retention (corral/retention.py): what is old enough to delete, and
+"""Store operations of retention (corral/usecases/retention.py): what is old enough to delete, and
 its deletion in bounded batches.
 
 Each batch is one write transaction that holds the store's write lock briefly: the
@@ -19,17 +19,18 @@ transaction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
+from corral.foundation.records import record
 from corral.model.states import FINAL
 from corral.store import journal
-from corral.store.driver import Driver
+from corral.store.driver import Row, Tx
+from corral.store.operations import Repository
 
 _FINAL = sorted(str(s) for s in FINAL)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class DeletedTasks:
     """What one batch deleted: tasks, and the runs (id, transcript, stderr) whose output
     files are now to be removed."""
@@ -38,10 +39,10 @@ class DeletedTasks:
     runs: tuple[tuple[str, str | None, str | None], ...]
 
 
-class RetentionOps:
+class Retention(Repository):
     """Find and delete what is old enough."""
 
-    _driver: Driver
+    NAME = "retention"
 
     def prunable_tasks(self, cutoff: datetime, limit: int, *, unlanded: bool = False) -> list[str]:
         """Up to `limit` finished tasks last changed before `cutoff` that no kept task
@@ -56,20 +57,22 @@ class RetentionOps:
     def count_prunable(self, *, tasks_before: datetime | None, events_before: datetime | None,
                        workers_before: datetime | None,
                        unlanded: bool = False) -> dict[str, int]:  # fmt: skip
-        """How many finished tasks, events and gone workers are older than each cutoff
-        (None: not counted); what a dry run reports."""
+        """What a dry run reports: exactly what a pass with these cutoffs (None: that kind
+        stays) would delete, in one read. Its tasks are the finished ones old enough less
+        those a staying task depends on at any distance; its events those before the
+        pass's boundary; its gone workers those no staying task's claim or run names (a
+        pass deletes tasks first, with their claims and runs, and so frees workers)."""
         counts = {"tasks": 0, "events": 0, "workers": 0}
+        going = {"final": _FINAL, "tasks_cutoff": tasks_before, "unlanded": unlanded}
         with self._driver.read() as tx:
             if tasks_before is not None:
-                found = tx.one(
-                    "count_prunable_tasks", final=_FINAL, cutoff=tasks_before, unlanded=unlanded
-                )
-                counts["tasks"] = int(found["n"]) if found else 0
+                counts["tasks"] = _count(tx.one("count_prunable_tasks", **going))
             if events_before is not None:
-                found = tx.one("count_old_events", cutoff=events_before)
-                counts["events"] = int(found["n"]) if found else 0
+                boundary = _boundary(tx, events_before)
+                counts["events"] = _count(tx.one("count_events_before", boundary=boundary))
             if workers_before is not None:
-                counts["workers"] = len(tx.all("prunable_workers", cutoff=workers_before))
+                found = tx.one("count_prunable_workers", cutoff=workers_before, **going)
+                counts["workers"] = _count(found)
         return counts
 
     def delete_tasks(
@@ -118,11 +121,7 @@ class RetentionOps:
         """The id of the first event to keep: every event before it is older than `cutoff`
         (ids follow the log's order)."""
         with self._driver.read() as tx:
-            first = tx.one("first_event_kept", cutoff=cutoff)
-            if first is not None:
-                return int(first["id"])
-            last = tx.one("last_event_id")
-            return (int(last["id"]) if last else 0) + 1
+            return _boundary(tx, cutoff)
 
     def delete_events_before(self, boundary: int, limit: int) -> int:
         """Delete up to `limit` of the oldest events with an id below `boundary`."""
@@ -138,6 +137,19 @@ class RetentionOps:
         """Delete those of `worker_ids` still gone and silent since before `cutoff`."""
         with self._driver.write() as tx:
             return tx.run("delete_workers", ids=worker_ids, cutoff=cutoff)
+
+
+def _boundary(tx: Tx, cutoff: datetime) -> int:
+    """The id of the first event at or after `cutoff`, else one past the last."""
+    first = tx.one("first_event_kept", cutoff=cutoff)
+    if first is not None:
+        return int(first["id"])
+    last = tx.one("last_event_id")
+    return (int(last["id"]) if last else 0) + 1
+
+
+def _count(row: Row | None) -> int:
+    return int(row["n"]) if row else 0
 
 
 def _without_kept_dependents(going: set[str], dependents: list[tuple[str, str]]) -> set[str]:

@@ -8,16 +8,17 @@ mark (store/reviews.py), so the next submission is a review of its own.
 
 from __future__ import annotations
 
-from corral.durations import format_duration
+from corral.foundation.durations import format_duration
 from corral.store import journal
-from corral.store.driver import Driver
+from corral.store.operations import OPERATOR, Repository, served
 
 
-class ReviewStalenessOps:
+class ReviewStaleness(Repository):
     """Mark the reviews that went stale, each once, with its event."""
 
-    _driver: Driver
+    NAME = "review_staleness"
 
+    @served(OPERATOR)
     def note_stale_reviews(self, *, stale_after_s: float, actor: str) -> list[str]:
         """Mark each unmarked review waiting longer than `stale_after_s` and record its
         `review.stale`; the ids of the tasks marked by this call."""

@@ -10,16 +10,17 @@ recording is caught rather than recorded over.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from corral import errors
+from corral.foundation import errors
+from corral.foundation.records import replace
 from corral.model.states import ALLOWED_FROM, ClaimStatus, TaskStatus
 from corral.store import journal, rows
 from corral.store.claims import end_claim
 from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import held_claim, read_task, task_in
-from corral.store.outcomes import unblock_dependents
+from corral.store.operations import OPERATOR, VIEWER, WORKER, Repository, served
+from corral.store.task_endings import unblock_dependents
 
 if TYPE_CHECKING:  # imported where built: every CLI command imports the store, few reviews
     from datetime import datetime
@@ -29,11 +30,12 @@ if TYPE_CHECKING:  # imported where built: every CLI command imports the store, 
     from corral.model.tasks import Task
 
 
-class ReviewOps:
+class Reviews(Repository):
     """The review flow's state changes and reads."""
 
-    _driver: Driver
+    NAME = "reviews"
 
+    @served(WORKER, owns="token", frees_work=False)
     def record_branch(
         self,
         task_id: str,
@@ -62,6 +64,7 @@ class ReviewOps:
                 data={"branch": branch, "base_ref": base_ref, "worktree_path": worktree_path},
             )
 
+    @served(WORKER, owns="token")
     def submit(
         self, task_id: str, *, token: int | None, note: str | None, pr_url: str | None, actor: str
     ) -> Task:
@@ -95,6 +98,7 @@ class ReviewOps:
             )
         return read_task(self._driver, task_id)
 
+    @served(OPERATOR)
     def approve(self, task_id: str, *, commit: str | None, note: str | None, actor: str) -> Task:
         """in_review -> approved, pinning `commit` (the branch's head the reviewer saw)."""
         with self._driver.write() as tx:
@@ -110,6 +114,7 @@ class ReviewOps:
             )
         return read_task(self._driver, task_id)
 
+    @served(OPERATOR)
     def request_changes(self, task_id: str, *, note: str, actor: str) -> Task:
         """in_review or approved -> ready on the same branch; `note` goes to the next run."""
         step = Step(
@@ -124,6 +129,7 @@ class ReviewOps:
             )
         return read_task(self._driver, task_id)
 
+    @served(OPERATOR)
     def finish_merge(
         self, task_id: str, *, approved_commit: str | None, merged_commit: str | None, actor: str
     ) -> Task:
@@ -145,6 +151,7 @@ class ReviewOps:
             journal.record_all(tx, unblock_dependents(tx, [task_id], actor))
         return read_task(self._driver, task_id)
 
+    @served(OPERATOR)
     def settle_pull_request(
         self, task_id: str, *, pr_url: str, merged_commit: str | None, actor: str
     ) -> Task:
@@ -175,6 +182,55 @@ class ReviewOps:
                 _close_pull_request(tx, self._driver, review, actor=actor, data=data)
         return read_task(self._driver, task_id)
 
+    @served(OPERATOR)
+    def checks_failed(
+        self, task_id: str, *, pr_url: str, note: str, data: dict[str, Any], actor: str
+    ) -> Task:
+        """The checks of the task's open pull request `pr_url` failed, and its agent is to
+        fix them: in_review or approved -> ready on the same branch, `note` for its next
+        run, no attempt spent (event `task.checks_failed` with `data`: the checks, the
+        retry). Refused, changing nothing, when the review no longer names that pull
+        request as open or the task moved on."""
+        step = Step(
+            task_id=task_id, action="checks_failed", to=TaskStatus.READY, event="task.checks_failed"
+        )
+        with self._driver.write() as tx:
+            _check_open_pull_request(tx, self._driver, task_id, pr_url)
+            changes = {"changes_note": note, "approved_commit": None}
+            reason = note.partition("\n")[0]
+            self._step(tx, step, changes, actor=actor, reason=reason, data=data)
+        return read_task(self._driver, task_id)
+
+    @served(OPERATOR)
+    def checks_wait(
+        self, task_id: str, *, pr_url: str, reason: str, data: dict[str, Any], actor: str
+    ) -> Task:
+        """The checks of the task's open pull request `pr_url` failed past its retries: in
+        review or approved -> waiting for a person with `reason` (event `task.waiting`).
+        Refused as `checks_failed` is."""
+        with self._driver.write() as tx:
+            _check_open_pull_request(tx, self._driver, task_id, pr_url)
+            before = task_in(tx, self._driver, task_id)
+            if not tx.run(
+                "review_wait_task",
+                task_id=task_id,
+                reason=reason,
+                allowed=ALLOWED_FROM["checks_failed"],
+            ):
+                raise errors.InvalidTransition(task_id, "wait on the checks of", before.status)
+            journal.record(
+                tx,
+                "task.waiting",
+                actor=actor,
+                task_id=task_id,
+                from_status=before.status,
+                to_status=TaskStatus.WAITING,
+                reason=reason,
+                data=data,
+            )
+        return read_task(self._driver, task_id)
+
+    @served(OPERATOR)
     def merge_conflict(
         self, task_id: str, *, approved_commit: str | None, files: tuple[str, ...], actor: str
     ) -> Task:
@@ -189,6 +245,7 @@ class ReviewOps:
             self._step(tx, step, changes, actor=actor, reason=reason, data={"files": list(files)})
         return read_task(self._driver, task_id)
 
+    @served(WORKER, owns="token")
     def record_landing(
         self,
         task_id: str,
@@ -226,6 +283,7 @@ class ReviewOps:
                 data={"branch": branch, "base_ref": base_ref, "merged_commit": merged_commit},
             )
 
+    @served(WORKER, owns="token")
     def record_outcome(self, task_id: str, *, token: int, outcome: str, actor: str) -> None:
         """Note where the work of the run holding claim `token` ended (model.reviews'
         WorkOutcome: kept, no_change, refused ...), under that claim."""
@@ -248,6 +306,30 @@ class ReviewOps:
                 data={"outcome": str(ended)},
             )
 
+    @served(WORKER, owns="token")
+    def record_tests_disabled(
+        self, task_id: str, *, token: int, found: tuple[str, ...], actor: str
+    ) -> None:
+        """Flag the task: the run holding claim `token` disabled tests, as `found` says
+        (git/disabled_tests.py), under that claim; event `task.tests_disabled`."""
+        with self._driver.write() as tx:
+            claim = held_claim(
+                tx, self._driver, task_id, action="flag disabled tests of", token=token,
+                worker_id=None,
+            )  # fmt: skip
+            review = _review_in(tx, self._driver, task_id)
+            _save(tx, replace(review, tests_disabled=tuple(found)))
+            journal.record(
+                tx,
+                "task.tests_disabled",
+                actor=actor,
+                task_id=task_id,
+                worker_id=claim.worker_id,
+                token=token,
+                data={"found": list(found)},
+            )
+
+    @served(WORKER, owns="token")
     def record_cleanup(
         self,
         task_id: str,
@@ -281,6 +363,7 @@ class ReviewOps:
                 data={"backups": list(backups), "branch_deleted": branch_deleted},
             )
 
+    @served(WORKER, owns="token")
     def land_conflict(
         self, task_id: str, *, token: int | None, files: tuple[str, ...], note: str, actor: str
     ) -> Task:
@@ -326,17 +409,20 @@ class ReviewOps:
             raise errors.InvalidTransition(task_id, "land", task.status)
         return None
 
+    @served(VIEWER)
     def get_review(self, task_id: str) -> Review:
         """The review record of task `task_id` (empty when nothing was recorded); NotFound."""
         with self._driver.read() as tx:
             task_in(tx, self._driver, task_id)
             return _review_in(tx, self._driver, task_id)
 
+    @served(VIEWER)
     def branched_tasks(self) -> list[Task]:
         """Every task with a branch recorded, oldest first (`corral branches`)."""
         with self._driver.read() as tx:
             return [rows.task(self._driver, r) for r in tx.all("branched_tasks")]
 
+    @served(VIEWER)
     def work_ends(self, *, since: datetime, limit: int) -> WorkEnds:
         """Where tasks' work ended: counts by outcome since `since`, and at most `limit`
         kept (oldest first) and landed (newest first); bounded reads (queries.sql)."""
@@ -353,6 +439,7 @@ class ReviewOps:
             landed=tuple(_work_end(self._driver, r, commit=r["merged_commit"]) for r in landed),
         )
 
+    @served(VIEWER)
     def reviews_of(self, task_ids: list[str]) -> dict[str, Review]:
         """Review records of the given tasks that have one, by task id."""
         with self._driver.read() as tx:
@@ -441,6 +528,15 @@ def _check_approved_at(tx: Tx, driver: Driver, task_id: str, commit: str | None)
         )
 
 
+def _check_open_pull_request(tx: Tx, driver: Driver, task_id: str, pr_url: str) -> None:
+    """Refused unless the task's review names `pr_url` as its open pull request."""
+    from corral.model.reviews import PullRequestState
+
+    review = _review_in(tx, driver, task_id)
+    if review.pr_url != pr_url or review.pr_state not in (None, PullRequestState.OPEN):
+        raise errors.Refused(f"task {task_id} has no open pull request {pr_url}")
+
+
 def _close_pull_request(
     tx: Tx, driver: Driver, review: Review, *, actor: str, data: dict[str, Any]
 ) -> None:
@@ -488,4 +584,6 @@ def _save(tx: Tx, review: Review, *, stamp: bool = False) -> None:
     files = fields["conflict_files"]
     fields["conflict_files"] = None if files is None else Json(files)
     fields["backup_refs"] = Json(fields["backup_refs"]) if fields["backup_refs"] else None
+    disabled = fields["tests_disabled"]
+    fields["tests_disabled"] = Json(disabled) if disabled else None
     tx.run("save_review", task_id=review.task_id, **fields)

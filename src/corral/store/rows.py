@@ -176,6 +176,9 @@ def worker(driver: Driver, row: Row) -> Worker:
         seq=_seq(row),
         namespace=row["namespace"],
         site=row["site"],
+        key_hash=row["key_hash"],
+        runs_key_hash=row["runs_key_hash"],
+        deregistered_at=_maybe_instant(driver, row["deregistered_at"]),
     )
 
 
@@ -231,7 +234,9 @@ def run(driver: Driver, row: Row) -> Run:
         session_id=row["session_id"],
         resumed_from=row["resumed_from"],
         stop_reason=row["stop_reason"],
-        waiting=row["waiting"],
+        # The flag is why it waits while it runs: a finished run asks nobody anything, so
+        # its question is not shown once it ended, whichever road ended it.
+        waiting=row["waiting"] if row["finished_at"] is None else None,
         seq=_seq(row),
     )
 
@@ -239,6 +244,7 @@ def run(driver: Driver, row: Row) -> Run:
 def review(driver: Driver, row: Row) -> Review:
     """A `reviews` row."""
     files, backups, outcome = row["conflict_files"], row["backup_refs"], row["outcome"]
+    disabled = row["tests_disabled"]
     from corral.model.reviews import Review, WorkOutcome
 
     return Review(
@@ -256,6 +262,7 @@ def review(driver: Driver, row: Row) -> Review:
         outcome=None if outcome is None else WorkOutcome(outcome),
         backup_refs=() if backups is None else tuple(driver.json(backups)),
         branch_deleted=bool(row["branch_deleted"]),
+        tests_disabled=() if disabled is None else tuple(driver.json(disabled)),
     )
 
 

@@ -11,27 +11,29 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from corral import errors
-from corral.documents import MAX_INT64
-from corral.durations import iso
-from corral.ids import RUN_PREFIX, new_id
+from corral.foundation import errors
+from corral.foundation.documents import MAX_INT64
+from corral.foundation.durations import iso
+from corral.foundation.ids import RUN_PREFIX, new_id
 from corral.store import journal, rows
 from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import held_claim
+from corral.store.operations import OPERATOR, VIEWER, WORKER, Repository, served
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from corral.model.batches import RunStart
+    from corral.model.exchange import RunStart
     from corral.model.runs import NewRun, Run, RunOutcome
     from corral.model.usage import UsageTotal
 
 
-class RunOps:
+class Runs(Repository):
     """The record of every attempt at a task."""
 
-    _driver: Driver
+    NAME = "runs"
 
+    @served(OPERATOR)
     def start_run(self, spec: NewRun, *, run_id: str | None = None) -> Run:
         """Record that `spec.worker_id` starts running the task under claim `spec.token`.
 
@@ -76,6 +78,7 @@ class RunOps:
             )
         return run
 
+    @served(OPERATOR)
     def finish_run(
         self,
         run_id: str,
@@ -114,6 +117,7 @@ class RunOps:
             )
         return run
 
+    @served(WORKER, owns="run_id", frees_work=False)
     def set_run_start(self, run_id: str, start: RunStart) -> None:
         """Record how an unfinished run really runs, when that is known only after its claim
         (a worktree made outside the claim's transaction), and a worktree's site as its
@@ -132,6 +136,7 @@ class RunOps:
             if start.site is not None:
                 tx.run("keep_task_at_site", run_id=run_id, site=start.site)
 
+    @served(WORKER, owns="run_id", frees_work=False)
     def set_run_paths(
         self, run_id: str, *, transcript_path: str | None, stderr_path: str | None
     ) -> None:
@@ -147,6 +152,7 @@ class RunOps:
                 stderr_path=None if stderr_path is None else os.path.abspath(stderr_path),
             )
 
+    @served(WORKER, owns="run_id", frees_work=False)
     def mark_waiting(self, run_id: str, reason: str) -> None:
         """Flag an unfinished run as waiting for a person (event `run.waiting`): silent for
         its stall timeout, or its agent asked a question; else change nothing.
@@ -174,6 +180,7 @@ class RunOps:
                 },
             )
 
+    @served(WORKER, owns="run_id", frees_work=False)
     def record_agent_run(
         self,
         run_id: str,
@@ -195,6 +202,7 @@ class RunOps:
                 stop_reason=stop_reason,
             )
 
+    @served(VIEWER)
     def waiting_runs(self) -> list[dict[str, Any]]:
         """The unfinished runs waiting for a person: run_id, task_id, worker_id, reason and
         since (ISO), oldest first."""
@@ -211,6 +219,7 @@ class RunOps:
             for row in found
         ]
 
+    @served(VIEWER)
     def last_session(self, task_id: str) -> tuple[str, str, str | None, str] | None:
         """(run id, session id, agent, cwd) of the task's newest run that recorded an
         agent session, or None: what a new run of it may resume."""
@@ -220,6 +229,7 @@ class RunOps:
             return None
         return row["id"], row["session_id"], row["agent"], row["cwd"]
 
+    @served(VIEWER)
     def usage_by(
         self,
         by: str,
@@ -252,6 +262,7 @@ class RunOps:
             for row in found
         ]
 
+    @served(WORKER, owns="run_id", frees_work=False)
     def launch_run(self, run_id: str) -> bool:
         """Whether run `run_id` may start its command now: its claim is still active (the
         start is then recorded as the run's first sign of life). False: the claim ended
@@ -259,6 +270,14 @@ class RunOps:
         with self._driver.write() as tx:
             return bool(tx.run("launch_run", run_id=run_id))
 
+    @served(WORKER, owns="run_id", frees_work=False)
+    def record_usage(self, run_id: str, usage: dict[str, Any]) -> bool:
+        """Keep the usage run `run_id`'s agent has streamed so far, while its claim is
+        active (False: the run finished or its claim ended, and nothing was written)."""
+        with self._driver.write() as tx:
+            return bool(tx.run("record_usage", run_id=run_id, usage=Json(usage)))
+
+    @served(WORKER, owns="run_id", frees_work=False)
     def record_progress(self, run_id: str, note: str | None = None) -> None:
         """The run shows signs of life now: clear any stall flag and keep `note` if given.
 
@@ -268,11 +287,13 @@ class RunOps:
             if not tx.run("record_progress", run_id=run_id, progress=note):
                 _run_in(tx, self._driver, run_id)  # NotFound; a finished run keeps its record
 
+    @served(VIEWER)
     def get_run(self, run_id: str) -> Run:
         """Run `run_id`, or NotFound."""
         with self._driver.read() as tx:
             return _run_in(tx, self._driver, run_id)
 
+    @served(VIEWER)
     def list_runs(
         self,
         *,
@@ -293,12 +314,14 @@ class RunOps:
             )
             return [rows.run(self._driver, r) for r in found]
 
+    @served(VIEWER)
     def count_runs(self, *, task_id: str | None = None, worker_id: str | None = None) -> int:
         """How many runs list_runs would list, were there no limit."""
         with self._driver.read() as tx:
             row = tx.one("count_runs", task_id=task_id, worker_id=worker_id)
             return int(row["n"]) if row else 0
 
+    @served(VIEWER)
     def unfinished_runs(self, worker_id: str) -> list[Run]:
         """The worker's runs that have not finished, oldest first (a restart's leftovers)."""
         with self._driver.read() as tx:

@@ -13,21 +13,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from corral import errors
+from corral.foundation import errors
 from corral.model.states import TaskStatus
 from corral.store import journal
 from corral.store.driver import Driver, Json, Row, Tx
+from corral.store.operations import OPERATOR, VIEWER, Repository, served
 
 if TYPE_CHECKING:  # read only by the schedule commands and the scheduler
     from corral.model.schedules import FirePlan, NewSchedule, Schedule, ScheduleFire
     from corral.store.fire_batch import FireBatch
 
 
-class ScheduleOps:
+class Schedules(Repository):
     """Cron schedules and their fires."""
 
-    _driver: Driver
+    NAME = "schedules"
 
+    @served(OPERATOR)
     def add_schedule(self, spec: NewSchedule, *, next_fire_at: datetime, actor: str) -> Schedule:
         """Insert schedule `spec`, first due at `next_fire_at`; Refused if its id is taken."""
         with self._driver.write() as tx:
@@ -47,6 +49,7 @@ class ScheduleOps:
             journal.record(tx, "schedule.added", actor=actor, data={"schedule_id": spec.id})
         return self.get_schedule(spec.id)
 
+    @served(VIEWER)
     def get_schedule(self, schedule_id: str) -> Schedule:
         """Schedule `schedule_id`, or NotFound."""
         with self._driver.read() as tx:
@@ -55,22 +58,28 @@ class ScheduleOps:
             raise errors.NotFound("schedule", schedule_id)
         return _schedule(self._driver, row)
 
+    @served(VIEWER)
     def list_schedules(self) -> list[Schedule]:
         """Every schedule, by id."""
         with self._driver.read() as tx:
             return [_schedule(self._driver, row) for row in tx.all("list_schedules")]
 
+    @served(VIEWER)
     def due_schedules(self, limit: int) -> list[Schedule]:
         """Up to `limit` unpaused schedules whose next fire time has come, oldest due first."""
         with self._driver.read() as tx:
             return [_schedule(self._driver, r) for r in tx.all("due_schedules", limit=limit)]
 
+    @served(VIEWER)
     def schedule_fires(self, schedule_id: str, limit: int) -> list[ScheduleFire]:
         """The newest `limit` fires of a schedule, newest first, with their tasks' status."""
         with self._driver.read() as tx:
-            found = tx.all("schedule_fires", **_key_range(schedule_id), limit=limit)
+            found = tx.all(
+                "schedule_fires", schedule_id=schedule_id, **_key_range(schedule_id), limit=limit
+            )
         return [_fire(self._driver, row) for row in found]
 
+    @served(OPERATOR)
     def apply_fire_plans(
         self, plans: list[FirePlan], *, max_attempts: int, retry_base_s: float, actor: str
     ) -> list[ScheduleFire]:
@@ -90,6 +99,7 @@ class ScheduleOps:
                     batch.fire(schedule, at, overlap=True)
             return batch.write()
 
+    @served(OPERATOR)
     def fire_schedule(
         self,
         schedule_id: str,
@@ -108,6 +118,7 @@ class ScheduleOps:
                 batch.fire(schedule, at, overlap=False)
             return batch.write()
 
+    @served(OPERATOR)
     def pause_schedule(self, schedule_id: str, *, note: str | None, actor: str) -> Schedule:
         """Stop firing `schedule_id` until resumed; Refused if it is paused already."""
         with self._driver.write() as tx:
@@ -118,6 +129,7 @@ class ScheduleOps:
             journal.record(tx, "schedule.paused", actor=actor, reason=note, data=data)
         return self.get_schedule(schedule_id)
 
+    @served(OPERATOR)
     def resume_schedule(
         self, schedule_id: str, *, skip_to: datetime | None, actor: str
     ) -> Schedule:
@@ -140,6 +152,7 @@ class ScheduleOps:
             journal.record(tx, "schedule.resumed", actor=actor, data={"schedule_id": schedule_id})
         return self.get_schedule(schedule_id)
 
+    @served(OPERATOR)
     def remove_schedule(self, schedule_id: str, *, actor: str) -> None:
         """Delete a schedule and its fire records; the tasks it made stay."""
         with self._driver.write() as tx:

@@ -34,13 +34,14 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from corral import filemodes
-from corral.clock import Clock
-from corral.errors import SchemaTooNew, StoreError
+from corral.foundation import filemodes
+from corral.foundation.clock import Clock
+from corral.foundation.durations import FIRST_INSTANT, LAST_INSTANT
+from corral.foundation.errors import SchemaTooNew, StoreError
+from corral.foundation.threads import ThreadService
 from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store.driver import Json
 from corral.store.queries import load_queries, migration_files, sql_path
-from corral.threads import ThreadService
 
 BUSY_TIMEOUT_S = 10.0
 QUEUED_LONG_S = 1.0  # a writer that queued longer waits only what is left of its timeout
@@ -209,12 +210,24 @@ class SQLiteDriver:
                 " in it): name another file"
             )
         try:
-            self._lock_fd = filemodes.open_file(self.path + ".lock", os.O_RDWR)
+            self._lock_fd = self._lock_file()
         except OSError as exc:
             raise StoreError(
                 f"database {self.path}: cannot create its lock file: {exc.strerror}"
             ) from None
         return current
+
+    def _lock_file(self) -> int:
+        """The file whose flock queues this database's writers: `PATH.lock` beside it, or,
+        for an in-memory database (this handle's alone), an anonymous file, so that no
+        `:memory:.lock` appears in the working folder and no other store shares its queue."""
+        if not self.path.startswith(":"):
+            return filemodes.open_file(self.path + ".lock", os.O_RDWR)
+        import tempfile  # noqa: PLC0415 - only in-memory stores (tests, embedded use) need it
+
+        fd, name = tempfile.mkstemp(prefix="corral-memory-lock-")
+        os.unlink(name)
+        return fd
 
     def _schema_cookie(self) -> int:
         """SQLite's count of schema changes: 0 in a file no program has made tables in."""
@@ -252,8 +265,12 @@ class SQLiteDriver:
         return self._clock.now()
 
     def instant(self, value: Any) -> datetime:
-        """Epoch seconds to an aware UTC datetime."""
-        return datetime.fromtimestamp(value, UTC)
+        """Epoch seconds to an aware UTC datetime; a value past the calendar (a row written
+        by hand or by an older corral) reads as its edge, so the row still lists."""
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, ValueError, OSError):
+            return LAST_INSTANT if value > 0 else FIRST_INSTANT
 
     def json(self, value: Any) -> Any:
         """JSON text to Python."""

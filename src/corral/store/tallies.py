@@ -11,24 +11,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from corral.store.driver import Driver
 from corral.store.events import event_horizon, stretch
+from corral.store.operations import VIEWER, Repository, served
 from corral.store.recovery import ACTOR as RECONCILER
 
 if TYPE_CHECKING:
-    from corral.model.following import EventCursor
+    from corral.model.event_cursors import EventCursor
     from corral.model.tallies import TallyRow
 
 
-class TallyOps:
+class Tallies(Repository):
     """Count a stretch of the event log."""
 
-    _driver: Driver
+    NAME = "tallies"
 
+    @served(VIEWER)
     def event_tallies(self, after: EventCursor | None) -> tuple[list[TallyRow], EventCursor]:
         """The tallies of the events after `after` (None: from the start) that have
         settled, and the cursor to count from next."""
-        from corral.model.following import EventCursor  # noqa: PLC0415 - /metrics alone
+        from corral.model.event_cursors import EventCursor  # noqa: PLC0415 - /metrics alone
         from corral.model.tallies import REPAIRS, RUN_BOUNDS_S, WAIT_BOUNDS_S, TallyRow  # noqa: PLC0415
 
         start = after or EventCursor(0, 0)

@@ -1,5 +1,6 @@
 """Store reads of the dashboard's pages: a keyset page of tasks, a bounded count, a task's
-dependents and timeline, and the overview's events per minute.
+dependents and timeline, the tasks, workers and claim holders events name, and the
+overview's events per minute.
 
 Each sort has its own named query (task_page_newest, _oldest, _priority), so each reads
 its index in order from the cursor and stops at the page's end; the filters are the same
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from corral.model.states import TaskStatus
 from corral.store import rows
-from corral.store.driver import Driver, Row, Tx
+from corral.store.driver import Row, Tx
+from corral.store.operations import Repository
 
 MIN_INDEXED = 3  # the shortest text a trigram index can find
 
@@ -34,11 +36,11 @@ if TYPE_CHECKING:
     from corral.model.task_pages import PageKey, TaskPage, TaskQuery, TaskSort
 
 
-class TaskPageOps:
+class TaskPages(Repository):
     """Pages of tasks by filters, sort and cursor; how many tasks the filters match; the
     tasks that wait on one."""
 
-    _driver: Driver
+    NAME = "task_pages"
 
     def task_page(self, query: TaskQuery) -> TaskPage:
         """The page of `query`: at most `query.limit` tasks after `query.after` (or
@@ -90,6 +92,22 @@ class TaskPageOps:
         with self._driver.read() as tx:
             found = tx.all("task_timeline", task_id=task_id, limit=limit)
             return [rows.event(self._driver, r) for r in found]
+
+    def task_titles(self, task_ids: list[str]) -> dict[str, str]:
+        """The title of each task of `task_ids` in this namespace, by id."""
+        with self._driver.read() as tx:
+            return {r["id"]: r["title"] for r in tx.all("task_titles", ids=task_ids)}
+
+    def worker_names(self, worker_ids: list[str]) -> dict[str, str]:
+        """The name of each worker of `worker_ids` in this namespace, by id."""
+        with self._driver.read() as tx:
+            return {r["id"]: r["name"] for r in tx.all("worker_names", ids=worker_ids)}
+
+    def claim_holders(self, tokens: list[int]) -> dict[int, str]:
+        """The name of the worker that held each claim of `tokens`, by token; a claim
+        whose worker is of another namespace is left out."""
+        with self._driver.read() as tx:
+            return {int(r["token"]): r["name"] for r in tx.all("claim_holders", tokens=tokens)}
 
     def events_per_minute(
         self, names: tuple[str, ...], since_at: datetime

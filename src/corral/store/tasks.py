@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral import errors
-from corral.documents import MAX_INT64
-from corral.ids import TASK_PREFIX, new_id
+from corral.foundation import errors
+from corral.foundation.documents import MAX_INT64
+from corral.foundation.ids import TASK_PREFIX, new_id
 from corral.model import subtasks
 from corral.model.states import ALLOWED_FROM, CLAIMING, FINAL, ClaimStatus, TaskStatus
 from corral.model.tasks import NEW_TASK_FIELDS
@@ -14,7 +14,8 @@ from corral.store import journal, rows
 from corral.store.capabilities import capability_filters, matches_nothing
 from corral.store.claims import end_claim
 from corral.store.driver import Driver, Tx
-from corral.store.lookups import read_task, task_in
+from corral.store.lookups import held_claim, read_task, task_in
+from corral.store.operations import OPERATOR, VIEWER, Repository, served
 from corral.store.queues import check_room
 
 if TYPE_CHECKING:
@@ -25,17 +26,28 @@ if TYPE_CHECKING:
     from corral.model.workers import Worker
 
 
-class TaskOps:
+class Tasks(Repository):
     """Enqueue and query tasks; cancel, retry and answer them."""
 
-    _driver: Driver
+    NAME = "tasks"
 
-    def enqueue(self, spec: NewTask, *, max_attempts: int, retry_base_s: float, actor: str) -> Task:
+    @served(OPERATOR)
+    def enqueue(
+        self,
+        spec: NewTask,
+        *,
+        max_attempts: int,
+        retry_base_s: float,
+        actor: str,
+        parent_token: int | None = None,
+    ) -> Task:
         """Insert a task: `blocked` while a dependency is not done, else `ready`. A child
         (`spec.parent_id`) makes its parent wait for it, or waits for its parent
-        (`parent_runs_first`): corral.model.subtasks."""
+        (`parent_runs_first`): corral.model.subtasks. With `parent_token` (an agent adding
+        a subtask of its own task), the parent's active claim must be that token's, checked
+        under the parent's lock: refused as a report under that token would be."""
         with self._driver.write() as tx:
-            parent = self._lock_parent(tx, spec) if spec.parent_id else None
+            parent = self._lock_parent(tx, spec, parent_token) if spec.parent_id else None
             check_room(tx, spec.queue)
             depends_on = _waits_for(spec)
             status = self._initial_status(tx, depends_on)
@@ -55,14 +67,18 @@ class TaskOps:
                 _hold_parent(tx, parent, task_id, actor)
         return read_task(self._driver, task_id)
 
-    def _lock_parent(self, tx: Tx, spec: NewTask) -> tuple[str, TaskStatus]:
-        """The parent's id and status, locked, once it may take this child; InvalidInput
-        naming `parent` (or `depends_on`, for a circle) when it may not."""
+    def _lock_parent(self, tx: Tx, spec: NewTask, token: int | None) -> tuple[str, TaskStatus]:
+        """The parent's id and status, locked, once it may take this child (and, with
+        `token`, once that token's claim holds it); InvalidInput naming `parent` (or
+        `depends_on`, for a circle) when it may not, the claim's refusal when not held."""
         assert spec.parent_id is not None
         row = tx.one("lock_parent", task_id=spec.parent_id)
         if row is None:
             expected = "the id of an existing task in this namespace"
             raise errors.InvalidInput("parent", expected, spec.parent_id)
+        if token is not None:
+            held_claim(tx, self._driver, spec.parent_id, action="add a subtask", token=token,
+                       worker_id=None)  # fmt: skip
         status = TaskStatus(row["status"])
         standing = tx.all("parent_standing", task_id=spec.parent_id, max_depth=subtasks.MAX_DEPTH)
         subtasks.check_parent(
@@ -89,10 +105,12 @@ class TaskOps:
         waiting = any(found[d] != TaskStatus.DONE for d in depends_on)
         return TaskStatus.BLOCKED if waiting else TaskStatus.READY
 
+    @served(VIEWER)
     def get_task(self, task_id: str) -> Task:
         """Task `task_id`, or NotFound."""
         return read_task(self._driver, task_id)
 
+    @served(VIEWER)
     def list_tasks(self, flt: TaskFilter) -> list[Task]:
         """Tasks matching `flt`, oldest first (newest first with `flt.newest_first`)."""
         params = {
@@ -117,6 +135,7 @@ class TaskOps:
                 found = tx.all("list_tasks", **params)
             return [rows.task(self._driver, r) for r in found]
 
+    @served(VIEWER)
     def tasks_with_payload(self, kind: str, field: str, value: str, limit: int) -> list[Task]:
         """Tasks of `kind` whose payload's top-level `field` is the text `value`, newest first."""
         with self._driver.read() as tx:
@@ -130,11 +149,13 @@ class TaskOps:
             )
             return [rows.task(self._driver, r) for r in found]
 
+    @served(VIEWER)
     def task_counts(self) -> dict[str, int]:
         """How many tasks are in each status (statuses with none are left out)."""
         with self._driver.read() as tx:
             return {row["status"]: row["n"] for row in tx.all("count_tasks_by_status")}
 
+    @served(VIEWER)
     def next_run_after(self) -> datetime | None:
         """When the soonest ready task waiting for its `run_after` (a delay, a retry's
         backoff, a deferral) comes due, or None: no write marks that moment, so a server
@@ -144,12 +165,14 @@ class TaskOps:
         at = None if found is None else found["at"]
         return None if at is None else self._driver.instant(at)
 
+    @served(VIEWER)
     def task_gauges(self) -> list[tuple[str, str, str, int]]:
         """(queue, kind, status, how many tasks) for each combination that has any."""
         with self._driver.read() as tx:
             found = tx.all("count_tasks_by_queue_kind_status")
         return [(r["queue"], r["kind"], r["status"], r["n"]) for r in found]
 
+    @served(VIEWER)
     def count_tasks(self, flt: TaskFilter) -> int:
         """How many tasks match `flt`'s filters (its limit, order and cursor aside)."""
         with self._driver.read() as tx:
@@ -163,6 +186,7 @@ class TaskOps:
             )
             return int(row["n"]) if row else 0
 
+    @served(VIEWER)
     def ready_tasks(
         self,
         *,
@@ -189,6 +213,7 @@ class TaskOps:
                 found += tx.all("ready_tasks", **params, below_priority=below, limit=more)
             return [rows.task(self._driver, r) for r in found]
 
+    @served(VIEWER)
     def count_ready(
         self, *, queue: str | None, kinds: tuple[str, ...], worker: Worker | None = None
     ) -> int:
@@ -200,18 +225,21 @@ class TaskOps:
             row = tx.one("count_ready", queue=queue, **params)
             return int(row["n"]) if row else 0
 
+    @served(VIEWER)
     def dependency_statuses(self, task_id: str) -> list[tuple[str, TaskStatus]]:
         """(id, status) of each dependency of `task_id`."""
         with self._driver.read() as tx:
             found = tx.all("dependency_statuses", task_id=task_id)
             return [(r["id"], TaskStatus(r["status"])) for r in found]
 
+    @served(VIEWER)
     def count_ahead(self, task_id: str) -> int:
         """Ready tasks of the same queue that would be claimed before `task_id`."""
         with self._driver.read() as tx:
             row = tx.one("count_ahead", task_id=task_id)
             return int(row[0]) if row else 0
 
+    @served(OPERATOR)
     def cancel(self, task_id: str, *, reason: str | None, actor: str) -> Task:
         """Cancel a task that is not final, and each of its unfinished descendants in the
         same transaction; every active claim among them ends and its token goes stale."""
@@ -241,6 +269,7 @@ class TaskOps:
                 cascade=True,
             )
 
+    @served(OPERATOR)
     def set_task_priority(self, task_id: str, priority: int, *, actor: str) -> Task:
         """Give a task that is not final a new priority (its claim order follows)."""
         with self._driver.write() as tx:
@@ -257,6 +286,7 @@ class TaskOps:
             journal.record(tx, "task.reprioritised", actor=actor, task_id=task_id, data=change)
         return read_task(self._driver, task_id)
 
+    @served(OPERATOR)
     def retry(self, task_id: str, *, actor: str) -> Task:
         """Return a failed, cancelled or waiting task to the queue with a fresh attempt budget."""
         with self._driver.write() as tx:
@@ -274,11 +304,30 @@ class TaskOps:
             )
         return read_task(self._driver, task_id)
 
-    def answer(self, task_id: str, text: str | None, *, actor: str) -> Task:
+    @served(OPERATOR)
+    def answer(
+        self,
+        task_id: str,
+        text: str | None,
+        *,
+        actor: str,
+        budget_cost: float | None = None,
+        budget_tokens: int | None = None,
+    ) -> Task:
         """Send a waiting task back to ready with a person's answer (`text`; None: carry
-        on), which its next runs are told with the reason it answered."""
+        on), which its next runs are told with the reason it answered; its budget's dollar
+        or token cap raised by `budget_cost` or `budget_tokens` in the same transaction."""
         with self._driver.write() as tx:
             task = task_in(tx, self._driver, task_id)
+            if budget_cost is not None or budget_tokens is not None:
+                raised = tx.one(
+                    "raise_task_budget", task_id=task_id, cost=budget_cost, tokens=budget_tokens
+                )
+                if raised is None and task.status is not TaskStatus.WAITING:
+                    raise errors.InvalidTransition(task_id, "answer", task.status)
+                if raised is None:
+                    cap = "cost" if budget_cost is not None else "token"
+                    raise errors.InvalidInput("budget", f"a task with a {cap} cap", task_id)
             row = tx.one(
                 "answer_task", task_id=task_id, answer=text, allowed=ALLOWED_FROM["answer"]
             )
@@ -292,9 +341,15 @@ class TaskOps:
                 from_status=TaskStatus.WAITING,
                 to_status=TaskStatus.READY,
                 reason=row["answered_reason"],
-                data={"answer": text},
+                data={"answer": text, **_raise_data(budget_cost, budget_tokens)},
             )
         return read_task(self._driver, task_id)
+
+
+def _raise_data(cost: float | None, tokens: int | None) -> dict[str, Any]:
+    """What an answer's event says of the budget it raised, if it raised one."""
+    raised = {"budget_cost_usd": cost, "budget_tokens": tokens}
+    return {key: value for key, value in raised.items() if value is not None}
 
 
 # The fields the insert stores as given (NewTask's table), and those of them kept as JSON.

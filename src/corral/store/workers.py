@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from corral import errors
-from corral.ids import WORKER_PREFIX, new_id
+from corral.foundation import errors
+from corral.foundation.ids import WORKER_PREFIX, new_id
 from corral.model.states import (
     ALLOWED_FROM,
     WORKER_ALLOWED_FROM,
@@ -17,47 +17,36 @@ from corral.store import journal, rows
 from corral.store.claims import end_claim
 from corral.store.driver import Driver, Json, Tx
 from corral.store.lookups import worker_in
+from corral.store.operations import OPERATOR, VIEWER, WORKER, Repository, served
 
 if TYPE_CHECKING:
     from corral.model.workers import BeatFigures, NewWorker, Worker, WorkerFilter
 
 
-class WorkerOps:
+class Workers(Repository):
     """The worker registry."""
 
-    _driver: Driver
+    NAME = "workers"
 
+    @served(WORKER, frees_work=False)
     def register_worker(self, spec: NewWorker, *, actor: str) -> Worker:
         """A new worker, `starting` until its first heartbeat."""
         with self._driver.write() as tx:
-            worker_id = new_id(WORKER_PREFIX)
-            inserted = tx.one(
-                "insert_worker",
-                id=worker_id,
-                name=spec.name,
-                hostname=spec.hostname,
-                pid=spec.pid,
-                version=spec.version,
-                queues=list(spec.queues),
-                kinds=list(spec.kinds),
-                max_concurrent=spec.max_concurrent,
-                labels=Json(spec.labels),
-                pid_started_at=spec.pid_started_at,
-                provider=spec.provider,
-                site=spec.site,
-            )
-            if inserted is None:
-                raise _conflict(tx, spec)
-            journal.record(
-                tx,
-                "worker.registered",
-                actor=actor,
-                worker_id=worker_id,
-                to_status=WorkerStatus.STARTING,
-                data={"name": spec.name, "hostname": spec.hostname, "pid": spec.pid},
-            )
-            return worker_in(tx, self._driver, worker_id)
+            return _register(tx, self._driver, spec, actor)
 
+    @served(WORKER, frees_work=False)
+    def slot_worker(self, spec: NewWorker, *, actor: str) -> tuple[Worker, bool]:
+        """The newest live worker named `spec.name`, or else a new one of `spec`; and whether
+        this call added it. One transaction, and a slot's calls take turns in it (lock_slot),
+        so two first calls of one slot at once add one worker: seed 001's slots (board/)."""
+        with self._driver.write() as tx:
+            tx.one("lock_slot", name=spec.name)
+            row = tx.one("live_worker_named", name=spec.name)
+            if row is not None:
+                return rows.worker(self._driver, row), False
+            return _register(tx, self._driver, spec, actor), True
+
+    @served(WORKER, owns="worker_id", frees_work=False)
     def heartbeat(self, worker_id: str, *, figures: BeatFigures, actor: str) -> Worker:
         """Record that the worker lives, with its figures, and extend its active leases (one
         transaction): its reported totals grow by the beat's deltas in the same write."""
@@ -99,6 +88,7 @@ class WorkerOps:
                 )
             return after
 
+    @served(OPERATOR)
     def drain_worker(self, worker_id: str, *, actor: str) -> Worker:
         """Stop giving the worker new claims; it finishes what it holds."""
         with self._driver.write() as tx:
@@ -125,8 +115,10 @@ class WorkerOps:
             )
             return worker_in(tx, self._driver, worker_id)
 
+    @served(WORKER, owns="worker_id")
     def deregister_worker(self, worker_id: str, *, reason: str, actor: str) -> Worker:
-        """Take the worker offline; its unfinished claims go back to the queue uncounted."""
+        """Take the worker offline, stamped with when (`deregistered_at`); its unfinished
+        claims go back to the queue uncounted."""
         with self._driver.write() as tx:
             before = worker_in(tx, self._driver, worker_id)
             if before.status is WorkerStatus.OFFLINE:
@@ -147,9 +139,8 @@ class WorkerOps:
                     reason="worker deregistered",
                 )
             tx.run(
-                "set_worker_status",
+                "deregister_worker",
                 worker_id=worker_id,
-                to_status=WorkerStatus.OFFLINE,
                 reason=reason,
                 allowed=WORKER_ALLOWED_FROM["deregister"],
             )
@@ -164,11 +155,13 @@ class WorkerOps:
             )
             return worker_in(tx, self._driver, worker_id)
 
+    @served(VIEWER)
     def get_worker(self, worker_id: str) -> Worker:
         """Worker `worker_id`, or NotFound."""
         with self._driver.read() as tx:
             return worker_in(tx, self._driver, worker_id)
 
+    @served(VIEWER)
     def find_workers(self, flt: WorkerFilter) -> list[Worker]:
         """The workers `flt` selects, in registration order, after its cursor."""
         with self._driver.read() as tx:
@@ -180,17 +173,57 @@ class WorkerOps:
             )
             return [rows.worker(self._driver, r) for r in found]
 
+    @served(VIEWER)
     def count_workers(self, flt: WorkerFilter) -> int:
         """How many workers `flt`'s filters select (its cursor and limit aside)."""
         with self._driver.read() as tx:
             row = tx.one("count_workers", **_worker_filters(flt))
             return int(row["n"]) if row else 0
 
+    @served(VIEWER)
     def list_workers(self, statuses: tuple[WorkerStatus, ...] = ()) -> list[Worker]:
         """Workers, oldest registration first, optionally only those in `statuses`."""
         with self._driver.read() as tx:
             found = tx.all("list_workers", statuses=list(statuses) or None)
             return [rows.worker(self._driver, r) for r in found]
+
+
+def _register(tx: Tx, driver: Driver, spec: NewWorker, actor: str) -> Worker:
+    """Insert worker `spec`, `starting`; WorkerConflict while its process has a live twin."""
+    worker_id = new_id(WORKER_PREFIX)
+    inserted = tx.one(
+        "insert_worker",
+        id=worker_id,
+        name=spec.name,
+        hostname=spec.hostname,
+        pid=spec.pid,
+        version=spec.version,
+        queues=list(spec.queues),
+        kinds=list(spec.kinds),
+        max_concurrent=spec.max_concurrent,
+        labels=Json(spec.labels),
+        pid_started_at=spec.pid_started_at,
+        provider=spec.provider,
+        site=spec.site,
+    )
+    if inserted is None:
+        raise _conflict(tx, spec)
+    if spec.key_hash is not None or spec.runs_key_hash is not None:
+        tx.run(
+            "set_worker_keys",
+            worker_id=worker_id,
+            key_hash=spec.key_hash,
+            runs_key_hash=spec.runs_key_hash,
+        )
+    journal.record(
+        tx,
+        "worker.registered",
+        actor=actor,
+        worker_id=worker_id,
+        to_status=WorkerStatus.STARTING,
+        data={"name": spec.name, "hostname": spec.hostname, "pid": spec.pid},
+    )
+    return worker_in(tx, driver, worker_id)
 
 
 def _worker_filters(flt: WorkerFilter) -> dict[str, Any]:

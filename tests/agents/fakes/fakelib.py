@@ -8,7 +8,9 @@ the environment:
 - `FAKE:limit`: while the file named by FAKE_LIMIT_UNTIL holds an epoch second still
   ahead, the tool's usage-limit failure, with that reset time (claude makes its edit first,
   uncommitted, as a session that reaches its limit mid-task leaves it); once it has
-  passed, success;
+  passed, success. The file may instead hold `+N`: the limit then lasts N seconds from
+  the first run that reads it (fixed once, in FAKE_LIMIT_UNTIL + `.at`), so a test's
+  limit is met however long a loaded machine takes to start its workers;
 - `FAKE:crash`: a few lines, then SIGKILL to itself mid-stream;
 - `FAKE:nousage`: success whose stream reports no usage at all;
 - `FAKE:question`: (claude) a question for a person, then a sleep until killed
@@ -19,6 +21,10 @@ the environment:
   (`fake-edit.txt` outside a task), appending one line that names the agent, the run
   (CORRAL_RUN_ID) and the prompt's first line;
 - `FAKE:nochange`: exit 0 having changed nothing (no edit, no commit);
+- `FAKE:turns=N`: (claude) N model turns before the edit, FAKE_TURN_S seconds apart (0.02
+  by default), each an API call whose assistant lines (a text block and a Read tool_use,
+  one line each, as the real stream writes a message) carry its `message.usage`; the
+  result's usage and `total_cost_usd` are the turns' sums, at Sonnet 4.5's list prices;
 - `FAKE:then=limit|crash|hang|error`: (claude) the run's edit made, then it ends as a
   session cut short does, the edit left in the folder uncommitted: the usage-limit
   failure (its reset from FAKE_LIMIT_UNTIL), SIGKILL to itself, a sleep until killed
@@ -53,6 +59,7 @@ its CORRAL_* environment (and the variables FAKE_LOG_ENV names, comma-separated)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -64,7 +71,7 @@ from dataclasses import dataclass
 
 DIRECTIVE = re.compile(
     r"FAKE:(limit|crash|nousage|question|nochange|sleep=(\d+(?:\.\d+)?)|edit=([^\s]+)"
-    r"|then=(limit|crash|hang|error))"
+    r"|then=(limit|crash|hang|error)|turns=(\d+))"
 )
 COMMIT_ASKED = re.compile(r"(?i)\bcommit\b")
 
@@ -82,13 +89,14 @@ class Directives:
     edit: str = ""  # the file the run edits, relative to its folder
     commit: bool = False  # the prompt asks the agent to commit
     then: str = ""  # how a run cut short after its edit ends: limit, crash, hang or error
+    turns: int = 0  # (claude) model turns streamed, each with its usage, before the edit
 
 
 def directives(prompt: str) -> Directives:
     """The directives found anywhere in `prompt`."""
     text = prompt + " " + _directives_file()
     found = {
-        m.group(1).split("=")[0]: m.group(2) or m.group(3) or m.group(4)
+        m.group(1).split("=")[0]: m.group(2) or m.group(3) or m.group(4) or m.group(5)
         for m in DIRECTIVE.finditer(text)
     }
     task = os.environ.get("CORRAL_TASK_ID")
@@ -102,6 +110,7 @@ def directives(prompt: str) -> Directives:
         edit=found.get("edit") or (f"fake-edit-{task}.txt" if task else "fake-edit.txt"),
         commit=COMMIT_ASKED.search(DIRECTIVE.sub("", prompt)) is not None,
         then=found.get("then") or "",
+        turns=int(found["turns"]) if "turns" in found else 0,
     )
 
 
@@ -175,10 +184,27 @@ def limited_until() -> int | None:
         return None
     try:
         with open(path, encoding="utf-8") as handle:
-            until = int(float(handle.read().strip()))
+            text = handle.read().strip()
+        until = fix_relative_limit(path, int(text[1:])) if text.startswith("+") else int(text)
     except (OSError, ValueError):
         return None
     return until if until > time.time() else None
+
+
+def fix_relative_limit(path: str, seconds: int) -> int:
+    """The reset of a `+N` limit: N seconds after the first run that read it, written once
+    to PATH.at (a hard link of a whole file: racing runs all read the first one's)."""
+    fixed = path + ".at"
+    temporary = f"{fixed}.{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(str(int(time.time()) + seconds))
+    try:
+        with contextlib.suppress(FileExistsError):  # another run fixed it first: it stands
+            os.link(temporary, fixed)
+    finally:
+        os.unlink(temporary)
+    with open(fixed, encoding="utf-8") as handle:
+        return int(handle.read())
 
 
 def log_invocation(agent: str, prompt: str, session_id: str | None, resumed: bool) -> None:

@@ -4,9 +4,9 @@ it, start the orchestrator detached. The CLI calls these, and so will the HTTP s
 Each function returns a record, or raises a CorralError that says why not (Refused: the
 state does not allow it; WorkerUnavailable: the process cannot be reached from here).
 Signals only reach processes of this host, and only a pid that is provably still the
-recorded corral process (corral.processes: its start time and its mark): a runner
-elsewhere is drained through the store instead; an orchestrator elsewhere must be stopped
-there.
+recorded corral process (corral.foundation.processes: its user, its start time and its
+key): a runner elsewhere is drained through the store instead; an orchestrator elsewhere
+must be stopped there.
 
     worker stop:        SIGQUIT (stop now) or, graceful, SIGTERM (finish the current task)
     orchestrator stop:  mark the row stopping with the grace, SIGTERM, wait until the row
@@ -18,6 +18,7 @@ and one log per worker slot.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -25,19 +26,26 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from corral import filemodes, workers
-from corral.clock import Clock, SystemClock
-from corral.errors import Refused, WorkerUnavailable
+from corral.foundation import filemodes
+from corral.foundation.clock import Clock, SystemClock
+from corral.foundation.errors import Refused, WorkerUnavailable
+from corral.foundation.process_keys import ORCHESTRATOR_KEY_ENV, WORKER_KEY_ENV, new_key
+from corral.foundation.processes import (
+    is_corral_process,
+    process_alive,
+    signal_if_corral,
+    signal_if_proven,
+)
 from corral.model.orchestrators import (
     DEFAULT_STOP_TIMEOUT_S,
     OrchestratorState,
     OrchestratorStatus,
 )
 from corral.model.states import GONE
-from corral.processes import WORKER_MARK_ENV, is_corral_process, process_alive, signal_if_corral
 from corral.runtime.pool.worker_process import Layout
 from corral.store import Store
 from corral.store.location import state_dir
+from corral.usecases import workers
 
 # Beyond the grace and the kill timeout: the orchestrator's own exit after its pool's.
 STOP_MARGIN_S = 30.0
@@ -100,7 +108,7 @@ def stop_worker(store: Store, worker_id: str, *, graceful: bool) -> WorkerStop:
     A worker of another host (or with no pid) can only be drained through the store, and
     only when `graceful`; otherwise WorkerUnavailable.
     """
-    worker = store.get_worker(worker_id)
+    worker = store.workers.get_worker(worker_id)
     if worker.status in GONE:
         raise Refused(f"worker {worker.id} is already {worker.status}")
     if worker.hostname != os.uname().nodename or worker.pid is None:
@@ -121,15 +129,15 @@ def stop_worker(store: Store, worker_id: str, *, graceful: bool) -> WorkerStop:
     sent = signal_if_corral(
         worker.pid,
         sig,
-        role="worker",
-        name=worker.name,
+        key_hash=worker.key_hash,
         started_s=worker.pid_started_at,
         registered_at_s=worker.registered_at.timestamp(),
     )
     if not sent:
         raise Refused(
-            f"process {worker.pid} is not provably worker {worker.id} (not corral's runner "
-            f"named {worker.name}, nor marked {WORKER_MARK_ENV}={worker.name}): not signalled"
+            f"process {worker.pid} is not provably worker {worker.id} (not this user's, or "
+            f"its environment holds no {WORKER_KEY_ENV} whose hash the worker recorded): "
+            "not signalled"
         )
     return WorkerStop(worker_id=worker.id, pid=worker.pid, signal=sig.name)
 
@@ -149,7 +157,7 @@ def stop_orchestrator(
     margin; Refused if it is not running here, or has not stopped by then.
     """
     grace_s = (DEFAULT_STOP_TIMEOUT_S if timeout_s is None else timeout_s) if graceful else 0.0
-    state = store.get_orchestrator()
+    state = store.orchestrators.get_orchestrator()
     if state.status is OrchestratorStatus.STOPPED:
         raise Refused("no orchestrator is running on this store (it is stopped)")
     if state.host != os.uname().nodename or state.pid is None:
@@ -159,28 +167,34 @@ def stop_orchestrator(
         raise Refused(
             f"the orchestrator (pid {state.pid}) is not running; the next start takes its place"
         )
-    if not is_corral_process(
-        state.pid, role="orchestrator", name=None, started_s=None, registered_at_s=started_s
-    ):
-        raise Refused(f"process {state.pid} is not provably corral's orchestrator: not signalled")
-    store.request_orchestrator_stop(stop_timeout_s=grace_s)
-    if not signal_if_corral(
-        state.pid,
-        signal.SIGTERM,
-        role="orchestrator",
-        name=None,
+    pid = state.pid
+    proven = functools.partial(
+        is_corral_process,
+        pid,
+        key_hash=state.key_hash,
         started_s=None,
         registered_at_s=started_s,
-    ):
-        raise Refused(f"the orchestrator (pid {state.pid}) has gone: not signalled")
+        env_name=ORCHESTRATOR_KEY_ENV,
+    )
+    if not proven():
+        raise Refused(
+            f"process {pid} is not provably corral's orchestrator (not this user's, or its "
+            f"environment holds no {ORCHESTRATOR_KEY_ENV} whose hash the row records): "
+            "not signalled"
+        )
+    store.orchestrators.request_orchestrator_stop(stop_timeout_s=grace_s)
+    if not signal_if_proven(pid, signal.SIGTERM, proven):
+        raise Refused(f"the orchestrator (pid {pid}) has gone: not signalled")
     clock = clock or SystemClock()
     deadline = clock.monotonic() + grace_s + kill_timeout_s + STOP_MARGIN_S
-    final = store.get_orchestrator()
+    final = store.orchestrators.get_orchestrator()
     while _still_held(final, state) and clock.monotonic() < deadline:
         if not process_alive(state.pid, started_s):
+            # Read after the exit: the row it wrote as it stopped, not the one read before.
+            final = store.orchestrators.get_orchestrator()
             break
         clock.sleep(POLL_S)
-        final = store.get_orchestrator()
+        final = store.orchestrators.get_orchestrator()
     if _still_held(final, state):
         raise Refused(f"the orchestrator (pid {state.pid}) did not stop; it is {final.status}")
     return OrchestratorStop(pid=state.pid, state=final)
@@ -211,7 +225,12 @@ def daemonize(store: Store, *, db: str, argv: list[str], clock: Clock | None = N
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
-            env={**os.environ, "CORRAL_DB": db, "CORRAL_NAMESPACE": store.namespace},
+            env={
+                **os.environ,
+                "CORRAL_DB": db,
+                "CORRAL_NAMESPACE": store.namespace,
+                ORCHESTRATOR_KEY_ENV: new_key(),
+            },
             start_new_session=True,
         )
     clock = clock or SystemClock()
@@ -228,11 +247,12 @@ def daemonize(store: Store, *, db: str, argv: list[str], clock: Clock | None = N
 def _is_up(store: Store, pid: int) -> bool:
     """Whether orchestrator `pid` holds the state row, or runs as a member (PostgreSQL:
     another orchestrator may lead; this one joined)."""
-    state = store.get_orchestrator()
+    state = store.orchestrators.get_orchestrator()
     if state.pid == pid and state.status is OrchestratorStatus.RUNNING:
         return True
     return any(
-        m.pid == pid and m.status is OrchestratorStatus.RUNNING for m in store.list_orchestrators()
+        m.pid == pid and m.status is OrchestratorStatus.RUNNING
+        for m in store.orchestrators.list_orchestrators()
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from corral.clock import Clock
+from corral.foundation.clock import Clock
 
 T = TypeVar("T")
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import sys
 
-from corral import filemodes
-from corral.queues import apply_configured_limits
+from corral.foundation import filemodes
+from corral.foundation.settings import Settings
 from corral.runtime.pool.control import pid_file, pool_layout
 from corral.runtime.pool.orchestrator import Orchestrator, Placement
-from corral.settings import Settings
 from corral.store import Store
 from corral.store.location import config_path
-from corral.usage import apply_configured_providers
+from corral.usecases.queues import apply_configured_limits
+from corral.usecases.usage import apply_configured_providers
 
 
 def prepare(store: Store, *, db: str, settings: Settings, host: str) -> Orchestrator:

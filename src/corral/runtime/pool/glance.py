@@ -5,7 +5,7 @@ running tasks beside 100,000 finished ones). So the tasks are counted by status 
 queue, never listed; the running tasks are the oldest `running_limit` active claims, the
 tasks waiting for a person the oldest `running_limit` of them (a few: each needs a
 person), the events the newest `events_limit`, where tasks' work ended the kept and
-landed `running_limit` of each with counts by outcome over a day (store.work_ends: an
+landed `running_limit` of each with counts by outcome over a day (store.reviews.work_ends: an
 index on the outcome and its time); and each shown task's last output line
 comes from the last few KB of its file, read from the end, in words: an agent's JSON
 stream shows the assistant's text or the tool it is using, never raw JSON
@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
-from corral import orchestrators, queues, workers
+from corral.foundation.settings import Settings
 from corral.model.claims import RunningTask
 from corral.model.events import Event, EventFilter
 from corral.model.providers import ProviderState
@@ -30,10 +30,10 @@ from corral.model.reviews import RECENT_WORK_S, WorkEnds
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
-from corral.orchestrators import OrchestratorReport
 from corral.runtime.worker.stream_text import readable
-from corral.settings import Settings
 from corral.store import Store
+from corral.usecases import orchestrators, queues, workers
+from corral.usecases.orchestrators import OrchestratorReport
 
 # How much of an output file's end is read for its last line: lines longer than this show
 # their end only, which is what a screen line has room for anyway.
@@ -63,10 +63,10 @@ def glance(store: Store, *, settings: Settings, running_limit: int, events_limit
     `running_limit` running tasks with their last output lines and waiting tasks, the
     newest `events_limit` events, the provider accounts held back (parked, paused, at
     their cap), where tasks' work ended."""
-    running = store.running_tasks(running_limit)
+    running = store.claims.running_tasks(running_limit)
     report = orchestrators.status(store, liveness=settings.liveness)
     since = report.now - timedelta(seconds=RECENT_WORK_S)
-    counts = store.task_counts()
+    counts = store.tasks.task_counts()
     # Listed only when counted: list_tasks walks the tasks in the order they were added,
     # every one of them when none waits (10 ms at 100,000, bench/status_watch.py).
     waiting = TaskFilter(statuses=(TaskStatus.WAITING,), limit=running_limit)
@@ -77,10 +77,10 @@ def glance(store: Store, *, settings: Settings, running_limit: int, events_limit
         tasks=counts,
         running=running,
         last_output={r.task_id: last_output_line(r) for r in running},
-        events=store.list_events(EventFilter(limit=events_limit)) if events_limit else [],
-        waiting=store.list_tasks(waiting) if counts.get(TaskStatus.WAITING) else [],
-        held=[p for p in store.provider_states() if p.held],
-        work=store.work_ends(since=since, limit=running_limit),
+        events=store.events.list_events(EventFilter(limit=events_limit)) if events_limit else [],
+        waiting=store.tasks.list_tasks(waiting) if counts.get(TaskStatus.WAITING) else [],
+        held=[p for p in store.providers.provider_states() if p.held],
+        work=store.reviews.work_ends(since=since, limit=running_limit),
     )
 
 

@@ -21,16 +21,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from corral.errors import Refused
-from corral.logs import event
+from corral.foundation.errors import Refused
+from corral.foundation.logs import event
+from corral.foundation.policies import LivenessPolicy
+from corral.foundation.processes import process_alive
 from corral.model.orchestrators import (
     OrchestratorMember,
     OrchestratorStatus,
     Role,
     holder_is_dead,
 )
-from corral.policies import LivenessPolicy
-from corral.processes import process_alive
 from corral.runtime.pool.state_row import StateRow
 from corral.runtime.pool.upkeep import Upkeep
 from corral.store import Store
@@ -59,7 +59,10 @@ class Member:
 
     def take(self) -> None:
         """Take this host's member row; Refused if a live orchestrator has this host name."""
-        seen = next((m for m in self._store.list_orchestrators() if m.host == self._host), None)
+        seen = next(
+            (m for m in self._store.orchestrators.list_orchestrators() if m.host == self._host),
+            None,
+        )
         if seen is not None and seen.status is not OrchestratorStatus.STOPPED:
             started_s = seen.started_at.timestamp()
             if not holder_is_dead(
@@ -70,7 +73,9 @@ class Member:
                 policy=self._liveness,
             ):
                 raise _host_taken(seen)
-        joined = self._store.join_orchestrators(pid=self._pid, host=self._host, seen=seen)
+        joined = self._store.orchestrators.join_orchestrators(
+            pid=self._pid, host=self._host, seen=seen
+        )
         if joined is None:
             raise _host_taken(seen)
         self._member = joined
@@ -146,7 +151,7 @@ class Member:
 
     def _beat_member(self, to: OrchestratorStatus) -> bool:
         assert self._member is not None, "take() joined first"
-        return self._store.beat_member(self._member, role=self._role, to=to)
+        return self._store.orchestrators.beat_member(self._member, role=self._role, to=to)
 
 
 def _host_taken(seen: OrchestratorMember | None) -> Refused:

@@ -9,8 +9,11 @@ member row for a member, which then leads once the lock is ours.
     take ─► adopt / spawn the pool ─► the role starts (leading: a pass at once) ─► running
       ─► loop: wait (on the clock) for an exit, a signal or the next due time (every.py);
                tick the pool; every reconcile_interval_s the role's interval (reconcile,
-               or try to lead); every scheduler_interval_s, if leading, a scheduler pass
-               (corral.schedules); beat the role's rows every heartbeat, and after a change
+               or try to lead), and, if leading, sooner when the repair has something to
+               do by time alone (a silent worker's mark, a lease's end: upkeep.py asks
+               after each pass and at each such time); every scheduler_interval_s, if
+               leading, a scheduler pass (corral.usecases.schedules); beat the role's rows
+               every heartbeat, and after a change
       ─► SIGTERM/SIGINT (or `orchestrator stop`): stopping; workers get SIGTERM and finish
          their task within the stop timeout, then SIGQUIT, then SIGKILL; a leader keeps
          reconciling meanwhile ─► stopped, exit 0
@@ -22,8 +25,9 @@ member row for a member, which then leads once the lock is ours.
 
 Given `task_lines` (the CLI's stdout: the terminal, or `--daemon`'s log), a thread prints
 a line per task the pool starts and ends (task_lines.py), from start until the pool has
-stopped. The loop sleeps only in `clock.wait(wake, ...)`; watcher threads and signal handlers set
-`wake`, so an exit is handled as it happens. Exit codes: 0 stopped cleanly; 1 another
+stopped; with `[files] mirror`, two more keep `.corral/state/` (mirror.py). The loop
+sleeps only in `clock.wait(wake, ...)`; watcher threads and signal handlers set `wake`,
+so an exit is handled as it happens. Exit codes: 0 stopped cleanly; 1 another
 orchestrator holds the store, or this one lost the row; 2 configuration error. Once
 running, an unreachable store is never a reason to exit.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import signal
@@ -39,42 +44,56 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from corral.agents import agents_dir
-from corral.clock import Clock, SystemClock
-from corral.errors import StoreError
-from corral.logs import event, logger
+from corral.board.status_file import StatusFile
+from corral.foundation.clock import Clock, SystemClock
+from corral.foundation.errors import InvalidInput, StoreError
+from corral.foundation.logs import event, logger
+from corral.foundation.settings import Settings
+from corral.foundation.variables import log_ignored
 from corral.model.orchestrators import DEFAULT_STOP_TIMEOUT_S
 from corral.runtime import signals
 from corral.runtime.pool import worker_process
+from corral.runtime.pool.deliveries import Channel
 from corral.runtime.pool.every import Every
 from corral.runtime.pool.leadership import Member
-from corral.runtime.pool.notify import Notifier, notify_argv
+from corral.runtime.pool.notify import (
+    Command,
+    NoticeFilter,
+    Notifier,
+    Posted,
+    checked_kinds,
+    notify_argv,
+)
 from corral.runtime.pool.outage import Outage
 from corral.runtime.pool.roles import OrchestratorRole, SoleHolder
 from corral.runtime.pool.state_row import AlreadyRunning, StateRow
-from corral.runtime.pool.status_file import StatusFile
 from corral.runtime.pool.supervisor import Supervisor
 from corral.runtime.pool.task_lines import TaskLines
 from corral.runtime.pool.upkeep import Upkeep
 from corral.runtime.pool.worker_process import Layout
 from corral.runtime.worker import preflight
 from corral.runtime.worker.tools import log_tools
-from corral.settings import Settings
 from corral.store import Store, is_http_url
 from corral.store.remote import TOKEN_ENV
 from corral.store.urls import safe_url
-from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
+from corral.usecases.agents import agents_dir
+from corral.usecases.usage import PROVIDER_ENV_VARIABLE, provider_env
+
+if TYPE_CHECKING:
+    from corral.runtime.pool.mirror import Mirror
 
 # AlreadyRunning lives with the state row it guards; importable from here as before.
 __all__ = ["AlreadyRunning", "Orchestrator", "Placement"]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
-SAMPLE_SLOT = "slot-1"  # a slot's worker name, for checking the branch names it will make
 STARTING_BEAT_S = 0.25  # the beat while a worker has yet to register: status shows it soon
 # A store call that took this long (or a heartbeat interval, if longer) was an outage too,
 # however it ended: a SQLite file locked while this process queued behind other writers.
 SLOW_CALL_S = 2.0
+# A pass woken for a repair that comes due runs this long after it, so that the rounding
+# of its times never finds it not yet due.
+DUE_MARGIN_S = 0.05
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,30 +120,30 @@ class Orchestrator:
         task_lines: TextIO | None = None,
     ) -> None:
         # What each slot's `worker start` would refuse, refused here, before anything starts.
-        checked = preflight.check(
-            settings.pool.options,
-            worker=SAMPLE_SLOT,
-            policy=settings.worktree,
-            agents_folder=agents_dir(store.url),
-        )
+        checked = _preflight(settings, agents_dir(store.url))
         self._notify = notify_argv(settings.notify_command) if settings.notify_command else None
-        self._provider_env = provider_env(settings, checked.provider, os.environ)
+        checked_kinds(settings.notify_events)
         self._store, self._settings, self._place = store, settings, placement
         self._clock = clock or SystemClock()
         self._log = log or logger("corral.orchestrator")
-        log_tools(self._log, checked.tools)
+        for group in checked.values():
+            log_tools(self._log, group.tools)
         self._wake = threading.Event()
         self._stop_grace_s: float | None = None
         self._lines_out = task_lines  # where a line per task started and ended goes
         self._pid = os.getpid()
-        self._withheld: list[str] = []  # the variables workers do not inherit (names)
         self._outage = Outage(clock=self._clock, log=self._log, rng=random.Random())
         self._store_back = False  # a beat got through after an outage: the interval runs now
         self._upkeep = Upkeep(
             store, settings=settings, db=placement.db, clock=self._clock, log=self._log
         )
         self._role = self._role_for(store)
-        self._env = self._worker_env()  # the pool's workers' environment, and notify's
+        self._env, _ = self._worker_env(None)  # notify's, and the workers' base
+        sifted = {name: self._worker_env(group) for name, group in checked.items()}
+        # Each group's workers': its agent's names, its account's.
+        self._group_env = {name: env for name, (env, _) in sifted.items()}
+        # The variables no worker inherits (names), logged at start.
+        self._withheld = sorted(set.intersection(*(set(w) for _, w in sifted.values())))
         self.supervisor = Supervisor(
             store,
             settings=settings,
@@ -133,6 +152,12 @@ class Orchestrator:
             clock=self._clock,
             log=self._log,
             wake=self._wake,
+            group_env=self._group_env,
+            memory_mb={
+                name: group.agent.memory_mb
+                for name, group in checked.items()
+                if group.agent is not None and group.agent.memory_mb is not None
+            },
         )
 
     def _role_for(self, store: Store) -> OrchestratorRole:
@@ -160,19 +185,27 @@ class Orchestrator:
             log=self._log,
         )
 
-    def _worker_env(self) -> dict[str, str]:
-        env, self._withheld = self._settings.env.split(os.environ)
+    def _worker_env(self, checked: preflight.Checked | None) -> tuple[dict[str, str], list[str]]:
+        """The environment of a group's workers, given what its options resolved to (its
+        agent's names pass, its account's variables are added; None: neither), and the
+        names the secret filter withheld from it."""
+        agent = checked.agent if checked is not None else None
+        sifted = self._settings.env.for_worker(os.environ, agent.env if agent is not None else ())
+        env = sifted.kept
         env["CORRAL_DB"] = self._place.db
         env["CORRAL_NAMESPACE"] = self._store.namespace  # the pool works in its own
         token = os.environ.get(TOKEN_ENV)
         if token and is_http_url(self._place.db):
             env[TOKEN_ENV] = token  # corral's own workers reach the same server with it
-        if self._provider_env:  # resolved here: the workers' environment lacks `${VAR}`s
-            env[PROVIDER_ENV_VARIABLE] = json.dumps(self._provider_env)
+        provider = checked.provider if checked is not None else None
+        # Resolved here: the workers' environment lacks the `${VAR}`s.
+        accounts = provider_env(self._settings, provider, os.environ)
+        if accounts:
+            env[PROVIDER_ENV_VARIABLE] = json.dumps(accounts)
         env.pop("CORRAL_CONFIG", None)
         if os.path.isfile(self._place.config_path):
             env["CORRAL_CONFIG"] = self._place.config_path
-        return env
+        return env, list(sifted.withheld_names)
 
     def _config(self) -> dict[str, Any]:
         """The configuration in force, as the state row records it: every worker option
@@ -181,6 +214,10 @@ class Orchestrator:
         return {
             "workers": s.pool.workers,
             **worker_process.options_in_force(s.pool.options),
+            "groups": [
+                {"name": g.name, "workers": g.workers, **worker_process.options_in_force(g.options)}
+                for g in s.pool.groups
+            ],
             "reconcile_interval_s": s.reconcile_interval_s,
             "scheduler_interval_s": s.scheduler_interval_s,
             "heartbeat_interval_s": s.heartbeat_interval_s,
@@ -210,15 +247,17 @@ class Orchestrator:
         event(self._log, "orchestrator.starting", pid=self._pid, workers=len(self.supervisor.slots))
         if self._withheld:  # names only: never a value
             event(self._log, "orchestrator.env_withheld", names=",".join(self._withheld))
+        log_ignored(self._log, "orchestrator", os.environ)
         self.supervisor.start()
         lines = self._start_task_lines()
         notifier = self._start_notifier()
         status = self._start_status_file()
+        mirror = self._start_mirror()
         self._guarded(self._role.start)
         held = self._loop()
         if held:
             self._stop_pool()
-        for service in (lines, notifier, status):
+        for service in (lines, notifier, status, mirror):
             if service is not None:
                 service.stop()
         self._guarded(lambda: self._role.leave(stopped=held))
@@ -232,19 +271,35 @@ class Orchestrator:
         )
 
     def _start_notifier(self) -> Notifier | None:
-        url = self._settings.notify_url
-        if self._notify is None and not url:
+        """The notifier, when `[notify]` names a channel and its namespaces this one."""
+        settings = self._settings
+        channels: list[Channel] = []
+        if self._notify is not None:
+            env = {k: v for k, v in self._env.items() if k != PROVIDER_ENV_VARIABLE}
+            channels.append(Command(self._notify, env))
+        if settings.notify_url:
+            from corral.runtime.pool.webhook import Webhook  # noqa: PLC0415 - urllib: only with one
+
+            channels.append(Posted(Webhook(settings.notify_url)))
+        if settings.notify_ntfy:
+            from corral.runtime.pool.ntfy import Ntfy  # noqa: PLC0415 - as the webhook's
+
+            channels.append(Ntfy(settings.notify_ntfy))
+        if not channels:
             return None
         role = self._role
-        from corral.runtime.pool.webhook import Webhook  # noqa: PLC0415 - urllib: only with a url
-
+        only = NoticeFilter(
+            kinds=settings.notify_events,
+            queues=settings.notify_queues,
+            namespaces=settings.notify_namespaces,
+        )
         return Notifier(
             self._store,
-            self._notify,
+            channels,
             leading=lambda: role.leading,
-            env={k: v for k, v in self._env.items() if k != PROVIDER_ENV_VARIABLE},
             log=self._log,
-            webhook=Webhook(url) if url else None,
+            only=only,
+            dead_every_s=settings.notify_dead_every_s,
         )
 
     def _start_status_file(self) -> StatusFile | None:
@@ -253,6 +308,16 @@ class Orchestrator:
             return None
         interval_s = self._settings.status_interval_s
         return StatusFile(self._store, path, interval_s=interval_s, log=self._log)
+
+    def _start_mirror(self) -> Mirror | None:
+        """`[files] mirror`: `.corral/state/`, rebuilt from the store now (mirror.py)."""
+        if not self._settings.files_mirror:
+            return None
+        from corral.runtime.pool.mirror import Mirror, mirror_dir  # noqa: PLC0415 - only with it
+
+        folder = mirror_dir(self._place.db, self._store.namespace)
+        resync_s = self._settings.heartbeat_interval_s
+        return Mirror(self._store, folder, resync_s=resync_s, log=self._log)
 
     def _loop(self) -> bool:
         """Until a stop is asked; False if another orchestrator took the row meanwhile."""
@@ -270,22 +335,49 @@ class Orchestrator:
             clock=self._clock,
             first_s=s.scheduler_interval_s,
         )
+        repair_at = math.inf  # monotonic: when the repair next has something to do
         while self._stop_grace_s is None:
             # While the store is out only beats probe it: a pass must not run before the
             # beat that ends the outage has told the passes to forgive its silence.
             out = self._outage.ongoing
-            self._wait_until(beats.due_at, *(() if out else (reconciles.due_at, fires.due_at)))
+            self._wait_until(
+                beats.due_at, *(() if out else (reconciles.due_at, fires.due_at, repair_at))
+            )
             changed = self.supervisor.tick()
-            if not out and reconciles.run_if_due() is False:  # the store is out: probe soon
+            if not out and self._clock.monotonic() >= repair_at:
+                repair_at = self._repair_at()  # asked again: a heartbeat may have moved it
+                if repair_at <= self._clock.monotonic() + DUE_MARGIN_S:
+                    reconciles.bring_forward(0.0)
+            passed = None if out else reconciles.run_if_due()
+            if passed is False:  # the store is out: probe soon
                 beats.bring_forward(self._outage.retry_s())
             if not self._outage.ongoing and fires.run_if_due() is False:
                 beats.bring_forward(self._outage.retry_s())
-            if beats.run_if_due(force=changed or self._upkeep.reconciled) is False:
+            beat = beats.run_if_due(force=changed or self._upkeep.reconciled)
+            if beat is False:
                 return False
+            if (passed or beat) and not self._outage.ongoing:
+                # Asked after each pass and each beat: a heartbeat interval apart at most,
+                # so the mark of a worker that registers and falls silent is never missed.
+                repair_at = self._repair_at()
             if self._store_back:  # back after an outage: reconcile (or contest) at once
                 self._store_back = False
                 reconciles.bring_forward(0.0)
         return True
+
+    def _repair_at(self) -> float:
+        """When (monotonic) the leader's repair next has something to do by time alone,
+        a little after, so the pass finds it due; never, for a standby, or while the
+        store cannot say."""
+        if not self._role.leading:
+            return math.inf
+        began_at = self._clock.monotonic()
+        try:
+            in_s = self._upkeep.repair_due_in_s()
+        except StoreError as exc:
+            self._outage.failed(exc, began_at=began_at)
+            return math.inf
+        return math.inf if in_s is None else self._clock.monotonic() + in_s + DUE_MARGIN_S
 
     def _fire_schedules(self) -> None:
         """A scheduler pass, if this orchestrator leads (a standby's fires would be made
@@ -337,7 +429,7 @@ class Orchestrator:
         try:
             self.supervisor.note_registrations()
             held = self._role.beat(
-                [slot.to_dict() for slot in self.supervisor.slots],
+                self.supervisor.slot_rows(),
                 reconciled=self._upkeep.reconciled,
                 stopping=self._stop_grace_s is not None,
             )
@@ -410,3 +502,23 @@ class Orchestrator:
         )
         event(self._log, "orchestrator.signal", signal=signal.Signals(signum).name)
         self.request_stop(0.0 if immediate else DEFAULT_STOP_TIMEOUT_S)
+
+
+def _preflight(settings: Settings, agents_folder: str) -> dict[str, preflight.Checked]:
+    """Each group's options as `worker start` would resolve them, by group name, checked
+    with its first slot's name (the branch names it will make); InvalidInput names the
+    first option that cannot work, and its group if the file has groups."""
+    checked = {}
+    for n, group in enumerate(settings.pool.groups, start=1):
+        try:
+            checked[group.name] = preflight.check(
+                group.options,
+                worker=f"{group.name}-1",
+                policy=settings.worktree,
+                agents_folder=agents_folder,
+            )
+        except InvalidInput as exc:
+            if not settings.pool_groups:
+                raise
+            raise InvalidInput(f"pool.group[{n}].{exc.field}", exc.expected, exc.got) from None
+    return checked

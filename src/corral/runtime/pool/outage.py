@@ -26,9 +26,9 @@ from __future__ import annotations
 import logging
 import random
 
-from corral.clock import Clock
-from corral.errors import StoreError
-from corral.logs import event
+from corral.foundation.clock import Clock
+from corral.foundation.errors import StoreError
+from corral.foundation.logs import event
 
 RETRY_MIN_S = 0.1  # the first probe after a failure: a blip is over within it
 RETRY_MAX_S = 1.0  # the longest wait between probes: the return is seen within it

@@ -13,20 +13,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from corral import orchestrators, queues, reviews, workers
-from corral.durations import iso
+from corral.foundation.durations import iso
+from corral.foundation.settings import Settings
 from corral.model.providers import ProviderState
 from corral.model.queues import QueueStat
 from corral.model.reviews import RECENT_WORK_S, WorkEnds
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
 from corral.model.workers import Worker
-from corral.orchestrators import OrchestratorReport
-from corral.reviews import PendingReview
 from corral.runtime.pool import leftovers
 from corral.runtime.pool.leftovers import Leftover
-from corral.settings import Settings
+from corral.runtime.pool.measured import measured
 from corral.store import Store
+from corral.usecases import orchestrators, queues, reviews, workers
+from corral.usecases.orchestrators import OrchestratorReport
+from corral.usecases.reviews import PendingReview
 
 # The waiting tasks `status` lists by name (the oldest); the count says how many there are.
 WAITING_SHOWN = 100
@@ -44,7 +45,7 @@ class Overview:
     tasks: dict[str, int]
     leftovers: list[Leftover]
     providers: list[ProviderState]
-    waiting: list[dict[str, Any]]  # runs waiting for a person (store.waiting_runs)
+    waiting: list[dict[str, Any]]  # runs waiting for a person (store.runs.waiting_runs)
     waiting_tasks: list[Task]  # tasks waiting for a person, the oldest WAITING_SHOWN
     work: WorkEnds  # where tasks' work ended
 
@@ -78,15 +79,15 @@ def overview(store: Store, *, settings: Settings) -> Overview:
     since = report.now - timedelta(seconds=RECENT_WORK_S)
     return Overview(
         orchestrator=report,
-        workers=workers.live(store),
-        tasks=store.task_counts(),
+        workers=measured(workers.live(store)),
+        tasks=store.tasks.task_counts(),
         queues=queues.queue_stats(store),
         reviews=reviews.pending(store, stale_after_s=settings.worktree.review_stale_after_s),
-        leftovers=leftovers.find(store),
-        providers=store.provider_states(),
-        waiting=store.waiting_runs(),
-        waiting_tasks=store.list_tasks(
+        leftovers=leftovers.find(store.for_maintenance()),  # a run of any namespace
+        providers=store.providers.provider_states(),
+        waiting=store.runs.waiting_runs(),
+        waiting_tasks=store.tasks.list_tasks(
             TaskFilter(statuses=(TaskStatus.WAITING,), limit=WAITING_SHOWN)
         ),
-        work=store.work_ends(since=since, limit=WORK_SHOWN),
+        work=store.reviews.work_ends(since=since, limit=WORK_SHOWN),
     )

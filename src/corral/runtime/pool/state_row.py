@@ -19,16 +19,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from corral.errors import Refused
-from corral.logs import event
+from corral.foundation.errors import Refused
+from corral.foundation.logs import event
+from corral.foundation.policies import LivenessPolicy
+from corral.foundation.process_keys import ORCHESTRATOR_KEY_ENV, own_key_hash
+from corral.foundation.processes import process_alive
 from corral.model.orchestrators import (
     STOPPABLE,
     OrchestratorState,
     OrchestratorStatus,
     holder_is_dead,
 )
-from corral.policies import LivenessPolicy
-from corral.processes import process_alive
 from corral.runtime.pool.upkeep import Upkeep
 from corral.store import Store
 
@@ -55,7 +56,7 @@ class StateRow:
 
     def take(self) -> OrchestratorState:
         """Take the row, replacing a dead holder; AlreadyRunning if a live one has it."""
-        seen = self._store.get_orchestrator()
+        seen = self._store.orchestrators.get_orchestrator()
         if seen.status is not OrchestratorStatus.STOPPED and not holder_is_dead(
             seen,
             now=self._store.now(),
@@ -64,20 +65,28 @@ class StateRow:
             policy=self._liveness,
         ):
             raise _already_running(seen)
-        taken = self._store.acquire_orchestrator(
-            pid=self._pid, host=self._host, config=self._config, seen=seen
+        taken = self._store.orchestrators.acquire_orchestrator(
+            pid=self._pid,
+            host=self._host,
+            config=self._config,
+            seen=seen,
+            key_hash=own_key_hash(ORCHESTRATOR_KEY_ENV),
         )
         if taken is None:
-            raise _already_running(self._store.get_orchestrator())
+            raise _already_running(self._store.orchestrators.get_orchestrator())
         if seen.status is not OrchestratorStatus.STOPPED:
             event(self._log, "orchestrator.took_over", previous_pid=seen.pid, host=seen.host)
         return taken
 
     def take_unchanged(self) -> OrchestratorState | None:
         """Take the row if it is still what is read now; None if it changed meanwhile."""
-        seen = self._store.get_orchestrator()
-        return self._store.acquire_orchestrator(
-            pid=self._pid, host=self._host, config=self._config, seen=seen
+        seen = self._store.orchestrators.get_orchestrator()
+        return self._store.orchestrators.acquire_orchestrator(
+            pid=self._pid,
+            host=self._host,
+            config=self._config,
+            seen=seen,
+            key_hash=own_key_hash(ORCHESTRATOR_KEY_ENV),
         )
 
     def lead(self, upkeep: Upkeep) -> None:
@@ -87,19 +96,21 @@ class StateRow:
 
     def move(self, to: OrchestratorStatus, allowed: frozenset[str]) -> None:
         """Move the row to `to` from one of `allowed`; Refused if it is not ours."""
-        self._store.set_orchestrator_status(pid=self._pid, host=self._host, to=to, allowed=allowed)
+        self._store.orchestrators.set_orchestrator_status(
+            pid=self._pid, host=self._host, to=to, allowed=allowed
+        )
         event(self._log, f"orchestrator.{to}", pid=self._pid)
 
     def beat(self, slots: list[dict[str, Any]], *, reconciled: bool) -> bool:
         """Record that the holder lives, its pool and a pass; False once the row is not ours."""
-        return self._store.beat_orchestrator(
+        return self._store.orchestrators.beat_orchestrator(
             pid=self._pid, host=self._host, slots=slots, reconciled=reconciled
         )
 
     def stop(self, grace_s: float) -> float:
         """Mark the row stopping; the grace running tasks get (`orchestrator stop --timeout`
         may have set a shorter one)."""
-        state = self._store.get_orchestrator()
+        state = self._store.orchestrators.get_orchestrator()
         if state.status is not OrchestratorStatus.STOPPING:
             self.move(OrchestratorStatus.STOPPING, STOPPABLE)
         if state.stop_timeout_s is not None:

@@ -1,8 +1,14 @@
 """The pool supervisor: keep N worker processes running, restart crashes, stop them in order.
 
+The pool is one or more groups (`[[pool.group]]`, corral.foundation.pool_groups), each of
+its own number of slots named `GROUP-1` ... with its own worker options; a pool without
+groups is one group, `slot`. Each slot is supervised alone: its exit, restart, backoff and
+failure are its own, whatever its group's other slots do.
+
 Every change happens on the orchestrator's loop thread, in `tick()`; watcher threads only
 queue exits and wake the loop (worker_process.py). On an exit the supervisor, at once:
-ends the processes the worker's unfinished runs left behind (found by CORRAL_RUN_ID), then
+ends the processes the worker's unfinished runs left behind (found by CORRAL_RUN_ID and
+proved by the runs key the worker recorded: foundation/processes.py), then
 declares the worker dead in the store (`reconcile.recover_worker`: claims expire, tasks go
 back to the queue, the crash is recorded), then schedules the restart `restarts.after_exit`
 decides. Stopping a worker is SIGTERM (finish the current task), SIGQUIT when its grace runs
@@ -18,26 +24,29 @@ import random
 import re
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral import reconcile
-from corral.clock import Clock
-from corral.errors import CorralError, StoreError
-from corral.logs import event
+from corral.foundation.clock import Clock
+from corral.foundation.errors import CorralError, StoreError
+from corral.foundation.logs import event
+from corral.foundation.processes import is_corral_process, process_alive, signal_if_corral
+from corral.foundation.settings import Settings
+from corral.model.admission import memory_hold
 from corral.model.orchestrators import SlotState
 from corral.model.restarts import RestartHistory, after_exit
 from corral.model.states import WATCHED
 from corral.model.workers import Worker
-from corral.processes import is_corral_process, process_alive, signal_if_corral
 from corral.runtime.pool import worker_process
 from corral.runtime.pool.worker_process import Layout, Process
+from corral.runtime.worker.admission import available_bytes
 from corral.runtime.worker.executor import end_marked_processes
-from corral.settings import Settings
 from corral.store import Store
+from corral.usecases import reconcile
 
-SLOT_NAME = re.compile(r"slot-(\d+)")
+SLOT_NAME = re.compile(r"(.+)-(\d+)")  # GROUP-N
+DEFAULT_GROUP = "slot"  # the one group of a pool without [[pool.group]]
 Spawner = Callable[..., Process]  # worker_process.spawn's signature
 ORPHAN_GRACE_S = 0.5  # a dead worker's task commands: SIGTERM, then SIGKILL this much later
 
@@ -47,6 +56,7 @@ class Slot:
     """One place in the pool and the worker process that fills it."""
 
     name: str
+    group: str = DEFAULT_GROUP
     state: SlotState = SlotState.STOPPED
     process: Process | None = None
     worker_id: str | None = None
@@ -62,6 +72,7 @@ class Slot:
         """The slot as `orchestrator status --json` shows it."""
         return {
             "name": self.name,
+            "group": self.group,
             "state": str(self.state),
             "worker_id": self.worker_id,
             "pid": None if self.process is None else self.process.pid,
@@ -85,15 +96,30 @@ class Supervisor:
         log: logging.Logger,
         wake: threading.Event,
         spawner: Spawner = worker_process.spawn,
+        group_env: Mapping[str, Mapping[str, str]] | None = None,
+        memory_mb: Mapping[str, int] | None = None,
+        memory_available: Callable[[], int] | None = None,
     ) -> None:
+        """`env` is every worker's environment; `group_env` adds to it a group's own
+        (its provider account's variables), by group name. `memory_mb` is the memory a run
+        of a group's agent states it needs, by group name; `memory_available` reads the
+        host's (default psutil's), for the reason a slot holds back (`slot_rows`)."""
+        self._memory_mb = memory_mb or {}
+        self._memory_available = memory_available
         self._store, self._settings, self._env, self._layout = store, settings, env, layout
+        self._group_env = group_env or {}
         self._spawner = spawner  # tests hand in fake processes
         self._pool, self._policy = settings.pool, settings.process
         self._clock, self._log, self._wake = clock, log, wake
         self._exits: queue.SimpleQueue[tuple[int, int | None]] = queue.SimpleQueue()
         self._host = os.uname().nodename  # workers record the real host name
         self._rng = random.Random()
-        self.slots = [Slot(name=f"slot-{n}") for n in range(1, self._pool.workers + 1)]
+        self._groups = {g.name: g for g in self._pool.groups}
+        self.slots = [
+            Slot(name=f"{g.name}-{n}", group=g.name)
+            for g in self._pool.groups
+            for n in range(1, g.workers + 1)
+        ]
         self._unrecovered: list[tuple[str, int]] = []  # (slot, pid) exited while the store was out
         self.stopping = False
 
@@ -102,9 +128,8 @@ class Supervisor:
     def start(self) -> None:
         """Adopt the live workers of this host's slots, recover dead ones, spawn the rest."""
         by_name = {slot.name: slot for slot in self.slots}
-        for worker in self._store.list_workers(tuple(WATCHED)):
-            match = SLOT_NAME.fullmatch(worker.name)
-            if worker.hostname != self._host or match is None:
+        for worker in self._store.workers.list_workers(tuple(WATCHED)):
+            if worker.hostname != self._host or not self._pools_name(worker.name):
                 continue
             alive = process_alive(worker.pid, worker.registered_at.timestamp())
             slot = by_name.get(worker.name)
@@ -118,9 +143,16 @@ class Supervisor:
             if slot.process is None:
                 self._spawn(slot)
 
+    def _pools_name(self, name: str) -> bool:
+        """Whether a worker of this name is one of this pool's slots, now or under an
+        earlier configuration (a group's, or the groupless pool's `slot-N`)."""
+        match = SLOT_NAME.fullmatch(name)
+        return match is not None and match[1] in {*self._groups, DEFAULT_GROUP}
+
     def _adopt(self, slot: Slot, worker: Worker) -> None:
-        """Watch the slot's worker, if its pid is provably that worker (corral.processes):
-        the pidfd is opened first, so the process checked is the one signalled later."""
+        """Watch the slot's worker, if its pid is provably that worker
+        (corral.foundation.processes): the pidfd is opened first, so the process checked is
+        the one signalled later."""
         assert worker.pid is not None
         process = worker_process.watch(worker.pid, self._on_exit, proven=lambda: _proven(worker))
         if process is None and process_alive(worker.pid, worker.registered_at.timestamp()):
@@ -139,8 +171,7 @@ class Supervisor:
         sent = signal_if_corral(
             worker.pid,
             signal.SIGTERM,
-            role="worker",
-            name=worker.name,
+            key_hash=worker.key_hash,
             started_s=worker.pid_started_at,
             registered_at_s=worker.registered_at.timestamp(),
         )
@@ -149,11 +180,15 @@ class Supervisor:
 
     def _spawn(self, slot: Slot) -> None:
         slot.process = self._spawner(
-            slot.name, pool=self._pool, env=self._env, layout=self._layout, on_exit=self._on_exit
+            slot.name,
+            options=self._groups[slot.group].options,
+            env={**self._env, **self._group_env.get(slot.group, {})},
+            layout=self._layout,
+            on_exit=self._on_exit,
         )
         slot.state, slot.worker_id, slot.adopted = SlotState.STARTING, None, False
         slot.started_at, slot.due_at = self._clock.monotonic(), None
-        event(self._log, "worker.spawned", slot=slot.name, pid=slot.process.pid)
+        event(self._log, "worker.spawned", slot=slot.name, group=slot.group, pid=slot.process.pid)
 
     def _on_exit(self, pid: int, exit_code: int | None) -> None:
         """Called from watcher threads: hand the exit to the loop thread."""
@@ -195,11 +230,25 @@ class Supervisor:
         if not starting:
             return False
         changed = False
-        for worker in self._store.list_workers(tuple(WATCHED)):
+        for worker in self._store.workers.list_workers(tuple(WATCHED)):
             slot = starting.get(worker.pid or -1)
             if slot is not None and worker.name == slot.name and worker.hostname == self._host:
                 slot.state, slot.worker_id, changed = SlotState.RUNNING, worker.id, True
         return changed
+
+    def slot_rows(self) -> list[dict[str, Any]]:
+        """Each slot as the state row records it; a running slot whose agent needs more
+        memory than the host has now says why it holds back (`held`), as its worker,
+        reading the same figure, claims nothing (corral.model.admission)."""
+        rows = [slot.to_dict() for slot in self.slots]
+        if not self._memory_mb:
+            return rows
+        available = (self._memory_available or available_bytes)()
+        for slot, row in zip(self.slots, rows, strict=True):
+            reason = memory_hold(self._memory_mb.get(slot.group), available)
+            if reason is not None and slot.state is SlotState.RUNNING:
+                row["held"] = reason
+        return rows
 
     def slot_of(self, worker_id: str) -> str | None:
         """The name of the slot worker `worker_id` runs in, if it is one of this pool's.
@@ -212,7 +261,7 @@ class Supervisor:
             if slot.worker_id == worker_id:
                 return slot.name
         try:
-            worker = self._store.get_worker(worker_id)
+            worker = self._store.workers.get_worker(worker_id)
         except CorralError:
             return None
         for slot in self.slots:
@@ -298,13 +347,15 @@ class Supervisor:
             self._unrecovered.pop(0)
 
     def _recover_exited(self, name: str, pid: int) -> None:
-        for worker in self._store.list_workers(tuple(WATCHED)):
+        for worker in self._store.workers.list_workers(tuple(WATCHED)):
             if worker.name == name and worker.pid == pid and worker.hostname == self._host:
                 self._recover(worker, f"process {pid} exited")
 
     def _recover(self, worker: Worker, reason: str) -> None:
-        for run in self._store.unfinished_runs(worker.id):
-            ended = end_marked_processes(run.id, clock=self._clock, grace_s=ORPHAN_GRACE_S)
+        for run in self._store.runs.unfinished_runs(worker.id):
+            ended = end_marked_processes(
+                run.id, worker.runs_key_hash, clock=self._clock, grace_s=ORPHAN_GRACE_S
+            )
             if ended:
                 event(self._log, "run.orphans_ended", run_id=run.id, processes=ended)
         report = reconcile.recover_worker(
@@ -351,12 +402,12 @@ class Supervisor:
 
 
 def _proven(worker: Worker) -> bool:
-    """Whether the worker's pid is still the worker that registered (corral.processes)."""
+    """Whether the worker's pid is still the worker that registered
+    (corral.foundation.processes)."""
     assert worker.pid is not None
     return is_corral_process(
         worker.pid,
-        role="worker",
-        name=worker.name,
+        key_hash=worker.key_hash,
         started_s=worker.pid_started_at,
         registered_at_s=worker.registered_at.timestamp(),
     )

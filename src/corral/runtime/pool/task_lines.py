@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from corral.clock import SystemClock
-from corral.durations import format_duration
-from corral.errors import CorralError
-from corral.logs import event as log_event
+from corral.foundation.clock import SystemClock
+from corral.foundation.durations import format_duration
+from corral.foundation.errors import CorralError
+from corral.foundation.logs import event as log_event
+from corral.foundation.printable import one_line
+from corral.foundation.threads import ThreadService
 from corral.model.events import Event, EventFilter
-from corral.printable import one_line
 from corral.runtime.follow import Follower
 from corral.store import Store
-from corral.threads import ThreadService
 
 STARTED = "task.claimed"
 # The events that end a run, and the outcome each line shows.
@@ -75,6 +75,7 @@ class TaskLines(ThreadService):
         self._follower = Follower(
             store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S, listen=False
         )
+        self._follower.begin()  # a task started once this returns gets its line
         self.start()
 
     def _run(self) -> None:
@@ -113,7 +114,7 @@ class TaskLines(ThreadService):
 
     def _title(self, task_id: str) -> str:
         try:
-            return one_line(self._store.get_task(task_id).title, TITLE_WIDTH)
+            return one_line(self._store.tasks.get_task(task_id).title, TITLE_WIDTH)
         except CorralError:
             return "?"
 

@@ -9,7 +9,10 @@ part every scheduler_interval_s. A standby runs the host's clean-up alone. Every
 counts are logged when they are not zero, as stable events. A pass raises StoreError when
 the store cannot be reached: the orchestrator's loop notes the outage (outage.py) and runs
 the interval again as soon as the store is back; from then on, the passes do not hold the
-outage's silence against workers and leases (`store_back`).
+outage's silence against workers and leases (`store_back`). Between intervals the
+leader asks when the repair next has something to do by time alone (`repair_due_in_s`)
+and runs its pass then: a silent worker is marked a second after its heartbeat was due,
+not at the next interval.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import logging
 import random
 from datetime import datetime
 
-from corral.clock import Clock
-from corral.logs import event
+from corral.foundation.clock import Clock
+from corral.foundation.logs import event
+from corral.foundation.settings import Settings
 from corral.runtime import maintenance
 from corral.runtime.maintenance import Due, MaintenanceReport, Place
-from corral.settings import Settings
 from corral.store import Store
+from corral.usecases import reconcile
 
 HOST = Due(repair=False, schedules=False, host=True, retention=False)
 SCHEDULES = Due(repair=False, schedules=True, host=False, retention=False)
@@ -54,6 +58,14 @@ class Upkeep:
         due = Due(repair=True, schedules=False, host=True, retention=self._retention_due())
         self._run(due)
         self.reconciled = True  # the next beat records the pass
+
+    def repair_due_in_s(self) -> float | None:
+        """Seconds until the repair has something to do by time alone, 0 if now (None:
+        nothing ever comes due): one snapshot read, nothing written
+        (corral.usecases.reconcile.repair_due_in_s)."""
+        return reconcile.repair_due_in_s(
+            self._store.for_maintenance(), settings=self._settings, back_at=self._back_at
+        )
 
     def fire_schedules(self) -> None:
         """One scheduler pass: the fires of the schedules that are due (logged)."""

@@ -1,14 +1,15 @@
-"""`[notify] url`: each notice POSTed to a user's HTTP endpoint as the event's JSON.
+"""`[notify] url` and `[notify] ntfy`: each notice POSTed to a user's HTTP endpoint.
 
     notice ─► POST URL  body: the event's JSON shape (what `[notify] command` reads)
                         Content-Type: application/json, X-Corral-Notice: the kind,
                         X-Corral-Event-Id: the event's id
+                        (ntfy: a line of text and its headers, runtime/pool/ntfy.py)
            ─► 2xx: sent; anything else, a refused connection or WEBHOOK_TIMEOUT_S without
-              an answer: logged as failed, and the next notice still goes out
+              an answer: the error, which the delivery queue retries later
+              (runtime/pool/deliveries.py)
 
-One try per notice, never a retry: a notice is for a person, and an endpoint that is down
-must not get a burst of them every time it comes back. A redirect is not followed (a POST
-sent on to a host the user did not name would carry the event there). Credentials in the
+A redirect is not followed (a POST sent on to a host the user did not name would carry
+the event there). Credentials in the
 URL (`https://user:secret@host/...`) go as HTTP Basic authentication, which urllib does not
 take from the URL itself; the URL is shown and logged only as its scheme and host
 (settings.shown_url), since a webhook's secret is as often in its path or query.
@@ -23,7 +24,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from corral.settings import shown_url
+from corral.foundation.settings import shown_url
 
 WEBHOOK_TIMEOUT_S = 10.0
 
@@ -56,15 +57,14 @@ class Webhook:
     def post(self, body: dict[str, Any], *, notice: str, event_id: int) -> str | None:
         """POST `body` as JSON; None when the endpoint took it, else why not (never with
         the URL's secrets in it)."""
+        headers = {"X-Corral-Notice": notice, "X-Corral-Event-Id": str(event_id)}
+        return self.send(json.dumps(body).encode(), headers)
+
+    def send(self, data: bytes, headers: dict[str, str]) -> str | None:
+        """POST `data` with `headers` (over the JSON content type and the URL's Basic
+        authentication); None when the endpoint took it, else why not."""
         request = urllib.request.Request(  # noqa: S310 - the scheme was checked in settings
-            self._target,
-            data=json.dumps(body).encode(),
-            headers={
-                **self._headers,
-                "X-Corral-Notice": notice,
-                "X-Corral-Event-Id": str(event_id),
-            },
-            method="POST",
+            self._target, data=data, headers={**self._headers, **headers}, method="POST"
         )
         try:
             with self._opener.open(request, timeout=self._timeout_s) as answer:

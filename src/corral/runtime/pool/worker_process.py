@@ -4,21 +4,23 @@
   start` command; not the console script, which turns garbage collection off for short
   commands) in a session and process group of its own, so a signal to the orchestrator's
   terminal or the orchestrator's death does not reach it. Its flags are the pool's worker
-  options (corral.worker_options), those not at their default, each as `--flag=value`;
+  options (corral.foundation.worker_options), those not at their default, each as `--flag=value`;
   `worker start` parses them back into the same options and builds its runner as every
   runner is built (runtime/worker/assembly.py).
-- Its environment is the orchestrator's minus what `env.deny` withholds (EnvPolicy; the
-  names withheld are logged once, `orchestrator.env_withheld`), with CORRAL_DB and
-  CORRAL_CONFIG (when the file exists) set. Its temporary directory is the runner's own
-  (`worker_tmp`: made at start, removed on stop, pruned by reconcile), so a pool worker
-  and a hand-started one are cleaned the same way.
+- Its environment is the orchestrator's through the secret filter (EnvPolicy.for_worker;
+  the names withheld are logged once, `orchestrator.env_withheld`), with CORRAL_DB and
+  CORRAL_CONFIG (when the file exists) set, and a fresh random key in CORRAL_WORKER_KEY,
+  whose hash the worker records: what proves the process is that worker to whoever
+  signals it without holding it (corral.foundation.processes). Its temporary directory
+  is the runner's own (`worker_tmp`: made at start, removed on stop, pruned by
+  reconcile), so a pool worker and a hand-started one are cleaned the same way.
 - stdout and stderr go straight to `logs/workers/SLOT.log` (opened for appending), so a
   worker keeps its log when the orchestrator dies. The orchestrator rotates the file by
   copy-and-truncate (`rotate_log`): the worker's appends then land at the new end.
 - Exits are seen at once, without polling: a thread waits on each child (`waitpid`, which
   also reaps it: no zombies) or, for a worker adopted from a dead orchestrator (not our
   child), on a pidfd. Each exit is handed to `on_exit(pid, exit_code or None)`. Where
-  there are no pidfds (corral.fastpaths), an adopted worker is polled, and signals go
+  there are no pidfds (corral.foundation.fastpaths), an adopted worker is polled, and signals go
   through psutil, which checks the process's start time first, so a reused pid is spared.
 """
 
@@ -39,10 +41,11 @@ from typing import Any
 
 import psutil
 
-from corral import fastpaths, filemodes
-from corral.policies import PoolSpec, WorkerOptions
+from corral.foundation import fastpaths, filemodes
+from corral.foundation.policies import WorkerOptions
+from corral.foundation.process_keys import OWN_KEYS, WORKER_KEY_ENV, new_key
+from corral.foundation.worker_options import OPTIONS, Option
 from corral.store.location import path_component
-from corral.worker_options import OPTIONS, Option
 
 OnExit = Callable[[int, int | None], None]
 WATCH_POLL_S = 0.05  # without pidfds: how often an adopted worker is looked at
@@ -86,8 +89,9 @@ class Layout:
         return os.path.join(self.logs_dir, f"{path_component('name', name)}.log")
 
 
-def worker_argv(name: str, pool: PoolSpec) -> list[str]:
-    """The command line of pool worker `name`: its options, those not at their default.
+def worker_argv(name: str, options: WorkerOptions) -> list[str]:
+    """The command line of pool worker `name`: its options (its group's), those not at
+    their default.
 
     The runner's own shutdown timeout is a day: the orchestrator decides when a stopping
     worker must give up its tasks (it sends SIGQUIT then).
@@ -95,7 +99,7 @@ def worker_argv(name: str, pool: PoolSpec) -> list[str]:
     argv = [sys.executable, "-m", "corral.cli.main", "worker", "start", "--name", name]
     argv += ["--shutdown-timeout", "1d"]
     for option in OPTIONS:
-        value = getattr(pool.options, option.field)
+        value = getattr(options, option.field)
         if value != option.default:
             argv += _flag(option, value)
     return argv
@@ -121,7 +125,7 @@ def options_in_force(options: WorkerOptions) -> dict[str, Any]:
 def spawn(
     name: str,
     *,
-    pool: PoolSpec,
+    options: WorkerOptions,
     env: Mapping[str, str],
     layout: Layout,
     on_exit: OnExit,
@@ -131,11 +135,11 @@ def spawn(
     with open(filemodes.append(layout.log_path(name)), "ab") as log:
         # S603: a fixed argv of this Python and corral's own module, never a shell.
         proc = subprocess.Popen(  # noqa: S603
-            worker_argv(name, pool),
+            worker_argv(name, options),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
-            env=dict(env),
+            env={**{k: v for k, v in env.items() if k not in OWN_KEYS}, WORKER_KEY_ENV: new_key()},
             start_new_session=True,
         )
     # Before the reaper runs: the pid cannot be reused yet.

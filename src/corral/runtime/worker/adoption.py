@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from corral.logs import event
-from corral.model.batches import Held
+from corral.foundation.logs import event
+from corral.model.exchange import Held
 from corral.model.runs import Run
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Runs
@@ -28,13 +28,13 @@ def orphaned_claims(
     """This worker's active claims whose runs are not `known`, each held again and its run
     opened by the job as at the claim."""
     store, found = place.store, []
-    for run in store.unfinished_runs(place.worker_id):
+    for run in store.runs.unfinished_runs(place.worker_id):
         if known(run):
             continue
-        claim = store.active_claim(run.task_id)
+        claim = store.claims.active_claim(run.task_id)
         if claim is None or claim.token != run.token or claim.worker_id != place.worker_id:
             continue  # ended elsewhere: the reconciler finishes its run
-        task = store.get_task(run.task_id)
+        task = store.tasks.get_task(run.task_id)
         held = Held(
             task=task,
             token=claim.token,

@@ -28,8 +28,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from corral.clock import Clock, SystemClock
-from corral.errors import InvalidInput
+from corral.foundation.clock import Clock, SystemClock
+from corral.foundation.errors import InvalidInput
 from corral.model.agents import OUTPUTS
 from corral.runtime.worker.stream_formats import (
     Limit,
@@ -51,12 +51,18 @@ NEWLINE = b"\n"
 class StreamReader:
     """Reads one transcript as it grows; `poll` while the agent runs, `finish` at its end."""
 
-    def __init__(self, output: str, path: str, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, output: str, path: str, *, clock: Clock | None = None, streamed: bool = False
+    ) -> None:
+        """`streamed`: claude's usage summed as it streams too (`StreamFacts.streamed`),
+        for a budget; it reads every assistant line, so only a budgeted run asks for it."""
         if output not in OUTPUTS:
             raise InvalidInput("output", f"one of {', '.join(OUTPUTS)}", output)
         self.facts = StreamFacts()
         self._path = path
-        self._lines: LineFormat | None = format_for(output, self.facts, clock or SystemClock())
+        self._lines: LineFormat | None = format_for(
+            output, self.facts, clock or SystemClock(), streamed=streamed
+        )
         self._offset = 0  # bytes of the file read so far
         self._tail: list[bytes] = []  # the last line, not yet terminated
         self._tail_bytes = 0
@@ -165,9 +171,11 @@ class StreamReader:
         self.facts.usage = _usage_of_last_line(text)
 
 
-def read_stream(output: str, path: str, *, clock: Clock | None = None) -> StreamFacts:
+def read_stream(
+    output: str, path: str, *, clock: Clock | None = None, streamed: bool = False
+) -> StreamFacts:
     """Everything a finished transcript says: `StreamReader(output, path).finish()`."""
-    return StreamReader(output, path, clock=clock).finish()
+    return StreamReader(output, path, clock=clock, streamed=streamed).finish()
 
 
 def _holds(buf: bytes, needle: tuple[bytes, int], start: int, stop: int) -> bool:

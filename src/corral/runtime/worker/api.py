@@ -1,6 +1,6 @@
 """`run_worker`: the Python way to run a worker, with a function for the work.
 
-Its keywords are worker options of the same names (corral.worker_options.KEYWORDS says
+Its keywords are worker options of the same names (corral.foundation.worker_options.KEYWORDS says
 which, and why not the others); they make the same `WorkerSpec` as `worker start`'s
 flags, and the same assembly builds the runner (assembly.py)."""
 
@@ -10,13 +10,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from corral.errors import InvalidInput, StoreError
+from corral.foundation.errors import InvalidInput, StoreError
+from corral.foundation.policies import WorkerSpec
+from corral.foundation.settings import Settings, load_settings
 from corral.model.namespaces import DEFAULT_NAMESPACE, checked
 from corral.model.tasks import Task
-from corral.policies import WorkerSpec
 from corral.runtime.worker.assembly import parse_options, prepare
 from corral.runtime.worker.python_job import Execute, PythonJob
-from corral.settings import Settings, load_settings
 from corral.store import open_store
 from corral.store.location import config_path, resolve_db
 

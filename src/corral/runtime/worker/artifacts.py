@@ -20,9 +20,9 @@ import stat
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-from corral import filemodes
-from corral.errors import CorralError
-from corral.logs import event
+from corral.foundation import filemodes
+from corral.foundation.errors import CorralError
+from corral.foundation.logs import event
 from corral.model.artifacts import MB, Artifact, artifacts_dir
 from corral.store.location import is_inside
 
@@ -41,7 +41,7 @@ def keep_artifacts(place: Workplace, job: CommandJob, run_id: str, spec: Command
     assert dest is not None  # a command's run has output files
     try:
         kept = collect(job.artifacts, cwd=spec.cwd, dest=dest, max_bytes=job.artifacts_max_bytes)
-        place.store.record_artifacts(run_id, kept)
+        place.store.artifacts.record_artifacts(run_id, kept)
     except (OSError, CorralError) as exc:
         event(place.log, "run.artifacts_failed", logging.WARNING, run_id=run_id, error=str(exc))
         return

@@ -11,9 +11,11 @@ same way and logs the same lines however it was started.
                ─► Assembly ── runner(store): the job, one of
                      a Python function (`--call`, or `run_worker`'s)
                      a command (`--exec`, or `--agent`'s with its profile and provider),
-                        with the task environment (`env.deny`), the provider's env and
+                        with the task environment (the allow-list and the secret
+                        filter: corral.foundation.task_env), the provider's env and
                         its own TMPDIR (removed when the runner is done); in task
-                        worktrees (`--worktree`) with the verify step
+                        worktrees (`--worktree`) with the verify step; an agent's
+                        runs traced when OTEL_* ask (tracing.py: closed after)
                   ─► a ready Runner (its RunnerConfig taken from the spec: config.py)
 
 The options are parsed from the defaults, not the settings in force: `[pool]` keys are
@@ -30,12 +32,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from corral.agents import agents_dir
+from corral.foundation.logs import event, logger
+from corral.foundation.policies import WorkerOptions, WorkerSpec
+from corral.foundation.settings import Settings
+from corral.foundation.task_env import NOT_ALLOWED
+from corral.foundation.variables import log_ignored
 from corral.git.task_worktrees import TaskWorktrees
-from corral.logs import event, logger
 from corral.model.artifacts import MB
-from corral.policies import WorkerOptions, WorkerSpec
-from corral.runtime.worker import preflight
+from corral.runtime.worker import preflight, tracing
 from corral.runtime.worker.agent_runs import AgentSetup
 from corral.runtime.worker.command_job import CommandJob
 from corral.runtime.worker.config import runner_config
@@ -46,11 +50,11 @@ from corral.runtime.worker.tmp import make_tmp, remove_tmp
 from corral.runtime.worker.tools import log_tools
 from corral.runtime.worker.verify_step import VerifyStep
 from corral.runtime.worker.worktree_job import WorktreeJob
-from corral.settings import Settings
 from corral.store import Store
 from corral.store.location import runs_dir
 from corral.store.urls import password_of
-from corral.usage import PROVIDER_ENV_VARIABLE, provider_env
+from corral.usecases.agents import agents_dir
+from corral.usecases.usage import PROVIDER_ENV_VARIABLE, provider_env
 
 
 def parse_options(given: Mapping[str, Any]) -> WorkerOptions:
@@ -75,7 +79,10 @@ class Assembly:
     def runner(self, store: Store) -> Iterator[Runner]:
         """The ready runner, on `store`; a command's temporary folder is removed after."""
         checked = self.checked
-        config = runner_config(self.spec, labels=checked.labels, provider=checked.provider)
+        memory_mb = checked.agent.memory_mb if checked.agent is not None else None
+        config = runner_config(
+            self.spec, labels=checked.labels, provider=checked.provider, memory_mb=memory_mb
+        )
         function = checked.function
         if function is not None:
             python = self.python or PythonJob(execute=function)
@@ -83,20 +90,32 @@ class Assembly:
             return
         worktrees = self._worktrees(store) if checked.worktrees is not None else None
         tmp = make_tmp(self.db, self.spec.name)  # the tasks' TMPDIR, removed when it stops
+        tracer = None
         try:
             job = self._command(tmp, worktrees)
-            yield Runner(store, config, job, settings=self.settings, log=self.log)
+            agent = _agent(self)
+            if checked.traced and agent is not None:
+                tracer = tracing.start(os.environ, agent, worker=self.spec.name)
+            yield Runner(store, config, job, settings=self.settings, log=self.log, tracer=tracer)
         finally:
+            if tracer is not None:
+                tracer.close()  # its last spans exported
             remove_tmp(tmp)
 
     def _command(self, tmp: str, worktrees: TaskWorktrees | None) -> Job:
         """The command job, in task worktrees with the verify step under `--worktree`."""
-        command = _command_job(self, tmp, env=_task_env(self.settings, self.db, self.log))
+        declared = self.checked.agent.env if self.checked.agent is not None else ()
+        env = _task_env(self.settings, self.db, self.log, declared=declared)
+        command = _command_job(self, tmp, env=env)
         if worktrees is None:
             return command
         policy = self.settings.worktree
         verify = VerifyStep.of(
-            policy.verify, timeout_s=policy.verify_timeout_s, grace_s=command.grace_s
+            policy.verify,
+            timeout_s=policy.verify_timeout_s,
+            grace_s=command.grace_s,
+            base_env=env,
+            retries=policy.verify_retries,
         )
         return WorktreeJob(job=command, worktrees=worktrees, verify=verify)
 
@@ -141,17 +160,25 @@ def _provider_env(settings: Settings, provider: str | None) -> dict[str, str]:
     return provider_env(settings, provider, os.environ)
 
 
-def _task_env(settings: Settings, db: str, log: logging.Logger) -> dict[str, str]:
-    """The environment tasks start from: this one, filtered as the pool's workers' is
-    (`env.deny`), the names withheld logged (never their values); the provider account's
-    environment is added to agents' alone (`_provider_env`), never passed on as it came."""
+def _task_env(
+    settings: Settings, db: str, log: logging.Logger, *, declared: tuple[str, ...]
+) -> dict[str, str]:
+    """The environment tasks start from: this one through the allow-list and the secret
+    filter (corral.foundation.task_env; `declared`: the agent profile's names), the names
+    the filter withheld logged with the count not on the allow-list (never a value); the
+    provider account's environment is added to agents' alone (`_provider_env`)."""
     policy = settings.env
+    log_ignored(log, "worker", os.environ)
     environ = {k: v for k, v in os.environ.items() if k != PROVIDER_ENV_VARIABLE}
-    env, withheld = policy.split(environ)
-    if withheld:
-        event(log, "worker.env_withheld", names=",".join(withheld))
+    sifted = policy.for_task(environ, declared)
+    secrets = [name for name in sifted.withheld_names if sifted.withheld[name] != NOT_ALLOWED]
+    if sifted.withheld:
+        not_allowed = len(sifted.withheld) - len(secrets)
+        names = ",".join(secrets) or None
+        event(log, "worker.env_withheld", names=names, not_allowed=not_allowed)
+    env = sifted.kept
     password = password_of(db)
-    if password is not None and policy.allows("PGPASSWORD"):
+    if password is not None and policy.grants("PGPASSWORD"):
         env["PGPASSWORD"] = password  # libpq's own channel; the URL tasks get has none
     return env
 
@@ -182,7 +209,16 @@ def _command_job(assembly: Assembly, tmp: str, *, env: dict[str, str]) -> Comman
         agent=_agent(assembly),
         artifacts=options.artifacts,
         artifacts_max_bytes=options.artifacts_max_mb * MB,
+        outbox=settings.files_mirror,
+        sandbox=checked.sandbox,
+        store_file=_sqlite_file(assembly.db),
     )
+
+
+def _sqlite_file(db: str) -> str | None:
+    """The file of a SQLite store (a path or sqlite:///), None for any other."""
+    path = db.removeprefix("sqlite:///")
+    return None if "://" in path else os.path.abspath(path)
 
 
 def _agent(assembly: Assembly) -> AgentSetup | None:

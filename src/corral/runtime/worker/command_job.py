@@ -6,9 +6,13 @@ the child's stdin, or as one extra argument with `prompt_arg`, after `--` (unles
 by a shell. The child's environment is the runner's plus `CORRAL_TASK_ID`,
 `CORRAL_WORKER_ID`, `CORRAL_RUN_ID`, `CORRAL_CLAIM_TOKEN` and `CORRAL_DB` (without its
 password: `worker start` adds `PGPASSWORD` only when `env.allow` names it), so an agent
-can call `corral done` itself, fenced by its token. Exit status 0 is success, 75
-defers the task, anything else fails it with the tail of stderr. A last stdout line
-that is a JSON object with a `usage` object is recorded as the run's usage.
+can call `corral done` itself, fenced by its token (with `[files] mirror`, `CORRAL_OUTBOX`
+too: a file of lines its runner takes in, outbox.py), and OTEL_RESOURCE_ATTRIBUTES
+with the task's and run's ids (tracing.py), so an agent's own telemetry joins the run's
+span. Exit status 0 is success, 75 defers the task, anything else fails it with the tail
+of stderr. A last stdout line that is a JSON object with a `usage` object is recorded as
+the run's usage. With a sandbox (`--sandbox`, sandbox.py) the command runs inside it,
+started by its engine.
 
 As a job (jobs.py): each run is prepared when its task is claimed (argv, prompt,
 environment, paths: what its run record says), performed through the executor, and
@@ -18,22 +22,31 @@ closed with nothing to release. A background thread keeps spare output files rea
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from corral import documents, filemodes
-from corral.clock import Clock
-from corral.errors import InvalidInput
+from corral.foundation import documents, filemodes
+from corral.foundation.clock import Clock
+from corral.foundation.errors import CorralError, InvalidInput
+from corral.foundation.logs import event
 from corral.model.artifacts import MB
-from corral.model.batches import Held, RunStart
+from corral.model.budgets import Budget, budget_of
+from corral.model.exchange import Held, RunStart
+from corral.model.sandboxes import Access
 from corral.model.tasks import Task
+from corral.model.waiting import WaitKind
+from corral.model.waiting import reason as wait_text
 from corral.runtime.worker.agent_runs import (
+    BUDGET_STOP,
     LIMIT_STOP,
     AgentSetup,
     Resume,
     StreamWatch,
+    Verdict,
+    budget_watch,
     continuation_prompt,
     resume_of,
     wait_reason,
@@ -44,13 +57,20 @@ from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.executor import CommandResult, CommandSpec, run_command
 from corral.runtime.worker.jobs import Opened, Stop
 from corral.runtime.worker.launch import refused_launch
-from corral.runtime.worker.outcome import DEFER_EXIT_CODE, Done, Ending
+from corral.runtime.worker.outbox import Outbox, outbox_path
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, render_prompt
+from corral.runtime.worker.reports import DEFER_EXIT_CODE, Done, Ending
+from corral.runtime.worker.sandbox import Sandbox, settle_objects
 from corral.runtime.worker.spares import Spares
+from corral.runtime.worker.tracing import RESOURCE_VARIABLE, agent_resource
 from corral.store.location import is_inside
 from corral.store.urls import without_password
 
 STALLED_REASON = "stalled: no output for the stall timeout"
+# The result of an agent not started because a cap was reached already (StreamWatch.reached).
+NOT_STARTED = CommandResult(
+    ending=Ending.STOPPED, exit_code=None, duration_s=0.0, stalled=False, stderr_tail=""
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,8 +98,13 @@ class CommandJob:
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     agent: AgentSetup | None = None  # --agent: the command is the agent's (agent_runs.py)
     changes_note: str | None = None  # in a worktree after request-changes: the reviewer's note
+    verify_note: str | None = None  # in a worktree after its verify step failed: the failure
     artifacts: tuple[str, ...] = ()  # globs of files kept from each run (artifacts.py)
     artifacts_max_bytes: int = 100 * MB
+    # `[files] mirror`: each run's agent gets CORRAL_OUTBOX, a file taken in as it runs.
+    outbox: bool = False
+    sandbox: Sandbox | None = None  # `--sandbox`: where each command runs (sandbox.py)
+    store_file: str | None = None  # a SQLite store's file: kept out of the sandbox
 
     def begin(self, place: Workplace) -> CommandRuns:
         """This job's runs for the worker `place` describes (jobs.Job)."""
@@ -94,7 +119,11 @@ class Prepared:
     prompt: str
     task_id: str
     prompt_file: str | None = None  # an agent that reads its prompt from a file: written at start
+    token: int = 0  # the claim's fencing token: a message line of its outbox must name it
+    outbox_path: str | None = None  # its outbox (CORRAL_OUTBOX), made when it starts
     resumed: Resume | None = None  # the session this run of an agent continues
+    budget: Budget = field(default_factory=Budget)  # its task's caps: an agent's run stops there
+    queue: str = "default"  # its task's queue, whose day caps it counts against
 
     def run_start(self, base_commit: str | None = None, site: str | None = None) -> RunStart:
         """What the run record says of this command (paths made absolute)."""
@@ -143,7 +172,7 @@ class CommandRuns:
         if self._job.agent is not None:
             prepared = self.resumed(self._job, held, prepared)
             if prepared.resumed is not None:
-                self._place.store.set_run_start(run_id, prepared.run_start())
+                self._place.store.runs.set_run_start(run_id, prepared.run_start())
         return self.run(self._job, run_id, prepared, stop)
 
     def resumed(self, job: CommandJob, held: Held, prepared: Prepared) -> Prepared:
@@ -165,27 +194,61 @@ class CommandRuns:
 
     def run(self, job: CommandJob, run_id: str, prepared: Prepared, stop: Stop) -> Done:
         """Run `prepared`, a command of `job` (this one, or as a worktree changed it), if
-        its claim is still held when it is about to start (launch.py)."""
+        its claim is still held when it is about to start (launch.py); then the objects a
+        sandboxed agent wrote (this run's, or a killed runner's run's) brought into the
+        repository, before corral's git reads its work."""
+        try:
+            return self._run(job, run_id, prepared, stop)
+        finally:
+            self._settle_objects(job.workdir or prepared.spec.cwd, run_id)
+
+    def _settle_objects(self, root: str, run_id: str) -> None:
+        """sandbox.settle_objects, logged; a failure leaves the folder listed as an
+        alternate (the repository still reads every object) for the next run or the
+        clean-up to finish."""
+        try:
+            settled = settle_objects(root)
+        except (OSError, CorralError) as exc:
+            event(self._place.log, "run.objects_unsettled", logging.WARNING, run_id=run_id,
+                  error=str(exc))  # fmt: skip
+            return
+        if settled is not None and settled.refused:
+            event(self._place.log, "run.objects_refused", logging.WARNING, run_id=run_id,
+                  refused=list(settled.refused))  # fmt: skip
+
+    def _run(self, job: CommandJob, run_id: str, prepared: Prepared, stop: Stop) -> Done:
         store, place = self._place.store, self._place
-        not_started = refused_launch(place, run_id, stop)
-        if not_started is not None:
-            return not_started
         watch = None
         if job.agent is not None:
-            resumed = prepared.resumed
-            store.record_agent_run(
-                run_id,
-                agent=job.agent.profile.name,
-                resumed_from=None if resumed is None else resumed.run_id,
-                session_id=None if resumed is None else resumed.session_id,
-            )
             watch = StreamWatch(
                 place,
                 job.agent,
                 run_id=run_id,
                 task_id=prepared.task_id,
                 transcript_path=prepared.spec.transcript_path,
+                budget=budget_watch(
+                    place,
+                    job.agent,
+                    task_id=prepared.task_id,
+                    queue=prepared.queue,
+                    budget=prepared.budget,
+                ),
             )
+            reached = watch.reached()  # a cap reached already: the agent is not started
+            if reached is not None:
+                return _over_budget(NOT_STARTED, reached, reached.over_budget or "")
+        not_started = refused_launch(place, run_id, stop)
+        if not_started is not None:
+            return not_started
+        if job.agent is not None:
+            resumed = prepared.resumed
+            store.runs.record_agent_run(
+                run_id,
+                agent=job.agent.profile.name,
+                resumed_from=None if resumed is None else resumed.run_id,
+                session_id=None if resumed is None else resumed.session_id,
+            )
+        outbox = self._outbox(prepared)  # first: made, or the run fails before it watches
         shipper, spec = place.shipper, prepared.spec
         if shipper is not None:
             shipper.watch(
@@ -196,17 +259,33 @@ class CommandRuns:
                 job,
                 prepared,
                 clock=place.clock,
-                stop=stop,
-                on_stall=lambda: store.mark_waiting(run_id, STALLED_REASON),
-                on_resume=lambda: store.record_progress(run_id, None),
+                stop=stop if outbox is None else _taking_in(outbox, stop),
+                on_stall=lambda: store.runs.mark_waiting(run_id, STALLED_REASON),
+                on_resume=lambda: store.runs.record_progress(run_id, None),
                 spares=self._spares,
                 watch=watch,
             )
         finally:
+            if outbox is not None:
+                outbox.finish()  # before the run is reported: its last lines decide first
             if shipper is not None:
                 shipper.finish(run_id)
             if job.artifacts:
                 keep_artifacts(place, job, run_id, prepared.spec)
+
+    def _outbox(self, prepared: Prepared) -> Outbox | None:
+        """The run's outbox, made empty now, if it has one."""
+        if prepared.outbox_path is None:
+            return None
+        filemodes.make_dirs(os.path.dirname(prepared.outbox_path))
+        run_id = prepared.spec.run_id
+        return Outbox(
+            prepared.outbox_path,
+            place=self._place,
+            task_id=prepared.task_id,
+            run_id=run_id,
+            token=prepared.token,
+        )
 
     def close(self, held: Held, opened: Opened[Prepared | Exception]) -> None:
         """Nothing to release: a prepared command is only data."""
@@ -230,10 +309,11 @@ def prepare(
     """The argv, prompt, environment, working directory and capture paths for `task`
     (of an agent: as its profile says, resuming `resume`'s session when given)."""
     if resume is not None:
-        text = continuation_prompt(task, job.changes_note)
+        text = continuation_prompt(task, job.changes_note, job.verify_note)
     else:
         text = render_prompt(task, job.template)
-    # No NUL: neither an argv nor the run row's text column can hold one (corral.documents).
+    # No NUL: neither an argv nor the run row's text column can hold one
+    # (corral.foundation.documents).
     prompt = documents.without_nul(text)
     prompt_file = None
     if job.agent is not None:
@@ -252,12 +332,35 @@ def prepare(
         "CORRAL_DB": without_password(db),  # the password: PGPASSWORD, if allowed
         "CORRAL_NAMESPACE": namespace,
     }
+    # The agent's own telemetry joins the run's (tracing.py).
+    env[RESOURCE_VARIABLE] = agent_resource(env.get(RESOURCE_VARIABLE), task_id=task.id,
+                                            run_id=run_id)  # fmt: skip
+    outbox = outbox_path(job.runs_dir, run_id) if job.outbox else None
+    if outbox is not None:
+        env["CORRAL_OUTBOX"] = outbox
     workdir = task.payload.get("workdir")
+    cwd = _allowed(workdir, job) if isinstance(workdir, str) else (job.workdir or os.getcwd())
+    wrapper: tuple[str, ...] = ()
+    if job.sandbox is not None:
+        own = {outbox: Access.WRITABLE} if outbox is not None else {}
+        if prompt_file is not None:
+            own[prompt_file] = Access.READ_ONLY
+        wrapper, env = job.sandbox.contain(
+            argv[0],
+            root=job.workdir or cwd,
+            cwd=cwd,
+            env=env,
+            state_dir=os.path.dirname(job.runs_dir),
+            files=own,
+            run_id=run_id,
+            store_file=job.store_file,
+        )
     spec = CommandSpec(
         argv=argv,
         stdin_text=prompt if on_stdin else None,
         env=env,
-        cwd=_allowed(workdir, job) if isinstance(workdir, str) else (job.workdir or os.getcwd()),
+        cwd=cwd,
+        wrapper=wrapper,
         transcript_path=os.path.join(job.runs_dir, f"{run_id}.jsonl"),
         stderr_path=os.path.join(job.runs_dir, f"{run_id}.stderr"),
         run_id=run_id,
@@ -267,7 +370,15 @@ def prepare(
         grace_s=job.grace_s,
     )
     return Prepared(
-        spec=spec, prompt=prompt, task_id=task.id, prompt_file=prompt_file, resumed=resume
+        spec=spec,
+        prompt=prompt,
+        task_id=task.id,
+        budget=budget_of(task.payload),
+        queue=task.queue,
+        prompt_file=prompt_file,
+        resumed=resume,
+        token=token,
+        outbox_path=outbox,
     )
 
 
@@ -288,6 +399,16 @@ def _agent_argv(
     if profile.prompt == "arg":
         return (*argv, "--", prompt), False, None  # `--`: no title can become an option
     return argv, profile.prompt == "stdin", prompt_file
+
+
+def _taking_in(outbox: Outbox, stop: Stop) -> Stop:
+    """`stop`, taking in the outbox's new lines first at each of the executor's polls."""
+
+    def taking_in() -> str | None:
+        outbox.take_in()
+        return stop()
+
+    return taking_in
 
 
 def run_prepared(
@@ -328,7 +449,7 @@ def run_prepared(
 
 
 def _write_private(path: str, text: str) -> None:
-    """Write `text` to a new file only its owner reads (corral.filemodes)."""
+    """Write `text` to a new file only its owner reads (corral.foundation.filemodes)."""
     fd = filemodes.open_file(path, os.O_WRONLY | os.O_TRUNC)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -343,11 +464,26 @@ def _agent_done(
 ) -> Done:
     """An agent's run described from its stream: its usage, a limit (the task deferred
     until the reset, no attempt counted), its own verdict, and a wait for a person when
-    it succeeded but was refused tools or asked a question."""
+    it succeeded but was refused tools or asked a question; its session and model (for
+    its span, tracing.py)."""
     verdict = watch.finish(
         exit_code=result.exit_code, stderr_tail=result.stderr_tail, ending=str(result.ending)
     )
-    usage = verdict.facts.usage
+    facts, agent = verdict.facts, job.agent
+    done = _judged(job, prepared, result, stop_reason, verdict)
+    model = (agent.model if agent is not None else None) or facts.model
+    return replace(done, session_id=facts.session_id, model=model)
+
+
+def _judged(
+    job: CommandJob,
+    prepared: Prepared,
+    result: CommandResult,
+    stop_reason: str | None,
+    verdict: Verdict,
+) -> Done:
+    """An agent's run as its watch's `verdict` decides it (`_agent_done`)."""
+    usage = verdict.spent  # the agent's totals, else its streamed usage (a run cut short)
     if verdict.limit_until is not None:
         return Done(
             ending=result.ending,
@@ -359,6 +495,8 @@ def _agent_done(
             defer_until=verdict.limit_until,
             defer_reason=f"usage limit: {verdict.limit_reason}",
         )
+    if verdict.over_budget is not None:
+        return _over_budget(result, verdict, verdict.over_budget)
     done = _done(job, prepared, result, stop_reason, usage)
     if not done.success:
         return done
@@ -368,6 +506,23 @@ def _agent_done(
     if waits is not None:
         return replace(done, success=False, wait_reason=waits)
     return done
+
+
+def _over_budget(result: CommandResult, verdict: Verdict, over: str) -> Done:
+    """A run stopped at a budget, its worktree and session kept: at its task's, the task
+    waits for a person (`answer --budget`); at a day cap, it is deferred until the cap
+    lifts, no attempt counted."""
+    reason = wait_text(WaitKind.BUDGET, over)
+    stopped = Done(
+        ending=result.ending,
+        success=False,
+        exit_code=result.exit_code,
+        usage=verdict.spent,
+        stop_reason=BUDGET_STOP,
+    )
+    if verdict.over_until is not None:
+        return replace(stopped, defer_until=verdict.over_until, defer_reason=reason)
+    return replace(stopped, wait_reason=reason)
 
 
 def _done(

@@ -27,8 +27,11 @@ The model:
   it. The process running commands makes itself a child subreaper (proctree.py), so
   those orphans become its own children, found there by their `CORRAL_RUN_ID=<run_id>`
   mark and reaped by pid. Where that is not available, every process on the machine
-  started since the child is scanned for the mark. Either way a process that cleared
-  its environment escapes the mark: only a cgroup could catch that one.
+  started since the child is scanned for the mark, and a process found so is signalled
+  only if it runs as this user and holds this runner's runs key (`CORRAL_RUN_KEY`, set
+  here in every command's environment; the runner's own key, CORRAL_WORKER_KEY, is
+  never passed on: foundation/processes.py). Either way a process that cleared its
+  environment escapes the mark: only a cgroup could catch that one.
 """
 
 from __future__ import annotations
@@ -43,10 +46,12 @@ from dataclasses import dataclass
 # psutil ships no type information; its stubs (types-psutil) are not a dependency.
 import psutil
 
-from corral import fastpaths, filemodes
-from corral.clock import Clock
+from corral.foundation import fastpaths, filemodes
+from corral.foundation.clock import Clock
+from corral.foundation.process_keys import OWN_KEYS, RUN_KEY_ENV, key_digest, runs_key
+from corral.foundation.processes import holds_key
 from corral.runtime.worker import proctree, spawn
-from corral.runtime.worker.outcome import Ending
+from corral.runtime.worker.reports import Ending
 from corral.runtime.worker.spares import Spares
 from corral.runtime.worker.spawn import Child
 
@@ -77,6 +82,9 @@ class CommandSpec:
     stall_timeout_s: float | None = None
     kill_stalled: bool = False
     grace_s: float = 5.0
+    # Words run in place of argv's program, argv after them: a sandbox's engine
+    # (sandbox.py), which runs the command in a namespace of its own and ends with it.
+    wrapper: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,7 +169,10 @@ def _spawn(spec: CommandSpec, spares: Spares | None) -> tuple[Child, int | None]
     write end of its stdin pipe (None without a prompt)."""
     if spares is not None:
         spares.take(spec.transcript_path, spec.stderr_path)  # else created below
-    env = {**spec.env, RUN_ID_ENV: spec.run_id}  # the mark that finds escaped descendants
+    # The marks that find escaped descendants, and prove them the run's (the runs key);
+    # never the runner's (or an orchestrator's) own key: a task must not pass for them.
+    env = {k: v for k, v in spec.env.items() if k not in OWN_KEYS}
+    env |= {RUN_ID_ENV: spec.run_id, RUN_KEY_ENV: runs_key()}
     # Raw descriptors, not file objects: each buffered one costs three more system calls.
     fds: list[int] = []
     feed = None
@@ -172,7 +183,8 @@ def _spawn(spec: CommandSpec, spares: Spares | None) -> tuple[Child, int | None]
         else:
             read_end, feed = os.pipe()
             fds.insert(0, read_end)
-        child = spawn.start(spec.argv, env=env, cwd=spec.cwd, stdio=(fds[0], fds[1], fds[2]))
+        argv = (*spec.wrapper, *spec.argv)
+        child = spawn.start(argv, env=env, cwd=spec.cwd, stdio=(fds[0], fds[1], fds[2]))
     except BaseException:
         if feed is not None:
             os.close(feed)
@@ -330,7 +342,8 @@ def _targets(pid: int, run_id: str, since: float, *, running: bool) -> list[psut
         pids += proctree.adopted(f"{RUN_ID_ENV}={run_id}".encode())
         return _processes(set(pids) - {pid})
     found = {p.pid: p for p in _descendants(pid)} if running else {}
-    found.update((p.pid, p) for p in _marked(run_id, since) if p.pid != pid)
+    marked = _marked(run_id, key_digest(runs_key()), since)
+    found.update((p.pid, p) for p in marked if p.pid != pid)
     return list(found.values())
 
 
@@ -352,24 +365,41 @@ def _descendants(pid: int) -> list[psutil.Process]:
     return children
 
 
-def _marked(run_id: str, since: float) -> list[psutil.Process]:
-    """Processes started since `since` whose environment has `CORRAL_RUN_ID=run_id`."""
+def _marked(run_id: str, runs_key_hash: str | None, since: float) -> list[psutil.Process]:
+    """Processes started since `since` whose environment has `CORRAL_RUN_ID=run_id` and the
+    runs key whose hash is `runs_key_hash`, run as corral's user (foundation/processes.py:
+    a mark alone is no proof). A process started since a run began that reads as an empty
+    environment may be in the middle of `execve` (a `setsid sleep` as its shell exits): it
+    is read again for a moment (proctree.marked); older ones, kernel threads among them,
+    are not waited for."""
     me, mark, found = os.getpid(), f"{RUN_ID_ENV}={run_id}".encode(), []
+    exec_wait_s = proctree.EXEC_WAIT_S if since > 0 else 0.0
     for proc in psutil.process_iter():
         with suppress(psutil.Error):  # gone, a zombie, or not ours to read
-            if proc.pid != me and proc.create_time() >= since and proctree.marked(proc.pid, mark):
+            if (
+                proc.pid != me
+                and proc.create_time() >= since
+                and proctree.marked(proc.pid, mark, exec_wait_s=exec_wait_s)
+                and holds_key(proc, RUN_KEY_ENV, runs_key_hash)
+            ):
                 found.append(proc)
     return found
 
 
 def end_marked_processes(
-    run_id: str, *, clock: Clock, grace_s: float = 5.0, poll_s: float = 0.05
+    run_id: str,
+    runs_key_hash: str | None,
+    *,
+    clock: Clock,
+    grace_s: float = 5.0,
+    poll_s: float = 0.05,
 ) -> int:
-    """End every process marked with `run_id` (left by a runner that died); how many there were.
+    """End every process of run `run_id` left by a runner that died, proved by the runs key
+    whose hash its worker recorded (None: none is proved); how many there were.
 
     SIGTERM, up to `grace_s` for them to go, then SIGKILL: the same as a run's own tree.
     """
-    targets = _marked(run_id, 0.0)
+    targets = _marked(run_id, runs_key_hash, 0.0)
     end_processes(targets, clock=clock, grace_s=grace_s, poll_s=poll_s)
     return len(targets)
 

@@ -11,7 +11,7 @@ it could be declared stale (1.5 intervals of silence): its own backoff never mak
 stale. Its tasks keep running through the outage. A store that answers the worker is dead
 or offline ends the beats: its claims are gone, its tasks must stop, and the runner
 registers a new worker (dead) or stops (offline: an operator deregistered it). A `stale`
-worker's beat returns it to idle or busy; so does `beat_now()`, which a slot calls when
+worker's beat returns it to idle or busy; so does `beat_now()`, which a lane calls when
 the store refuses it a claim.
 
 Limit: a Python task that holds the GIL in native code for longer than the dead window
@@ -25,18 +25,18 @@ import threading
 
 import psutil
 
-from corral import workers
-from corral.clock import Clock
-from corral.errors import StoreError, WorkerUnavailable
-from corral.logs import event
+from corral.foundation.clock import Clock
+from corral.foundation.errors import StoreError, WorkerUnavailable
+from corral.foundation.logs import event
+from corral.foundation.settings import Settings
+from corral.foundation.threads import ThreadService
 from corral.model.runs import RunOutcome
 from corral.model.states import WorkerStatus
 from corral.model.workers import BeatFigures
 from corral.runtime.worker import proctree
 from corral.runtime.worker.tree_metrics import TreeSampler
-from corral.settings import Settings
 from corral.store import Store
-from corral.threads import ThreadService
+from corral.usecases import workers
 
 FIRST_RETRY_S = 0.1
 # The outcomes a beat counts as failed: the task's run failed, whatever it is retried as.
@@ -191,7 +191,7 @@ class Heartbeat(ThreadService):
         with self._lock:
             held = dict(self._held)
         for task_id, token in held.items():
-            claim = self._store.active_claim(task_id)
+            claim = self._store.claims.active_claim(task_id)
             if claim is None or claim.token != token:
                 with self._lock:
                     self._lost.add(task_id)

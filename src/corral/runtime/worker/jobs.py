@@ -9,7 +9,7 @@ it holds goes through the same three steps:
           what the run record says, and what the job prepared to perform. It never raises
           (a failure is kept in `prepared`, and perform raises it: the task fails), and it
           makes nothing that must be undone, since the transaction may roll back.
-    perform(held, opened, stop) ─► Done      on a slot's thread: the run, to its end;
+    perform(held, opened, stop) ─► Done      on a lane's thread: the run, to its end;
           `stop()` says why the runner wants it to end now ("shutdown", "lease_lost").
     close(held, opened)                      once the run's report was applied, whatever
           it said (a task given back unstarted too): what open and perform made is
@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from corral.model.batches import Held, RunStart
+from corral.model.exchange import Held, RunStart
 from corral.model.tasks import Task
 from corral.runtime.worker.config import Workplace
-from corral.runtime.worker.outcome import Done
+from corral.runtime.worker.reports import Done
 
 P = TypeVar("P")
 Stop = Callable[[], str | None]  # why the runner wants the task to stop now, or None

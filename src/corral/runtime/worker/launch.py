@@ -3,7 +3,7 @@
 A runner can be paused (SIGSTOP, a swapped-out machine, a store outage) between the claim
 and the start of the command; meanwhile its worker may be declared dead and the task
 claimed by another. So each command run, just before it starts its command,
-launches through the store (`Store.launch_run`): one compare-and-set that
+launches through the store (`store.runs.launch_run`): one compare-and-set that
 allows the start only while the claim is active, and records it. A run refused there
 never starts, and is given back as `lease_lost`, "not started". A reconciler that declares
 the worker dead meanwhile records such a run as lease_lost, not killed: nothing ran.
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import logging
 
-from corral.errors import StoreError
-from corral.logs import event
+from corral.foundation.errors import StoreError
+from corral.foundation.logs import event
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Stop
-from corral.runtime.worker.outcome import Done, Ending
+from corral.runtime.worker.reports import Done, Ending
 
 FIRST_WAIT_S = 0.05
 MAX_WAIT_S = 1.0
@@ -36,7 +36,7 @@ def refused_launch(place: Workplace, run_id: str, stop: Stop) -> Done | None:
     failures = 0
     while True:
         try:
-            if place.store.launch_run(run_id):
+            if place.store.runs.launch_run(run_id):
                 return None
             return _not_started(place, run_id, "lease_lost", "its claim ended before it started")
         except StoreError as exc:

@@ -17,11 +17,11 @@ import os
 import threading
 from dataclasses import dataclass
 
-from corral.clock import Clock
-from corral.errors import CorralError, StoreError
-from corral.logs import event
-from corral.store.remote.client import RemoteStore
-from corral.threads import ThreadService
+from corral.foundation.clock import Clock
+from corral.foundation.errors import CorralError, StoreError
+from corral.foundation.logs import event
+from corral.foundation.threads import ThreadService
+from corral.store.remote.transport import HttpTransport
 
 SHIP_EVERY_S = 0.25
 CHUNK_BYTES = 512 * 1024
@@ -40,9 +40,9 @@ class _Shipped:
 class OutputShipper(ThreadService):
     """Copies the output of this runner's runs to the server that holds its store."""
 
-    def __init__(self, store: RemoteStore, *, clock: Clock, log: logging.Logger) -> None:
+    def __init__(self, transport: HttpTransport, *, clock: Clock, log: logging.Logger) -> None:
         super().__init__("corral-output")
-        self._store, self._clock, self._log = store, clock, log
+        self._transport, self._clock, self._log = transport, clock, log
         self._lock = threading.Lock()
         self._runs: dict[str, _Shipped] = {}
 
@@ -102,7 +102,7 @@ class OutputShipper(ThreadService):
                 return True
             if not chunk:
                 return True
-            held = self._store.append_output(run_id, stream, offset, chunk)
+            held = self._transport.append_output(run_id, stream, offset, chunk)
             shipped.offsets[stream] = held
             if held == offset:  # it took none of it: try again at the next tick
                 return False

@@ -7,8 +7,9 @@ row or spawns a slot, so that a pool refuses at start, with exit 2 and one line,
 slots would refuse at theirs (instead of restarting them in a loop, or letting them
 claim tasks only to fail them). Values were parsed already (units, bounds: settings);
 here they meet the world: the exec on PATH, the function importable, the folders and the
-repository there, the branch names git accepts, and the tools it requires (exit 3 when
-one is missing or too old: tools.py).
+repository there, the branch names git accepts, a sandbox's engine working (sandbox.py),
+the tools it requires (exit 3 when one is missing or too old: tools.py), and for an agent
+the traces OTEL_* ask for (tracing.py: an exporter corral has, the `otel` extra installed).
 
 It returns what it resolved, so the assembly builds the runner from the same values
 and never checks twice.
@@ -25,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from corral.agents import load_profile
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
+from corral.foundation.policies import WorkerOptions, WorktreePolicy
 from corral.git.worktrees import Worktrees
 from corral.model.agents import AgentProfile
 from corral.model.artifacts import check_pattern
@@ -34,9 +35,11 @@ from corral.model.labels import parse_labels
 from corral.model.providers import check_provider
 from corral.model.tasks import check_names
 from corral.model.tools import parse_requirement
-from corral.policies import WorkerOptions, WorktreePolicy
+from corral.runtime.worker import tracing
 from corral.runtime.worker.prompts import DEFAULT_TEMPLATE, load_template
+from corral.runtime.worker.sandbox import Sandbox, choose
 from corral.runtime.worker.tools import FoundTool, find_tools
+from corral.usecases.agents import load_profile
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +55,8 @@ class Checked:
     agent: AgentProfile | None = None  # --agent: its programs absolute paths
     provider: str | None = None  # --provider, else the agent's own account
     tools: tuple[FoundTool, ...] = ()  # --require, found
+    traced: bool = False  # an agent's runs, each a span: OTEL_* ask for them (tracing.py)
+    sandbox: Sandbox | None = None  # --sandbox or the agent's, its engine checked to work
 
 
 def check(
@@ -66,6 +71,7 @@ def check(
     option that cannot work. `agents_folder` holds the user's agent profiles; `function`
     is the work `run_worker` was given, in place of `--call`."""
     o = options
+    _check_words(o)
     agent = _agent(o, agents_folder) if o.agent else None
     if agent is not None and o.call:
         raise InvalidInput("call", "nothing with --agent (an agent is a command)", o.call)
@@ -88,6 +94,8 @@ def check(
     provider = o.provider or (agent.provider if agent is not None else None)
     labels = parse_labels("label", o.labels)
     provider = None if provider is None else check_provider(provider)
+    traced = agent is not None and tracing.check(os.environ)  # OTEL_* ask for spans
+    sandbox = choose(o.sandbox, o.network, agent, function=bool(o.call or function))
     return Checked(
         argv=agent.command if agent is not None else _argv(o.exec) if o.exec else (),
         function=None if o.exec or agent is not None else function or _function(o.call),
@@ -97,8 +105,22 @@ def check(
         base_ref=base,
         agent=agent,
         provider=provider,
+        traced=traced,
+        sandbox=sandbox,
         tools=find_tools(required),  # last: every input refused (exit 2) before the world
     )
+
+
+# Options that become one word of an agent's or git's command line (`--model M`): a value
+# starting with `-` would be read there as an option (`--model --upload-pack=...`).
+_WORDS = ("agent", "model", "provider", "base", "version")
+
+
+def _check_words(o: WorkerOptions) -> None:
+    for name in _WORDS:
+        value: str = getattr(o, name)
+        if value.startswith("-") or not value.isprintable():
+            raise InvalidInput(name, "a printable word not starting with -", value)
 
 
 def _agent(o: WorkerOptions, folder: str) -> AgentProfile:
@@ -129,7 +151,8 @@ def _argv(line: str) -> tuple[str, ...]:
 
 def _function(target: str) -> Callable[..., Any]:
     module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
+    # A dotted module name, absolute: `../x` or `.x` is a relative import (TypeError).
+    if not (sep and attr and all(part.isidentifier() for part in module_name.split("."))):
         raise InvalidInput("call", "MODULE:FUNCTION, e.g. mypkg.tasks:handle", target)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` does: modules beside the caller import

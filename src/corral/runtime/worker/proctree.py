@@ -11,8 +11,13 @@ False and the executor scans every process's environment instead.
 
 The runner must then reap what it adopts. It does so by pid, for its own children that
 are not the command of a running task (`spawning()` registers those under a lock, so a
-command that exits at once is never taken for an orphan); never by `waitpid(-1)`, which
-would steal the exit statuses `subprocess` waits for.
+command that exits at once is never taken for an orphan) and that are in another session
+than the runner's; never by `waitpid(-1)`. Both would steal an exit status that
+`subprocess` waits for: the runner's own git, setup and land commands are its children
+too, in its session (a task's command starts a session of its own, and what its tree
+leaves behind can never join the runner's), and `subprocess` reads a child reaped by
+someone else as exit status 0 (a failed `git rev-parse --verify MERGE_HEAD` once read as
+a merge in progress, and the run failed).
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-from corral import fastpaths
-from corral.clock import Clock
+from corral.foundation import fastpaths
+from corral.foundation.clock import Clock
 
 _PR_SET_CHILD_SUBREAPER = 36
 REAP_POLL_S = 0.001
@@ -128,20 +133,36 @@ def adopted(mark: bytes) -> list[int]:
     children that have exited are reaped on the way."""
     found = []
     with _LOCK:
-        for child in children(os.getpid()):
-            if child in _OWNED or _reaped(child):
-                continue
-            if marked(child, mark, exec_wait_s=EXEC_WAIT_S):
+        for child in _orphans():
+            if not _reaped(child) and marked(child, mark, exec_wait_s=EXEC_WAIT_S):
                 found += [child, *tree(child)]
     return found
 
 
 def reap_adopted() -> None:
-    """Reap the runner's children that have exited and are no running task's command."""
+    """Reap the runner's adopted children that have exited."""
     with _LOCK:
-        for child in children(os.getpid()):
-            if child not in _OWNED:
-                _reaped(child)
+        for child in _orphans():
+            _reaped(child)
+
+
+def _orphans() -> list[int]:
+    """The runner's children that it adopted: neither a running task's command nor one of
+    its own commands (in its own session, waited for by whoever started it). Called
+    under _LOCK."""
+    session = os.getsid(0)
+    return [
+        child
+        for child in children(os.getpid())
+        if child not in _OWNED and _session_of(child) not in (session, None)
+    ]
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except ProcessLookupError:
+        return None
 
 
 def reap_group(pgid: int, *, clock: Clock, within_s: float) -> None:

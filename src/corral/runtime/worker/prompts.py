@@ -16,12 +16,16 @@ every run until it waits again; a resumed agent session is told it in its short 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from string import Template
 from typing import Any
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.tasks import Task
 
+# A template is a page or two of text; a larger file is a mistake (or `/dev/zero`).
+MAX_TEMPLATE_BYTES = 1024 * 1024
 DEFAULT_TEMPLATE = """\
 You are a worker agent assigned one task.
 
@@ -93,11 +97,23 @@ def render_prompt(task: Task, template: str = DEFAULT_TEMPLATE) -> str:
 
 
 def load_template(path: str) -> str:
-    """The template in `path`, or InvalidInput naming the file."""
+    """The template in `path`, or InvalidInput naming the file. A regular file of at most
+    MAX_TEMPLATE_BYTES only: `/dev/zero` would be read without end, and a FIFO would block
+    the start for ever (it is opened without waiting for a writer, then refused)."""
+    expected = f"a readable UTF-8 text file of at most {MAX_TEMPLATE_BYTES // 1024} KiB"
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(
-            "prompt_template", "a readable UTF-8 text file", f"{path}: {exc}"
-        ) from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InvalidInput("prompt_template", expected, f"{path}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput("prompt_template", expected, f"{path}: not a regular file")
+        data = os.read(fd, MAX_TEMPLATE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise InvalidInput("prompt_template", expected, f"{path}: larger")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("prompt_template", expected, f"{path}: not UTF-8") from None

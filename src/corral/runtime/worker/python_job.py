@@ -23,15 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral import claims, documents
-from corral.logs import event
-from corral.model.batches import Held, RunStart
+from corral.foundation import documents
+from corral.foundation.logs import event
+from corral.foundation.settings import Settings
+from corral.model.exchange import Held, RunStart
 from corral.model.tasks import Task
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Stop
-from corral.runtime.worker.outcome import Done, Ending
-from corral.settings import Settings
+from corral.runtime.worker.reports import Done, Ending
 from corral.store import Store
+from corral.usecases import claims
 
 Execute = Callable[[Task, "TaskContext"], Any]
 
@@ -69,7 +70,7 @@ class PythonRuns:
         job, place, task = self._job, self._place, held.task
         if job.capture_io:
             paths = job.capture_io(held.opened_run(), task) or {}
-            place.store.set_run_paths(
+            place.store.runs.set_run_paths(
                 held.opened_run(),
                 transcript_path=paths.get("transcript_path"),
                 stderr_path=paths.get("stderr_path"),
@@ -143,7 +144,7 @@ class TaskContext:
 
     def progress(self, note: str | None = None) -> None:
         """Record that the task is making progress (shown on the run)."""
-        self._store.record_progress(self.run_id, note and documents.without_nul(note))
+        self._store.runs.record_progress(self.run_id, note and documents.without_nul(note))
 
     def report(self, **usage: Any) -> None:
         """Usage figures for the run record, e.g. `report(tokens=1200, cost_usd=0.03)`."""

@@ -4,7 +4,7 @@ A finished task's report (and the record of a run whose claim ended elsewhere) i
 few seconds' wait: a brief outage (a SQLite file locked by a long writer, a PostgreSQL
 restart) must not leave a task that is done to the reconciler. The waits grow from 0.1 s
 to at most 0.5 s, on the runner's clock, so a store that returns is used again within half
-a second; the last try's error is the caller's (a runner's slot keeps the reports for
+a second; the last try's error is the caller's (a runner's lane keeps the reports for
 its next exchange).
 """
 
@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from corral.errors import StoreError
-from corral.logs import event
+from corral.foundation.errors import StoreError, WaitEnded
+from corral.foundation.logs import event
 from corral.runtime.worker.config import Workplace
 
 REPORT_RETRIES = 5  # tries after the first, while the store is unavailable
@@ -28,6 +28,8 @@ def retrying(action: Callable[[], T], place: Workplace) -> T:
     for attempt in range(REPORT_RETRIES):
         try:
             return action()
+        except WaitEnded:
+            raise  # the runner is stopping: its next exchange, without a wait, reports
         except StoreError as exc:
             event(
                 place.log,

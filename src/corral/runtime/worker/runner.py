@@ -2,7 +2,7 @@
 
     start ── recover dead incarnations of this name on this host (incarnations.py)
           ── register ── heartbeat thread (heartbeat.py) ── wake-ups (PostgreSQL: LISTEN)
-          ── the job begun for this worker (jobs.py) ── its slots (slots.py), each one
+          ── the job begun for this worker (jobs.py) ── its lanes (lanes.py), each one
              claiming, running and reporting tasks until claiming stops
           ── the job ended ── heartbeat stopped ── deregister ── exit code
     declared dead (by a reconcile pass, say after a store outage or a long pause) ─►
@@ -32,29 +32,34 @@ import os
 import random
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from corral import __version__, workers
-from corral.clock import Clock, SystemClock
-from corral.errors import CorralError, StoreError, WorkerUnavailable
-from corral.logs import event, logger
+from corral import __version__
+from corral.foundation.clock import Clock, SystemClock
+from corral.foundation.errors import CorralError, StoreError, WorkerUnavailable
+from corral.foundation.logs import event, logger
+from corral.foundation.process_keys import key_digest, own_key_hash, runs_key
+from corral.foundation.processes import started_at
+from corral.foundation.settings import Settings
 from corral.model.workers import NewWorker
-from corral.processes import started_at
 from corral.runtime import signals
+from corral.runtime.worker.admission import MemoryGate, available_bytes
 from corral.runtime.worker.config import RunnerConfig, Workplace
 from corral.runtime.worker.heartbeat import Heartbeat
 from corral.runtime.worker.incarnations import recover_dead_incarnations
 from corral.runtime.worker.jobs import Job
+from corral.runtime.worker.lanes import Budget, Lane
 from corral.runtime.worker.python_job import PythonJob
-from corral.runtime.worker.slots import Budget, SlotLoop
 from corral.runtime.worker.stopping import Stopping
 from corral.runtime.worker.worktree_job import WorktreeJob
-from corral.settings import Settings
 from corral.store import Store
+from corral.usecases import workers
 
 if TYPE_CHECKING:
     from corral.runtime.worker.output_shipping import OutputShipper
+    from corral.runtime.worker.tracing import RunTracer
 
 # RunnerConfig and PythonJob are imported from here by callers of old (tests, bench).
 __all__ = ["PythonJob", "Runner", "RunnerConfig"]
@@ -74,8 +79,15 @@ class Runner:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         log: logging.Logger | None = None,
+        memory_available: Callable[[], int] | None = None,
+        tracer: RunTracer | None = None,
     ) -> None:
+        """`memory_available` reads the host's available memory in bytes (default psutil's),
+        for the gate of a profile that states its runs' memory (admission.py); `tracer`
+        makes a span of each run (tracing.py), its owner closes it."""
         self._store, self._config, self._settings = store, config, settings
+        self._tracer = tracer
+        self._memory_available = memory_available
         self._job = job  # with its worktrees and verify step, if any (assembly.py)
         # Where its worktrees are, registered with the worker (NewWorker.site).
         self._site = self._job.worktrees.site if isinstance(self._job, WorktreeJob) else None
@@ -131,6 +143,8 @@ class Runner:
             max_concurrent=c.concurrency * c.batch,
             pid=os.getpid(),
             pid_started_at=started_at(os.getpid()),
+            key_hash=own_key_hash(),
+            runs_key_hash=key_digest(runs_key()),
             version=c.version or __version__,
             provider=c.provider,
             site=self._site,
@@ -162,7 +176,7 @@ class Runner:
         )
 
     def _serve(self) -> tuple[Heartbeat, int]:
-        """The registered worker: heartbeat and wake-ups around the slots, then deregister;
+        """The registered worker: heartbeat and wake-ups around the lanes, then deregister;
         its heartbeat, and how many of its runs did not succeed."""
         shipper = self._shipper()
         place = Workplace(
@@ -181,7 +195,7 @@ class Runner:
             heartbeat.start()
             if shipper is not None:
                 shipper.start()
-            unsuccessful = self._run_slots(place, heartbeat)
+            unsuccessful = self._run_lanes(place, heartbeat)
         finally:
             stop_listening()
             if shipper is not None:
@@ -195,17 +209,17 @@ class Runner:
         if self._store.dialect != "http":
             return None
         from corral.runtime.worker.output_shipping import OutputShipper  # noqa: PLC0415
-        from corral.store.remote.client import RemoteStore  # noqa: PLC0415
+        from corral.store.remote.transport import HttpTransport  # noqa: PLC0415
 
-        assert isinstance(self._store, RemoteStore)
-        return OutputShipper(self._store, clock=self._clock, log=self._log)
+        assert isinstance(self._store.transport, HttpTransport)
+        return OutputShipper(self._store.transport, clock=self._clock, log=self._log)
 
-    def _run_slots(self, place: Workplace, heartbeat: Heartbeat) -> int:
-        """The job begun for this worker, run in the slots until they end, then ended; how
+    def _run_lanes(self, place: Workplace, heartbeat: Heartbeat) -> int:
+        """The job begun for this worker, run in the lanes until they end, then ended; how
         many of its runs did not succeed."""
         runs = self._job.begin(place)
         try:
-            slots = SlotLoop(
+            lanes = Lane(
                 place,
                 self._config,
                 runs,
@@ -214,13 +228,23 @@ class Runner:
                 stopping=self._stopping,
                 ready=self._ready,
                 rng=self._rng,
+                gate=self._memory_gate(),
+                tracer=self._tracer,
             )
-            slots.run()
-            if slots.unreported:
+            lanes.run()
+            if lanes.unreported:
                 self._store_failed = True
-            return slots.unsuccessful
+            return lanes.unsuccessful
         finally:
             runs.end()
+
+    def _memory_gate(self) -> MemoryGate | None:
+        """The gate of an agent that states its runs' memory; None for the others."""
+        need_mb = self._config.memory_mb
+        if need_mb is None:
+            return None
+        read = self._memory_available or available_bytes
+        return MemoryGate(need_mb, read=read, log=self._log, worker=self._config.name)
 
     def _deregister(self, heartbeat: Heartbeat) -> None:
         if heartbeat.dead.is_set():

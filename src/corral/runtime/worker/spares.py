@@ -4,7 +4,7 @@ Creating a file allocates an inode; on a busy ext4 that took 0.2 to 0.9 ms per f
 (bench/runner_overhead.py), while renaming one took 0.02 ms. So a background thread keeps
 one empty pair of files ready in the runs folder (`.spare-PID-N.jsonl` / `.stderr`),
 made while the previous command runs, and a run takes them by renaming them to its own
-names. When no pair is ready (the first run, or two slots at once) the run creates its
+names. When no pair is ready (the first run, or two lanes at once) the run creates its
 files itself, as it would without spares. Spares are removed when the runner stops; a
 runner that died leaves one pair, removed by the next runner that starts in that folder.
 """
@@ -16,8 +16,8 @@ import os
 import threading
 from contextlib import suppress
 
-from corral import filemodes
-from corral.threads import ThreadService
+from corral.foundation import filemodes
+from corral.foundation.threads import ThreadService
 
 _PREFIX = ".spare-"
 

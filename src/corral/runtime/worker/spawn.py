@@ -26,8 +26,8 @@ import subprocess
 from contextlib import suppress
 from dataclasses import dataclass
 
-from corral import fastpaths
-from corral.errors import CorralError, InvalidInput
+from corral.foundation import fastpaths
+from corral.foundation.errors import CorralError, InvalidInput
 
 # Dispositions `subprocess` restores for a child (restore_signals); Python ignores both.
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)

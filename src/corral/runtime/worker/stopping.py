@@ -1,10 +1,10 @@
-"""A runner's stop: asked from the main thread (a signal, `Runner.stop()`), read by its slots.
+"""A runner's stop: asked from the main thread (a signal, `Runner.stop()`), read by its lanes.
 
     first SIGTERM / SIGINT, or stop() ─► asked: claim nothing more; running tasks may
         finish within shutdown_timeout_s
     a second one, SIGQUIT, stop(immediate=True), or the timeout ─► overdue: running
         tasks are stopped now, and given back
-Asking sets the runner's wake event, so a slot waiting for work sees the stop at once, and
+Asking sets the runner's wake event, so a lane waiting for work sees the stop at once, and
 calls `on_ask` (the store's `stop_waiting`: a claim long-polling a server ends too).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from corral.clock import Clock
+from corral.foundation.clock import Clock
 
 
 class Stopping:

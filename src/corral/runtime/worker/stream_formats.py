@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from corral.clock import Clock
+from corral.foundation.clock import Clock
+from corral.foundation.printable import one_line, visible
 from corral.model.waiting import WaitKind, reason
-from corral.printable import one_line, visible
 
 TEXT_CHARS = 200  # Limit.message, StreamFacts.waiting
 ERROR_CHARS = 2000
@@ -66,12 +66,17 @@ class StreamFacts:
     session_id: str | None = None
     # Normalized (module docstring); None: the stream reported none (never zeros).
     usage: dict[str, Any] | None = None
+    # The usage streamed so far, message by message, before the run's own totals (claude's
+    # assistant messages, read when a budget watches the run; codex and aider sum their
+    # turns in `usage` itself): what a budget is checked against while it runs.
+    streamed: dict[str, Any] | None = None
     limit: Limit | None = None
     # Why the agent waits for a person (the first seen): a wait reason, model/waiting.py.
     waiting: str | None = None
     error: str | None = None  # the agent's own failure text
     denied: tuple[str, ...] = ()  # the tools it was refused (claude permission_denials)
     agent_version: str | None = None
+    model: str | None = None  # the model the agent said it runs (claude's init line)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,10 +99,14 @@ class LineFormat(Protocol):
         ...
 
 
-def format_for(output: str, facts: StreamFacts, clock: Clock) -> LineFormat | None:
-    """The reader of `output`'s lines; None for generic, whose last line alone counts."""
+def format_for(
+    output: str, facts: StreamFacts, clock: Clock, *, streamed: bool = False
+) -> LineFormat | None:
+    """The reader of `output`'s lines; None for generic, whose last line alone counts.
+    `streamed`: claude's usage is summed message by message as it streams (a budget
+    watches it), which reads every assistant line."""
     if output == "claude-stream-json":
-        return _Claude(facts)
+        return _Claude(facts, streamed=streamed)
     if output == "codex-json":
         return _Codex(facts, clock)
     if output == "aider-text":
@@ -159,12 +168,36 @@ class _Claude:
         take=(b'{"type":"result"', b'{"type":"system"', b'{"type":"rate_limit_event"'),
         markers=(b'"result"', b'"system"', b"rate_limit_event", b"AskUserQuestion"),
     )
+    # Under a budget every assistant line is read, for its message's usage.
+    streaming = Layout(
+        skip=(b'{"type":"user"',),
+        take=(
+            b'{"type":"assistant"',
+            b'{"type":"result"',
+            b'{"type":"system"',
+            b'{"type":"rate_limit_event"',
+        ),
+        markers=(b'"result"', b'"system"', b"rate_limit_event", b'"assistant"'),
+    )
 
-    def __init__(self, facts: StreamFacts) -> None:
+    def __init__(self, facts: StreamFacts, *, streamed: bool = False) -> None:
         self.facts = facts
+        self._streamed = streamed
+        if streamed:
+            self.layout = self.streaming
+        # Each API call's usage, by its message id, until the result gives the run's own.
+        self._turns: dict[bytes, dict[str, int]] = {}
 
     def take(self, line: bytes) -> None:
-        """Learn from one decoded line, by its type."""
+        """Learn from one line, by its type; an assistant line is decoded whole only
+        when it calls AskUserQuestion (its usage is read from its end)."""
+        if self._streamed and (
+            line.startswith(b'{"type":"assistant"')
+            or (not line.startswith(b'{"type":"') and b'"assistant"' in line)
+        ):
+            self._assistant(line)
+            if self.facts.waiting is not None or b"AskUserQuestion" not in line:
+                return
         event = json_object(line)
         if event is None:
             return
@@ -173,12 +206,29 @@ class _Claude:
             self.facts.session_id = _text(event.get("session_id"))
         if kind == "system" and event.get("subtype") == "init":
             self.facts.agent_version = _text(event.get("claude_code_version"))
+            self.facts.model = _text(event.get("model"))
         elif kind == "assistant" and self.facts.waiting is None:
             self.facts.waiting = _question(event.get("message"))
         elif kind == "rate_limit_event":
             self._rate_limit(event.get("rate_limit_info"))
         elif kind == "result":
             self._result(event)
+
+    def _assistant(self, line: bytes) -> None:
+        """Add the usage of one API call (each `assistant` message carries its own, and
+        every line of a message repeats it) to the streamed sum."""
+        turn = _message_usage(line)
+        if turn is None:
+            return
+        message_id, counts = turn
+        known = self._turns.setdefault(message_id, {})
+        total = dict(self.facts.streamed or {})
+        for key, value in counts.items():  # a later line of a message may count more
+            grown = value - known.get(key, 0)
+            if grown > 0:
+                known[key] = value
+                total[key] = total.get(key, 0) + grown
+        self.facts.streamed = total or None
 
     def _rate_limit(self, info: Any) -> None:
         """Only a rejected request is a limit; allowed and allowed_warning are news."""
@@ -208,6 +258,31 @@ class _Claude:
         rate_limited = _count(status) == RATE_LIMITED or status == str(RATE_LIMITED)
         if rate_limited and self.facts.limit is None:  # else a rejected event's reset stands
             self.facts.limit = Limit(reset_at=None, message="claude API error 429")
+
+
+_USAGE_KEY = re.compile(rb'"usage"\s*:\s*\{')
+_MESSAGE_ID = re.compile(rb'"id"\s*:\s*"([^"\\]{1,200})"')
+_USAGE_COUNT = re.compile(
+    rb'"(input_tokens|output_tokens|cache_read_input_tokens|cache_creation_input_tokens)"'
+    rb"\s*:\s*(\d{1,15})[,}\s]"
+)
+
+
+def _message_usage(line: bytes) -> tuple[bytes, dict[str, int]] | None:
+    """(message id, its counts under corral's names) of a claude `assistant` line, read
+    without decoding the line: the message's `usage` is its last (a key `"usage":` cannot
+    occur inside a JSON string, whose quotes are escaped), its id its first; after the
+    usage come only the line's own keys (session_id, uuid), none of them a count's name."""
+    at = line.rfind(b'"usage"')
+    found = _USAGE_KEY.match(line, at) if at >= 0 else None
+    ident = _MESSAGE_ID.search(line) if found is not None else None
+    if found is None or ident is None:
+        return None
+    counts = {
+        _CLAUDE_USAGE[name.decode()]: int(value)
+        for name, value in _USAGE_COUNT.findall(line, found.end())
+    }
+    return (ident[1], counts) if counts else None
 
 
 def _renamed(usage: Any, names: dict[str, str]) -> dict[str, Any] | None:

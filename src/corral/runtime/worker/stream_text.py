@@ -7,7 +7,7 @@ person wants to see: the assistant's text, the tool it calls (`Bash: make test`)
 command codex runs, the file it changes, the result; a line that says nothing worth
 showing (a tool's output, usage, a session start), or broken JSON, is None (the caller
 looks at the line before); any other line is itself. Nothing here is cleaned for a
-terminal: the caller does that (screen_text).
+terminal: the caller does that (printable.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from corral import filemodes
+from corral.foundation import filemodes
 from corral.store.location import path_component, runs_dir
 
 

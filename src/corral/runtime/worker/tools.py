@@ -15,8 +15,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from corral.errors import CorralError
-from corral.logs import event
+from corral.foundation.errors import CorralError
+from corral.foundation.logs import event
 from corral.model.tools import ToolRequirement, older, shown, version_in
 
 VERSION_TIMEOUT_S = 10.0

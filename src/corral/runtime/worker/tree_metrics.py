@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from corral.clock import Clock
+from corral.foundation.clock import Clock
 from corral.runtime.worker import proctree
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01

@@ -2,27 +2,33 @@
 the task's worktree after its agent exited 0, before the task is done, submitted or landed.
 
 It runs as the agent's command does (executor.py: its own session, its whole process tree
-ended on stop or timeout), in the worktree, with the worktree's variables and the task's
-id, its output in two files beside the run's own (`RUN.verify.out`, `RUN.verify.err`).
-A failure fails the run with the tail of that output as its error; the task's next
-attempt finds the error on the task and its prompt carries it (`prompt_note`), so the
-agent sees what broke. A stop (shutdown, lost claim) stops the run as a stopped command
-does: its task goes back, not failed.
+ended on stop or timeout), in the worktree, from the task's environment (it runs what the
+agent wrote: corral.foundation.task_env), with the worktree's variables and the task's id,
+its output in two files beside the run's own (`RUN.verify.out`, `RUN.verify.err`).
+A failure ends the run with the tail of that output as its error, and sends the task back
+to its agent (corral.model.verify_retries): ready again at once, its attempt given back,
+up to `[worktree] verify_retries` times in a row; then it waits for a person (`verify:
+...`), the run's error holding the output's tail. The next run's prompt carries the
+failure (`prompt_note`), so the agent sees what broke. A stop (shutdown, lost claim) stops
+the run as a stopped command does: its task goes back, not failed.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from corral.clock import Clock
+from corral.foundation.clock import Clock
+from corral.model import waiting
 from corral.model.tasks import Task
+from corral.model.verify_retries import PREFIX
+from corral.model.waiting import WaitKind
 from corral.runtime.worker.executor import CommandSpec, run_command
 from corral.runtime.worker.jobs import Stop
-from corral.runtime.worker.outcome import Done, Ending
+from corral.runtime.worker.reports import Done, Ending
 
-PREFIX = "verify failed"  # how a run's error says the verify step failed it
 TAIL_CHARS = 3000  # of the verify step's output, in the run's error and the next prompt
 
 
@@ -33,12 +39,26 @@ class VerifyStep:
     argv: tuple[str, ...]
     timeout_s: float
     grace_s: float
+    base_env: Mapping[str, str]  # the task's environment, which the step starts from
+    retries: int = 2  # failures sent back to the agent in a row before the task waits
 
     @classmethod
-    def of(cls, line: str, *, timeout_s: float, grace_s: float) -> VerifyStep | None:
+    def of(
+        cls,
+        line: str,
+        *,
+        timeout_s: float,
+        grace_s: float,
+        base_env: Mapping[str, str],
+        retries: int,
+    ) -> VerifyStep | None:
         """The step `[worktree] verify` configures (checked by preflight), or None."""
         argv = tuple(shlex.split(line))
-        return cls(argv=argv, timeout_s=timeout_s, grace_s=grace_s) if argv else None
+        if not argv:
+            return None
+        return cls(
+            argv=argv, timeout_s=timeout_s, grace_s=grace_s, base_env=base_env, retries=retries
+        )
 
     def after(
         self,
@@ -51,16 +71,18 @@ class VerifyStep:
         output_base: str,
         clock: Clock,
         stop: Stop,
+        spent: Callable[[], int],
     ) -> Done:
         """`done` as the step leaves it: unchanged when it passes (or the run did not
-        succeed), failed or stopped when it does not pass."""
+        succeed), stopped when stopped; when it fails, sent back to the agent while fewer
+        than `retries` verify retries in a row were `spent()`, else waiting for a person."""
         if not done.success:
             return done
         out, err = f"{output_base}.verify.out", f"{output_base}.verify.err"
         spec = CommandSpec(
             argv=self.argv,
             stdin_text=None,
-            env={**os.environ, **env, "CORRAL_TASK_ID": task.id},
+            env={**self.base_env, **env, "CORRAL_TASK_ID": task.id},
             cwd=workdir,
             transcript_path=out,
             stderr_path=err,
@@ -80,15 +102,21 @@ class VerifyStep:
         else:
             return done
         tail = _tail(out, err)
-        return replace(done, success=False, error=f"{why}\n{tail}" if tail else why)
+        failed = replace(done, success=False, error=f"{why}\n{tail}" if tail else why)
+        what, used = why.removeprefix(f"{PREFIX}: "), spent()
+        if used < self.retries:
+            retry = f"verify: {what} (retry {used + 1} of {self.retries})"
+            return replace(failed, defer_s=0.0, defer_reason=retry)
+        detail = f"{what} after {used} retries; its output: {out}"
+        return replace(failed, wait_reason=waiting.reason(WaitKind.VERIFY, detail))
 
 
-def prompt_note(task: Task) -> str | None:
-    """What the prompt of a task whose last attempt failed its verify step adds."""
-    error = task.last_error
-    if task.attempts < 1 or error is None or not error.startswith(PREFIX):
+def prompt_note(failure: str | None) -> str | None:
+    """What the prompt of a run after a verify failure (its error: command, status and
+    the output's tail) adds."""
+    if failure is None:
         return None
-    return "\nThe previous attempt's work failed the verify step:\n" + error + "\n"
+    return "\nThe previous attempt's work failed the verify step:\n" + failure + "\n"
 
 
 def _tail(*paths: str) -> str:

@@ -11,11 +11,13 @@ The same command job (command_job.py), with the worktree around each run
              run really runs, and the commit it starts from ─► run it ─► after a success:
              what the agent left committed (`worktree.commit = auto`; a refused commit
              fails the run), a run that changed nothing ended as `worktree.on_empty` says,
-             the verify step, if configured (verify_step.py: its failure fails the run;
+             what its commits disable of the tests flagged on the task
+             (git/disabled_tests.py), the verify step, if configured (verify_step.py:
+             its failure sends the task back to its agent, model/verify_retries.py;
              before it, a branch that will land has the base merged in,
              git/catch_up.py, and the land is built onto that base commit alone: when
-             the base moved meanwhile, merged in and verified again, VERIFY_ROUNDS times
-             at most)
+             the base moved meanwhile, merged in and verified again, VERIFY_ROUNDS
+             times at most)
              ─► the commit it ends at, in its report; after a success, its branch landed
              as `worktree.land` says, while the claim is held (a land conflict fails the
              run); a refused run (the agent was denied what it needed) recorded as such
@@ -28,18 +30,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from corral.foundation.logs import event
 from corral.git.run_commit import CommitFailed
 from corral.git.task_worktrees import Entered, TaskWorktrees
-from corral.logs import event
-from corral.model import waiting
-from corral.model.batches import Held
+from corral.model import verify_retries, waiting
+from corral.model.exchange import Held
 from corral.model.reviews import WorkOutcome
+from corral.model.runs import Run
 from corral.model.tasks import Task
 from corral.model.waiting import WaitKind
 from corral.runtime.worker.command_job import CommandJob, CommandRuns, prepare
 from corral.runtime.worker.config import Workplace
 from corral.runtime.worker.jobs import Opened, Stop
-from corral.runtime.worker.outcome import Done
+from corral.runtime.worker.reports import Done
+from corral.runtime.worker.retries import retrying
 from corral.runtime.worker.verify_step import VerifyStep, prompt_note
 
 NO_CHANGE = "the run changed nothing"
@@ -62,22 +66,30 @@ class WorktreeJob:
         return WorktreeRuns(self, place)
 
 
-def in_worktree(job: CommandJob, entered: Entered, task: Task) -> CommandJob:
+# The task's runs read back, past its verify retries, for the interruptions between them
+# (verify_retries.spent).
+HISTORY_RUNS = 50
+
+
+def in_worktree(job: CommandJob, entered: Entered, verify_failure: str | None) -> CommandJob:
     """The job as it runs in a task's worktree: there, told where it is, and, after changes
-    were requested, with the reviewer's note in its prompt; after a verify step failed its
-    last attempt, with that failure."""
+    were requested, with the reviewer's note in its prompt; after its last run failed the
+    verify step, with that failure (`verify_failure`: in the prompt of a new session and
+    of a resumed one)."""
     template = job.template
     # `$` would start a placeholder in the template: the notes are text, not templates.
     if entered.changes_note:
         note = entered.changes_note.replace("$", "$$")
-        template += "\nChanges requested by the reviewer:\n" + note + "\n"
+        checks = entered.changes_note.startswith(verify_retries.CHECKS_PREFIX)
+        said = "Its " if checks else "Changes requested by the reviewer:\n"
+        template += "\n" + said + note + "\n"
     if entered.rebase_onto:
         base = entered.rebase_onto.replace("$", "$$")
         template += (
             f"\nOnly a branch on top of {base} can be approved: rebase onto it "
             f"(`git rebase {base}`) before you finish.\n"
         )
-    verify_note = prompt_note(task)
+    verify_note = prompt_note(verify_failure)
     if verify_note:
         template += verify_note.replace("$", "$$")
     env = {**job.extra_env, **entered.env()}
@@ -87,6 +99,7 @@ def in_worktree(job: CommandJob, entered: Entered, task: Task) -> CommandJob:
         extra_env=env,
         template=template,
         changes_note=entered.changes_note,
+        verify_note=verify_note,
     )
 
 
@@ -133,7 +146,8 @@ class WorktreeRuns:
         """Enter the task's worktree, run the command there; the commit it ended at."""
         place, task, run_id = self._place, held.task, held.opened_run()
         entered = self._trees.enter(task, held.token, place.worker_id)
-        job = in_worktree(self._job, entered, task)
+        failure = None if self._verify is None else verify_retries.last_failure(self._runs(task))
+        job = in_worktree(self._job, entered, failure)
         prepared = prepare(
             job,
             task,
@@ -146,10 +160,12 @@ class WorktreeRuns:
         if job.agent is not None and entered.reused:
             prepared = self._commands.resumed(job, held, prepared)
         start = prepared.run_start(base_commit=entered.start_commit, site=self._trees.site)
-        place.store.set_run_start(run_id, start)
+        place.store.runs.set_run_start(run_id, start)
         done = self._commands.run(job, run_id, prepared, stop)
         written = (prepared.prompt_file, prepared.spec.transcript_path, prepared.spec.stderr_path)
         done = settle(self._trees, task, run_id, done, written)
+        if done.success:
+            self._trees.flag_disabled_tests(task.id)
         output_base = os.path.splitext(prepared.spec.transcript_path)[0]
         for _ in range(VERIFY_ROUNDS):
             done, onto = self._verified(held, entered, done, output_base, stop)
@@ -183,12 +199,22 @@ class WorktreeRuns:
             output_base=output_base,
             clock=self._place.clock,
             stop=stop,
+            spent=lambda: verify_retries.spent(self._runs(held.task)),
         )
         return done, onto
 
+    def _runs(self, task: Task) -> list[Run]:
+        """The task's latest runs, newest first (this one, still open, among them), read
+        again while the store is briefly out, as a report is (retries.py)."""
+        retries = 0 if self._verify is None else self._verify.retries
+        runs = self._place.store.runs
+        return retrying(
+            lambda: runs.list_runs(task_id=task.id, limit=retries + HISTORY_RUNS), self._place
+        )
+
     def close(self, held: Held, opened: Opened[None]) -> None:
         """Leave the task's worktree: removed, unless kept or the task is in review."""
-        self._trees.leave(held.task.id)
+        self._trees.leave(held.task.id, held.token)
 
     def end(self) -> None:
         """Stop the command runs' spare output files."""

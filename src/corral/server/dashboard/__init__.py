@@ -3,8 +3,8 @@
 Server-rendered HTML (Jinja2, autoescaped) that reads without JavaScript; htmx and its
 SSE extension (vendored under static/vendor, with their licences) refresh the live parts
 of a page as the event stream says something changed. Each page is a module of its own
-(overview, task_list, task_detail, workers_page, queues_page, schedules_page,
-events_page); each write
+(overview, task_list, task_detail, runs_page, reviews_page, workers_page, queues_page,
+schedules_page, events_page); each write
 is a form that calls the use case the API and the CLI call, after the checks of
 guards.py (session, CSRF, an operator's role). Jinja2 is imported only here.
 
@@ -12,6 +12,7 @@ guards.py (session, CSRF, an operator's role). Jinja2 is imported only here.
     csrf.py      the origin and token every write must carry
     pages.py     rendering, the Content-Security-Policy and the other headers
     task_bulk.py the task list's bulk actions, in batches
+    event_names.py the titles and claim holders a page of events names
     snapshot.py  the overview's figures that cost a pass over the tasks, read off the request
 """
 
@@ -28,6 +29,8 @@ from corral.server.dashboard import (
     login,
     overview,
     queues_page,
+    reviews_page,
+    runs_page,
     schedules_page,
     task_detail,
     task_list,
@@ -42,6 +45,8 @@ ROUTES: list[BaseRoute] = [
     *live.ROUTES,
     *task_list.ROUTES,
     *task_detail.ROUTES,
+    *runs_page.ROUTES,
+    *reviews_page.ROUTES,
     *workers_page.ROUTES,
     *queues_page.ROUTES,
     *schedules_page.ROUTES,

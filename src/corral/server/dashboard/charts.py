@@ -19,7 +19,7 @@ from corral.store import Store
 
 MINUTES = 60
 SERIES = {"task.claimed": "started", "task.completed": "finished", "task.failed": "failed"}
-WIDTH, HEIGHT, BAR = 720, 140, 3
+WIDTH, HEIGHT, BAR = 1200, 160, 5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +43,7 @@ def runs_per_minute(store: Store) -> Minutes:
     now = store.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
     start_at = now - timedelta(minutes=MINUTES)
     counts: list[Counter[str]] = [Counter() for _ in range(MINUTES)]
-    for name, minute, n in store.events_per_minute(tuple(SERIES), start_at):
+    for name, minute, n in store.task_pages.events_per_minute(tuple(SERIES), start_at):
         if 0 <= minute < MINUTES:
             counts[minute][SERIES[name]] += n
     return Minutes(start_at=start_at, counts=counts)

@@ -2,8 +2,9 @@
 
 Three guards, each enough against a plain cross-site form:
 - the session cookie is SameSite=Strict, so another site's page never sends it;
-- a write's `Origin` (else `Referer`) must be this server's own origin, and one of them
-  must be present (browsers send `Origin` on every POST);
+- a write's `Origin` must be this server's own origin, or, without an `Origin`, its
+  `Sec-Fetch-Site` must be `same-origin` (browsers send both on every POST); a write with
+  neither is refused (host_guard.py refuses another site's on every route, API too);
 - a write carries the page's CSRF token (the hidden field `csrf`, or the header
   `X-CSRF-Token` htmx sends): an HMAC of the session cookie under a random secret kept
   in a cookie of its own, which no other site can read. The token is bound to the
@@ -16,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -24,6 +24,7 @@ from starlette.responses import Response
 from corral.server.auth import Denied
 from corral.server.dashboard.forms import Form, one
 from corral.server.dashboard.visitors import SESSION_COOKIE
+from corral.server.host_guard import own_origin
 
 CSRF_COOKIE = "corral_csrf"
 CSRF_FIELD = "csrf"
@@ -72,11 +73,12 @@ def _token(secret: str, session: str) -> str:
 
 
 def _same_origin(request: Request) -> None:
-    """Denied unless `Origin` (or, without it, `Referer`) names this server."""
-    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    """Denied unless `Origin` names this server, or, without it, `Sec-Fetch-Site` says
+    the write came from this origin."""
     origin = request.headers.get("origin")
     if origin is None:
-        referer = urlsplit(request.headers.get("referer", ""))
-        origin = f"{referer.scheme}://{referer.netloc}" if referer.netloc else None
-    if origin != own:
+        same = request.headers.get("sec-fetch-site") == "same-origin"
+    else:
+        same = origin == own_origin(request.scope, request.headers.get("host", ""))
+    if not same:
         raise Denied(403, "a write must come from this dashboard's own pages (Origin)")

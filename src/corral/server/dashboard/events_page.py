@@ -19,9 +19,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.model.events import EVENT_NAMES, Event
 from corral.server.context import store_of
+from corral.server.dashboard import event_names
 from corral.server.dashboard.guards import page
 from corral.server.dashboard.pages import render
 from corral.server.dashboard.visitors import Visitor
@@ -43,7 +44,7 @@ def events_page(request: Request, visitor: Visitor) -> Response:
     store = store_of(request)
     query = event_query(QueryParams(given), store)
     limit = query.flt.limit
-    found = store.events_around(
+    found = store.events.events_around(
         replace(query.flt, limit=limit + 1),  # one more says whether a page lies beyond
         older_than=keys.get("older"),
         newer_than=keys.get("newer"),
@@ -56,6 +57,9 @@ def events_page(request: Request, visitor: Visitor) -> Response:
         visitor,
         "events.html",
         events=events,
+        titles=event_names.task_titles(store, events),
+        actors=event_names.actor_names(store, events),
+        workers=event_names.worker_names(store, [e.worker_id for e in events]),
         names=EVENT_NAMES,
         chosen=query.flt,
         since=request.query_params.get("since", ""),

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 from starlette.requests import Request
 
-from corral import documents
+from corral.foundation import documents
 from corral.server.auth import Denied
 
 MAX_FORM_BYTES = 256 * 1024  # a bulk form of 500 selected ids is about 10 KiB

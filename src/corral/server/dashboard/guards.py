@@ -5,6 +5,9 @@
                   role, then `action` calls its use case and redirects (303) back
     routes(...)   a page and its writes, as a module's ROUTES
 
+The role each route needs is the one server/roles.py declares for it (a page a viewer's,
+a write an operator's).
+
 A write is refused (403) before its use case runs, whatever the page showed, so a viewer
 who forges a form changes nothing. A use case's refusal (a task that is not failed, a
 merge that conflicts) is shown on an error page with its status and its one line.
@@ -19,12 +22,19 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from corral.errors import CorralError
+from corral.foundation.errors import CorralError
 from corral.server.auth import Denied
 from corral.server.dashboard import csrf
 from corral.server.dashboard.forms import Form, read_form
 from corral.server.dashboard.pages import SECURITY_HEADERS, login_url, render_bare
-from corral.server.dashboard.visitors import LoginNeeded, NotAllowed, Visitor, visitor_of
+from corral.server.dashboard.visitors import (
+    LoginNeeded,
+    NotAllowed,
+    Visitor,
+    allowed,
+    visitor_of,
+)
+from corral.server.roles import declared
 
 View = Callable[[Request, Visitor], Response]
 Action = Callable[[Request, Visitor, Form], Response]
@@ -36,7 +46,7 @@ def page(view: View) -> Endpoint:
 
     async def endpoint(request: Request) -> Response:
         try:
-            visitor = await run_in_threadpool(visitor_of, request)
+            visitor = await run_in_threadpool(visitor_of, request, declared(request))
             response: Response = await run_in_threadpool(view, request, visitor)
         except LoginNeeded:
             return RedirectResponse(login_url(request), 303, headers=SECURITY_HEADERS)
@@ -55,10 +65,7 @@ def write(action: Action) -> Endpoint:
             form = await read_form(request)
             visitor = await run_in_threadpool(visitor_of, request)
             csrf.check(request, form)
-            if not visitor.may_write:
-                raise NotAllowed(
-                    f"this needs an operator token; {visitor.name!r} is a {visitor.role}"
-                )
+            allowed(visitor, declared(request))
             response: Response = await run_in_threadpool(action, request, visitor, form)
         except LoginNeeded:
             return render_bare(request, "error.html", 401, message="sign in first")

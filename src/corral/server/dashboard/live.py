@@ -15,18 +15,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.model.following import parse_cursor
+from corral.model.event_cursors import parse_cursor
 from corral.server import stream
 from corral.server.context import store_of
 from corral.server.dashboard.visitors import LoginNeeded, NotAllowed, visitor_of
 from corral.server.event_query import EventQuery, event_query
 from corral.server.events import LAST_EVENT_ID
+from corral.server.roles import declared
 
 
 async def live(request: Request) -> Response:
     """The events of the page's filters as Server-Sent Events, for a signed-in visitor."""
     try:
-        await run_in_threadpool(visitor_of, request)
+        await run_in_threadpool(visitor_of, request, declared(request))
     except (LoginNeeded, NotAllowed):
         return Response("sign in first\n", 401, media_type="text/plain")
     query = await run_in_threadpool(_query, request)

@@ -2,7 +2,7 @@
 
 GET  /login?next=PATH   the form
 POST /login             token, next: the token is checked and a session opened with it
-                        (corral/dashboard_sessions.py), kept in the session cookie
+                        (corral/usecases/sign_ins.py), kept in the session cookie
                         (HttpOnly, SameSite=Strict, Secure over HTTPS); a wrong one shows
                         the form again, 401
 POST /logout            the session is ended in the store and the cookie cleared: a copy
@@ -16,14 +16,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral.dashboard_sessions import sign_in as open_session
-from corral.dashboard_sessions import sign_out as end_session
 from corral.server.auth import Denied
 from corral.server.context import store_of
 from corral.server.dashboard import csrf
 from corral.server.dashboard.forms import Form, one, read_form
 from corral.server.dashboard.pages import redirect, render_bare
 from corral.server.dashboard.visitors import SESSION_COOKIE
+from corral.usecases.sign_ins import sign_in as open_session
+from corral.usecases.sign_ins import sign_out as end_session
 
 SESSION_MAX_AGE_S = 12 * 3600  # the browser forgets the token after a working day
 

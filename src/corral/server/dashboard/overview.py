@@ -20,18 +20,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from corral import reviews, usage
+from corral.foundation.settings import Settings
 from corral.model.states import TaskStatus
 from corral.model.tasks import Task, TaskFilter
-from corral.reviews import PendingReview
 from corral.server.context import store_of
 from corral.server.dashboard import charts
 from corral.server.dashboard.guards import page
 from corral.server.dashboard.pages import render
 from corral.server.dashboard.snapshot import Snapshot
 from corral.server.dashboard.visitors import Visitor
-from corral.settings import Settings
 from corral.store import Store
+from corral.usecases import reviews, usage
+from corral.usecases.reviews import PendingReview
 
 RELOAD_AFTER_S = 1  # a page shown with figures behind the log loads itself again after this
 WAITING_SHOWN = 20  # the oldest tasks waiting for a person, by name; the count says the rest
@@ -82,19 +82,20 @@ def task_figures(store: Store, settings: Settings) -> Snapshot[TaskFigures]:
     def read() -> TaskFigures:
         stale_after_s = settings.review_stale_after_s
         return TaskFigures(
-            store.task_gauges(),
+            store.tasks.task_gauges(),
             reviews.pending(store, stale_after_s=stale_after_s),
-            store.list_tasks(TaskFilter(statuses=(TaskStatus.WAITING,), limit=WAITING_SHOWN)),
+            store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.WAITING,), limit=WAITING_SHOWN)),
         )
 
-    return Snapshot(read, store.events_head)
+    return Snapshot(read, store.events.events_head)
 
 
 def overview(request: Request, visitor: Visitor) -> Response:
     """The overview page."""
     store = store_of(request)
     snapshots: TaskFiguresByNamespace = request.app.state.task_figures
-    figures = snapshots.of(store.namespace).get()
+    opened = request.headers.get("hx-request") is None  # not a live region's fetch
+    figures = snapshots.of(store.namespace).get(fresh=opened)
     by_queue: dict[str, Counter[str]] = defaultdict(Counter)
     for queue, _kind, status, n in figures.value.gauges:
         by_queue[queue][status] += n
@@ -102,7 +103,7 @@ def overview(request: Request, visitor: Visitor) -> Response:
     for counts in by_queue.values():
         by_status.update(counts)
     minutes = charts.runs_per_minute(store)
-    workers = Counter(str(w.status) for w in store.list_workers())
+    workers = Counter(str(w.status) for w in store.workers.list_workers())
     return render(
         request,
         visitor,
@@ -118,7 +119,7 @@ def overview(request: Request, visitor: Visitor) -> Response:
         waiting=figures.value.waiting,
         asking=figures.value.asking,
         reload_after_s=None if figures.current else RELOAD_AFTER_S,
-        orchestrator=store.get_orchestrator(),
+        orchestrator=store.orchestrators.get_orchestrator(),
         repairs=_repairs(store),
         now=store.now(),
     )
@@ -128,7 +129,7 @@ def _repairs(store: Store) -> list[tuple[str, int]]:
     """How many of each repair the reconciler made in the last hour, the most first."""
     since_at = store.now() - timedelta(hours=1)
     found: Counter[str] = Counter()
-    for name, _minute, n in store.events_per_minute(REPAIRS, since_at):
+    for name, _minute, n in store.task_pages.events_per_minute(REPAIRS, since_at):
         found[name] += n
     return found.most_common()
 

@@ -17,7 +17,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from corral.durations import format_duration
+from corral.foundation.durations import format_age, format_duration
 from corral.server.dashboard import csrf
 from corral.server.dashboard.visitors import Visitor
 
@@ -52,7 +52,17 @@ _env = jinja2.Environment(
     lstrip_blocks=True,
 )
 _env.filters["duration"] = lambda s: "" if s is None else format_duration(max(0.0, float(s)))
+_env.filters["age"] = lambda s: "" if s is None else format_age(float(s))
 _env.filters["when"] = lambda t: "" if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`n` and the noun that agrees with it: 1 run, 2 runs, 0 runs (`many`: an irregular
+    plural)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+_env.filters["plural"] = plural
 
 
 def render(

@@ -12,14 +12,14 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from corral import queues, usage
-from corral.errors import InvalidInput
+from corral.foundation.errors import InvalidInput
 from corral.server.context import store_of
 from corral.server.dashboard.forms import Form, one
 from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.visitors import Visitor
 from corral.server.paths import path_id
+from corral.usecases import queues, usage
 
 LIMITS = ("max_ready", "max_running", "rate")
 

@@ -12,20 +12,20 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from corral import schedules
 from corral.server.context import settings_of, store_of
 from corral.server.dashboard.forms import Form
 from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.visitors import Visitor
 from corral.server.paths import path_id
+from corral.usecases import schedules
 
 NEXT_FIRES = 3
 
 
 def schedules_page(request: Request, visitor: Visitor) -> Response:
     """Every schedule with its next fire times."""
-    found = store_of(request).list_schedules()
+    found = store_of(request).schedules.list_schedules()
     return render(
         request,
         visitor,

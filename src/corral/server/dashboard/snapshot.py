@@ -12,8 +12,10 @@ time. A request that finds the head moved since is answered from the figures hel
 starts one refresh in a thread, no sooner than `min_interval_s` after the last: a busy
 fleet costs one pass a second while someone watches, an idle one none. The page says
 whether its figures are current (`Reading.current`); one that is not asks to be loaded
-again shortly (overview.html), so the last change before a quiet spell still shows. Only
-the first read after the server starts is made while the request waits.
+again shortly (overview.html), so the last change before a quiet spell still shows. A
+page opened (`get(fresh=True)`) waits for figures as new as the log: its figures are
+current when it opens, at the cost of one pass when the log moved since the last; the
+live region's fetches, which a busy fleet makes every second, never wait.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from corral.clock import SystemClock
+from corral.foundation.clock import SystemClock
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -58,19 +60,27 @@ class Snapshot(Generic[T]):
         self._clock = SystemClock().monotonic if clock is None else clock
         self._min_interval_s = min_interval_s
         self._lock = threading.Lock()
+        self._reading = threading.Lock()  # held while the figures are read: one read at a time
         self._held: tuple[Hashable, float, T] | None = None  # (head, read at, figures)
         self._refreshing = False
 
-    def get(self) -> Reading[T]:
-        """The figures held (read now if none is); a refresh started if they are behind."""
+    def get(self, *, fresh: bool = False) -> Reading[T]:
+        """The figures held (read now if none is); a refresh started if they are behind.
+        With `fresh`, figures behind the head are read again now, in the caller's thread."""
         head = self._head()
+        if fresh:
+            return self._fresh(head)
         with self._lock:
             held = self._held
             due = held is not None and held[0] != head and self._due(held[1])
             if due:
                 self._refreshing = True
         if due:
-            self._spawn(self._refresh)
+
+            def refresh() -> None:
+                self._refresh(unless_at=head)  # a page opened meanwhile may have read it
+
+            self._spawn(refresh)
         if held is None:
             self._refresh()
             held = self._held
@@ -80,20 +90,38 @@ class Snapshot(Generic[T]):
     def _due(self, read_at: float) -> bool:
         return not self._refreshing and self._clock() - read_at >= self._min_interval_s
 
-    def _refresh(self) -> None:
+    def _fresh(self, head: Hashable) -> Reading[T]:
+        """The figures of `head` or later: read now unless those held are of `head` (or a
+        read that waited for another's finds them so)."""
+        current = self._refresh(unless_at=head)
+        held = self._held
+        assert held is not None  # a first read that failed raised
+        return Reading(value=held[2], current=current)
+
+    def _refresh(self, unless_at: Hashable | None = None) -> bool:
         """Read the figures, the head first: a change made meanwhile leaves them behind
-        the next head, so the next request refreshes again."""
+        the next head, so the next request refreshes again. One read at a time; none
+        when those held are of `unless_at`. Whether the figures held are now as new."""
+        with self._reading:
+            try:
+                return self._read_unless(unless_at)
+            finally:
+                with self._lock:
+                    self._refreshing = False
+
+    def _read_unless(self, unless_at: Hashable | None) -> bool:
+        held = self._held
+        if unless_at is not None and held is not None and held[0] == unless_at:
+            return True
         try:
             head = self._head()
             started = self._clock()
             value = self._read()
-        except Exception:  # a thread's failure: keep the figures held, the next request retries
-            with self._lock:
-                self._refreshing = False
-            if self._held is None:
+        except Exception:  # keep the figures held: the next request retries
+            if held is None:
                 raise
             log.exception("dashboard snapshot: reading the figures failed")
-            return
+            return False
         with self._lock:
             self._held = (head, started, value)
-            self._refreshing = False
+        return True

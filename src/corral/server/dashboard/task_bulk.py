@@ -28,8 +28,7 @@ from dataclasses import replace
 from starlette.requests import Request
 from starlette.responses import Response
 
-from corral import tasks
-from corral.errors import CorralError, InvalidInput
+from corral.foundation.errors import CorralError, InvalidInput
 from corral.model.task_pages import TaskQuery, TaskSort, parse_page_key
 from corral.server.context import store_of
 from corral.server.dashboard.forms import Form, one
@@ -37,6 +36,7 @@ from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.task_filters import filter_pairs, link, task_query
 from corral.server.dashboard.visitors import Visitor
 from corral.store import Store
+from corral.usecases import tasks
 
 BULK_LIMIT = 100_000  # the most tasks one confirmed run touches
 BATCH = 500  # tasks per request: a second or so of single-task transactions
@@ -58,7 +58,7 @@ def bulk(request: Request, visitor: Visitor, form: Form) -> Response:
         request.app.state.work_signal.notify()  # retried tasks are ready: wake claims
         return redirect(request, back, _note(action, done, skipped))
     if one(form, "batch") in ("", "start"):  # a run's first request: count, ask, check
-        count = store.count_task_page(query, cap=BULK_LIMIT + 1)
+        count = store.task_pages.count_task_page(query, cap=BULK_LIMIT + 1)
         if one(form, "confirm") != str(count):
             return _confirmation(request, visitor, form, count, query)
     return _next_batch(request, visitor, form, query, do)
@@ -96,7 +96,7 @@ def _next_batch(
     found = None
     if left > 0:
         batch = replace(query, sort=TaskSort.OLDEST, after=after, limit=min(BATCH, left))
-        found = store_of(request).task_page(batch)
+        found = store_of(request).task_pages.task_page(batch)
     if found is not None:
         more_done, more_skipped = _apply(do, [t.id for t in found.tasks])
         done, skipped = done + more_done, skipped + more_skipped

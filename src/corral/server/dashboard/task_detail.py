@@ -6,7 +6,7 @@ GET  /tasks/{id}?run=RUN&before=OFFSET   the page; `run` picks the transcript (d
                                          `part=transcript`: the transcript alone (no git)
 POST /tasks/{id}/retry | cancel          corral retry / cancel
 POST /tasks/{id}/answer                  corral answer, with the form's `answer`
-POST /tasks/{id}/approve                 corral approve (pins the branch's head)
+POST /tasks/{id}/approve                 corral approve --commit, the head the page showed
 POST /tasks/{id}/request-changes         corral request-changes, with the form's `note`
 POST /tasks/{id}/merge                   corral merge, with `worktree.merge_strategy`
 
@@ -22,15 +22,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from corral import reviews, tasks, usage
-from corral.errors import CorralError, NotFound
+from corral.foundation.errors import CorralError, InvalidInput, NotFound
+from corral.model import waiting
+from corral.model.budgets import parse_raise
 from corral.model.reviews import MergeStrategy
 from corral.model.runs import Run
 from corral.model.subtasks import MAX_CHILDREN
 from corral.model.tasks import TaskFilter
-from corral.reviews import Branches
 from corral.server.context import settings_of, store_of
-from corral.server.dashboard import transcripts
+from corral.server.dashboard import event_names, transcripts
 from corral.server.dashboard.forms import Form, one
 from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
@@ -38,6 +38,8 @@ from corral.server.dashboard.visitors import Visitor
 from corral.server.paths import path_id
 from corral.server.run_output import output_path
 from corral.store import Store
+from corral.usecases import reviews, tasks, usage
+from corral.usecases.reviews import Branches
 
 TIMELINE = 200  # the newest events of the task shown
 RUNS = 50
@@ -47,8 +49,8 @@ MAX_DIFF_CHARS = 400_000
 def task_page(request: Request, visitor: Visitor) -> Response:
     """The task page."""
     store = store_of(request)
-    task = store.get_task(path_id(request, "task_id", "task"))
-    runs = store.list_runs(task_id=task.id, limit=RUNS)
+    task = store.tasks.get_task(path_id(request, "task_id", "task"))
+    runs = store.runs.list_runs(task_id=task.id, limit=RUNS)
     chosen = _chosen_run(runs, request.query_params.get("run"))
     window = _window(store, chosen, request.query_params.get("before"))
     if request.query_params.get("part") == "transcript":  # a live refresh of it alone
@@ -61,20 +63,22 @@ def task_page(request: Request, visitor: Visitor) -> Response:
             window=window,
             request_before=request.query_params.get("before"),
         )
+    events = store.task_pages.task_timeline(task.id, TIMELINE)
     return render(
         request,
         visitor,
         "task.html",
         live=f"/live?limit=0&task={task.id}",
         task=task,
-        blocked_by=store.dependency_statuses(task.id),
-        blocking=store.task_dependents(task.id),
-        children=store.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN)),
-        events=store.task_timeline(task.id, TIMELINE),
+        blocked_by=store.tasks.dependency_statuses(task.id),
+        blocking=store.task_pages.task_dependents(task.id),
+        children=store.tasks.list_tasks(TaskFilter(parent_id=task.id, limit=MAX_CHILDREN)),
+        events=events,
+        actors=event_names.actor_names(store, events),
         runs=runs,
         totals=usage.task_totals(store, task.id),
         run=chosen,
-        artifacts=store.run_artifacts(chosen.id) if chosen is not None else [],
+        artifacts=store.artifacts.run_artifacts(chosen.id) if chosen is not None else [],
         window=window,
         review=_review(request, task.id) if task.branch else None,
         review_states=reviews.PENDING,
@@ -106,20 +110,22 @@ def _window(store: Store, run: Run | None, before: str | None) -> transcripts.Wi
 def _review(request: Request, task_id: str) -> dict[str, Any]:
     """The review and the diff of the task's branch; git's refusal as a line to show."""
     try:
-        shown = reviews.show(store_of(request), task_id, _branches(request), full_diff=True)
+        shown = reviews.show(store_of(request), task_id, branches_of(request), full_diff=True)
     except CorralError as exc:
-        return {"problem": exc.message}
-    diff = shown.diff or ""
+        return {"problem": exc.message, "head": None}
+    diff = shown.diff  # None: no base to compare with yet (a task still running)
     return {
         "problem": None,
         "review": shown.review,
+        "head": shown.head,
         "stat": shown.diff_stat,
-        "diff": diff[:MAX_DIFF_CHARS],
-        "cut": len(diff) > MAX_DIFF_CHARS,
+        "diff": None if diff is None else diff[:MAX_DIFF_CHARS],
+        "cut": diff is not None and len(diff) > MAX_DIFF_CHARS,
     }
 
 
-def _branches(request: Request) -> Callable[[], Branches]:
+def branches_of(request: Request) -> Callable[[], Branches]:
+    """The repository `corral serve` runs in, opened when a use case first needs git."""
     settings = settings_of(request)
 
     def opened() -> Branches:
@@ -148,23 +154,42 @@ def cancel(request: Request, visitor: Visitor, form: Form) -> Response:
 
 
 def answer(request: Request, visitor: Visitor, form: Form) -> Response:
-    """corral answer: a waiting task back to ready, its next run told the form's answer."""
-    task = tasks.answer(store_of(request), path_id(request, "task_id", "task"), one(form, "answer"))
+    """corral answer: a waiting task back to ready, its next run told the form's answer
+    (and its budget raised by the form's `budget`, when given)."""
+    raised = one(form, "budget").strip()  # a wait at a budget: `+1.50`, `+500k`
+    text = one(form, "answer")
+    decision = one(form, "decision")  # a permission's Allow or Deny (the answer: why not)
+    if decision:
+        text = waiting.permission_answer(_allowed(decision), text)
+    task = tasks.answer(
+        store_of(request),
+        path_id(request, "task_id", "task"),
+        text,
+        budget=parse_raise("budget", raised) if raised else None,
+    )
     request.app.state.work_signal.notify()
     return redirect(request, _back(task.id), "Answered: the task is ready again.")
 
 
+def _allowed(decision: str) -> bool:
+    """A permission form's decision: allow or deny; InvalidInput otherwise."""
+    if decision not in (waiting.ALLOW, waiting.DENY):
+        raise InvalidInput("decision", "allow or deny", decision)
+    return decision == waiting.ALLOW
+
+
 def approve(request: Request, visitor: Visitor, form: Form) -> Response:
-    """corral approve, at the branch's head."""
+    """corral approve, at the branch's head, if it is still the one the page showed."""
     task_id = path_id(request, "task_id", "task")
     note = one(form, "note").strip() or None
     require_rebase = settings_of(request).review_require_rebase
     reviews.approve(
         store_of(request),
         task_id,
-        branches=_branches(request),
+        branches=branches_of(request),
         note=note,
         require_rebase=require_rebase,
+        seen=one(form, "commit").strip() or None,  # the head the page showed
     )
     return redirect(request, _back(task_id), "Approved at the branch's head.")
 
@@ -182,7 +207,7 @@ def merge(request: Request, visitor: Visitor, form: Form) -> Response:
     task_id = path_id(request, "task_id", "task")
     strategy = MergeStrategy(settings_of(request).worktree.merge_strategy)
     result = reviews.merge(
-        store_of(request), task_id, branches=_branches(request), strategy=strategy
+        store_of(request), task_id, branches=branches_of(request), strategy=strategy
     )
     if result.conflicts:
         note = "Merge conflict in " + ", ".join(result.conflicts) + ": the task is ready again."

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlencode
 
-from corral import documents
-from corral.errors import InvalidInput
+from corral.foundation import documents
+from corral.foundation.errors import InvalidInput
 from corral.model.task_pages import TaskQuery, TaskSort, parse_page_key
 from corral.model.tasks import check_name
 from corral.server import params

@@ -25,7 +25,7 @@ LIVE = "/live?limit=0"  # every event: any may change a row
 def task_list(request: Request, visitor: Visitor) -> Response:
     """A page of the tasks the query string's filters match."""
     query = task_query({k: request.query_params.getlist(k) for k in request.query_params})
-    found = store_of(request).task_page(query)
+    found = store_of(request).task_pages.task_page(query)
     return render(
         request,
         visitor,

@@ -4,8 +4,10 @@ A transcript may be 50 MB: the page reads only a window of WINDOW_BYTES (the las
 first, then earlier ones by `before=OFFSET`), starting at a line's beginning, and never
 the whole file. Each line of stream-json (Claude Code's `--output-format stream-json`,
 Codex's `--json`) becomes a turn: the assistant's text, a tool call with its input, a
-tool's result, the final result with its cost; other JSON lines show their type and
-their JSON; plain lines are kept together as text. All text goes through ansi.py.
+tool's result, the final result with its cost; the lines that open an agent's session
+(Claude Code's init, Codex's thread, aider's banner: sessions.py) one summary line; other
+JSON lines show their type and their JSON; plain lines are kept together as text. All
+text goes through ansi.py.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from corral.server.dashboard.ansi import to_html
+from corral.server.dashboard.sessions import aider_banner, session_line
 
 WINDOW_BYTES = 256 * 1024
 MAX_PART_CHARS = 20_000  # the most of one tool result or input shown
@@ -71,13 +74,27 @@ def fold(text: str) -> list[Turn]:
         if parsed is None:
             plain.append(line)
             continue
-        if plain:
-            turns.append(Turn(kind="text", heading="Output", body=to_html("\n".join(plain))))
-            plain = []
+        turns.extend(_plain(plain))
+        plain = []
         turns.extend(_turns_of(parsed))
-    if plain:
-        turns.append(Turn(kind="text", heading="Output", body=to_html("\n".join(plain))))
+    turns.extend(_plain(plain))
     return turns
+
+
+def _plain(lines: list[str]) -> list[Turn]:
+    """The turn of plain lines gathered (none of none), aider's banner a session line."""
+    turns = []
+    banner = aider_banner(lines)
+    if banner is not None:
+        turns.append(_session(banner[0]))
+        lines = banner[1]
+    if lines:
+        turns.append(Turn(kind="text", heading="Output", body=to_html("\n".join(lines))))
+    return turns
+
+
+def _session(line: str) -> Turn:
+    return Turn(kind="session", heading="Session", body=to_html(line))
 
 
 def _json_object(line: str) -> dict[str, Any] | None:
@@ -91,6 +108,9 @@ def _json_object(line: str) -> dict[str, Any] | None:
 
 
 def _turns_of(message: dict[str, Any]) -> list[Turn]:
+    session = session_line(message)
+    if session is not None:
+        return [_session(session)] if session else []
     kind = message.get("type")
     if kind in ("assistant", "user") and isinstance(message.get("message"), dict):
         content = message["message"].get("content")

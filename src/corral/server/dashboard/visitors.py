@@ -1,14 +1,15 @@
 """Who is looking at the dashboard: the token of the session cookie, or the loopback.
 
 A browser cannot send `Authorization` on a link or an EventSource, so the dashboard's
-login form takes a token, opens a session with it (corral/dashboard_sessions.py) and
+login form takes a token, opens a session with it (corral/usecases/sign_ins.py) and
 keeps the session's id and secret in a cookie (HttpOnly: no script reads it;
 SameSite=Strict: no other site's page sends it; Secure over HTTPS). Every request checks
 the session and its token again (`session_token`), so signing out, or a revoked or
 expired token, ends the session at once. As long as no token exists the server listens
-on loopback only (serve_cmds.py), and a request from the loopback is let in as an
-operator without one, as `corral` on the same host would be. A signed-in visitor sees
-the token's namespace; the loopback without a token sees `default`.
+on loopback only (serve_cmds.py), and a request from the loopback that names a Host
+host_guard.py knows is let in as an operator without one, as `corral` on the same host
+would be. A signed-in visitor sees the token's namespace; the loopback without a token
+sees `default`.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from corral.dashboard_sessions import session_token
-from corral.model.tokens import Role, Token
+from corral.model.api_tokens import ApiToken, Role
 from corral.server.auth import RANK
 from corral.server.context import store_of
+from corral.usecases.sign_ins import session_token
 
 SESSION_COOKIE = "corral_session"
 LOOPBACK_NAME = "loopback"
@@ -31,7 +32,7 @@ LOOPBACK_NAME = "loopback"
 class Visitor:
     """Who asks, as the dashboard knows them: a token, or the loopback (no token exists)."""
 
-    token: Token | None
+    token: ApiToken | None
 
     @property
     def name(self) -> str:
@@ -57,15 +58,22 @@ class NotAllowed(Exception):
     """The visitor's role is below what the request needs (403)."""
 
 
-def visitor_of(request: Request, role: Role = Role.VIEWER) -> Visitor:
+def visitor_of(request: Request, role: Role | None = Role.VIEWER) -> Visitor:
     """The visitor of `request` if their role is `role` or above; LoginNeeded when there
     is no usable session, NotAllowed when the role is too low. Reads the store."""
     found = _visitor(request)
     if found is None:
         raise LoginNeeded
-    if RANK[found.role] < RANK[role]:
-        raise NotAllowed(f"this needs a {role} token; {found.name!r} is a {found.role} token")
+    allowed(found, role)
     return found
+
+
+def allowed(visitor: Visitor, role: Role | None) -> None:
+    """NotAllowed unless `visitor`'s role is `role` or above (None: any visitor)."""
+    if role is not None and RANK[visitor.role] < RANK[role]:
+        raise NotAllowed(
+            f"this needs {role.article} token; {visitor.name!r} is {visitor.role.article} token"
+        )
 
 
 def _visitor(request: Request) -> Visitor | None:
@@ -76,9 +84,16 @@ def _visitor(request: Request) -> Visitor | None:
         # A browser names no namespace: the dashboard shows the token's (context.store_of).
         request.state.namespace = token.namespace
         return Visitor(token=token)
-    if _from_loopback(request) and not store.any_usable_token():
+    local = _from_loopback(request) and not _foreign_host(request)
+    if local and not store.api_tokens.any_usable_token():
         return Visitor(token=None)
     return None
+
+
+def _foreign_host(request: Request) -> bool:
+    """Whether the request named a Host other than the loopback's (host_guard.py let it
+    through because a token existed a moment ago): never the loopback's operator."""
+    return bool(getattr(request.state, "foreign_host", False))
 
 
 def _from_loopback(request: Request) -> bool:

@@ -1,6 +1,7 @@
 """The workers page: every worker with its host, process, task and for how long, heartbeat,
 claims, totals, restarts, and the CPU and memory of its runner and of its agents' process
-trees (what the heartbeat carries: runtime/worker/tree_metrics.py); drain and stop.
+trees (what the heartbeat carries: runtime/worker/tree_metrics.py); drain and stop. Below,
+the pool's slots as the orchestrator last reported them, a row each.
 
 GET  /workers
 POST /workers/{id}/drain   `corral worker drain`: finish what it holds, claim nothing more
@@ -13,7 +14,6 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from corral import workers
 from corral.model.states import TaskStatus
 from corral.model.tasks import TaskFilter
 from corral.model.workers import restart_counts
@@ -23,6 +23,7 @@ from corral.server.dashboard.guards import routes
 from corral.server.dashboard.pages import redirect, render
 from corral.server.dashboard.visitors import Visitor
 from corral.server.paths import path_id
+from corral.usecases import workers
 
 MAX_RUNNING = 10_000  # the running tasks read to show what each worker holds
 
@@ -30,12 +31,12 @@ MAX_RUNNING = 10_000  # the running tasks read to show what each worker holds
 def workers_page(request: Request, visitor: Visitor) -> Response:
     """Every worker, oldest first, each with the tasks it runs."""
     store = store_of(request)
-    running = store.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,), limit=MAX_RUNNING))
+    running = store.tasks.list_tasks(TaskFilter(statuses=(TaskStatus.RUNNING,), limit=MAX_RUNNING))
     held: dict[str, list[object]] = {}
     for task in running:
         if task.worker_id is not None:
             held.setdefault(task.worker_id, []).append(task)
-    found = store.list_workers()
+    found = store.workers.list_workers()
     return render(
         request,
         visitor,
@@ -45,7 +46,8 @@ def workers_page(request: Request, visitor: Visitor) -> Response:
         restarts=restart_counts(found),
         held=held,
         now=store.now(),
-        slots=store.get_orchestrator().slots,
+        slots=store.orchestrators.get_orchestrator().slots,
+        names={w.id: w.name for w in found},
     )
 
 

@@ -74,12 +74,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from corral.clock import Clock
-from corral.errors import SchemaTooNew, StoreError
+from corral.foundation.clock import Clock
+from corral.foundation.errors import SchemaTooNew, StoreError
 from corral.model.namespaces import DEFAULT_NAMESPACE
 from corral.store.driver import Json
+from corral.store.postgres import instants
+from corral.store.postgres.connections import FollowerListener, LeaderLock, Listener
 from corral.store.postgres.errors import describe
-from corral.store.postgres.sessions import FollowerListener, LeaderLock, Listener
 from corral.store.queries import load_queries, migration_files, read_sql_file, sql_path
 from corral.store.urls import safe_url
 
@@ -257,6 +258,10 @@ class _Pending:
         return self._cursor.rowcount
 
 
+# Every connection's adapters: timestamptz past the calendar reads as its edge.
+_CONTEXT = instants.adapters()
+
+
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
@@ -288,7 +293,7 @@ class PostgresDriver:
     def _connect(self) -> psycopg.Connection[Any]:
 
         try:
-            return psycopg.connect(self._conninfo, autocommit=True)
+            return psycopg.connect(self._conninfo, autocommit=True, context=_CONTEXT)
         except psycopg.Error as exc:
             raise StoreError(describe(self.url, exc)) from None
 
@@ -303,7 +308,7 @@ class PostgresDriver:
 
         pool: ConnectionPool = ConnectionPool(
             self._conninfo,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "context": _CONTEXT},
             min_size=1,
             max_size=POOL_MAX,
             timeout=POOL_WAIT_S,
@@ -490,7 +495,7 @@ class PostgresDriver:
             f"corral knows ({latest}): upgrade corral"
         )
 
-    # -- sessions of their own (store/postgres/sessions.py) -------------------------------
+    # -- sessions of their own (store/postgres/connections.py) -------------------------------
 
     def wake_on_work(self, wake: threading.Event) -> Callable[[], None]:
         """Set `wake` whenever a task becomes ready (LISTEN); the function that stops it."""

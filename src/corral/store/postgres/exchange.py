@@ -8,7 +8,9 @@ not the client waits for it (bench/pg_claim_cycle.py). The exchange's steps
 it reports and claims, and `corral done` one round trip in all.
 
 The function decides nothing the store does not hand it: failures arrive with their retry
-decided, the statuses each step may start from arrive from corral.model.states, and a
+decided, a completion's review or done as a table of the decision (`completed_to`,
+model/exchange.py), a report from outside a run with what its run notes (`reported`), the
+statuses each step may start from from corral.model.states, and a
 refusal comes back as rows (stale reports; the worker's status when nothing was claimed)
 for store/exchange.py's callers to raise their own errors from, exactly as on SQLite.
 
@@ -22,11 +24,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from corral import errors
-from corral.ids import RUN_PREFIX, new_id
+from corral.foundation import errors
+from corral.foundation.ids import RUN_PREFIX, new_id
 from corral.model.backoff import GiveUp, Retry
-from corral.model.batches import ClaimAsk, Exchanged, Held, Report, RunStart
 from corral.model.claims import Claim
+from corral.model.exchange import (
+    COMPLETED_TO,
+    REPORTED,
+    ClaimAsk,
+    Exchanged,
+    Held,
+    Report,
+    RunStart,
+)
 from corral.model.states import ALLOWED_FROM, CLAIMING, ClaimStatus, WorkerStatus
 from corral.store import rows
 from corral.store.claim_refusals import at_capacity, cannot_claim
@@ -44,6 +54,8 @@ _ALLOWED = {
     for action in ("complete", "fail", "defer", "release", "wait", "unblock")
 }
 _CLAIMING = "{" + ",".join(sorted(CLAIMING)) + "}"
+# Review or done (model/exchange.py), in the order the function indexes it.
+_COMPLETED_TO = "{" + ",".join(COMPLETED_TO) + "}"
 
 
 def exchange_on_server(
@@ -70,6 +82,7 @@ def exchange_on_server(
         run=None if run is None else Json(run._asdict()),
         run_ids=[new_id(RUN_PREFIX) for _ in range(limit)] if run is not None else [],
         claiming=_CLAIMING,
+        completed_to=_COMPLETED_TO,
         return_tasks=return_tasks,
         **_ALLOWED,
     )
@@ -116,6 +129,8 @@ def _report(r: Report) -> dict[str, Any]:
         "run_at": None if r.run_at is None else r.run_at.isoformat(),
         "reason": r.reason,
     }
+    if r.run_id is None:  # from outside a run: what its claim's open run notes
+        out["reported"] = REPORTED.get(r.action)
     if isinstance(r.retry, Retry):
         out["retry_delay_s"] = r.retry.delay_s
     elif isinstance(r.retry, GiveUp):

@@ -11,12 +11,17 @@ Everything else, such as redirects, proxies, cookies and compression, corral doe
 
 Limits keep a wrong or hostile peer from growing memory without bound: a status or
 header line of at most 64 KiB, at most 100 header lines. A malformed answer is an
-`HttpError`, which the store reports as the server unreachable (exit 3).
+`HttpError`, which the store reports as the server unreachable (exit 3). Nor may it hold
+a request without bound: `timeout_s` is the whole request's time, from connecting to the
+last byte of the answer, not each read's (a peer that sends a byte a second would
+otherwise keep a read alive for ever): every read waits only for what is left of it.
 """
 
 from __future__ import annotations
 
+import io
 import socket
+import time
 from typing import Any
 
 MAX_LINE = 65536
@@ -32,27 +37,33 @@ class Connection:
     peer closes it. `sock` is the open socket (None when closed): callers may test it for
     a close while idle, or shut it down to cut a request in flight on another thread."""
 
-    def __init__(self, host: str, port: int | None, *, tls: bool, timeout: float) -> None:
+    def __init__(self, host: str, port: int | None, *, tls: bool, timeout_s: float) -> None:
         self.host = host
         self.port = port or (443 if tls else 80)
         self.tls = tls
-        self.timeout = timeout
+        self.timeout_s = timeout_s  # a whole request's bound (module doc)
         self.sock: socket.socket | None = None
         self._file: Any = None
+        self._reader: _DeadlineReader | None = None
 
     def request(
         self, method: str, target: str, body: bytes | None, headers: dict[str, str]
     ) -> tuple[int, bytes]:
         """Send one request; its status and whole body. OSError (HttpError among them) on
         any failure, after which the connection is closed."""
+        deadline = time.monotonic() + self.timeout_s
         try:
             if self.sock is None:
                 self._open()
-            assert self.sock is not None
-            self.sock.settimeout(self.timeout)
+            assert self.sock is not None and self._reader is not None
+            self._reader.deadline = deadline
+            self.sock.settimeout(self.timeout_s)  # sendall's bound is its whole time
             self.sock.sendall(_head(method, target, self._authority(), body, headers))
             status, fields = self._read_head()
             data = self._read_body(method, status, fields)
+        except TimeoutError:
+            self.close()
+            raise TimeoutError(f"no whole answer within {self.timeout_s:g} s") from None
         except BaseException:
             self.close()
             raise
@@ -61,7 +72,7 @@ class Connection:
         return status, data
 
     def close(self) -> None:
-        sock, file, self.sock, self._file = self.sock, self._file, None, None
+        sock, file, self.sock, self._file, self._reader = self.sock, self._file, None, None, None
         if file is not None:
             file.close()
         if sock is not None:
@@ -73,14 +84,15 @@ class Connection:
         # An ASCII host goes to getaddrinfo as bytes: a str host is encoded with the idna
         # codec, whose first import costs every remote command about 5 ms.
         named: Any = self.host.encode("ascii") if self.host.isascii() else self.host
-        sock = socket.create_connection((named, self.port), self.timeout)
+        sock = socket.create_connection((named, self.port), self.timeout_s)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.tls:
             import ssl  # noqa: PLC0415  # only an https:// server pays for it
 
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
         self.sock = sock
-        self._file = sock.makefile("rb")
+        self._reader = _DeadlineReader(sock)
+        self._file = io.BufferedReader(self._reader)
 
     def _authority(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -156,6 +168,25 @@ class Connection:
             if self._line() in (b"\r\n", b"\n"):
                 return b"".join(parts)
         raise HttpError("too many trailer lines")
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's bytes, each read waiting only until `deadline` (time.monotonic)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline = 0.0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left_s = self.deadline - time.monotonic()
+        if left_s <= 0:
+            raise TimeoutError("the request's time is up")
+        self.sock.settimeout(left_s)
+        return self.sock.recv_into(buffer)
 
 
 def _head(

@@ -37,8 +37,9 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from corral import errors
-from corral.errors import CorralError, InvalidInput
+from corral.foundation import errors
+from corral.foundation.durations import check_instant
+from corral.foundation.errors import CorralError, InvalidInput
 
 # Where a value sits in a document, for errors: text, or (its parent's path, its key or
 # index), spelled out (`_text`) only when an error names it: a record's every field would
@@ -140,8 +141,13 @@ def _expected(tp: Any) -> str:
     if _is(tp, enum.Enum):
         return "one of " + ", ".join(str(m.value) for m in tp)
     if _records(tp):
-        return f"a {tp.__name__} object"
-    return f"a {getattr(tp, '__name__', str(tp))}"
+        return f"{_a(tp.__name__)} object"
+    return _a(getattr(tp, "__name__", str(tp)))
+
+
+def _a(name: str) -> str:
+    """`name` after its indefinite article: "an EventFilter", "a Task"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _is(tp: Any, base: type) -> bool:
@@ -339,7 +345,9 @@ def _decode_instant(value: Any, path: Path) -> Any:
             pass
         else:
             if instant.tzinfo is not None:
-                return instant
+                # Within the calendar every reader handles: the door of every instant a
+                # request carries (a store operation's argument, a record's field).
+                return check_instant(_text(path) or "value", instant)
     raise _fail(path, dt.datetime, value)
 
 

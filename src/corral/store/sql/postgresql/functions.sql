@@ -9,8 +9,10 @@
 -- The exchange (store/exchange.py says what it does and in which order; SQLite runs the
 -- same steps as named queries) decides nothing the store has not handed it: the statuses a
 -- worker claims in and the transitions each report may make arrive as parameters from
--- corral.model.states, failures arrive with their retry decided, and a refusal comes back
--- as data for the store to raise its own error from. :now arrives as a parameter too (the
+-- corral.model.states, failures arrive with their retry decided, a completion's review or
+-- done as that decision's table (p_completed_to) and a report from outside a run with
+-- what its run notes (model/batches.py), and a refusal comes back as data for the store
+-- to raise its own error from. :now arrives as a parameter too (the
 -- server's now() or a test clock).
 
 -- An instant as Python's datetime.isoformat() writes an aware UTC one (corral.durations.iso):
@@ -81,7 +83,9 @@ $$;
 -- the reason, and a failure's retry_delay_s or give_up). p_limit > 0 asks for claims by
 -- worker p_worker_id (task p_task_id alone, when given), each opening a run from p_run
 -- (NULL: none) with the next id of p_run_ids. p_complete ... p_unblock are the statuses
--- each step may start from (corral.model.states.ALLOWED_FROM).
+-- each step may start from (corral.model.states.ALLOWED_FROM). p_namespace is the store
+-- handle's ('*': the maintenance handle's, every namespace): a report on a task of another
+-- namespace is stale and a worker of another does not exist, as for an unknown id.
 --
 -- Rows come back by row_kind: 'stale' (a report whose claim had ended: its task id, and its
 -- run with the outcome the run has now), 'applied' (with p_return_tasks: a report that
@@ -105,7 +109,8 @@ CREATE OR REPLACE FUNCTION corral_exchange(
     p_worker_id text, p_reports jsonb, p_limit integer, p_task_id text, p_kinds text[],
     p_queues text[], p_lease_s double precision, p_run jsonb, p_run_ids text[],
     p_claiming text[], p_complete text[], p_fail text[], p_defer text[], p_release text[],
-    p_wait text[], p_unblock text[], p_return_tasks boolean, p_now timestamptz)
+    p_wait text[], p_unblock text[], p_completed_to text[], p_return_tasks boolean,
+    p_now timestamptz, p_namespace text)
 RETURNS TABLE (row_kind text, report_task text, run_id text, outcome text,
                worker_status text, active integer, max_concurrent integer,
                claimed_at timestamptz, deadline_at timestamptz,
@@ -142,10 +147,12 @@ DECLARE
     v_finished text[] := '{}';  -- the tasks done now, whose dependents may be unblocked
     v_actor text;
     v_namespace text;  -- the claiming worker's: it claims there alone
+    v_scoped boolean;  -- the report's task is in p_namespace ('*': the maintenance handle's)
 BEGIN
     IF p_limit > 0 AND jsonb_array_length(p_reports) > 0 THEN
         -- Before any report is applied: a claim by no worker does nothing at all.
-        PERFORM 1 FROM workers w WHERE w.id = p_worker_id;
+        PERFORM 1 FROM workers w
+        WHERE w.id = p_worker_id AND (w.namespace = p_namespace OR p_namespace = '*');
         IF NOT FOUND THEN
             RETURN QUERY SELECT 'no_worker'::text, NULL::text, NULL::text, NULL::text,
                                 NULL::text, NULL::integer, NULL::integer, NULL::timestamptz,
@@ -157,14 +164,18 @@ BEGIN
     -- 1-3. The reports, in task id order (the lock order: a task, its claim, workers last).
     FOR r IN SELECT * FROM jsonb_populate_recordset(NULL::corral_report, p_reports) AS x
              ORDER BY x.task_id LOOP
-        PERFORM 1 FROM tasks t WHERE t.id = r.task_id FOR UPDATE;
+        -- Another namespace's task is as unknown as one that never was: its report is stale
+        -- and touches nothing, its run's included.
+        PERFORM 1 FROM tasks t
+        WHERE t.id = r.task_id AND (t.namespace = p_namespace OR p_namespace = '*') FOR UPDATE;
+        v_scoped := FOUND;
         UPDATE claims c
         SET status = CASE WHEN r.action IN ('defer', 'release', 'wait') THEN 'released'
                           ELSE 'completed' END,
             ended_at = p_now
         WHERE c.task_id = r.task_id AND c.status = 'active'
           AND (r.token IS NULL OR c.token = r.token)
-          AND (r.holder IS NULL OR c.worker_id = r.holder)
+          AND (r.holder IS NULL OR c.worker_id = r.holder) AND v_scoped
         RETURNING c.token, c.worker_id INTO v_token, v_holder;
         IF NOT FOUND THEN
             -- Stale: the claim ended elsewhere. Its run ends as what was reported under its
@@ -177,7 +188,8 @@ BEGIN
                                  THEN 'the claim ended while running (task is '
                                       || (SELECT t.status FROM tasks t WHERE t.id = u.task_id)
                                       || ')' END
-                WHERE u.id = r.run_id AND u.finished_at IS NULL;
+                WHERE u.id = r.run_id AND u.task_id = r.task_id AND u.finished_at IS NULL
+                  AND v_scoped;
                 IF FOUND THEN
                     PERFORM corral_run_finished(r.run_id, p_now);
                 END IF;
@@ -185,7 +197,8 @@ BEGIN
             RETURN QUERY
             SELECT 'stale'::text, r.task_id, u.id, u.outcome, NULL::text, NULL::integer,
                    NULL::integer, NULL::timestamptz, NULL::timestamptz, (NULL::task_view).*
-            FROM (SELECT 1) AS one LEFT JOIN runs u ON u.id = r.run_id;
+            FROM (SELECT 1) AS one
+            LEFT JOIN runs u ON u.id = r.run_id AND u.task_id = r.task_id AND v_scoped;
             CONTINUE;
         END IF;
         r.token := v_token;
@@ -200,10 +213,13 @@ BEGIN
             PERFORM 1 FROM tasks t JOIN task_deps d ON d.task_id = t.id
             WHERE d.depends_on = r.task_id AND t.status = 'blocked'
             ORDER BY t.id FOR UPDATE OF t;
+            -- Review or done, as decided in Python (p_completed_to: model/batches.py,
+            -- COMPLETED_TO, indexed by requires_review); done finishes the task.
             UPDATE tasks t
-            SET status = CASE WHEN t.requires_review THEN 'in_review' ELSE 'done' END,
+            SET status = p_completed_to[t.requires_review::integer + 1],
                 result = r.result, updated_at = p_now,
-                finished_at = CASE WHEN t.requires_review THEN NULL ELSE p_now END
+                finished_at = CASE WHEN p_completed_to[t.requires_review::integer + 1] = 'done'
+                                   THEN p_now END
             WHERE t.id = r.task_id AND t.status = ANY(p_complete)
             RETURNING t.status INTO v_status;
             INSERT INTO events (at, name, task_id, worker_id, token, from_status, to_status,
@@ -221,16 +237,15 @@ BEGIN
             UPDATE runs u
             SET finished_at = p_now, outcome = r.outcome, exit_code = r.exit_code,
                 error = r.error, usage = r.usage, final_commit = r.final_commit
-            WHERE u.id = r.run_id AND u.finished_at IS NULL;
+            WHERE u.id = r.run_id AND u.task_id = r.task_id AND u.finished_at IS NULL;
             IF FOUND THEN
                 PERFORM corral_run_finished(r.run_id, p_now);
             END IF;
-        ELSIF r.action <> 'release' THEN
+        ELSIF r.reported IS NOT NULL THEN
             -- From outside the run (the task's own command): noted on the claim's open
-            -- run, which ends as that whoever finishes it.
+            -- run, which ends as that whoever finishes it (model/batches.py, REPORTED).
             UPDATE runs u
-            SET reported = CASE r.action WHEN 'complete' THEN 'done' WHEN 'fail' THEN 'failed'
-                                         WHEN 'wait' THEN 'waiting' ELSE 'deferred' END
+            SET reported = r.reported
             WHERE u.worker_id = v_holder AND u.token = v_token AND u.finished_at IS NULL;
         END IF;
     END LOOP;
@@ -255,7 +270,8 @@ BEGIN
     -- 4. Claims: the rows of limited queues first, then the worker (claimants take turns,
     -- and each later statement here counts what the one before committed).
     IF p_limit > 0 THEN
-        SELECT w.namespace INTO v_namespace FROM workers w WHERE w.id = p_worker_id;
+        SELECT w.namespace INTO v_namespace FROM workers w
+        WHERE w.id = p_worker_id AND (w.namespace = p_namespace OR p_namespace = '*');
         PERFORM 1 FROM queue_limits l
         WHERE l.namespace = v_namespace AND (l.max_running IS NOT NULL OR l.rate IS NOT NULL)
         ORDER BY l.queue FOR UPDATE;
@@ -263,7 +279,8 @@ BEGIN
             v_held := corral_held_queues(v_namespace, p_now);
             v_limit := 1;  -- the filter reads the limits once: a batch could pass one
         END IF;
-        SELECT * INTO v_worker FROM workers w WHERE w.id = p_worker_id FOR UPDATE;
+        SELECT * INTO v_worker FROM workers w
+        WHERE w.id = p_worker_id AND (w.namespace = p_namespace OR p_namespace = '*') FOR UPDATE;
         IF NOT FOUND THEN
             RETURN QUERY SELECT 'no_worker'::text, NULL::text, NULL::text, NULL::text,
                                 NULL::text, NULL::integer, NULL::integer, NULL::timestamptz,
@@ -276,15 +293,16 @@ BEGIN
         -- so its cap holds across hosts): nothing while it is paused or parked until its
         -- usage limit resets, and no more than its max_running agents at once.
         IF v_worker.provider IS NOT NULL THEN
-            SELECT * INTO v_provider FROM providers p WHERE p.name = v_worker.provider
-            FOR UPDATE;
+            SELECT * INTO v_provider FROM providers p
+            WHERE p.namespace = v_worker.namespace AND p.name = v_worker.provider FOR UPDATE;
             IF FOUND THEN
                 IF v_provider.paused OR v_provider.parked_until > p_now THEN
                     v_limit := 0;
                 ELSIF v_provider.max_running IS NOT NULL THEN
                     v_limit := least(v_limit, v_provider.max_running
                                      - (SELECT coalesce(sum(w.active), 0)::integer
-                                        FROM workers w WHERE w.provider = v_worker.provider));
+                                        FROM workers w WHERE w.provider = v_worker.provider
+                                          AND w.namespace = v_worker.namespace));
                 END IF;
             END IF;
         END IF;

@@ -47,7 +47,7 @@ SELECT t.*, c.token, c.worker_id, c.lease_expires_at,
              ORDER BY d.depends_on) AS depends_on
 FROM tasks t
 LEFT JOIN claims c ON c.task_id = t.id AND c.status = 'active'
-WHERE t.id = :task_id
+WHERE t.id = :task_id AND (t.namespace = :namespace OR :namespace::text = '*')
 FOR UPDATE OF t;
 
 -- fragment: task_list_filters
@@ -139,21 +139,27 @@ GROUP BY status ORDER BY status;
 -- name: dependency_statuses
 SELECT d.depends_on AS id, t.status AS status
 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
-WHERE d.task_id = :task_id
+WHERE d.task_id = :task_id AND (t.namespace = :namespace OR :namespace::text = '*')
 ORDER BY d.depends_on;
 
 -- name: count_ahead
 SELECT count(*) FROM tasks o, tasks t
-WHERE t.id = :task_id AND o.namespace = t.namespace AND o.status = 'ready'
+WHERE t.id = :task_id
+  AND (t.namespace = :namespace OR :namespace::text = '*')
+  AND o.namespace = t.namespace AND o.status = 'ready'
   AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
 -- name: claim_by_token
-SELECT * FROM claims WHERE token = :token;
+SELECT * FROM claims WHERE token = :token
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: active_claim
 -- Locks the task before its claim (the lock order).
-WITH task AS (SELECT id FROM tasks WHERE id = :task_id FOR UPDATE)
+WITH task AS (SELECT id FROM tasks WHERE id = :task_id
+  AND (namespace = :namespace OR :namespace::text = '*')
+  FOR UPDATE)
 SELECT c.* FROM claims c JOIN task ON c.task_id = task.id
 WHERE c.status = 'active'
 FOR UPDATE OF c;
@@ -167,6 +173,8 @@ FOR UPDATE OF c;
 -- every task for the join (64 ms).
 WITH active AS MATERIALIZED (
     SELECT token, task_id, worker_id, claimed_at FROM claims WHERE status = 'active'
+      AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                                     AND s.namespace = :namespace))
 ), oldest AS MATERIALIZED (
     SELECT * FROM active ORDER BY claimed_at, token LIMIT :limit
 )
@@ -190,7 +198,10 @@ RETURNING *;
 WITH task AS (SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
               WHERE c.token = :token FOR UPDATE OF t)
 UPDATE claims SET status = :status, ended_at = :now
-WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task);
+WHERE token = :token AND status = 'active'
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                                 AND s.namespace = :namespace))
+  AND task_id IN (SELECT id FROM task);
 
 -- name: release_task
 -- The caller ended its claim earlier in this transaction; a claim it did not see (another
@@ -220,7 +231,9 @@ SET status = :to_status::text,
     run_after = :now + :delay_s::float8 * interval '1 second',
     updated_at = :now,
     finished_at = CASE WHEN :to_status::text = 'failed' THEN :now END
-WHERE id = :task_id AND status = ANY(:allowed::text[])
+WHERE id = :task_id
+  AND (namespace = :namespace OR :namespace::text = '*')
+  AND status = ANY(:allowed::text[])
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
 -- name: unblock_dependents
@@ -271,6 +284,7 @@ WHERE id = :task_id AND status = ANY(:allowed::text[]);
 -- before their parents, the order a completing child takes (itself, then its waiting parent).
 WITH RECURSIVE down(id, status, depth) AS (
     SELECT id, status, 1 FROM tasks WHERE parent_id = :task_id
+      AND (namespace = :namespace OR :namespace::text = '*')
     UNION ALL
     SELECT t.id, t.status, down.depth + 1 FROM tasks t JOIN down ON t.parent_id = down.id
     WHERE down.depth < :max_depth
@@ -320,6 +334,21 @@ SET status = 'ready', answer = :answer::text, answered_reason = wait_reason,
 WHERE id = :task_id AND status = ANY(:allowed::text[])
 RETURNING answered_reason;
 
+-- name: raise_task_budget
+-- A waiting task's budget cap (model/budgets.py, in its payload) raised by :cost dollars
+-- or :tokens tokens, in `answer`'s transaction; no row: it waits no more, or lacks the cap.
+UPDATE tasks
+SET payload = CASE WHEN :cost::double precision IS NOT NULL
+    THEN jsonb_set(payload, '{budget,max_cost_usd}', to_jsonb(
+        (payload #>> '{budget,max_cost_usd}')::double precision + :cost::double precision))
+    ELSE jsonb_set(payload, '{budget,max_tokens}', to_jsonb(
+        (payload #>> '{budget,max_tokens}')::bigint + :tokens::bigint)) END
+WHERE id = :task_id AND status = 'waiting'
+  AND payload #> CASE WHEN :cost::double precision IS NOT NULL
+                      THEN '{budget,max_cost_usd}'::text[]
+                      ELSE '{budget,max_tokens}'::text[] END IS NOT NULL
+RETURNING payload;
+
 -- name: set_task_priority
 -- A new priority for a task that is not final; its place in the claim order follows.
 UPDATE tasks SET priority = :priority, updated_at = :now
@@ -339,6 +368,21 @@ ON CONFLICT (namespace, hostname, pid)
     DO NOTHING
 RETURNING id;
 
+-- name: lock_slot
+-- A slot's first calls take turns (store/workers.py: slot_worker): the lock, held to
+-- commit, makes the second wait for the first, and its next statement (READ COMMITTED)
+-- then sees the worker the first added.
+SELECT pg_advisory_xact_lock(hashtext('corral.slot'), hashtext(:namespace || '/' || :name))
+    AS turn;
+
+-- name: live_worker_named
+-- The newest live worker named :name: the one a seed slot's name stands for (board/).
+SELECT * FROM worker_view
+WHERE namespace = :namespace AND name = :name
+  AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+ORDER BY registered_at DESC, id DESC
+LIMIT 1;
+
 -- name: live_twin
 -- The live worker with this namespace, host and pid (why a registration was refused).
 SELECT id, name FROM workers
@@ -348,7 +392,8 @@ WHERE namespace = :namespace AND hostname = :hostname AND pid = :pid
 -- name: get_worker
 -- No lock: a heartbeat reads its worker before it extends the leases (claims before
 -- workers, the lock order); claiming_worker is the locking read.
-SELECT * FROM worker_view WHERE id = :worker_id;
+SELECT * FROM worker_view WHERE id = :worker_id
+  AND (namespace = :namespace OR :namespace::text = '*');
 
 -- name: claiming_worker
 -- Locks the worker for the claim's transaction, so its capacity holds until commit; and,
@@ -360,7 +405,9 @@ WITH limited AS (
     WHERE max_running IS NOT NULL OR rate IS NOT NULL
     ORDER BY queue
     FOR UPDATE)
-SELECT w.* FROM workers w WHERE w.id = :worker_id AND (SELECT count(*) FROM limited) >= 0
+SELECT w.* FROM workers w WHERE w.id = :worker_id
+  AND (w.namespace = :namespace OR :namespace::text = '*')
+  AND (SELECT count(*) FROM limited) >= 0
 FOR UPDATE OF w;
 
 -- name: list_workers
@@ -425,9 +472,16 @@ WHERE id = :worker_id;
 UPDATE workers SET status = :to_status::text, offline_reason = :reason::text
 WHERE id = :worker_id AND status = ANY(:allowed::text[]);
 
+-- name: deregister_worker
+UPDATE workers
+SET status = 'offline', offline_reason = :reason::text, deregistered_at = :now::timestamptz
+WHERE id = :worker_id AND status = ANY(:allowed::text[]);
+
 -- name: mark_worker
 UPDATE workers SET status = :to_status::text, offline_reason = :reason::text
-WHERE id = :worker_id AND status = :seen::text
+WHERE id = :worker_id
+  AND (namespace = :namespace OR :namespace::text = '*')
+  AND status = :seen::text
   AND last_heartbeat_at = :seen_heartbeat_at::timestamptz;
 
 -- name: active_claims_of_worker
@@ -435,7 +489,8 @@ SELECT * FROM claims WHERE worker_id = :worker_id AND status = 'active' ORDER BY
 
 -- name: watched_workers
 SELECT * FROM worker_view
-WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+WHERE (namespace = :namespace OR :namespace::text = '*')
+  AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 -- name: active_claims_to_check
 SELECT c.token, c.task_id, c.worker_id, w.status AS worker_status, c.lease_expires_at,
@@ -443,24 +498,29 @@ SELECT c.token, c.task_id, c.worker_id, w.status AS worker_status, c.lease_expir
 FROM claims c
 JOIN tasks t ON t.id = c.task_id
 LEFT JOIN workers w ON w.id = c.worker_id
-WHERE c.status = 'active';
+WHERE c.status = 'active' AND (t.namespace = :namespace OR :namespace::text = '*');
 
 -- name: orphaned_tasks
 SELECT t.id, t.attempts, t.max_attempts, t.retry_base_s
 FROM tasks t
-WHERE t.status = 'running'
+WHERE t.status = 'running' AND (t.namespace = :namespace OR :namespace::text = '*')
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active');
 
 -- name: close_claim
 WITH task AS (SELECT t.id FROM tasks t JOIN claims c ON c.task_id = t.id
               WHERE c.token = :token FOR UPDATE OF t)
 UPDATE claims SET status = 'released', ended_at = :now
-WHERE token = :token AND status = 'active' AND task_id IN (SELECT id FROM task)
+WHERE token = :token AND status = 'active'
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                                 AND s.namespace = :namespace))
+  AND task_id IN (SELECT id FROM task)
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = claims.task_id AND t.status = 'running');
 
 -- name: fix_worker_status
 UPDATE workers SET status = :to_status::text
-WHERE id = :worker_id AND status = :seen::text
+WHERE id = :worker_id
+  AND (namespace = :namespace OR :namespace::text = '*')
+  AND status = :seen::text
   AND (active > 0) = (:to_status::text = 'busy');
 
 -- name: insert_event
@@ -589,6 +649,8 @@ UPDATE runs
 SET finished_at = :now, outcome = :outcome, exit_code = :exit_code::integer,
     error = :error::text, usage = :usage, final_commit = :final_commit::text
 WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
 RETURNING *;
 
 -- name: finish_runs_of_worker
@@ -604,6 +666,16 @@ SET finished_at = :now,
 WHERE worker_id = :worker_id AND finished_at IS NULL
 RETURNING id, task_id, token, outcome, error;
 
+-- name: record_usage
+-- The usage an agent's run has streamed so far, kept while its claim is active: what a
+-- run that never reports (its runner killed) spent still counts toward its task's budget
+-- and its day's caps. Its report, with the agent's own totals, replaces it.
+UPDATE runs SET usage = :usage
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
+  AND EXISTS (SELECT 1 FROM claims c WHERE c.token = runs.token AND c.status = 'active');
+
 -- name: launch_run
 -- A run about to start its command (or function): allowed only while its claim is still
 -- active, and recorded as its first sign of life (last_progress_at), in one compare-and-
@@ -611,21 +683,30 @@ RETURNING id, task_id, token, outcome, error;
 -- declares its worker dead knows that nothing ran (finish_runs_of_worker).
 UPDATE runs SET last_progress_at = :now
 WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
   AND EXISTS (SELECT 1 FROM claims c WHERE c.token = runs.token AND c.status = 'active');
 
 -- name: mark_waiting
 -- Flagged once an episode: record_progress clears the flag.
 UPDATE runs SET stalled_at = :now, waiting = :reason
-WHERE id = :run_id AND finished_at IS NULL AND stalled_at IS NULL
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
+  AND stalled_at IS NULL
 RETURNING task_id, worker_id, token, last_progress_at;
 
 -- name: record_progress
 UPDATE runs SET last_progress_at = :now, progress = coalesce(:progress::text, progress),
                 stalled_at = NULL, waiting = NULL
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: get_run
-SELECT * FROM runs WHERE id = :run_id;
+SELECT * FROM runs WHERE id = :run_id
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: list_runs
 -- Newest first, as they were opened (seq), before the cursor :before_seq.
@@ -650,17 +731,25 @@ SET agent = coalesce(:agent::text, agent),
     session_id = coalesce(:session_id::text, session_id),
     resumed_from = coalesce(:resumed_from::text, resumed_from),
     stop_reason = coalesce(:stop_reason::text, stop_reason)
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: last_session
 -- The newest run of the task that recorded an agent session: what a new run may resume.
 SELECT id, session_id, agent, cwd FROM runs
-WHERE task_id = :task_id AND session_id IS NOT NULL
+WHERE task_id = :task_id
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
+  AND session_id IS NOT NULL
 ORDER BY started_at DESC, seq DESC
 LIMIT 1;
 
 -- name: unfinished_runs
-SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
+SELECT * FROM runs WHERE worker_id = :worker_id
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
+  AND finished_at IS NULL
 ORDER BY started_at, seq;
 
 -- name: queue_room
@@ -714,24 +803,32 @@ ORDER BY n.queue;
 UPDATE tasks SET branch = :branch WHERE id = :task_id;
 
 -- name: get_review
-SELECT * FROM reviews WHERE task_id = :task_id;
+SELECT * FROM reviews WHERE task_id = :task_id
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = reviews.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: branched_tasks
 -- Every task that ever had a branch (`corral branches`).
-SELECT * FROM task_view WHERE branch IS NOT NULL ORDER BY seq;
+SELECT * FROM task_view WHERE branch IS NOT NULL
+  AND (namespace = :namespace OR :namespace::text = '*')
+  ORDER BY seq;
 
 -- name: reviews_of
-SELECT * FROM reviews WHERE task_id = ANY(:ids::text[]);
+SELECT * FROM reviews
+WHERE (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = reviews.task_id
+                                         AND s.namespace = :namespace))
+  AND task_id = ANY(:ids::text[]);
 
 -- name: save_review
 -- outcome_at: now when :stamp (the outcome was recorded now), else as it was.
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
                      approve_note, changes_note, conflict_files, merged_commit, outcome,
-                     backup_refs, branch_deleted, pr_state, outcome_at)
+                     backup_refs, branch_deleted, pr_state, outcome_at, tests_disabled)
 VALUES (:task_id, :base_ref::text, :worktree_path::text, :note::text, :pr_url::text,
         :approved_commit::text, :approve_note::text, :changes_note::text,
         :conflict_files::jsonb, :merged_commit::text, :outcome::text, :backup_refs::jsonb,
-        :branch_deleted::boolean, :pr_state::text, CASE WHEN :stamp::boolean THEN :now END)
+        :branch_deleted::boolean, :pr_state::text, CASE WHEN :stamp::boolean THEN :now END,
+        :tests_disabled::jsonb)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
@@ -739,13 +836,23 @@ SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
     outcome = excluded.outcome, backup_refs = excluded.backup_refs,
     branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state,
-    outcome_at = coalesce(excluded.outcome_at, reviews.outcome_at);
+    outcome_at = coalesce(excluded.outcome_at, reviews.outcome_at),
+    tests_disabled = excluded.tests_disabled;
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.
 UPDATE tasks
 SET status = :to_status::text, updated_at = :now,
     finished_at = CASE WHEN :to_status::text = 'done' THEN :now END
+WHERE id = :task_id AND status = ANY(:allowed::text[]);
+
+-- name: review_wait_task
+-- A task in review waiting for a person (its pull request's checks failed past its verify
+-- retries), with a fresh attempt budget as reopen_task gives: review rounds are not
+-- failures; an earlier answer forgotten.
+UPDATE tasks
+SET status = 'waiting', attempts = 0, crashes = 0, wait_reason = :reason::text, answer = NULL,
+    answered_reason = NULL, updated_at = :now
 WHERE id = :task_id AND status = ANY(:allowed::text[]);
 
 -- name: reopen_task
@@ -785,21 +892,29 @@ UPDATE reviews SET stale_noted_at = NULL WHERE task_id = :task_id AND stale_note
 
 -- name: inbox_owner
 -- A worker's inbox is its name, so it outlives the worker's restarts (new ids).
-SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
+SELECT name FROM workers
+WHERE (id = :recipient OR name = :recipient) AND namespace = :namespace
+LIMIT 1;
 
 -- name: insert_message
 -- Readers follow an inbox by id (`msg inbox --follow` asks for ids after the last it saw),
 -- so ids must become visible in order: the lock, held to commit, makes senders take
 -- turns, and a message's id is drawn only once the one before it has committed.
-INSERT INTO messages (at, sender, recipient, type, body)
-SELECT :now, :sender, :recipient, :type, :body
+-- A key sent before: nothing inserted, no row returned (message_by_key finds that one).
+INSERT INTO messages (at, sender, recipient, type, body, namespace, idempotency_key)
+SELECT :now, :sender, :recipient, :type, :body, :namespace, :key
 FROM (SELECT pg_advisory_xact_lock(hashtext('corral.model.messages'))) AS turn
+ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
+
+-- name: message_by_key
+SELECT id FROM messages WHERE namespace = :namespace AND idempotency_key = :key;
 
 -- name: list_messages
 SELECT m.*, a.at AS acked_at, a.actor AS acked_by
 FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
-WHERE (:recipient::text IS NULL OR m.recipient = :recipient::text)
+WHERE m.namespace = :namespace
+  AND (:recipient::text IS NULL OR m.recipient = :recipient::text)
   AND m.id > :after_id
   AND (:unacked::integer = 0 OR a.message_id IS NULL)
 ORDER BY m.id
@@ -808,7 +923,7 @@ LIMIT :limit;
 -- name: get_message
 SELECT m.*, a.at AS acked_at, a.actor AS acked_by
 FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
-WHERE m.id = :message_id;
+WHERE m.id = :message_id AND m.namespace = :namespace;
 
 -- name: ack_message
 INSERT INTO message_acks (message_id, at, actor) VALUES (:message_id, :now, :actor)
@@ -918,17 +1033,22 @@ UPDATE runs
 SET command = :command, cwd = :cwd, prompt = :prompt::text,
     transcript_path = :transcript_path::text, stderr_path = :stderr_path::text,
     base_commit = :base_commit::text
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: keep_task_at_site
 -- The site of the worktree run :run_id entered (RunStart.site) is its task's, while that
 -- run is unfinished (so its claim is held): the task is claimed there while it can be.
 UPDATE tasks SET site = :site::text
-WHERE id = (SELECT r.task_id FROM runs r WHERE r.id = :run_id AND r.finished_at IS NULL);
+WHERE (namespace = :namespace OR :namespace::text = '*')
+  AND id = (SELECT r.task_id FROM runs r WHERE r.id = :run_id AND r.finished_at IS NULL);
 
 -- name: set_run_paths
 UPDATE runs SET transcript_path = :transcript_path::text, stderr_path = :stderr_path::text
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace));
 
 -- name: insert_events
 -- :rows holds one object per event (Tx.send_rows), with the columns of insert_event (data
@@ -950,7 +1070,8 @@ SELECT * FROM corral_exchange(:worker_id::text, :reports::jsonb, :limit::integer
                               :lease_s::float8, :run::jsonb, :run_ids::text[],
                               :claiming::text[], :complete::text[], :fail::text[],
                               :defer::text[], :release::text[], :wait::text[],
-                              :unblock::text[], :return_tasks::boolean, :now);
+                              :unblock::text[], :completed_to::text[], :return_tasks::boolean,
+                              :now, :namespace::text);
 
 -- name: describe_runs
 -- What a runner knows of each new run only once its task is claimed (:runs: {run_id,
@@ -983,26 +1104,27 @@ WHERE worker_id = :holder AND token = :token AND finished_at IS NULL;
 -- name: provider_states
 -- Every provider account with a row or a live worker (or just :name), with its load.
 WITH names AS (
-    SELECT name FROM providers
+    SELECT name FROM providers WHERE namespace = :namespace
     UNION SELECT provider FROM workers
-    WHERE provider IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+    WHERE namespace = :namespace AND provider IS NOT NULL
+      AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
 )
 SELECT n.name, p.max_running, coalesce(p.paused, false) AS paused, p.parked_until,
        p.parked_at, p.park_reason,
-       (SELECT coalesce(sum(w.active), 0) FROM workers w WHERE w.provider = n.name)::integer
-           AS running,
+       (SELECT coalesce(sum(w.active), 0) FROM workers w
+        WHERE w.namespace = :namespace AND w.provider = n.name)::integer AS running,
        (SELECT count(*) FROM workers w
-        WHERE w.provider = n.name
+        WHERE w.namespace = :namespace AND w.provider = n.name
           AND w.status IN ('starting', 'idle', 'busy', 'draining', 'stale'))::integer AS workers
-FROM names n LEFT JOIN providers p ON p.name = n.name
+FROM names n LEFT JOIN providers p ON p.namespace = :namespace AND p.name = n.name
 WHERE :name::text IS NULL OR n.name = :name::text
 ORDER BY n.name;
 
 -- name: set_provider
 -- max_running is replaced unless keep_max_running; paused, when not NULL; unpark clears a park.
-INSERT INTO providers AS p (name, max_running, paused, updated_at)
-VALUES (:name, :max_running::integer, coalesce(:paused::boolean, false), :now)
-ON CONFLICT (name) DO UPDATE SET
+INSERT INTO providers AS p (namespace, name, max_running, paused, updated_at)
+VALUES (:namespace, :name, :max_running::integer, coalesce(:paused::boolean, false), :now)
+ON CONFLICT (namespace, name) DO UPDATE SET
     max_running = CASE WHEN :keep_max_running::boolean THEN p.max_running
                        ELSE excluded.max_running END,
     paused = coalesce(:paused::boolean, p.paused),
@@ -1012,9 +1134,9 @@ ON CONFLICT (name) DO UPDATE SET
 
 -- name: park_provider
 -- Parked until :until, unless already parked at least that long: a row only when it changed.
-INSERT INTO providers AS p (name, parked_until, parked_at, park_reason, updated_at)
-VALUES (:name, :until, :now, :reason, :now)
-ON CONFLICT (name) DO UPDATE SET
+INSERT INTO providers AS p (namespace, name, parked_until, parked_at, park_reason, updated_at)
+VALUES (:namespace, :name, :until, :now, :reason, :now)
+ON CONFLICT (namespace, name) DO UPDATE SET
     parked_until = excluded.parked_until, parked_at = :now,
     park_reason = excluded.park_reason, updated_at = :now
 WHERE p.parked_until IS NULL OR p.parked_until < excluded.parked_until
@@ -1040,7 +1162,8 @@ SELECT CASE :by::text WHEN 'task' THEN r.task_id WHEN 'queue' THEN t.queue WHEN 
        sum(extract(epoch FROM coalesce(r.finished_at, :now) - r.started_at))::float8 AS wall_s,
        count(DISTINCT r.task_id) AS tasks
 FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workers w ON w.id = r.worker_id
-WHERE (:since::timestamptz IS NULL OR r.started_at >= :since::timestamptz) AND (:task_id::text IS NULL OR r.task_id = :task_id::text)
+WHERE (t.namespace = :namespace OR :namespace::text = '*')
+  AND (:since::timestamptz IS NULL OR r.started_at >= :since::timestamptz) AND (:task_id::text IS NULL OR r.task_id = :task_id::text)
 GROUP BY 1
 ORDER BY 8 DESC NULLS LAST, 1
 LIMIT :limit;
@@ -1048,7 +1171,9 @@ LIMIT :limit;
 -- name: waiting_runs
 -- The unfinished runs flagged waiting for a person, oldest first.
 SELECT id, task_id, worker_id, waiting, stalled_at FROM runs
-WHERE waiting IS NOT NULL AND finished_at IS NULL
+WHERE (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
+  AND waiting IS NOT NULL AND finished_at IS NULL
 ORDER BY started_at;
 
 -- API tokens (store/tokens.py).
@@ -1066,10 +1191,16 @@ SELECT * FROM tokens WHERE namespace = :namespace ORDER BY created_at, name;
 SELECT * FROM tokens WHERE id = :id;
 
 -- name: revoke_token
-UPDATE tokens SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL RETURNING *;
+UPDATE tokens SET revoked_at = :now WHERE name = :name
+  AND (namespace = :namespace OR :namespace::text = '*')
+  AND revoked_at IS NULL RETURNING *;
 
 -- name: token_by_name
-SELECT * FROM tokens WHERE name = :name;
+SELECT * FROM tokens WHERE name = :name AND namespace = :namespace;
+
+-- name: token_name_taken
+-- Token names are unique across the store (docs/operations.md, Namespaces).
+SELECT 1 FROM tokens WHERE name = :name;
 
 -- name: any_usable_token
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
@@ -1228,7 +1359,7 @@ LIMIT :cap) AS matched;
 -- name: task_dependents
 -- The tasks that wait on :task_id (the task page's "blocking"), oldest first.
 SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
-WHERE d.depends_on = :task_id
+WHERE d.depends_on = :task_id AND (:namespace::text = '*' OR t.namespace = :namespace)
 ORDER BY t.seq
 LIMIT :limit;
 
@@ -1236,8 +1367,30 @@ LIMIT :limit;
 -- The newest :limit events of task :task_id, newest first (events_by_task).
 SELECT *, xid::text AS cursor_xid FROM events
 WHERE task_id = :task_id
+  AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = events.task_id
+                                 AND s.namespace = :namespace))
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: task_titles
+-- The titles of the tasks of :ids (the events page's task column), in the namespace alone.
+SELECT id, title FROM tasks
+WHERE id = ANY(:ids::text[])
+  AND (:namespace::text = '*' OR namespace = :namespace);
+
+-- name: claim_holders
+-- The workers that held the claims of :tokens (an actor `token:N`: the By columns), by
+-- name; a claim whose worker is of another namespace is not named.
+SELECT c.token, w.name FROM claims c JOIN workers w ON w.id = c.worker_id
+WHERE c.token = ANY(:tokens::bigint[])
+  AND (:namespace::text = '*' OR w.namespace = :namespace);
+
+-- name: worker_names
+-- The names of the workers of :ids (the By columns, the events page's worker column), in
+-- the namespace alone.
+SELECT id, name FROM workers
+WHERE id = ANY(:ids::text[])
+  AND (:namespace::text = '*' OR namespace = :namespace);
 
 -- name: events_per_minute
 -- How many events of each of :names were written in each minute from :since_at on (the
@@ -1263,12 +1416,26 @@ WHERE t.status = ANY(:final::text[]) AND t.updated_at < :cutoff::timestamptz
 ORDER BY t.updated_at DESC
 LIMIT :limit;
 
+-- What a retention pass deletes, for its dry run to count (store/retention.py): the
+-- finished tasks old enough (`old`), less every one that a task staying depends on, at
+-- any distance (`held`: a pass deletes a task only with all its dependents), is `going`.
+-- fragment: going_tasks
+WITH RECURSIVE
+old(id) AS (
+  SELECT t.id FROM tasks t
+  WHERE t.status = ANY(:final::text[]) AND t.updated_at < :tasks_cutoff::timestamptz
+    AND (:unlanded::boolean OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                     AND r.backup_refs IS NOT NULL
+                                     AND coalesce(r.outcome, '') <> 'landed'))),
+held(id) AS (
+  SELECT d.depends_on FROM task_deps d WHERE d.task_id NOT IN (SELECT id FROM old)
+  UNION
+  SELECT d.depends_on FROM task_deps d JOIN held h ON d.task_id = h.id),
+going(id) AS (SELECT id FROM old WHERE id NOT IN (SELECT id FROM held))
+
 -- name: count_prunable_tasks
-SELECT count(*) AS n FROM tasks t
-WHERE t.status = ANY(:final::text[]) AND t.updated_at < :cutoff::timestamptz
-  AND (:unlanded::boolean OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
-                                   AND r.backup_refs IS NOT NULL
-                                   AND coalesce(r.outcome, '') <> 'landed'));
+/* fragment: going_tasks */
+SELECT count(*) AS n FROM going;
 
 -- The claims of those tasks, read before the batch's write (a finished task claims no more).
 -- name: prunable_claims
@@ -1297,7 +1464,11 @@ VALUES (:run_id, :path, :size_bytes, :sha256, :skipped)
 ON CONFLICT (run_id, path) DO NOTHING;
 
 -- name: artifacts_of_run
-SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id ORDER BY path;
+SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id
+  AND EXISTS (SELECT 1 FROM runs r WHERE r.id = run_artifacts.run_id
+    AND (:namespace::text = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = r.task_id
+                                   AND s.namespace = :namespace))
+    ) ORDER BY path;
 
 -- name: delete_artifacts_of
 DELETE FROM run_artifacts
@@ -1338,8 +1509,9 @@ SELECT coalesce(max(id), 0) AS id FROM events;
 DELETE FROM events
 WHERE id IN (SELECT id FROM events WHERE id < :boundary ORDER BY id LIMIT :limit);
 
--- name: count_old_events
-SELECT count(*) AS n FROM events WHERE at < :cutoff::timestamptz;
+-- What delete_events_before deletes, batch after batch, up to :boundary.
+-- name: count_events_before
+SELECT count(*) AS n FROM events WHERE id < :boundary;
 
 -- Workers gone (dead, offline) and silent since before :cutoff that no claim or run names
 -- (read before the deletes: a gone worker never claims again).
@@ -1348,6 +1520,16 @@ SELECT w.id FROM workers w
 WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff::timestamptz
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id)
   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id);
+
+-- The gone workers a pass deletes after its tasks: claims and runs of going tasks go first.
+-- name: count_prunable_workers
+/* fragment: going_tasks */
+SELECT count(*) AS n FROM workers w
+WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id
+                    AND c.task_id NOT IN (SELECT id FROM going))
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id
+                    AND r.task_id NOT IN (SELECT id FROM going));
 
 -- name: delete_workers
 DELETE FROM workers
@@ -1368,7 +1550,8 @@ ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
 -- name: get_schedule
-/* fragment: schedule_columns */ WHERE s.id = :schedule_id;
+/* fragment: schedule_columns */ WHERE s.id = :schedule_id
+  AND (s.namespace = :namespace OR :namespace::text = '*');
 
 -- name: list_schedules
 /* fragment: schedule_columns */ WHERE s.namespace = :namespace ORDER BY s.id;
@@ -1378,11 +1561,14 @@ RETURNING id;
 -- the number of schedules or of past fires.
 /* fragment: schedule_columns */
 WHERE NOT s.paused AND s.next_fire_at <= :now
+  AND (s.namespace = :namespace OR :namespace::text = '*')
 ORDER BY s.next_fire_at
 LIMIT :limit;
 
 -- name: lock_schedule
-SELECT * FROM schedules WHERE id = :schedule_id FOR UPDATE;
+SELECT * FROM schedules WHERE id = :schedule_id
+  AND (namespace = :namespace OR :namespace::text = '*')
+  FOR UPDATE;
 
 -- name: advance_schedules
 -- The compare-and-set of a scheduler pass, for a batch of schedules at once (:plans, a JSON
@@ -1395,7 +1581,7 @@ SET next_fire_at = to_timestamp((p ->> 'next_fire_at')::float8),
     updated_at = :now
 FROM jsonb_array_elements(:plans::jsonb) AS p
 WHERE s.id = p ->> 'schedule_id' AND s.next_fire_at = to_timestamp((p ->> 'seen')::float8)
-  AND NOT s.paused
+  AND NOT s.paused AND (s.namespace = :namespace OR :namespace::text = '*')
 RETURNING s.*, (SELECT status FROM tasks t WHERE t.id = s.last_task_id) AS last_task_status;
 
 -- name: insert_fires
@@ -1416,16 +1602,17 @@ WHERE s.id = r ->> 'schedule_id';
 
 -- name: pause_schedule
 UPDATE schedules SET paused = true, pause_note = :note::text, updated_at = :now
-WHERE id = :schedule_id AND NOT paused;
+WHERE id = :schedule_id AND (namespace = :namespace OR :namespace::text = '*') AND NOT paused;
 
 -- name: resume_schedule
 UPDATE schedules
 SET paused = false, pause_note = NULL,
     next_fire_at = coalesce(:next_fire_at::timestamptz, next_fire_at), updated_at = :now
-WHERE id = :schedule_id AND paused;
+WHERE id = :schedule_id AND (namespace = :namespace OR :namespace::text = '*') AND paused;
 
 -- name: delete_schedule
-DELETE FROM schedules WHERE id = :schedule_id;
+DELETE FROM schedules WHERE id = :schedule_id
+  AND (namespace = :namespace OR :namespace::text = '*');
 
 -- name: delete_schedule_fires
 DELETE FROM schedule_fires WHERE key >= :first_key AND key < :past_key;
@@ -1434,6 +1621,9 @@ DELETE FROM schedule_fires WHERE key >= :first_key AND key < :past_key;
 SELECT f.*, t.status AS task_status
 FROM schedule_fires f LEFT JOIN tasks t ON t.id = f.task_id
 WHERE f.key >= :first_key AND f.key < :past_key
+  AND EXISTS (SELECT 1 FROM schedules s WHERE s.id = :schedule_id
+    AND (s.namespace = :namespace OR :namespace::text = '*')
+    )
 ORDER BY f.key DESC
 LIMIT :limit;
 
@@ -1476,3 +1666,37 @@ FROM reviews r JOIN tasks t ON t.id = r.task_id
 WHERE r.outcome = 'kept' AND t.status = 'done' AND t.namespace = :namespace::text
 ORDER BY r.outcome_at
 LIMIT :limit;
+
+-- The keys that prove a worker's processes (foundation/processes.py): set once, as the
+-- worker registers, in the same transaction.
+
+-- name: set_worker_keys
+UPDATE workers SET key_hash = :key_hash, runs_key_hash = :runs_key_hash WHERE id = :worker_id;
+
+-- name: set_orchestrator_key
+-- The key hash of the orchestrator that has just taken the row (NULL: it has none).
+UPDATE orchestrator SET key_hash = :key_hash WHERE id = 1 RETURNING *;
+
+-- name: set_day_cap
+-- A queue's or provider account's day caps: each replaced unless keep_NAME; a row left
+-- with no cap is dropped (drop_empty_day_cap).
+INSERT INTO day_caps AS d (namespace, scope, name, max_cost_usd, max_tokens, updated_at)
+VALUES (:namespace, :scope, :name, :max_cost_usd::double precision, :max_tokens::bigint, :now)
+ON CONFLICT (namespace, scope, name) DO UPDATE SET
+    max_cost_usd = CASE WHEN :keep_max_cost_usd::boolean THEN d.max_cost_usd
+                        ELSE excluded.max_cost_usd END,
+    max_tokens = CASE WHEN :keep_max_tokens::boolean THEN d.max_tokens
+                      ELSE excluded.max_tokens END,
+    updated_at = :now
+RETURNING scope, name, max_cost_usd, max_tokens;
+
+-- name: drop_empty_day_cap
+DELETE FROM day_caps
+WHERE namespace = :namespace AND scope = :scope AND name = :name
+  AND max_cost_usd IS NULL AND max_tokens IS NULL;
+
+-- name: day_caps
+-- The day caps of the namespace, of one scope or all (:scope NULL), by scope and name.
+SELECT scope, name, max_cost_usd, max_tokens FROM day_caps
+WHERE namespace = :namespace AND (:scope::text IS NULL OR scope = :scope::text)
+ORDER BY scope, name;

@@ -105,7 +105,14 @@ CREATE TABLE workers (
     namespace         text             NOT NULL DEFAULT 'default',
     -- Where a worker runs tasks in worktrees, `<hostname>:<clone>` (NULL: not in
     -- worktrees): tasks kept at that site wait for it while it lives.
-    site              text
+    site              text,
+    -- The SHA-256 of the key in its runner's environment as it started (CORRAL_WORKER_KEY),
+    -- and of the key its runs' processes are given (CORRAL_RUN_KEY): what proves a process
+    -- is this worker's before corral signals it (foundation/processes.py). NULL: none.
+    key_hash          text,
+    runs_key_hash     text,
+    -- When it was deregistered (went offline); NULL while it is registered, dead too.
+    deregistered_at   timestamptz
 );
 
 -- One live worker per (namespace, host, pid): a second registration is refused by the
@@ -280,15 +287,18 @@ CREATE TABLE queue_limits (
 
 -- A provider account agents spend (`claude`, `claude:work`): capped at max_running agents
 -- at once across hosts (NULL: no cap), paused by an operator, or parked until its usage
--- limit resets. The claim reads the claimant's provider row; one with no row is free.
+-- limit resets, each in one namespace. The claim reads the claimant's provider row in the
+-- claimant's namespace; one with no row is free.
 CREATE TABLE providers (
-    name         text    PRIMARY KEY,
+    name         text    NOT NULL,
     max_running  integer CHECK (max_running IS NULL OR max_running >= 0),
     paused       boolean     NOT NULL DEFAULT false,
     parked_until timestamptz,
     parked_at    timestamptz,
     park_reason  text,
-    updated_at   timestamptz NOT NULL
+    updated_at   timestamptz NOT NULL,
+    namespace    text    NOT NULL DEFAULT 'default',  -- the one whose agents it holds back
+    PRIMARY KEY (namespace, name)
 );
 
 CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NULL;
@@ -343,22 +353,30 @@ CREATE TABLE reviews (
     -- Where the pull request at pr_url stands: open (or unset), merged, closed.
     pr_state        text,
     -- When the outcome was last recorded: `status` reads the newest and oldest by it.
-    outcome_at      timestamptz
+    outcome_at      timestamptz,
+    -- What its last run that disabled tests disabled (a JSON list): migrations/0035.
+    tests_disabled  jsonb
 );
 CREATE INDEX reviews_by_outcome ON reviews (outcome, outcome_at) WHERE outcome IS NOT NULL;
 
--- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
--- in id order. An acknowledgement is a row of its own, so a message never changes.
+-- Inboxes of workers (by name) and of the orchestrator, one set per namespace: appended,
+-- never rewritten, read in id order. An acknowledgement is a row of its own, so a message
+-- never changes.
 CREATE TABLE messages (
     id        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     at        timestamptz NOT NULL,
     sender    text        NOT NULL,
     recipient text        NOT NULL,
     type      text        NOT NULL,
-    body      jsonb
+    body      jsonb,
+    namespace text        NOT NULL DEFAULT 'default',  -- its sender's; read there alone
+    -- Sent again under the same key, it is this message, not a second one (an outbox's).
+    idempotency_key text
 );
 
 CREATE INDEX messages_by_recipient ON messages (recipient, id);
+CREATE UNIQUE INDEX messages_by_key ON messages (namespace, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 CREATE FUNCTION messages_refuse_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -395,7 +413,11 @@ CREATE TABLE orchestrator (
     stopped_at        timestamptz,
     stop_timeout_s    double precision,
     config            jsonb            NOT NULL DEFAULT '{}',
-    slots             jsonb            NOT NULL DEFAULT '[]'
+    slots             jsonb            NOT NULL DEFAULT '[]',
+    -- The SHA-256 of the key in its holder's environment as it started
+    -- (CORRAL_ORCHESTRATOR_KEY): what proves the pid is that orchestrator before
+    -- `orchestrator stop` signals it (foundation/processes.py). NULL: none.
+    key_hash          text
 );
 
 INSERT INTO orchestrator (id) VALUES (1);
@@ -460,7 +482,8 @@ CREATE TRIGGER events_notify AFTER INSERT ON events
     FOR EACH STATEMENT EXECUTE FUNCTION events_notify();
 
 -- A report of the exchange as corral_exchange reads it (functions.sql): the fields of
--- corral.model.batches.Report, with a failure's retry decided (retry_delay_s or give_up).
+-- corral.model.batches.Report, with a failure's retry decided (retry_delay_s or give_up)
+-- and, for a report from outside a run, what its run notes (reported).
 CREATE TYPE corral_report AS (
     task_id       text,
     token         bigint,
@@ -478,7 +501,8 @@ CREATE TYPE corral_report AS (
     run_at        timestamptz,
     reason        text,
     retry_delay_s double precision,
-    give_up       text
+    give_up       text,
+    reported      text
 );
 
 -- workers.active follows the worker's active claims in the transaction that changes them,
@@ -506,7 +530,7 @@ CREATE TRIGGER claims_active_ended AFTER UPDATE OF status ON claims
 CREATE TABLE tokens (
     id           text  PRIMARY KEY,
     name         text  NOT NULL UNIQUE,
-    role         text  NOT NULL CHECK (role IN ('viewer', 'worker', 'operator')),
+    role         text  NOT NULL CHECK (role IN ('viewer', 'worker', 'operator', 'admin')),
     queues       jsonb  NOT NULL DEFAULT '[]',
     secret_hash  text  NOT NULL,
     created_at   timestamptz NOT NULL,
@@ -615,4 +639,17 @@ CREATE TABLE dashboard_sessions (
     created_at  timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
     ended_at    timestamptz
+);
+
+-- Version 34: day caps on what agents spend (issue 31), per queue and per provider account
+-- of a namespace: dollars and billed tokens a day (model/budgets.py). A run that reaches
+-- one is stopped and its task deferred to the next day, when the cap lifts itself.
+CREATE TABLE day_caps (
+    namespace    text             NOT NULL DEFAULT 'default',
+    scope        text             NOT NULL CHECK (scope IN ('queue', 'provider')),
+    name         text             NOT NULL,
+    max_cost_usd double precision CHECK (max_cost_usd IS NULL OR max_cost_usd > 0),
+    max_tokens   bigint           CHECK (max_tokens IS NULL OR max_tokens > 0),
+    updated_at   timestamptz      NOT NULL,
+    PRIMARY KEY (namespace, scope, name)
 );

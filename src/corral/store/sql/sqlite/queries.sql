@@ -24,7 +24,7 @@ SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(:ids))
   AND namespace = :namespace;
 
 -- name: get_task
-SELECT * FROM task_view WHERE id = :task_id;
+SELECT * FROM task_view WHERE id = :task_id AND (namespace = :namespace OR :namespace = '*');
 
 -- fragment: task_list_filters
 -- `corral list`'s filters in the handle's namespace; each other one is off when NULL.
@@ -114,20 +114,26 @@ GROUP BY status ORDER BY status;
 -- name: dependency_statuses
 SELECT d.depends_on AS id, t.status AS status
 FROM task_deps d JOIN tasks t ON t.id = d.depends_on
-WHERE d.task_id = :task_id
+WHERE d.task_id = :task_id AND (t.namespace = :namespace OR :namespace = '*')
 ORDER BY d.depends_on;
 
 -- name: count_ahead
 SELECT count(*) FROM tasks o, tasks t
-WHERE t.id = :task_id AND o.namespace = t.namespace AND o.status = 'ready'
+WHERE t.id = :task_id
+  AND (t.namespace = :namespace OR :namespace = '*')
+  AND o.namespace = t.namespace AND o.status = 'ready'
   AND o.queue = t.queue AND o.run_after <= :now
   AND (o.priority > t.priority OR (o.priority = t.priority AND o.seq < t.seq));
 
 -- name: claim_by_token
-SELECT * FROM claims WHERE token = :token;
+SELECT * FROM claims WHERE token = :token
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                           AND s.namespace = :namespace));
 
 -- name: active_claim
-SELECT * FROM claims WHERE task_id = :task_id AND status = 'active';
+SELECT * FROM claims WHERE task_id = :task_id AND status = 'active'
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                           AND s.namespace = :namespace));
 
 -- name: running_tasks
 -- The oldest active claims with their task and the run each started (none yet, or a
@@ -139,6 +145,8 @@ WITH oldest AS (
     SELECT token, task_id, worker_id, claimed_at
     FROM claims INDEXED BY claims_one_active_per_task
     WHERE status = 'active'
+      AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                               AND s.namespace = :namespace))
     ORDER BY claimed_at, token
     LIMIT :limit
 )
@@ -159,7 +167,9 @@ RETURNING *;
 
 -- name: end_claim
 UPDATE claims SET status = :status, ended_at = :now
-WHERE token = :token AND status = 'active';
+WHERE token = :token AND status = 'active'
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                           AND s.namespace = :namespace));
 
 -- name: release_task
 -- Claimable again from now (run_after: where its next queue wait starts).
@@ -200,7 +210,9 @@ SET status = :to_status,
     run_after = :now + :delay_s,
     updated_at = :now,
     finished_at = CASE WHEN :to_status = 'failed' THEN :now END
-WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
+WHERE id = :task_id
+  AND (namespace = :namespace OR :namespace = '*')
+  AND status IN (SELECT value FROM json_each(:allowed))
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = tasks.id AND c.status = 'active');
 
 -- name: unblock_dependents
@@ -251,6 +263,7 @@ WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 -- before their parents, the order a completing child takes (itself, then its waiting parent).
 WITH RECURSIVE down(id, status, depth) AS (
     SELECT id, status, 1 FROM tasks WHERE parent_id = :task_id
+      AND (namespace = :namespace OR :namespace = '*')
     UNION ALL
     SELECT t.id, t.status, down.depth + 1 FROM tasks t JOIN down ON t.parent_id = down.id
     WHERE down.depth < :max_depth
@@ -293,6 +306,20 @@ SET status = 'ready', answer = :answer, answered_reason = wait_reason, wait_reas
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING answered_reason;
 
+-- name: raise_task_budget
+-- A waiting task's budget cap (model/budgets.py, in its payload) raised by :cost dollars
+-- or :tokens tokens, in `answer`'s transaction; no row: it waits no more, or lacks the cap.
+UPDATE tasks
+SET payload = CASE WHEN :cost IS NOT NULL
+    THEN json_set(payload, '$.budget.max_cost_usd',
+                  json_extract(payload, '$.budget.max_cost_usd') + :cost)
+    ELSE json_set(payload, '$.budget.max_tokens',
+                  json_extract(payload, '$.budget.max_tokens') + :tokens) END
+WHERE id = :task_id AND status = 'waiting'
+  AND json_extract(payload, CASE WHEN :cost IS NOT NULL THEN '$.budget.max_cost_usd'
+                                 ELSE '$.budget.max_tokens' END) IS NOT NULL
+RETURNING payload;
+
 -- name: set_task_priority
 -- A new priority for a task that is not final; its place in the claim order follows.
 UPDATE tasks SET priority = :priority, updated_at = :now
@@ -311,6 +338,19 @@ ON CONFLICT (namespace, hostname, pid)
     DO NOTHING
 RETURNING id;
 
+-- name: lock_slot
+-- A slot's first calls take turns (store/workers.py: slot_worker): BEGIN IMMEDIATE holds
+-- the database's write lock already, so there is nothing more to take.
+SELECT 1 AS turn;
+
+-- name: live_worker_named
+-- The newest live worker named :name: the one a seed slot's name stands for (board/).
+SELECT * FROM worker_view
+WHERE namespace = :namespace AND name = :name
+  AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+ORDER BY registered_at DESC, id DESC
+LIMIT 1;
+
 -- name: live_twin
 -- The live worker with this namespace, host and pid (why a registration was refused).
 SELECT id, name FROM workers
@@ -318,11 +358,13 @@ WHERE namespace = :namespace AND hostname = :hostname AND pid = :pid
   AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 -- name: get_worker
-SELECT * FROM worker_view WHERE id = :worker_id;
+SELECT * FROM worker_view WHERE id = :worker_id
+  AND (namespace = :namespace OR :namespace = '*');
 
 -- name: claiming_worker
 -- The same row; PostgreSQL locks it here (BEGIN IMMEDIATE already holds SQLite's lock).
-SELECT * FROM worker_view WHERE id = :worker_id;
+SELECT * FROM worker_view WHERE id = :worker_id
+  AND (namespace = :namespace OR :namespace = '*');
 
 -- name: list_workers
 SELECT * FROM worker_view
@@ -395,16 +437,23 @@ WHERE id = :worker_id;
 UPDATE workers SET status = :to_status, offline_reason = :reason
 WHERE id = :worker_id AND status IN (SELECT value FROM json_each(:allowed));
 
+-- name: deregister_worker
+UPDATE workers SET status = 'offline', offline_reason = :reason, deregistered_at = :now
+WHERE id = :worker_id AND status IN (SELECT value FROM json_each(:allowed));
+
 -- name: mark_worker
 UPDATE workers SET status = :to_status, offline_reason = :reason
-WHERE id = :worker_id AND status = :seen AND last_heartbeat_at = :seen_heartbeat_at;
+WHERE id = :worker_id
+  AND (namespace = :namespace OR :namespace = '*')
+  AND status = :seen AND last_heartbeat_at = :seen_heartbeat_at;
 
 -- name: active_claims_of_worker
 SELECT * FROM claims WHERE worker_id = :worker_id AND status = 'active' ORDER BY token;
 
 -- name: watched_workers
 SELECT * FROM worker_view
-WHERE status IN ('starting', 'idle', 'busy', 'draining', 'stale');
+WHERE (namespace = :namespace OR :namespace = '*')
+  AND status IN ('starting', 'idle', 'busy', 'draining', 'stale');
 
 -- name: active_claims_to_check
 SELECT c.token, c.task_id, c.worker_id, w.status AS worker_status, c.lease_expires_at,
@@ -412,22 +461,24 @@ SELECT c.token, c.task_id, c.worker_id, w.status AS worker_status, c.lease_expir
 FROM claims c
 JOIN tasks t ON t.id = c.task_id
 LEFT JOIN workers w ON w.id = c.worker_id
-WHERE c.status = 'active';
+WHERE c.status = 'active' AND (t.namespace = :namespace OR :namespace = '*');
 
 -- name: orphaned_tasks
 SELECT t.id, t.attempts, t.max_attempts, t.retry_base_s
 FROM tasks t
-WHERE t.status = 'running'
+WHERE t.status = 'running' AND (t.namespace = :namespace OR :namespace = '*')
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active');
 
 -- name: close_claim
 UPDATE claims SET status = 'released', ended_at = :now
 WHERE token = :token AND status = 'active'
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                           AND s.namespace = :namespace))
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = claims.task_id AND t.status = 'running');
 
 -- name: fix_worker_status
 UPDATE workers SET status = :to_status
-WHERE id = :worker_id AND status = :seen
+WHERE id = :worker_id AND (namespace = :namespace OR :namespace = '*') AND status = :seen
   AND EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = workers.id AND c.status = 'active')
       = (:to_status = 'busy');
 
@@ -536,6 +587,8 @@ UPDATE runs
 SET finished_at = :now, outcome = :outcome, exit_code = :exit_code, error = :error,
     usage = :usage, final_commit = :final_commit
 WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace))
 RETURNING *;
 
 -- name: finish_runs_of_worker
@@ -551,6 +604,16 @@ SET finished_at = :now,
 WHERE worker_id = :worker_id AND finished_at IS NULL
 RETURNING id, task_id, token, outcome, error;
 
+-- name: record_usage
+-- The usage an agent's run has streamed so far, kept while its claim is active: what a
+-- run that never reports (its runner killed) spent still counts toward its task's budget
+-- and its day's caps. Its report, with the agent's own totals, replaces it.
+UPDATE runs SET usage = :usage
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                 AND s.namespace = :namespace))
+  AND EXISTS (SELECT 1 FROM claims c WHERE c.token = runs.token AND c.status = 'active');
+
 -- name: launch_run
 -- A run about to start its command (or function): allowed only while its claim is still
 -- active, and recorded as its first sign of life (last_progress_at), in one compare-and-
@@ -558,21 +621,30 @@ RETURNING id, task_id, token, outcome, error;
 -- declares its worker dead knows that nothing ran (finish_runs_of_worker).
 UPDATE runs SET last_progress_at = :now
 WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace))
   AND EXISTS (SELECT 1 FROM claims c WHERE c.token = runs.token AND c.status = 'active');
 
 -- name: mark_waiting
 -- Flagged once an episode: record_progress clears the flag.
 UPDATE runs SET stalled_at = :now, waiting = :reason
-WHERE id = :run_id AND finished_at IS NULL AND stalled_at IS NULL
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace))
+  AND stalled_at IS NULL
 RETURNING task_id, worker_id, token, last_progress_at;
 
 -- name: record_progress
 UPDATE runs SET last_progress_at = :now, progress = coalesce(:progress, progress),
                 stalled_at = NULL, waiting = NULL
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace));
 
 -- name: get_run
-SELECT * FROM runs WHERE id = :run_id;
+SELECT * FROM runs WHERE id = :run_id
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace));
 
 -- name: list_runs
 -- Newest first, as they were opened (the rowid, read as seq), before the cursor :before_seq.
@@ -597,17 +669,25 @@ SET agent = coalesce(:agent, agent),
     session_id = coalesce(:session_id, session_id),
     resumed_from = coalesce(:resumed_from, resumed_from),
     stop_reason = coalesce(:stop_reason, stop_reason)
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace));
 
 -- name: last_session
 -- The newest run of the task that recorded an agent session: what a new run may resume.
 SELECT id, session_id, agent, cwd FROM runs
-WHERE task_id = :task_id AND session_id IS NOT NULL
+WHERE task_id = :task_id
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace))
+  AND session_id IS NOT NULL
 ORDER BY started_at DESC, rowid DESC
 LIMIT 1;
 
 -- name: unfinished_runs
-SELECT * FROM runs WHERE worker_id = :worker_id AND finished_at IS NULL
+SELECT * FROM runs WHERE worker_id = :worker_id
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace))
+  AND finished_at IS NULL
 ORDER BY started_at, rowid;
 
 -- name: queue_room
@@ -666,23 +746,31 @@ ORDER BY n.queue;
 UPDATE tasks SET branch = :branch WHERE id = :task_id;
 
 -- name: get_review
-SELECT * FROM reviews WHERE task_id = :task_id;
+SELECT * FROM reviews WHERE task_id = :task_id
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = reviews.task_id
+                           AND s.namespace = :namespace));
 
 -- name: branched_tasks
 -- Every task that ever had a branch (`corral branches`).
-SELECT * FROM task_view WHERE branch IS NOT NULL ORDER BY seq;
+SELECT * FROM task_view WHERE branch IS NOT NULL
+  AND (namespace = :namespace OR :namespace = '*')
+  ORDER BY seq;
 
 -- name: reviews_of
-SELECT * FROM reviews WHERE task_id IN (SELECT value FROM json_each(:ids));
+SELECT * FROM reviews
+WHERE (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = reviews.task_id
+                                         AND s.namespace = :namespace))
+  AND task_id IN (SELECT value FROM json_each(:ids));
 
 -- name: save_review
 -- outcome_at: now when :stamp (the outcome was recorded now), else as it was.
 INSERT INTO reviews (task_id, base_ref, worktree_path, note, pr_url, approved_commit,
                      approve_note, changes_note, conflict_files, merged_commit, outcome,
-                     backup_refs, branch_deleted, pr_state, outcome_at)
+                     backup_refs, branch_deleted, pr_state, outcome_at, tests_disabled)
 VALUES (:task_id, :base_ref, :worktree_path, :note, :pr_url, :approved_commit,
         :approve_note, :changes_note, :conflict_files, :merged_commit, :outcome,
-        :backup_refs, :branch_deleted, :pr_state, CASE WHEN :stamp THEN :now END)
+        :backup_refs, :branch_deleted, :pr_state, CASE WHEN :stamp THEN :now END,
+        :tests_disabled)
 ON CONFLICT (task_id) DO UPDATE
 SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     note = excluded.note, pr_url = excluded.pr_url, approved_commit = excluded.approved_commit,
@@ -690,13 +778,23 @@ SET base_ref = excluded.base_ref, worktree_path = excluded.worktree_path,
     conflict_files = excluded.conflict_files, merged_commit = excluded.merged_commit,
     outcome = excluded.outcome, backup_refs = excluded.backup_refs,
     branch_deleted = excluded.branch_deleted, pr_state = excluded.pr_state,
-    outcome_at = coalesce(excluded.outcome_at, reviews.outcome_at);
+    outcome_at = coalesce(excluded.outcome_at, reviews.outcome_at),
+    tests_disabled = excluded.tests_disabled;
 
 -- name: move_reviewed_task
 -- in_review, approved and done along the review flow; finished_at only when done.
 UPDATE tasks
 SET status = :to_status, updated_at = :now,
     finished_at = CASE WHEN :to_status = 'done' THEN :now END
+WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
+
+-- name: review_wait_task
+-- A task in review waiting for a person (its pull request's checks failed past its verify
+-- retries), with a fresh attempt budget as reopen_task gives: review rounds are not
+-- failures; an earlier answer forgotten.
+UPDATE tasks
+SET status = 'waiting', attempts = 0, crashes = 0, wait_reason = :reason, answer = NULL,
+    answered_reason = NULL, updated_at = :now
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed));
 
 -- name: reopen_task
@@ -736,17 +834,25 @@ UPDATE reviews SET stale_noted_at = NULL WHERE task_id = :task_id AND stale_note
 
 -- name: inbox_owner
 -- A worker's inbox is its name, so it outlives the worker's restarts (new ids).
-SELECT name FROM workers WHERE id = :recipient OR name = :recipient LIMIT 1;
+SELECT name FROM workers
+WHERE (id = :recipient OR name = :recipient) AND namespace = :namespace
+LIMIT 1;
 
 -- name: insert_message
-INSERT INTO messages (at, sender, recipient, type, body)
-VALUES (:now, :sender, :recipient, :type, :body)
+-- A key sent before: nothing inserted, no row returned (message_by_key finds that one).
+INSERT INTO messages (at, sender, recipient, type, body, namespace, idempotency_key)
+VALUES (:now, :sender, :recipient, :type, :body, :namespace, :key)
+ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id;
+
+-- name: message_by_key
+SELECT id FROM messages WHERE namespace = :namespace AND idempotency_key = :key;
 
 -- name: list_messages
 SELECT m.*, a.at AS acked_at, a.actor AS acked_by
 FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
-WHERE (:recipient IS NULL OR m.recipient = :recipient)
+WHERE m.namespace = :namespace
+  AND (:recipient IS NULL OR m.recipient = :recipient)
   AND m.id > :after_id
   AND (:unacked = 0 OR a.message_id IS NULL)
 ORDER BY m.id
@@ -755,7 +861,7 @@ LIMIT :limit;
 -- name: get_message
 SELECT m.*, a.at AS acked_at, a.actor AS acked_by
 FROM messages m LEFT JOIN message_acks a ON a.message_id = m.id
-WHERE m.id = :message_id;
+WHERE m.id = :message_id AND m.namespace = :namespace;
 
 -- name: ack_message
 INSERT INTO message_acks (message_id, at, actor) VALUES (:message_id, :now, :actor)
@@ -942,17 +1048,22 @@ JOIN tasks t ON t.id = c.task_id;
 UPDATE runs
 SET command = :command, cwd = :cwd, prompt = :prompt, transcript_path = :transcript_path,
     stderr_path = :stderr_path, base_commit = :base_commit
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace));
 
 -- name: keep_task_at_site
 -- The site of the worktree run :run_id entered (RunStart.site) is its task's, while that
 -- run is unfinished (so its claim is held): the task is claimed there while it can be.
 UPDATE tasks SET site = :site
-WHERE id = (SELECT r.task_id FROM runs r WHERE r.id = :run_id AND r.finished_at IS NULL);
+WHERE (namespace = :namespace OR :namespace = '*')
+  AND id = (SELECT r.task_id FROM runs r WHERE r.id = :run_id AND r.finished_at IS NULL);
 
 -- name: set_run_paths
 UPDATE runs SET transcript_path = :transcript_path, stderr_path = :stderr_path
-WHERE id = :run_id AND finished_at IS NULL;
+WHERE id = :run_id AND finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace));
 
 -- name: end_reported_claim
 -- end_claims for one report, by its task's id: ends the task's active claim if :token
@@ -960,6 +1071,8 @@ WHERE id = :run_id AND finished_at IS NULL;
 UPDATE claims
 SET status = CASE WHEN :released THEN 'released' ELSE 'completed' END, ended_at = :now
 WHERE task_id = :task_id AND status = 'active'
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                                        AND s.namespace = :namespace))
   AND coalesce(:token, token) = token AND coalesce(:holder, worker_id) = worker_id
 RETURNING token, task_id, worker_id;
 
@@ -972,32 +1085,38 @@ SET status = CASE WHEN json_extract(j.value, '$.released') THEN 'released' ELSE 
     ended_at = :now
 FROM json_each(:claims) AS j
 WHERE claims.task_id = json_extract(j.value, '$.task_id') AND claims.status = 'active'
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = claims.task_id
+                                        AND s.namespace = :namespace))
   AND coalesce(json_extract(j.value, '$.token'), claims.token) = claims.token
   AND coalesce(json_extract(j.value, '$.holder'), claims.worker_id) = claims.worker_id
 RETURNING claims.token, claims.task_id, claims.worker_id;
 
 -- name: complete_tasks
 -- Each task of :ids, now done (or in_review when it requires review), with no result.
+-- :completed_to is that decision (model/batches.py, COMPLETED_TO): the status to take,
+-- indexed by requires_review; done finishes the task.
 UPDATE tasks
-SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+SET status = json_extract(:completed_to, '$[' || requires_review || ']'),
     result = NULL,
     updated_at = :now,
-    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+    finished_at = CASE WHEN json_extract(:completed_to, '$[' || requires_review || ']') = 'done'
+                       THEN :now END
 FROM json_each(:ids) AS j
 WHERE tasks.id = j.value AND tasks.status IN (SELECT value FROM json_each(:allowed))
 RETURNING tasks.id, tasks.status;
 
 -- name: complete_task
--- Task :task_id, done (or in_review) with :result, returned as get_task would read it
--- after COMMIT (its claim has just ended, so it has none): what `corral done` prints, at no
--- second transaction. Writers take turns, so no dependent can appear before COMMIT: with
+-- Task :task_id, done (or in_review: :completed_to, as in complete_tasks) with :result,
+-- returned as get_task would read it after COMMIT (its claim has just ended, so it has
+-- none): what `corral done` prints, at no second transaction. Writers take turns, so no dependent can appear before COMMIT: with
 -- none, the exchange skips unblock_dependents. (:task_id, not tasks.id: in RETURNING,
 -- SQLite would scan task_deps instead of seeking.)
 UPDATE tasks
-SET status = CASE WHEN requires_review THEN 'in_review' ELSE 'done' END,
+SET status = json_extract(:completed_to, '$[' || requires_review || ']'),
     result = :result,
     updated_at = :now,
-    finished_at = CASE WHEN requires_review THEN NULL ELSE :now END
+    finished_at = CASE WHEN json_extract(:completed_to, '$[' || requires_review || ']') = 'done'
+                       THEN :now END
 WHERE id = :task_id AND status IN (SELECT value FROM json_each(:allowed))
 RETURNING *, NULL AS token, NULL AS worker_id, NULL AS lease_expires_at,
           (SELECT json_group_array(d.depends_on) FROM task_deps d WHERE d.task_id = :task_id)
@@ -1033,6 +1152,8 @@ SET finished_at = :now, outcome = json_extract(j.value, '$.outcome'),
     final_commit = json_extract(j.value, '$.final_commit')
 FROM json_each(:runs) AS j
 WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                        AND s.namespace = :namespace))
 RETURNING runs.id;
 
 -- name: finish_plain_runs
@@ -1041,6 +1162,8 @@ RETURNING runs.id;
 UPDATE runs SET finished_at = :now, outcome = :outcome, exit_code = :exit_code
 FROM json_each(:ids) AS j
 WHERE runs.id = j.value AND runs.finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                        AND s.namespace = :namespace))
 RETURNING runs.id;
 
 -- name: finish_stale_runs
@@ -1053,10 +1176,14 @@ SET finished_at = :now, outcome = coalesce(reported, 'lease_lost'),
                  || (SELECT t.status FROM tasks t WHERE t.id = runs.task_id) || ')' END
 FROM json_each(:runs) AS j
 WHERE runs.id = json_extract(j.value, '$.id') AND runs.finished_at IS NULL
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                                        AND s.namespace = :namespace))
 RETURNING runs.id;
 
 -- name: run_outcomes
-SELECT r.id, r.outcome FROM json_each(:ids) AS j JOIN runs r ON r.id = j.value;
+SELECT r.id, r.outcome FROM json_each(:ids) AS j JOIN runs r ON r.id = j.value
+WHERE (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = r.task_id
+                                        AND s.namespace = :namespace));
 
 -- name: note_reported
 -- What the task's command (or anyone with its token) reported of it, on the open run of
@@ -1076,33 +1203,37 @@ VALUES (:now, :name, :task_id, :worker_id, :token, :from_status, :to_status, :ac
 -- name: provider_states
 -- Every provider account with a row or a live worker (or just :name), with its load.
 WITH names AS (
-    SELECT name FROM providers
+    SELECT name FROM providers WHERE namespace = :namespace
     UNION SELECT provider FROM workers
-    WHERE provider IS NOT NULL AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
+    WHERE namespace = :namespace AND provider IS NOT NULL
+      AND status IN ('starting', 'idle', 'busy', 'draining', 'stale')
 )
 SELECT n.name, p.max_running, coalesce(p.paused, 0) AS paused, p.parked_until, p.parked_at,
        p.park_reason,
        (SELECT count(*) FROM workers w JOIN claims c ON c.worker_id = w.id
-        WHERE w.provider = n.name AND c.status = 'active') AS running,
+        WHERE w.namespace = :namespace AND w.provider = n.name
+          AND c.status = 'active') AS running,
        (SELECT count(*) FROM workers w
-        WHERE w.provider = n.name
+        WHERE w.namespace = :namespace AND w.provider = n.name
           AND w.status IN ('starting', 'idle', 'busy', 'draining', 'stale')) AS workers
-FROM names n LEFT JOIN providers p ON p.name = n.name
+FROM names n LEFT JOIN providers p ON p.namespace = :namespace AND p.name = n.name
 WHERE :name IS NULL OR n.name = :name
 ORDER BY n.name;
 
 -- name: provider_allowance
--- What the claim reads of the claimant's provider account (no row: no limit).
+-- What the claim reads of the claimant's provider account in its namespace (no row: no
+-- limit).
 SELECT p.paused, p.parked_until > :now AS parked, p.max_running,
        (SELECT count(*) FROM workers w JOIN claims c ON c.worker_id = w.id
-        WHERE w.provider = p.name AND c.status = 'active') AS running
-FROM providers p WHERE p.name = :provider;
+        WHERE w.namespace = p.namespace AND w.provider = p.name
+          AND c.status = 'active') AS running
+FROM providers p WHERE p.namespace = :namespace AND p.name = :provider;
 
 -- name: set_provider
 -- max_running is replaced unless keep_max_running; paused, when not NULL; unpark clears a park.
-INSERT INTO providers (name, max_running, paused, updated_at)
-VALUES (:name, :max_running, coalesce(:paused, 0), :now)
-ON CONFLICT (name) DO UPDATE SET
+INSERT INTO providers (namespace, name, max_running, paused, updated_at)
+VALUES (:namespace, :name, :max_running, coalesce(:paused, 0), :now)
+ON CONFLICT (namespace, name) DO UPDATE SET
     max_running = CASE WHEN :keep_max_running THEN max_running ELSE excluded.max_running END,
     paused = coalesce(:paused, paused),
     parked_until = CASE WHEN :unpark THEN NULL ELSE parked_until END,
@@ -1111,9 +1242,9 @@ ON CONFLICT (name) DO UPDATE SET
 
 -- name: park_provider
 -- Parked until :until, unless already parked at least that long: a row only when it changed.
-INSERT INTO providers (name, parked_until, parked_at, park_reason, updated_at)
-VALUES (:name, :until, :now, :reason, :now)
-ON CONFLICT (name) DO UPDATE SET
+INSERT INTO providers (namespace, name, parked_until, parked_at, park_reason, updated_at)
+VALUES (:namespace, :name, :until, :now, :reason, :now)
+ON CONFLICT (namespace, name) DO UPDATE SET
     parked_until = excluded.parked_until, parked_at = :now,
     park_reason = excluded.park_reason, updated_at = :now
 WHERE providers.parked_until IS NULL OR providers.parked_until < excluded.parked_until
@@ -1139,7 +1270,8 @@ SELECT CASE :by WHEN 'task' THEN r.task_id WHEN 'queue' THEN t.queue WHEN 'kind'
        sum(coalesce(r.finished_at, :now) - r.started_at) AS wall_s,
        count(DISTINCT r.task_id) AS tasks
 FROM runs r JOIN tasks t ON t.id = r.task_id JOIN workers w ON w.id = r.worker_id
-WHERE (:since IS NULL OR r.started_at >= :since) AND (:task_id IS NULL OR r.task_id = :task_id)
+WHERE (t.namespace = :namespace OR :namespace = '*')
+  AND (:since IS NULL OR r.started_at >= :since) AND (:task_id IS NULL OR r.task_id = :task_id)
 GROUP BY 1
 ORDER BY 8 DESC NULLS LAST, 1
 LIMIT :limit;
@@ -1147,7 +1279,9 @@ LIMIT :limit;
 -- name: waiting_runs
 -- The unfinished runs flagged waiting for a person, oldest first.
 SELECT id, task_id, worker_id, waiting, stalled_at FROM runs
-WHERE waiting IS NOT NULL AND finished_at IS NULL
+WHERE (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = runs.task_id
+                           AND s.namespace = :namespace))
+  AND waiting IS NOT NULL AND finished_at IS NULL
 ORDER BY started_at;
 
 -- API tokens (store/tokens.py).
@@ -1164,10 +1298,16 @@ SELECT * FROM tokens WHERE namespace = :namespace ORDER BY created_at, name;
 SELECT * FROM tokens WHERE id = :id;
 
 -- name: revoke_token
-UPDATE tokens SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL RETURNING *;
+UPDATE tokens SET revoked_at = :now WHERE name = :name
+  AND (namespace = :namespace OR :namespace = '*')
+  AND revoked_at IS NULL RETURNING *;
 
 -- name: token_by_name
-SELECT * FROM tokens WHERE name = :name;
+SELECT * FROM tokens WHERE name = :name AND namespace = :namespace;
+
+-- name: token_name_taken
+-- Token names are unique across the store (docs/operations.md, Namespaces).
+SELECT 1 FROM tokens WHERE name = :name;
 
 -- name: any_usable_token
 SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL
@@ -1330,7 +1470,7 @@ LIMIT :cap) AS matched;
 -- name: task_dependents
 -- The tasks that wait on :task_id (the task page's "blocking"), oldest first.
 SELECT t.id, t.title, t.status FROM task_deps d JOIN tasks t ON t.id = d.task_id
-WHERE d.depends_on = :task_id
+WHERE d.depends_on = :task_id AND (:namespace = '*' OR t.namespace = :namespace)
 ORDER BY t.seq
 LIMIT :limit;
 
@@ -1338,8 +1478,30 @@ LIMIT :limit;
 -- The newest :limit events of task :task_id, newest first (events_by_task).
 SELECT *, 0 AS cursor_xid FROM events
 WHERE task_id = :task_id
+  AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = events.task_id
+                           AND s.namespace = :namespace))
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: task_titles
+-- The titles of the tasks of :ids (the events page's task column), in the namespace alone.
+SELECT id, title FROM tasks
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND (:namespace = '*' OR namespace = :namespace);
+
+-- name: claim_holders
+-- The workers that held the claims of :tokens (an actor `token:N`: the By columns), by
+-- name; a claim whose worker is of another namespace is not named.
+SELECT c.token, w.name FROM claims c JOIN workers w ON w.id = c.worker_id
+WHERE c.token IN (SELECT value FROM json_each(:tokens))
+  AND (:namespace = '*' OR w.namespace = :namespace);
+
+-- name: worker_names
+-- The names of the workers of :ids (the By columns, the events page's worker column), in
+-- the namespace alone.
+SELECT id, name FROM workers
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND (:namespace = '*' OR namespace = :namespace);
 
 -- name: events_per_minute
 -- How many events of each of :names were written in each minute from :since_at on (the
@@ -1368,12 +1530,26 @@ WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cuto
 ORDER BY t.updated_at DESC
 LIMIT :limit;
 
+-- What a retention pass deletes, for its dry run to count (store/retention.py): the
+-- finished tasks old enough (`old`), less every one that a task staying depends on, at
+-- any distance (`held`: a pass deletes a task only with all its dependents), is `going`.
+-- fragment: going_tasks
+WITH RECURSIVE
+old(id) AS (
+  SELECT t.id FROM tasks t
+  WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :tasks_cutoff
+    AND (:unlanded OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
+                                     AND r.backup_refs IS NOT NULL
+                                     AND coalesce(r.outcome, '') <> 'landed'))),
+held(id) AS (
+  SELECT d.depends_on FROM task_deps d WHERE d.task_id NOT IN (SELECT id FROM old)
+  UNION
+  SELECT d.depends_on FROM task_deps d JOIN held h ON d.task_id = h.id),
+going(id) AS (SELECT id FROM old WHERE id NOT IN (SELECT id FROM held))
+
 -- name: count_prunable_tasks
-SELECT count(*) AS n FROM tasks t
-WHERE t.status IN (SELECT value FROM json_each(:final)) AND t.updated_at < :cutoff
-  AND (:unlanded OR NOT EXISTS (SELECT 1 FROM reviews r WHERE r.task_id = t.id
-                                   AND r.backup_refs IS NOT NULL
-                                   AND coalesce(r.outcome, '') <> 'landed'));
+/* fragment: going_tasks */
+SELECT count(*) AS n FROM going;
 
 -- The claims of those tasks, read before the batch's write (a finished task claims no more).
 -- name: prunable_claims
@@ -1403,7 +1579,11 @@ VALUES (:run_id, :path, :size_bytes, :sha256, :skipped)
 ON CONFLICT (run_id, path) DO NOTHING;
 
 -- name: artifacts_of_run
-SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id ORDER BY path;
+SELECT path, size_bytes, sha256, skipped FROM run_artifacts WHERE run_id = :run_id
+  AND EXISTS (SELECT 1 FROM runs r WHERE r.id = run_artifacts.run_id
+    AND (:namespace = '*' OR EXISTS (SELECT 1 FROM tasks s WHERE s.id = r.task_id
+                             AND s.namespace = :namespace))
+    ) ORDER BY path;
 
 -- name: delete_artifacts_of
 DELETE FROM run_artifacts
@@ -1445,8 +1625,9 @@ SELECT coalesce(max(id), 0) AS id FROM events;
 -- name: delete_events_before
 DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id < :boundary ORDER BY id LIMIT :limit);
 
--- name: count_old_events
-SELECT count(*) AS n FROM events WHERE at < :cutoff;
+-- What delete_events_before deletes, batch after batch, up to :boundary.
+-- name: count_events_before
+SELECT count(*) AS n FROM events WHERE id < :boundary;
 
 -- Workers gone (dead, offline) and silent since before :cutoff that no claim or run names
 -- (read before the deletes: a gone worker never claims again).
@@ -1455,6 +1636,16 @@ SELECT w.id FROM workers w
 WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id)
   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id);
+
+-- The gone workers a pass deletes after its tasks: claims and runs of going tasks go first.
+-- name: count_prunable_workers
+/* fragment: going_tasks */
+SELECT count(*) AS n FROM workers w
+WHERE w.status IN ('dead', 'offline') AND w.last_heartbeat_at < :cutoff
+  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.worker_id = w.id
+                    AND c.task_id NOT IN (SELECT id FROM going))
+  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.worker_id = w.id
+                    AND r.task_id NOT IN (SELECT id FROM going));
 
 -- name: delete_workers
 DELETE FROM workers
@@ -1475,7 +1666,8 @@ ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
 -- name: get_schedule
-/* fragment: schedule_columns */ WHERE s.id = :schedule_id;
+/* fragment: schedule_columns */ WHERE s.id = :schedule_id
+  AND (s.namespace = :namespace OR :namespace = '*');
 
 -- name: list_schedules
 /* fragment: schedule_columns */ WHERE s.namespace = :namespace ORDER BY s.id;
@@ -1484,12 +1676,13 @@ RETURNING id;
 -- Walks schedules_due from the oldest due time: its cost is the due schedules', whatever
 -- the number of schedules or of past fires.
 /* fragment: schedule_columns */
-WHERE s.paused = 0 AND s.next_fire_at <= :now
+WHERE s.paused = 0 AND s.next_fire_at <= :now AND (s.namespace = :namespace OR :namespace = '*')
 ORDER BY s.next_fire_at
 LIMIT :limit;
 
 -- name: lock_schedule
-SELECT * FROM schedules WHERE id = :schedule_id;
+SELECT * FROM schedules WHERE id = :schedule_id
+  AND (namespace = :namespace OR :namespace = '*');
 
 -- name: advance_schedules
 -- The compare-and-set of a scheduler pass, for a batch of schedules at once (:plans, a JSON
@@ -1502,6 +1695,7 @@ FROM (SELECT value ->> '$.schedule_id' AS plan_id, value ->> '$.seen' AS seen_at
              value ->> '$.next_fire_at' AS next_at, value ->> '$.last_fire_at' AS last_at
       FROM json_each(:plans)) AS p
 WHERE schedules.id = p.plan_id AND schedules.next_fire_at = p.seen_at AND schedules.paused = 0
+  AND (schedules.namespace = :namespace OR :namespace = '*')
 RETURNING id, cron, timezone, template, overlap, max_catchup, catchup_window_s, paused,
           pause_note, next_fire_at, last_fire_at, last_task_id, created_at, updated_at,
           namespace, (SELECT status FROM tasks t WHERE t.id = last_task_id) AS last_task_status;
@@ -1522,16 +1716,16 @@ UPDATE schedules SET last_task_id = :task_id, updated_at = :now WHERE id = :sche
 
 -- name: pause_schedule
 UPDATE schedules SET paused = 1, pause_note = :note, updated_at = :now
-WHERE id = :schedule_id AND paused = 0;
+WHERE id = :schedule_id AND (namespace = :namespace OR :namespace = '*') AND paused = 0;
 
 -- name: resume_schedule
 UPDATE schedules
 SET paused = 0, pause_note = NULL, next_fire_at = coalesce(:next_fire_at, next_fire_at),
     updated_at = :now
-WHERE id = :schedule_id AND paused = 1;
+WHERE id = :schedule_id AND (namespace = :namespace OR :namespace = '*') AND paused = 1;
 
 -- name: delete_schedule
-DELETE FROM schedules WHERE id = :schedule_id;
+DELETE FROM schedules WHERE id = :schedule_id AND (namespace = :namespace OR :namespace = '*');
 
 -- name: delete_schedule_fires
 DELETE FROM schedule_fires WHERE key >= :first_key AND key < :past_key;
@@ -1540,6 +1734,9 @@ DELETE FROM schedule_fires WHERE key >= :first_key AND key < :past_key;
 SELECT f.*, t.status AS task_status
 FROM schedule_fires f LEFT JOIN tasks t ON t.id = f.task_id
 WHERE f.key >= :first_key AND f.key < :past_key
+  AND EXISTS (SELECT 1 FROM schedules s WHERE s.id = :schedule_id
+    AND (s.namespace = :namespace OR :namespace = '*')
+    )
 ORDER BY f.key DESC
 LIMIT :limit;
 
@@ -1582,3 +1779,35 @@ FROM reviews r JOIN tasks t ON t.id = r.task_id
 WHERE r.outcome = 'kept' AND t.status = 'done' AND t.namespace = :namespace
 ORDER BY r.outcome_at
 LIMIT :limit;
+
+-- The keys that prove a worker's processes (foundation/processes.py): set once, as the
+-- worker registers, in the same transaction.
+
+-- name: set_worker_keys
+UPDATE workers SET key_hash = :key_hash, runs_key_hash = :runs_key_hash WHERE id = :worker_id;
+
+-- name: set_orchestrator_key
+-- The key hash of the orchestrator that has just taken the row (NULL: it has none).
+UPDATE orchestrator SET key_hash = :key_hash WHERE id = 1 RETURNING *;
+
+-- name: set_day_cap
+-- A queue's or provider account's day caps: each replaced unless keep_NAME; a row left
+-- with no cap is dropped (drop_empty_day_cap).
+INSERT INTO day_caps (namespace, scope, name, max_cost_usd, max_tokens, updated_at)
+VALUES (:namespace, :scope, :name, :max_cost_usd, :max_tokens, :now)
+ON CONFLICT (namespace, scope, name) DO UPDATE SET
+    max_cost_usd = CASE WHEN :keep_max_cost_usd THEN max_cost_usd ELSE excluded.max_cost_usd END,
+    max_tokens = CASE WHEN :keep_max_tokens THEN max_tokens ELSE excluded.max_tokens END,
+    updated_at = :now
+RETURNING scope, name, max_cost_usd, max_tokens;
+
+-- name: drop_empty_day_cap
+DELETE FROM day_caps
+WHERE namespace = :namespace AND scope = :scope AND name = :name
+  AND max_cost_usd IS NULL AND max_tokens IS NULL;
+
+-- name: day_caps
+-- The day caps of the namespace, of one scope or all (:scope NULL), by scope and name.
+SELECT scope, name, max_cost_usd, max_tokens FROM day_caps
+WHERE namespace = :namespace AND (:scope IS NULL OR scope = :scope)
+ORDER BY scope, name;

@@ -97,7 +97,14 @@ CREATE TABLE workers (
     namespace         TEXT    NOT NULL DEFAULT 'default',
     -- Where a worker runs tasks in worktrees, `<hostname>:<clone>` (NULL: not in
     -- worktrees): tasks kept at that site wait for it while it lives.
-    site              TEXT
+    site              TEXT,
+    -- The SHA-256 of the key in its runner's environment as it started (CORRAL_WORKER_KEY),
+    -- and of the key its runs' processes are given (CORRAL_RUN_KEY): what proves a process
+    -- is this worker's before corral signals it (foundation/processes.py). NULL: none.
+    key_hash          TEXT,
+    runs_key_hash     TEXT,
+    -- When it was deregistered (went offline); NULL while it is registered, dead too.
+    deregistered_at   REAL
 );
 
 -- One live worker per (namespace, host, pid): a second registration is refused by the
@@ -228,15 +235,18 @@ CREATE TABLE queue_limits (
 
 -- A provider account agents spend (`claude`, `claude:work`): capped at max_running agents
 -- at once across hosts (NULL: no cap), paused by an operator, or parked until its usage
--- limit resets. The claim reads the claimant's provider row; one with no row is free.
+-- limit resets, each in one namespace. The claim reads the claimant's provider row in the
+-- claimant's namespace; one with no row is free.
 CREATE TABLE providers (
-    name         TEXT    PRIMARY KEY,
+    name         TEXT    NOT NULL,
     max_running  INTEGER CHECK (max_running IS NULL OR max_running >= 0),
     paused       INTEGER NOT NULL DEFAULT 0,
     parked_until REAL,
     parked_at    REAL,
     park_reason  TEXT,
-    updated_at   REAL NOT NULL
+    updated_at   REAL NOT NULL,
+    namespace    TEXT    NOT NULL DEFAULT 'default',  -- the one whose agents it holds back
+    PRIMARY KEY (namespace, name)
 );
 
 CREATE INDEX workers_by_provider ON workers (provider) WHERE provider IS NOT NULL;
@@ -288,22 +298,30 @@ CREATE TABLE reviews (
     -- Where the pull request at pr_url stands: open (or unset), merged, closed.
     pr_state        TEXT,
     -- When the outcome was last recorded: `status` reads the newest and oldest by it.
-    outcome_at      REAL
+    outcome_at      REAL,
+    -- What its last run that disabled tests disabled (a JSON list): migrations/0035.
+    tests_disabled  TEXT
 ) WITHOUT ROWID;
 CREATE INDEX reviews_by_outcome ON reviews (outcome, outcome_at) WHERE outcome IS NOT NULL;
 
--- Inboxes of workers (by name) and of the orchestrator: appended, never rewritten, read
--- in id order. An acknowledgement is a row of its own, so a message never changes.
+-- Inboxes of workers (by name) and of the orchestrator, one set per namespace: appended,
+-- never rewritten, read in id order. An acknowledgement is a row of its own, so a message
+-- never changes.
 CREATE TABLE messages (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,
     at        REAL    NOT NULL,
     sender    TEXT    NOT NULL,
     recipient TEXT    NOT NULL,
     type      TEXT    NOT NULL,
-    body      TEXT
+    body      TEXT,
+    namespace TEXT    NOT NULL DEFAULT 'default',  -- its sender's; read there alone
+    -- Sent again under the same key, it is this message, not a second one (an outbox's).
+    idempotency_key TEXT
 );
 
 CREATE INDEX messages_by_recipient ON messages (recipient, id);
+CREATE UNIQUE INDEX messages_by_key ON messages (namespace, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 CREATE TRIGGER messages_never_change BEFORE UPDATE ON messages
 BEGIN
@@ -337,7 +355,11 @@ CREATE TABLE orchestrator (
     stopped_at        REAL,
     stop_timeout_s    REAL,
     config            TEXT    NOT NULL DEFAULT '{}',
-    slots             TEXT    NOT NULL DEFAULT '[]'
+    slots             TEXT    NOT NULL DEFAULT '[]',
+    -- The SHA-256 of the key in its holder's environment as it started
+    -- (CORRAL_ORCHESTRATOR_KEY): what proves the pid is that orchestrator before
+    -- `orchestrator stop` signals it (foundation/processes.py). NULL: none.
+    key_hash          TEXT
 );
 
 INSERT INTO orchestrator (id) VALUES (1);
@@ -360,7 +382,7 @@ CREATE TABLE orchestrators (
 CREATE TABLE tokens (
     id           TEXT  PRIMARY KEY,
     name         TEXT  NOT NULL UNIQUE,
-    role         TEXT  NOT NULL CHECK (role IN ('viewer', 'worker', 'operator')),
+    role         TEXT  NOT NULL CHECK (role IN ('viewer', 'worker', 'operator', 'admin')),
     queues       TEXT  NOT NULL DEFAULT '[]',
     secret_hash  TEXT  NOT NULL,
     created_at   REAL NOT NULL,
@@ -444,4 +466,17 @@ CREATE TABLE dashboard_sessions (
     created_at  REAL NOT NULL,
     expires_at  REAL NOT NULL,
     ended_at    REAL
+);
+
+-- Version 34: day caps on what agents spend (issue 31), per queue and per provider account
+-- of a namespace: dollars and billed tokens a day (model/budgets.py). A run that reaches
+-- one is stopped and its task deferred to the next day, when the cap lifts itself.
+CREATE TABLE day_caps (
+    namespace    TEXT    NOT NULL DEFAULT 'default',
+    scope        TEXT    NOT NULL CHECK (scope IN ('queue', 'provider')),
+    name         TEXT    NOT NULL,
+    max_cost_usd REAL    CHECK (max_cost_usd IS NULL OR max_cost_usd > 0),
+    max_tokens   INTEGER CHECK (max_tokens IS NULL OR max_tokens > 0),
+    updated_at   REAL    NOT NULL,
+    PRIMARY KEY (namespace, scope, name)
 );

@@ -1,0 +1,4 @@
+-- Version 28: nothing changes in a SQLite store. PostgreSQL's version 28 makes its
+-- exchange function take a completion's review or done and what a report from outside a
+-- run notes on its run from the store (model/batches.py), as SQLite's named queries do.
+-- The number is taken here too, so that one version means one schema in both stores.
