@@ -137,8 +137,12 @@ AGENT = """#!/bin/sh
 sleep "${AGENT_SLEEP_S:-0.1}"
 """
 # Short intervals so that restarts, beats and reconcile passes take fractions of a second.
+# The dead window stays 2 s (ten beats): at three beats (0.6 s) a worker stalled by a busy
+# CI machine was declared dead holding its task, which a stop then found counted as a crash.
+# Tests of silence itself set their own.
 POOL_ENV = {
     "CORRAL_HEARTBEAT_INTERVAL_S": "0.2",
+    "CORRAL_DEAD_AFTER_MISSED": "10",
     "CORRAL_RECONCILE_INTERVAL_S": "1",
     "CORRAL_RESTART_DELAY_S": "0.1",
     "CORRAL_MAX_RESTART_DELAY_S": "0.4",

@@ -360,8 +360,11 @@ QUOTA_AGENT = """#!/bin/sh
 # no stream event, a line on stderr and exit status 1 (the profile's limit_patterns).
 cat > /dev/null
 echo "{\\"session\\": \\"$$\\"}"
-if [ -f "$QUOTA_UNTIL" ] && [ "$(date +%s)" -lt "$(cat "$QUOTA_UNTIL")" ]; then
-  echo "error: quota exceeded until $(cat "$QUOTA_UNTIL")" >&2
+if [ -f "$QUOTA_ARMED" ]; then  # spent until two seconds from now, which it notes down
+  rm "$QUOTA_ARMED"
+  until=$(( $(date +%s) + 2 ))
+  echo "$until" > "$QUOTA_UNTIL"
+  echo "error: quota exceeded until $until" >&2
   exit 1
 fi
 if [ -f "$QUOTA_VAGUE" ]; then rm "$QUOTA_VAGUE"; echo "error: quota exceeded" >&2; exit 1; fi
@@ -379,6 +382,7 @@ def _quota_profile(pool: Any) -> None:
         f'command = ["{script}"]\noutput = "generic"\nprovider = "acme"\n'
         'limit_patterns = ["quota exceeded until (?P<reset>\\\\d+)", "quota exceeded"]\n'
     )
+    pool.env["QUOTA_ARMED"] = str(pool.folder / "quota-armed")
     pool.env["QUOTA_UNTIL"] = str(pool.folder / "quota-until")
     pool.env["QUOTA_VAGUE"] = str(pool.folder / "quota-vague")
 
@@ -392,11 +396,11 @@ def test_a_limit_signature_at_exit_parks_until_its_reset_or_for_the_default(
     pool = sqlite_pool
     _quota_profile(pool)
     pool.env["CORRAL_AGENTS_PARK_S"] = "1"  # [agents] park_default
-    reset = int(time.time()) + 4  # past the pool's start-up
-    (pool.folder / "quota-until").write_text(str(reset))
+    (pool.folder / "quota-armed").write_text("")  # the reset time: when the agent ran
     task = add(pool, "use the quota")
     pool.start("--workers", "1", "--agent", "quota", workers=None)
     pool.wait(lambda: finished(pool, task), 30)
+    reset = int((pool.folder / "quota-until").read_text())
     (pool.folder / "quota-vague").write_text("")
     vague = add(pool, "use it again")
     pool.wait(lambda: finished(pool, vague), 30)

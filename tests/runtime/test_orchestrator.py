@@ -268,7 +268,7 @@ def test_a_stop_without_grace_gives_running_tasks_back_at_once(pool: Any):
     assert 0 == stopped.returncode, stopped.stderr
     assert 0 == orchestrator.wait(timeout=10)
     task = pool.store.tasks.get_task(task_id)
-    assert (TaskStatus.READY, 0) == (task.status, task.crashes)
+    assert (TaskStatus.READY, 0) == (task.status, task.crashes), pool.log()
     assert "worker.sigquit slot=slot-1" in pool.log()
     assert [] == pool.processes()
 
@@ -391,7 +391,11 @@ def test_a_silent_worker_is_stale_and_dead_when_due_not_at_the_next_interval(poo
     that falls silent holding a task is stale once a heartbeat is half a second late and
     dead, its task ready, at three missed: the leader wakes its repair when it is due
     (seed 002: detection 10 s after the last heartbeat at its 10 s interval)."""
-    pool.env.update(CORRAL_RECONCILE_INTERVAL_S="3600", CORRAL_HEARTBEAT_INTERVAL_S="1")
+    pool.env.update(
+        CORRAL_RECONCILE_INTERVAL_S="3600",
+        CORRAL_HEARTBEAT_INTERVAL_S="1",
+        CORRAL_DEAD_AFTER_MISSED="3",
+    )
     pool.start("--kind", "pool-only", workers=1)
     pool.wait_running(1)
     (task_id,) = pool.add(1, kind="by-hand")  # the pool's worker runs pool-only alone
