@@ -273,9 +273,13 @@ def test_a_worktree_made_again_starts_a_fresh_session(sqlite_pool: Any) -> None:
         subprocess.run(["git", *args], cwd=pool.folder, env=env, check=True)
     assert 0 == pool.corral("init").returncode
     pool.env["CORRAL_WORKTREE_ON_EMPTY"] = "done"  # the stand-in claude edits nothing
-    task = add(pool, "run twice FAKE:sleep=1.5")
+    hold = pool.folder / "directives"  # the first run holds until cancelled
+    hold.write_text("FAKE:sleep=60")
+    pool.env["FAKE_DIRECTIVES"] = str(hold)
+    task = add(pool, "run twice")
     pool.start("--workers", "1", "--agent", "claude", "--worktree", workers=None)
     pool.wait(lambda: len(runs_of(pool, task)) == 1 and runs_of(pool, task)[0]["session_id"], 30)
+    hold.write_text("")
     assert 0 == pool.corral("cancel", task).returncode
     pool.wait(
         lambda: (
