@@ -217,6 +217,37 @@ def test_each_notice_goes_out_once_on_each_channel_within_5_s(
     assert _no_secret("\n".join(everything))
 
 
+HELD = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)"
+
+
+def test_a_command_that_takes_its_time_holds_up_no_other_channel(
+    store: Store, settings: Settings, receiver: Receiver, tmp_path: Path, log
+) -> None:
+    """The command first among the channels, held until the test lets it go: both notices
+    reach the webhook meanwhile (each channel sends on a thread of its own), and the
+    command is told of both once it goes on."""
+    logger, _ = log
+    gate = tmp_path / "go"
+    channels = [
+        Command((sys.executable, "-c", HELD, str(gate)), {}),
+        Posted(Webhook(receiver.url(HOOK))),
+    ]
+    notifier = Notifier(store, channels, leading=lambda: True, log=logger)
+    try:
+        for title in ("one", "two"):
+            task_id, token = _claimed(store, settings, NewTask(title=title, max_attempts=1))
+            corral.fail(store, task_id, error="boom", token=token, settings=settings)
+        wait_until(lambda: len(receiver.seen) == 2, timeout_s=10)
+        assert ["url", "url"] == [(e.data or {})["channel"] for e in _deliveries(store)]
+        gate.touch()
+        wait_until(lambda: len(_deliveries(store)) == 4, timeout_s=10)
+    finally:
+        gate.touch()
+        notifier.stop()
+        notifier.join()
+    assert {"notify.delivered"} == {e.name for e in _deliveries(store)}
+
+
 @pytest.mark.parametrize("down_s", [1.5])
 def test_a_receiver_that_is_down_gets_its_notices_once_it_is_back(
     store: Store, settings: Settings, receiver: Receiver, tmp_path: Path, log, down_s: float

@@ -37,10 +37,15 @@ class ThreadService(ABC):
 
     def stop(self) -> None:
         """Ask the thread to end and, unless `join_on_stop` is False, wait until it has."""
-        self.stopping.set()
-        self._interrupt()
+        self.ask_to_stop()
         if self.join_on_stop:
             self.join()
+
+    def ask_to_stop(self) -> None:
+        """Ask the thread to end without waiting: an owner of several asks them all first,
+        then joins each, so their last pieces of work end together rather than in turn."""
+        self.stopping.set()
+        self._interrupt()
 
     def join(self) -> None:
         """Wait for the thread to end; at once if it never started, or if it asks itself."""

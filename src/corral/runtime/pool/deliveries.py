@@ -1,18 +1,21 @@
-"""The notifier's delivery queue: each notice sent on each channel, retried with backoff,
+"""A channel's delivery queue: each notice sent on the channel, retried with backoff,
 recorded once it went out or never will.
 
-    Notifier (follows the log) ─► put(notice, event, channel) ─► the queue, by due time
-      ─► the delivery thread sends the due one ─► taken: `notify.delivered`
+    Notifier (follows the log) ─► put(notice, event, channel) ─► the channel's queue, by
+      due time ─► its delivery thread sends the due one ─► taken: `notify.delivered`
                                                ─► refused, down, timed out: due again
                                                   after the next wait of `backoff_s`
                                                ─► no wait left: `notify.gave_up`
 
 The follower only puts: a channel that is down (a webhook that refuses, a command that
 hangs) never holds up reading the log, and while one delivery waits for its retry the
-later ones still go out. The queue is bounded (MAX_PENDING): past it a notice is given up
-at once rather than kept without end for an endpoint that never answers. Each delivery is
-recorded as one event naming the notice, the event it is about and the channel (never the
-channel's URL or its secrets); a store that is away loses the record, not the delivery.
+later ones still go out. Each channel has a queue and a thread of its own, so a slow one
+(a command taking seconds, a webhook up to its timeout) never delays another's notices
+past the five seconds a notice is promised in. The queue is bounded (MAX_PENDING): past it
+a notice is given up at once rather than kept without end for an endpoint that never
+answers. Each delivery is recorded as one event naming the notice, the event it is about
+and the channel (never the channel's URL or its secrets); a store that is away loses the
+record, not the delivery.
 Deliveries still queued when the orchestrator stops are dropped (their events are in the
 log); one under way is finished first, so a stop waits for it, at most a command's or a
 webhook's timeout.
@@ -38,7 +41,7 @@ from corral.store import Store
 # endpoint restarting (or a laptop waking) still gets its notices, and one that is gone is
 # given up on before its notices are stale.
 BACKOFF_S = (1.0, 2.0, 5.0, 15.0, 60.0, 180.0)
-MAX_PENDING = 1000  # deliveries waiting at once (a notice is rare: this is an endpoint gone)
+MAX_PENDING = 1000  # waiting at once on a channel (notices are rare: this is an endpoint gone)
 IDLE_WAIT_S = 3600.0  # nothing queued: a put or a stop wakes the thread before this
 ACTOR = "notify"
 
@@ -66,7 +69,7 @@ class Delivery:
 
 
 class Deliveries(ThreadService):
-    """A daemon thread sending the queued deliveries, one at a time, due first."""
+    """A daemon thread sending one channel's queued deliveries, one at a time, due first."""
 
     def __init__(
         self,

@@ -34,9 +34,9 @@ through a shell) gets the notice's JSON (the event's shape without its claim tok
 stdin and `CORRAL_NOTICE` (the kind above), `CORRAL_EVENT_ID`, `CORRAL_TASK_ID` in its
 environment, which is otherwise the pool workers' (filtered by `env.deny`), bounded by
 NOTIFY_TIMEOUT_S. `url` gets the same JSON POSTed (runtime/pool/webhook.py), `ntfy` a
-line of text (runtime/pool/ntfy.py). Each goes through the delivery queue
-(runtime/pool/deliveries.py): retried with backoff, never holding up the log's reading,
-recorded as `notify.delivered` or `notify.gave_up`.
+line of text (runtime/pool/ntfy.py). Each goes through its own delivery queue
+(runtime/pool/deliveries.py): retried with backoff, never holding up the log's reading nor
+another channel, recorded as `notify.delivered` or `notify.gave_up`.
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class Notifier(ThreadService):
         self._asked: dict[str, str] = {}  # task id -> the reason its run.waiting was sent
         self._dead = DeadNotices(dead_every_s)
         self._clock = clock or SystemClock()
-        self.deliveries = Deliveries(store, log=log, backoff_s=backoff_s)
+        self._queues = [Deliveries(store, log=log, backoff_s=backoff_s) for _ in channels]
         flt = EventFilter(names=NOTICE_EVENTS, limit=0)  # none from before now
         self._follower = Follower(
             store, flt, clock=SystemClock(), on_outage=self._outage, poll_s=POLL_S, listen=False
@@ -238,7 +238,10 @@ class Notifier(ThreadService):
 
     def _interrupt(self) -> None:
         self._follower.stop()
-        self.deliveries.stop()
+        for queue in self._queues:
+            queue.ask_to_stop()
+        for queue in self._queues:
+            queue.join()
 
     def _outage(self, message: str) -> None:
         event(self._log, "notify.store_unreachable", logging.WARNING, error=message)
@@ -254,8 +257,8 @@ class Notifier(ThreadService):
             if told is None:
                 return
             ev = told
-        for channel in self._channels:
-            self.deliveries.put(kind, ev, channel)
+        for channel, queue in zip(self._channels, self._queues, strict=True):
+            queue.put(kind, ev, channel)
 
     def _dead_notice(self, ev: Event) -> Event | None:
         """`ev` (a worker.dead) as it is told, with the deaths of its worker's name held back
