@@ -237,7 +237,7 @@ def test_a_command_that_takes_its_time_holds_up_no_other_channel(
         for title in ("one", "two"):
             task_id, token = _claimed(store, settings, NewTask(title=title, max_attempts=1))
             corral.fail(store, task_id, error="boom", token=token, settings=settings)
-        wait_until(lambda: len(receiver.seen) == 2, timeout_s=10)
+        wait_until(lambda: len(receiver.seen) == len(_deliveries(store)) == 2, timeout_s=10)
         assert ["url", "url"] == [(e.data or {})["channel"] for e in _deliveries(store)]
         gate.touch()
         wait_until(lambda: len(_deliveries(store)) == 4, timeout_s=10)

@@ -399,9 +399,9 @@ def test_a_silent_worker_is_stale_and_dead_when_due_not_at_the_next_interval(poo
     pool.start("--kind", "pool-only", workers=1)
     pool.wait_running(1)
     (task_id,) = pool.add(1, kind="by-hand")  # the pool's worker runs pool-only alone
+    heard = time.monotonic()  # at most when the registration, its last heartbeat, was
     silent = register(pool.store, NewWorker(name="silent", kinds=("by-hand",))).worker
     claim(pool.store, task_id, silent.id)
-    heard = time.monotonic()  # the registration is its last heartbeat
 
     def status_at(wanted: WorkerStatus) -> float:
         pool.wait(lambda: pool.store.workers.get_worker(silent.id).status is wanted, 20)
