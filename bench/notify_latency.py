@@ -8,9 +8,12 @@ a random 0 to 300 ms between them so the writes fall anywhere in the notifier's 
 with routine events between them (a task claimed and completed: no notice). The writer
 notes time.time() right after each `wait` returns (its commit); the server notes
 time.time() when the POST arrives. One machine, one clock: the difference is the
-latency, commit to receipt. The target is the issue's: p95 under 5 s.
+latency, commit to receipt. The target is the issue's: p95 under 5 s. With --command-s S,
+a `[notify] command` that takes S seconds per notice is a channel beside the webhook, first
+in the list: the webhook's latency must not grow with it.
 
     .venv/bin/python bench/notify_latency.py [--notices 60] [--stores sqlite postgresql]
+        [--command-s 0]
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from corral import open_store
-from corral.runtime.pool.notify import POLL_S, Notifier, Posted
+from corral.runtime.pool.notify import POLL_S, Command, Notifier, Posted
 from corral.runtime.pool.webhook import Webhook
 from measure import Spread, Verdicts, banner, ms, store_url, table, temp_dir
 
@@ -83,7 +86,7 @@ class Receiver:
         self.server.server_close()
 
 
-def measure(dialect: str, notices: int) -> tuple[list[float], int]:
+def measure(dialect: str, notices: int, command_s: float) -> tuple[list[float], int]:
     """The commit-to-receipt latencies (s), and how many notices arrived in all."""
     log = logging.getLogger("bench-notify")
     log.addHandler(logging.NullHandler())
@@ -91,7 +94,11 @@ def measure(dialect: str, notices: int) -> tuple[list[float], int]:
     with temp_dir("notify") as folder, store_url(dialect, folder) as url:
         store = open_store(url)
         receiver = Receiver()
-        notifier = Notifier(store, [Posted(Webhook(receiver.url()))], leading=lambda: True, log=log)
+        channels: list[Command | Posted] = [Posted(Webhook(receiver.url()))]
+        if command_s > 0:
+            slow = f"import sys, time; sys.stdin.read(); time.sleep({command_s})"
+            channels.insert(0, Command((sys.executable, "-c", slow), {}))
+        notifier = Notifier(store, channels, leading=lambda: True, log=log)
         try:
             out = subprocess.run(
                 [sys.executable, "-c", WRITER, url, str(notices)],
@@ -120,12 +127,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notices", type=int, default=60, help="tasks made to wait")
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument(
+        "--command-s", type=float, default=0.0, help="a command channel this slow beside it"
+    )
     opts = parser.parse_args()
     banner("notify: commit to webhook receipt", __doc__.split("\n\n")[1])
     v = Verdicts("notify_latency")
     rows = []
     for dialect in opts.stores:
-        latencies, arrived = measure(dialect, opts.notices)
+        latencies, arrived = measure(dialect, opts.notices, opts.command_s)
         spread = Spread.of(latencies)
         rows.append(
             [dialect, opts.notices, arrived, ms(spread.p50_s), ms(spread.p95_s), ms(spread.max_s)]
@@ -134,7 +144,8 @@ def main() -> int:
                 arrived == opts.notices)  # fmt: skip
         v.check(f"{dialect} p95 < {P95_TARGET_S:g} s", f"{ms(spread.p95_s)} ms",
                 spread.p95_s < P95_TARGET_S)  # fmt: skip
-    print(f"commit to webhook receipt (ms); the notifier polls every {POLL_S:g} s")
+    beside = f"; a {opts.command_s:g} s command beside it" if opts.command_s > 0 else ""
+    print(f"commit to webhook receipt (ms); the notifier polls every {POLL_S:g} s{beside}")
     print(table(["store", "notices", "arrived", "p50", "p95", "max"], rows))
     return v.finish()
 
