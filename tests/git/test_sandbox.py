@@ -20,7 +20,7 @@ from .conftest import git
 
 PROBES = (
     *("ssh", "store", "other_worktree", "outside", "base_ref", "network", "rm_home"),
-    *("repo_lock", "sibling_ref", "sibling_delete"),
+    *("repo_lock", "sibling_ref", "sibling_delete", "sibling_packed"),
 )
 
 AGENT = """#!/bin/bash
@@ -37,6 +37,8 @@ probe repo_lock flock -n {repo}/.git/corral-merge.lock true
 probe sibling_ref sh -c 'git update-ref refs/heads/corral/w1/t-old "$(git -c user.name=a \
     -c user.email=a@example.com commit-tree -m moved "HEAD^{{tree}}")"'
 probe sibling_delete rm {repo}/.git/refs/heads/corral/w1/t-0ld
+probe sibling_packed sh -c 'git update-ref refs/heads/corral/w1/t-packed "$(git -c \
+    user.name=a -c user.email=a@example.com commit-tree -m moved "HEAD^{{tree}}")"'
 probe commit sh -c 'echo own > own.txt && git add own.txt &&
     git -c user.name=agent -c user.email=agent@example.com commit -qm own'
 probe network bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'
@@ -67,6 +69,8 @@ def world(tmp_path: Path, repo: Path, listener: socket.socket) -> dict[str, Path
     state = repo / ".corral"
     other = state / "worktrees" / "corral-w0-other"
     git(repo, "worktree", "add", "--quiet", "-b", "other", str(other))
+    git(repo, "branch", "corral/w1/t-packed", "other")  # an earlier task, since packed
+    git(repo, "pack-refs", "--all")
     for sibling in ("t-old", "t-0ld"):  # the worker's earlier tasks, in review
         git(repo, "branch", f"corral/w1/{sibling}", "other")
     (other / "secret.txt").write_text("another task's work\n")
@@ -115,8 +119,8 @@ def test_a_sandboxed_agent_reaches_nothing_but_its_worktree_and_its_work_lands(
     """Under bwrap with the network off, reading ~/.ssh, the store and another worktree,
     writing outside the worktree, connecting to a loopback listener, taking corral's
     merge lock (which would stall every landing), moving or deleting its worker's other
-    task branches and `rm -rf ~` all fail; the host is untouched; its declared config is
-    readable; its edit lands."""
+    task branches (a packed one too) and `rm -rf ~` all fail; the host is untouched; its
+    declared config is readable; its edit lands."""
     sandbox_or_skip("bwrap")
     results, status = _run(cli, world)
     assert {name: "failed" for name in PROBES} | {
@@ -127,7 +131,7 @@ def test_a_sandboxed_agent_reaches_nothing_but_its_worktree_and_its_work_lands(
     assert "work\n" == git(world["repo"], "show", "main:feature.txt") + "\n"
     assert "own\n" == git(world["repo"], "show", "main:own.txt") + "\n"  # its own commit
     other = git(world["repo"], "rev-parse", "other")
-    for sibling in ("t-old", "t-0ld"):
+    for sibling in ("t-old", "t-0ld", "t-packed"):
         assert other == git(world["repo"], "rev-parse", f"corral/w1/{sibling}")
     assert "private key\n" == (world["home"] / ".ssh" / "id_rsa").read_text()
     assert "{}\n" == (world["home"] / ".stand-in.json").read_text()

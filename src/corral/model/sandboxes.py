@@ -69,7 +69,9 @@ class SandboxPlan:
     # are nodev, so they cannot even be opened; elsewhere they read as empty.
     emptied: tuple[str, ...] = ()
     # Files bound read-only over themselves after every mount, where they still exist when
-    # the sandbox starts: the other refs in the writable folder of the run's branch.
+    # the sandbox starts: the other refs in the writable folder of the run's branch (packed
+    # ones given files first, git/ref_files.py). git moves a ref by renaming its lock file
+    # onto it and deletes one by unlinking it, both of which a mount point refuses.
     kept: tuple[str, ...] = ()
     name: str = ""  # a container's name (the run's id): what to remove when it is left
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from corral.foundation.errors import InvalidInput
 from corral.foundation.process_keys import RUN_KEY_ENV
-from corral.git import run_objects
+from corral.git import ref_files, run_objects
 from corral.git.repo_lock import lock_files
 from corral.model.agents import AgentProfile
 from corral.model.sandboxes import (
@@ -273,7 +273,7 @@ def _git_view(root: str, env: dict[str, str]) -> _GitView:
     if branch is not None and (refs := _branch_refs(common, branch)) is not None:
         mounts.append(Mount(path=refs, access=Access.WRITABLE))
         own = os.path.join(common, "refs", "heads", branch)
-        others = tuple(r for r in _loose_refs(refs) if r != own)
+        others = tuple(r for r in ref_files.loose_refs(common, refs) if r != own)
     return _GitView(
         mounts=mounts,
         env=run_objects.inside_env(found, env),
@@ -304,18 +304,6 @@ def _branch_refs(common: str, branch: str) -> str | None:
     with suppress(OSError):
         os.makedirs(folder, exist_ok=True)
     return folder if os.path.isdir(folder) else None
-
-
-def _loose_refs(folder: str) -> list[str]:
-    """The ref files under `folder` now. Each but the run's own branch is bound read-only
-    over itself (SandboxPlan.kept): git moves or deletes a ref by renaming its lock file
-    onto it or unlinking it, which a mount point refuses, so the agent cannot move its
-    worker's other task branches (or, with a branch template without a folder, the base).
-    A ref that `git gc` packed has no file to bind: the agent could shadow it."""
-    found = []
-    for parent, _, names in os.walk(folder):
-        found += [os.path.join(parent, n) for n in names if not n.endswith(".lock")]
-    return found
 
 
 def choose(
