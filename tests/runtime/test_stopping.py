@@ -31,3 +31,30 @@ def test_a_second_stop_or_an_immediate_one_stops_running_tasks_now() -> None:
     again.ask()
     again.ask()
     assert (True, True) == (first.overdue(), again.overdue())
+
+
+def test_a_second_signal_inside_the_first_ones_ask_stops_running_tasks_now() -> None:
+    """A second signal's handler can run between any two bytecodes of the first's `ask`:
+    simulated by a clock that asks again the first time it is read, from inside `ask`. The
+    nested ask neither waits for a lock the interrupted one holds nor is lost: the stop is
+    immediate."""
+    ran = threading.Event()
+
+    class Interrupting(FakeClock):
+        nested = False
+
+        def monotonic(self) -> float:
+            if not self.nested:
+                self.nested = True
+                stopping.ask()  # the second signal's handler
+            return super().monotonic()
+
+    stopping = Stopping(clock=Interrupting(), timeout_s=10.0, wake=threading.Event())
+
+    def first_signal() -> None:
+        stopping.ask()
+        ran.set()
+
+    threading.Thread(target=first_signal, daemon=True).start()  # a deadlock must not hang us
+    assert ran.wait(10)
+    assert (True, True) == (stopping.asked, stopping.overdue())

@@ -42,6 +42,7 @@ import random
 import signal
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -497,11 +498,14 @@ class Orchestrator:
             return asked_s
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """The stop first, then its log line, which may find stderr busy (the runner's
+        `_on_signal` says why)."""
         immediate = signum == signal.SIGQUIT or (
             signum == signal.SIGINT and self._stop_grace_s is not None
         )
-        event(self._log, "orchestrator.signal", signal=signal.Signals(signum).name)
         self.request_stop(0.0 if immediate else DEFAULT_STOP_TIMEOUT_S)
+        with suppress(RuntimeError):
+            event(self._log, "orchestrator.signal", signal=signal.Signals(signum).name)
 
 
 def _preflight(settings: Settings, agents_folder: str) -> dict[str, preflight.Checked]:

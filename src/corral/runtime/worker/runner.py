@@ -33,6 +33,7 @@ import random
 import signal
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -267,7 +268,10 @@ class Runner:
         event(self._log, "worker.stopped", worker_id=self.worker_id, tasks=self._budget.taken)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        event(
-            self._log, "worker.signal", worker_id=self.worker_id, signal=signal.Signals(signum).name
-        )
+        """The stop first, then its log line: a handler that interrupts another write to
+        stderr (the first signal's line, say) finds the stream busy ("reentrant call"),
+        and a CI run lost a second SIGINT so, its task left running."""
         self.stop(immediate=signum == signal.SIGQUIT)
+        name = signal.Signals(signum).name
+        with suppress(RuntimeError):
+            event(self._log, "worker.signal", worker_id=self.worker_id, signal=name)
