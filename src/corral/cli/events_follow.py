@@ -30,7 +30,7 @@ def follow(ctx: Context, flt: EventFilter) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         follower.stop()
 
-    with signals.handled(_STOP_SIGNALS, on_signal):
+    with signals.relayed(_STOP_SIGNALS, on_signal):
         follower.run(_json_line if ctx.json else _text_line)
     return 0
 

@@ -71,7 +71,7 @@ def repeat(ctx: Context, interval_s: float) -> int:
     """Print a snapshot every `interval_s` until SIGINT or SIGTERM; exit code 0."""
     stop = threading.Event()
     clock = SystemClock()
-    with signals.handled(_STOP_SIGNALS, lambda _signum, _frame: stop.set()):
+    with signals.relayed(_STOP_SIGNALS, lambda _signum, _frame: stop.set()):
         while not stop.is_set():
             sys.stdout.write(snapshot(ctx, interval_s))
             sys.stdout.flush()

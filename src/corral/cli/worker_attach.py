@@ -38,7 +38,7 @@ def attach(ctx: Context) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         attachment.stop()
 
-    with signals.handled(_STOP_SIGNALS, on_signal):
+    with signals.relayed(_STOP_SIGNALS, on_signal):
         _note(f"attached to worker {worker.id} ({worker.name}), {worker.status}")
         attachment.run()
     return 0

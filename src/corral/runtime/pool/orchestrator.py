@@ -42,7 +42,6 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -241,7 +240,7 @@ class Orchestrator:
         self._role.take()
         if on_held is not None:
             on_held()
-        with signals.handled(_SIGNALS, self._on_signal):
+        with signals.relayed(_SIGNALS, self._on_signal):
             return self._run_held()
 
     def _run_held(self) -> int:
@@ -498,14 +497,12 @@ class Orchestrator:
             return asked_s
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        """The stop first, then its log line, which may find stderr busy (the runner's
-        `_on_signal` says why)."""
+        """On the signal relay's thread (runtime/signals.py), one signal after another."""
         immediate = signum == signal.SIGQUIT or (
             signum == signal.SIGINT and self._stop_grace_s is not None
         )
         self.request_stop(0.0 if immediate else DEFAULT_STOP_TIMEOUT_S)
-        with suppress(RuntimeError):
-            event(self._log, "orchestrator.signal", signal=signal.Signals(signum).name)
+        event(self._log, "orchestrator.signal", signal=signal.Signals(signum).name)
 
 
 def _preflight(settings: Settings, agents_folder: str) -> dict[str, preflight.Checked]:

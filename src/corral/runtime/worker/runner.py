@@ -33,7 +33,6 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from contextlib import suppress
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -110,7 +109,7 @@ class Runner:
         """Run until told to stop (or out of work with --once / --max-tasks)."""
         # Handled from before registering (a stop that comes as soon as the worker shows up
         # is a stop) until after deregistering (a late signal cannot cut that short).
-        with signals.handled(_STOP_SIGNALS, self._on_signal):
+        with signals.relayed(_STOP_SIGNALS, self._on_signal):
             recover_dead_incarnations(
                 self._store,
                 self._config.name,
@@ -268,10 +267,9 @@ class Runner:
         event(self._log, "worker.stopped", worker_id=self.worker_id, tasks=self._budget.taken)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        """The stop first, then its log line: a handler that interrupts another write to
-        stderr (the first signal's line, say) finds the stream busy ("reentrant call"),
-        and a CI run lost a second SIGINT so, its task left running."""
+        """On the signal relay's thread (runtime/signals.py): run in the main thread, its
+        log line once interrupted the first signal's and raised, and the second SIGINT it
+        carried was lost, its task left running."""
         self.stop(immediate=signum == signal.SIGQUIT)
         name = signal.Signals(signum).name
-        with suppress(RuntimeError):
-            event(self._log, "worker.signal", worker_id=self.worker_id, signal=name)
+        event(self._log, "worker.signal", worker_id=self.worker_id, signal=name)
